@@ -1,0 +1,61 @@
+package io.millrace.core.change;
+
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.millrace.core.Lsn;
+import io.millrace.core.Position;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/** Reads and writes a {@link Checkpoint} as a small JSON document, strictly (unknown versions fail). */
+public final class CheckpointJson {
+    private static final ObjectMapper MAPPER = new ObjectMapper()
+            .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
+
+    private CheckpointJson() {
+    }
+
+    public static String write(Checkpoint c) {
+        ObjectNode root = MAPPER.createObjectNode();
+        root.put("version", c.version());
+        ObjectNode id = root.putObject("identity");
+        id.put("system_id", c.identity().systemId());
+        id.put("database", c.identity().database());
+        id.put("slot", c.identity().slot());
+        id.put("publication", c.identity().publication());
+        id.put("destination", c.identity().destination());
+        root.put("flush_lsn", c.flushLsn().toString());
+        root.put("applied_commit_lsn", c.applied().commitLsn().toString());
+        root.put("applied_ordinal", c.applied().ordinal());
+        ObjectNode snap = root.putObject("snapshot");
+        snap.put("state", c.snapshot().state().name());
+        snap.put("consistent_point", c.snapshot().consistentPoint().toString());
+        ArrayNode done = snap.putArray("tables_done");
+        c.snapshot().tablesDone().forEach(done::add);
+        return root.toString();
+    }
+
+    public static Checkpoint read(String json) {
+        try {
+            JsonNode root = MAPPER.readTree(json);
+            int version = root.required("version").asInt();
+            JsonNode id = root.required("identity");
+            Identity identity = new Identity(id.required("system_id").asText(), id.required("database").asText(),
+                    id.required("slot").asText(), id.required("publication").asText(), id.required("destination").asText());
+            JsonNode snap = root.required("snapshot");
+            List<String> done = new ArrayList<>();
+            snap.required("tables_done").forEach(n -> done.add(n.asText()));
+            SnapshotProgress progress = new SnapshotProgress(SnapshotProgress.State.valueOf(snap.required("state").asText()),
+                    Lsn.parse(snap.required("consistent_point").asText()), done);
+            return new Checkpoint(version, identity, Lsn.parse(root.required("flush_lsn").asText()),
+                    new Position(Lsn.parse(root.required("applied_commit_lsn").asText()), root.required("applied_ordinal").asLong()),
+                    progress);
+        } catch (Exception e) {
+            throw new IllegalArgumentException("unreadable checkpoint: " + e.getMessage(), e);
+        }
+    }
+}

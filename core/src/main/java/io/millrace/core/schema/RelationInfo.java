@@ -1,0 +1,89 @@
+package io.millrace.core.schema;
+
+import io.millrace.core.types.Codecs;
+import io.millrace.core.types.TypeCodec;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * A table's shape at one point of the stream: what a pgoutput Relation message (or the catalog, for
+ * a snapshot) says, with the codec of each column resolved once. Immutable: when the stream sends a
+ * new Relation message for the same oid (a column added or dropped), the framer makes a new
+ * instance, and changes framed before keep the old one. That is how the relation cache follows the
+ * stream even when decoding runs later or on another thread.
+ */
+public final class RelationInfo {
+    private final int oid;
+    private final TableRef table;
+    private final char replicaIdentity;
+    private final List<ColumnInfo> columns;
+    private final TypeCodec[] codecs;
+    private final int[] keyIndexes;
+
+    public RelationInfo(int oid, TableRef table, char replicaIdentity, List<ColumnInfo> columns, TypeResolver resolver) {
+        this.oid = oid;
+        this.table = Objects.requireNonNull(table, "table");
+        this.replicaIdentity = replicaIdentity;
+        this.columns = List.copyOf(columns);
+        this.codecs = new TypeCodec[this.columns.size()];
+        List<Integer> keys = new ArrayList<>();
+        for (int i = 0; i < codecs.length; i++) {
+            ColumnInfo c = this.columns.get(i);
+            codecs[i] = Codecs.forType(c.type(), resolver);
+            if (c.key()) {
+                keys.add(i);
+            }
+        }
+        this.keyIndexes = keys.stream().mapToInt(Integer::intValue).toArray();
+    }
+
+    public int oid() {
+        return oid;
+    }
+
+    public TableRef table() {
+        return table;
+    }
+
+    /** {@code d} default (primary key), {@code n} nothing, {@code f} full, {@code i} index. */
+    public char replicaIdentity() {
+        return replicaIdentity;
+    }
+
+    public List<ColumnInfo> columns() {
+        return columns;
+    }
+
+    public int columnCount() {
+        return codecs.length;
+    }
+
+    public ColumnInfo column(int i) {
+        return columns.get(i);
+    }
+
+    public TypeCodec codec(int i) {
+        return codecs[i];
+    }
+
+    /** Indexes of the replica identity (key) columns, in column order. Empty when the table has none. */
+    public int[] keyIndexes() {
+        return keyIndexes.clone();
+    }
+
+    public boolean hasKey() {
+        return keyIndexes.length > 0;
+    }
+
+    /** Same table, same columns (names, types, modifiers, key flags) in the same order. */
+    public boolean sameShape(RelationInfo other) {
+        return other != null && table.equals(other.table) && columns.equals(other.columns);
+    }
+
+    @Override
+    public String toString() {
+        return table + "(oid " + oid + ", " + columns.size() + " columns)";
+    }
+}

@@ -1,0 +1,43 @@
+package io.millrace.core.sink;
+
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.Checkpoint;
+
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * A destination. One writer thread owns a sink: no method is called concurrently.
+ *
+ * <p>Lifecycle: {@link #open()} once, then {@link #write} any number of times, then {@link #close()}.
+ * A sink never acknowledges before durable (INV: DURABLE): when {@code write} returns, the events
+ * and the checkpoint are both durable; when it throws, the checkpoint has not advanced.
+ */
+public interface Sink extends AutoCloseable {
+
+    /** The destination's name in the configuration; part of the checkpoint identity. */
+    String name();
+
+    /** Whether each source transaction is applied exactly once (true) or at least once (false). */
+    boolean transactional();
+
+    /**
+     * Connects and prepares the sink's own bookkeeping (checkpoint table, directory), writing no
+     * change data. Returns the checkpoint this destination last made durable, if any.
+     */
+    Optional<Checkpoint> open();
+
+    /**
+     * Applies {@code events} in list order (INV: ORDER) and stores {@code checkpoint} with them: in the
+     * same transaction where the destination has transactions (INV: RESUME, exactly once), otherwise
+     * after the data is flushed and fsynced (at least once). The list may be empty (the checkpoint
+     * alone advances). Relations may change shape between events (columns added or dropped); the sink
+     * follows. Truncate events carry no row images.
+     *
+     * @throws io.millrace.core.MillraceException of kind SINK (or CONNECTION) when the destination fails
+     */
+    void write(List<ChangeEvent> events, Checkpoint checkpoint);
+
+    @Override
+    void close();
+}
