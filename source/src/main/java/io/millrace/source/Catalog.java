@@ -1,0 +1,136 @@
+package io.millrace.source;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.schema.ColumnInfo;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.TableRef;
+import io.millrace.core.schema.TypeInfo;
+import io.millrace.core.schema.TypeResolver;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+
+/** Reads what Millrace needs from the source catalog. Every method takes the connection to use. */
+public final class Catalog {
+    private Catalog() {
+    }
+
+    /** A table as the catalog describes it. */
+    public record TableInfo(TableRef ref, int oid, char relkind, char replicaIdentity, boolean hasPrimaryKey,
+                            boolean canSelect, long estimatedRows, long pages) {
+        public boolean partitioned() {
+            return relkind == 'p';
+        }
+    }
+
+    /** Looks a table up by schema and name (taken literally), or returns null when there is none. */
+    public static TableInfo table(Connection c, TableRef ref) throws SQLException {
+        String sql = "SELECT c.oid, c.relkind, c.relreplident,"
+                + " EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary),"
+                + " has_table_privilege(c.oid, 'SELECT'), greatest(c.reltuples, 0)::bigint, c.relpages"
+                + " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                + " WHERE n.nspname = ? AND c.relname = ? AND c.relkind IN ('r', 'p')";
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setString(1, ref.schema());
+            ps.setString(2, ref.table());
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    return null;
+                }
+                return new TableInfo(ref, (int) rs.getLong(1), rs.getString(2).charAt(0), rs.getString(3).charAt(0),
+                        rs.getBoolean(4), rs.getBoolean(5), rs.getLong(6), rs.getLong(7));
+            }
+        }
+    }
+
+    /**
+     * The table's columns as pgoutput sends them (not dropped, not generated, in attribute order),
+     * with the key flag on the primary key columns (or the replica identity index's, when
+     * REPLICA IDENTITY USING INDEX). Under REPLICA IDENTITY FULL pgoutput flags every column; Millrace
+     * keys rows by the primary key all the same (see {@link #keyColumns}).
+     */
+    public static RelationInfo relation(Connection c, TableRef ref, TypeResolver types) throws SQLException {
+        TableInfo t = table(c, ref);
+        if (t == null) {
+            throw new MillraceException(Kind.CONFIG, "table " + ref.sql() + " does not exist in the source database");
+        }
+        List<String> keys = keyColumns(c, t.oid());
+        String sql = "SELECT a.attname, a.atttypid, a.atttypmod FROM pg_attribute a"
+                + " WHERE a.attrelid = ? AND a.attnum > 0 AND NOT a.attisdropped"
+                + (serverVersion(c) >= 120000 ? " AND a.attgenerated = ''" : "")
+                + " ORDER BY a.attnum";
+        List<ColumnInfo> cols = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setInt(1, t.oid());
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    String name = rs.getString(1);
+                    int typeOid = (int) rs.getLong(2);
+                    TypeInfo type = types.resolve(typeOid);
+                    if (type == null) {
+                        type = new TypeInfo(typeOid, "pg_catalog", "unknown_oid_" + typeOid, 'b', 'X', 0, 0);
+                    }
+                    cols.add(new ColumnInfo(name, type, rs.getInt(3), keys.contains(name)));
+                }
+            }
+        }
+        return new RelationInfo(t.oid(), ref, t.replicaIdentity(), cols, types);
+    }
+
+    /** Names of the key columns: the replica identity index's when set, else the primary key's; empty when none. */
+    public static List<String> keyColumns(Connection c, int relOid) throws SQLException {
+        String sql = "SELECT a.attname FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid"
+                + " JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true"
+                + " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum"
+                + " WHERE i.indrelid = ? AND (CASE WHEN c.relreplident = 'i' THEN i.indisreplident ELSE i.indisprimary END)"
+                + " ORDER BY k.ord";
+        List<String> keys = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setInt(1, relOid);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    keys.add(rs.getString(1));
+                }
+            }
+        }
+        return keys;
+    }
+
+    /** Tables of a publication (as published: partitions through their root when publish_via_partition_root). */
+    public static List<TableRef> publicationTables(Connection c, String publication) throws SQLException {
+        List<TableRef> out = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(
+                "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = ? ORDER BY 1, 2")) {
+            ps.setString(1, publication);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.add(new TableRef(rs.getString(1), rs.getString(2)));
+                }
+            }
+        }
+        return out;
+    }
+
+    public static int serverVersion(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT current_setting('server_version_num')::int");
+             ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return rs.getInt(1);
+        }
+    }
+
+    public static String setting(Connection c, String name) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT current_setting(?)")) {
+            ps.setString(1, name);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getString(1);
+            }
+        }
+    }
+}

@@ -1,0 +1,78 @@
+package io.millrace.source;
+
+import io.millrace.core.schema.TypeInfo;
+import io.millrace.core.schema.TypeResolver;
+import io.millrace.core.types.Codecs;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
+
+/**
+ * Resolves type oids: built-ins from the codecs, the rest (enums, domains, their arrays) from
+ * {@code pg_type}, loaded once at start and looked up again for an oid first seen later (a type
+ * created while the pipeline runs). Safe to call from any thread.
+ */
+public final class CatalogTypeResolver implements TypeResolver {
+    private static final String QUERY = "SELECT t.oid, n.nspname, t.typname, t.typtype, t.typcategory, t.typelem, t.typbasetype"
+            + " FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace";
+
+    private final Map<Integer, TypeInfo> types = new ConcurrentHashMap<>();
+    private final Supplier<Connection> connections;
+
+    /** @param connections opens a catalog connection when an unknown oid must be looked up */
+    public CatalogTypeResolver(Supplier<Connection> connections) {
+        this.connections = connections;
+    }
+
+    /** Loads every user type of the database (one query). */
+    public void load(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(QUERY + " WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')");
+             ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                TypeInfo t = row(rs);
+                types.put(t.oid(), t);
+            }
+        }
+    }
+
+    @Override
+    public TypeInfo resolve(int oid) {
+        TypeInfo builtin = Codecs.builtin(oid);
+        if (builtin != null) {
+            return builtin;
+        }
+        TypeInfo known = types.get(oid);
+        if (known != null) {
+            return known;
+        }
+        synchronized (this) {
+            known = types.get(oid);
+            if (known != null) {
+                return known;
+            }
+            try (Connection c = connections.get(); PreparedStatement ps = c.prepareStatement(QUERY + " WHERE t.oid = ?")) {
+                ps.setInt(1, oid);
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (rs.next()) {
+                        TypeInfo t = row(rs);
+                        types.put(oid, t);
+                        return t;
+                    }
+                }
+            } catch (SQLException e) {
+                throw PgErrors.translate("looking up type oid " + oid + " in the source catalog", e);
+            }
+        }
+        return null;
+    }
+
+    private static TypeInfo row(ResultSet rs) throws SQLException {
+        return new TypeInfo(rs.getInt(1), rs.getString(2), rs.getString(3), rs.getString(4).charAt(0), rs.getString(5).charAt(0),
+                (int) rs.getLong(6), (int) rs.getLong(7));
+    }
+}

@@ -1,0 +1,57 @@
+package io.millrace.source;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+
+import java.net.ConnectException;
+import java.net.UnknownHostException;
+import java.sql.SQLException;
+
+/** Turns driver errors into {@link MillraceException}s whose message names the fix. */
+public final class PgErrors {
+    private PgErrors() {
+    }
+
+    /**
+     * @param what what was being done, e.g. "connecting to the source 127.0.0.1:5432/app as 'cdc'"
+     */
+    public static MillraceException translate(String what, SQLException e) {
+        String state = e.getSQLState() == null ? "" : e.getSQLState();
+        String msg = e.getMessage() == null ? "" : e.getMessage();
+        if (state.equals("28P01") || msg.contains("password authentication failed")) {
+            return new MillraceException(Kind.AUTHENTICATION, what + " failed: the password was rejected."
+                    + " Check the user name and the password (source.password_env / source.password_file).", e);
+        }
+        if (state.equals("28000")) {
+            return new MillraceException(Kind.AUTHENTICATION, what + " failed: " + msg
+                    + ". Check pg_hba.conf allows this user (for replication: a 'replication' line) and the user name.", e);
+        }
+        if (state.equals("3D000")) {
+            return new MillraceException(Kind.CONFIG, what + " failed: " + msg + ". Check the database name.", e);
+        }
+        if (state.equals("42501")) {
+            return new MillraceException(Kind.PERMISSION, what + " failed: " + msg, e);
+        }
+        if (state.equals("55006")) {
+            return new MillraceException(Kind.SLOT_IN_USE, what + " failed: " + msg
+                    + ". Another process (perhaps another Millrace) is reading this slot; stop it or choose another slot.", e);
+        }
+        if (state.startsWith("08") || causedBy(e, ConnectException.class) || causedBy(e, UnknownHostException.class)) {
+            return new MillraceException(Kind.CONNECTION, what + " failed: " + msg
+                    + ". Check that the server is running and reachable at that host and port.", e);
+        }
+        if (state.equals("57P01") || state.equals("57P02") || state.equals("57P03")) {
+            return new MillraceException(Kind.CONNECTION, what + " failed: the server is shutting down or starting up (" + msg + ")", e);
+        }
+        return new MillraceException(Kind.SOURCE_SETUP, what + " failed: " + msg + (state.isEmpty() ? "" : " [SQLSTATE " + state + "]"), e);
+    }
+
+    private static boolean causedBy(Throwable t, Class<? extends Throwable> type) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (type.isInstance(c)) {
+                return true;
+            }
+        }
+        return false;
+    }
+}

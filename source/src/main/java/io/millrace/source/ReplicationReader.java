@@ -1,0 +1,165 @@
+package io.millrace.source;
+
+import io.millrace.core.ByteBudget;
+import io.millrace.core.Lsn;
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.schema.Ident;
+import org.postgresql.PGConnection;
+import org.postgresql.replication.LogSequenceNumber;
+import org.postgresql.replication.PGReplicationStream;
+import org.postgresql.replication.fluent.logical.ChainedLogicalStreamBuilder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.nio.ByteBuffer;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+
+/**
+ * The replication reader: the one thread that talks to the walsender. It reads CopyData messages
+ * and hands each to a {@link Handler}; answers keepalives and sends status updates on time, also
+ * while paused by back-pressure; reports as flushed only the durable position (INV: DURABLE).
+ *
+ * <p>Thread rules: {@link #run()} runs on the reader thread, which owns the replication stream.
+ * {@link #stop()} and {@link #durable()} may be called from any thread.
+ */
+public final class ReplicationReader implements Runnable {
+    private static final Logger LOG = LoggerFactory.getLogger(ReplicationReader.class);
+
+    /** Receives every pgoutput message, on the reader thread, in stream order. */
+    @FunctionalInterface
+    public interface Handler {
+        /**
+         * @param walStart WAL position of the message (XLogData dataStart)
+         * @param data     the message bytes (owned by the handler from now on)
+         */
+        void onMessage(Lsn walStart, byte[] data, int offset, int length) throws InterruptedException;
+    }
+
+    /** Stream options. */
+    public record Options(Lsn startLsn, int protoVersion, boolean binary, boolean messages, long statusIntervalMillis) {
+    }
+
+    private final PgConnections connections;
+    private final Options options;
+    private final ByteBudget budget;
+    private final Handler handler;
+    private final Consumer<Throwable> onFailure;
+    /** Set by the checkpointer after a durable commit; read by the reader thread. */
+    private final AtomicReference<Lsn> durable;
+    private volatile boolean stopping;
+    private volatile Lsn lastReceived = Lsn.ZERO;
+
+    public ReplicationReader(PgConnections connections, Options options, ByteBudget budget, Lsn initialDurable, Handler handler,
+                             Consumer<Throwable> onFailure) {
+        this.connections = connections;
+        this.options = options;
+        this.budget = budget;
+        this.handler = handler;
+        this.onFailure = onFailure;
+        this.durable = new AtomicReference<>(initialDurable);
+    }
+
+    /** Publishes a new durable position; the reader reports it to the server on its next turn. */
+    public void durable(Lsn lsn) {
+        durable.accumulateAndGet(lsn, Lsn::max);
+    }
+
+    public Lsn lastReceived() {
+        return lastReceived;
+    }
+
+    public void stop() {
+        stopping = true;
+    }
+
+    @Override
+    public void run() {
+        String slot = connections.config().slot();
+        try (Connection c = connections.openReplication()) {
+            PGReplicationStream stream = open(c);
+            LOG.info("streaming from slot '{}' at {} (pgoutput proto_version {}, {} values)", slot, options.startLsn(),
+                    options.protoVersion(), options.binary() ? "binary" : "text");
+            Lsn reported = Lsn.ZERO;
+            long lastStatus = System.nanoTime();
+            long statusNanos = TimeUnit.MILLISECONDS.toNanos(options.statusIntervalMillis());
+            int idleSpins = 0;
+            while (!stopping) {
+                Lsn d = durable.get();
+                if (d.isAfter(reported)) {
+                    // INV: DURABLE — only what every sink made durable is reported as flushed.
+                    LogSequenceNumber l = LogSequenceNumber.valueOf(d.value());
+                    stream.setFlushedLSN(l);
+                    stream.setAppliedLSN(l);
+                    stream.forceUpdateStatus();
+                    lastStatus = System.nanoTime();
+                    reported = d;
+                }
+                if (budget.exhausted()) {
+                    // INV: BOUNDED — stop reading, but keep the walsender from timing us out.
+                    if (System.nanoTime() - lastStatus >= statusNanos) {
+                        stream.forceUpdateStatus();
+                        lastStatus = System.nanoTime();
+                    }
+                    budget.awaitRoom(50);
+                    continue;
+                }
+                ByteBuffer buf = stream.readPending();
+                if (buf == null) {
+                    idleSpins++;
+                    Thread.sleep(idleSpins < 10 ? 1 : 5);
+                    continue;
+                }
+                idleSpins = 0;
+                Lsn at = Lsn.of(stream.getLastReceiveLSN().asLong());
+                lastReceived = at;
+                int len = buf.remaining();
+                budget.take(len);
+                handler.onMessage(at, buf.array(), buf.arrayOffset() + buf.position(), len);
+            }
+            stream.close();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (SQLException e) {
+            if (!stopping) {
+                onFailure.accept(PgErrors.translate("streaming from slot '" + slot + "' on " + connections.config().where(), e));
+            }
+        } catch (Throwable t) {
+            if (!stopping) {
+                onFailure.accept(t);
+            }
+        }
+    }
+
+    private PGReplicationStream open(Connection c) throws SQLException {
+        ChainedLogicalStreamBuilder b = c.unwrap(PGConnection.class).getReplicationAPI().replicationStream().logical()
+                .withSlotName(connections.config().slot())
+                .withStartPosition(LogSequenceNumber.valueOf(options.startLsn().value()))
+                .withSlotOption("proto_version", Integer.toString(options.protoVersion()))
+                .withSlotOption("publication_names", Ident.quote(connections.config().publication()))
+                .withStatusInterval((int) options.statusIntervalMillis(), TimeUnit.MILLISECONDS);
+        if (options.binary()) {
+            b = b.withSlotOption("binary", "true");
+        }
+        if (options.messages()) {
+            b = b.withSlotOption("messages", "true");
+        }
+        try {
+            return b.start();
+        } catch (SQLException e) {
+            if ("55006".equals(e.getSQLState())) {
+                throw new MillraceException(Kind.SLOT_IN_USE, "replication slot '" + connections.config().slot()
+                        + "' is in use by another process (another Millrace or replication client); stop it or choose another source.slot", e);
+            }
+            if ("42704".equals(e.getSQLState())) {
+                throw new MillraceException(Kind.SOURCE_SETUP, "replication slot '" + connections.config().slot() + "' does not exist ("
+                        + e.getMessage() + "). It was dropped while Millrace was stopped: start again with a fresh destination", e);
+            }
+            throw e;
+        }
+    }
+}

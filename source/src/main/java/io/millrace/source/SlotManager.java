@@ -1,0 +1,106 @@
+package io.millrace.source;
+
+import io.millrace.core.Lsn;
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.schema.Ident;
+import io.millrace.core.schema.TableRef;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.List;
+import java.util.stream.Collectors;
+
+/** Creates and drops the publication and the replication slot; identifies the source system. */
+public final class SlotManager {
+    private final SourceConfig config;
+
+    public SlotManager(SourceConfig config) {
+        this.config = config;
+    }
+
+    /** What IDENTIFY_SYSTEM answers. */
+    public record SystemInfo(String systemId, int timeline, Lsn walPosition, String database) {
+    }
+
+    /** A slot just created: streaming from it starts at {@code consistentPoint}; {@code snapshotName} is
+     *  valid only while the creating replication connection stays open and idle. */
+    public record CreatedSlot(String name, Lsn consistentPoint, String snapshotName) {
+    }
+
+    public static SystemInfo identify(Connection replication) {
+        try (Statement s = replication.createStatement(); ResultSet rs = s.executeQuery("IDENTIFY_SYSTEM")) {
+            rs.next();
+            return new SystemInfo(rs.getString("systemid"), rs.getInt("timeline"), Lsn.parse(rs.getString("xlogpos")), rs.getString("dbname"));
+        } catch (SQLException e) {
+            throw PgErrors.translate("identifying the source system (IDENTIFY_SYSTEM)", e);
+        }
+    }
+
+    /**
+     * Creates the slot on a replication connection. With {@code exportSnapshot} the connection must
+     * then stay open and run nothing else until every snapshot reader has imported the snapshot
+     * (INV: HANDOVER: the snapshot shows exactly the transactions before the consistent point).
+     */
+    public CreatedSlot createSlot(Connection replication, boolean exportSnapshot) {
+        String sql = "CREATE_REPLICATION_SLOT " + Ident.quote(config.slot()) + " LOGICAL pgoutput "
+                + (exportSnapshot ? "EXPORT_SNAPSHOT" : "NOEXPORT_SNAPSHOT");
+        try (Statement s = replication.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+            rs.next();
+            return new CreatedSlot(rs.getString("slot_name"), Lsn.parse(rs.getString("consistent_point")), rs.getString("snapshot_name"));
+        } catch (SQLException e) {
+            if ("42710".equals(e.getSQLState())) {
+                throw new MillraceException(Kind.SOURCE_SETUP, "replication slot '" + config.slot() + "' already exists", e);
+            }
+            if ("53400".equals(e.getSQLState())) {
+                throw new MillraceException(Kind.SOURCE_SETUP, "cannot create slot '" + config.slot() + "': " + e.getMessage()
+                        + ". Raise max_replication_slots (ALTER SYSTEM SET max_replication_slots = ...; then restart) or drop an unused slot", e);
+            }
+            throw PgErrors.translate("creating replication slot '" + config.slot() + "'", e);
+        }
+    }
+
+    public void dropSlot(Connection c) {
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = ?")) {
+            ps.setString(1, config.slot());
+            ps.execute();
+        } catch (SQLException e) {
+            throw PgErrors.translate("dropping replication slot '" + config.slot() + "'", e);
+        }
+    }
+
+    /** The slot's confirmed_flush_lsn, or null when the slot does not exist. */
+    public Lsn confirmedFlush(Connection c) {
+        try (PreparedStatement ps = c.prepareStatement("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = ?")) {
+            ps.setString(1, config.slot());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() && rs.getString(1) != null ? Lsn.parse(rs.getString(1)) : null;
+            }
+        } catch (SQLException e) {
+            throw PgErrors.translate("reading slot '" + config.slot() + "'", e);
+        }
+    }
+
+    /** Creates the publication for {@code tables} (partitions published through their root). */
+    public void createPublication(Connection c, List<TableRef> tables) {
+        String sql = "CREATE PUBLICATION " + Ident.quote(config.publication()) + " FOR TABLE "
+                + tables.stream().map(TableRef::sql).collect(Collectors.joining(", "));
+        try {
+            if (Catalog.serverVersion(c) >= 130000) {
+                sql += " WITH (publish_via_partition_root = true)";
+            }
+            try (Statement s = c.createStatement()) {
+                s.execute(sql);
+            }
+        } catch (SQLException e) {
+            if ("42501".equals(e.getSQLState())) {
+                throw new MillraceException(Kind.PERMISSION, "cannot create publication '" + config.publication() + "': " + e.getMessage()
+                        + ". Ask the tables' owner or a superuser to run: " + sql + ";", e);
+            }
+            throw PgErrors.translate("creating publication '" + config.publication() + "'", e);
+        }
+    }
+}

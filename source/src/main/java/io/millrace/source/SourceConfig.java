@@ -1,0 +1,46 @@
+package io.millrace.source;
+
+import io.millrace.core.Secret;
+import io.millrace.core.schema.TableRef;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * How to reach and read the source database. Immutable; validated where it is built (engine config).
+ *
+ * @param host              server host
+ * @param port              server port
+ * @param database          database to capture
+ * @param user              role; needs REPLICATION (or superuser) and SELECT on the tables
+ * @param password          the role's password (never printed)
+ * @param slot              logical replication slot name
+ * @param publication       publication name
+ * @param tables            tables to capture; empty = every table of an existing publication
+ * @param createPublication create the publication for {@code tables} when it is missing
+ * @param binary            ask pgoutput for binary values (PG14+)
+ * @param statusInterval    how often the reader reports its flushed position to the server
+ * @param jdbcProperties    extra pgjdbc properties (sslmode, sslrootcert, ...)
+ */
+public record SourceConfig(String host, int port, String database, String user, Secret password, String slot,
+                           String publication, List<TableRef> tables, boolean createPublication, BinaryMode binary,
+                           Duration statusInterval, Map<String, String> jdbcProperties) {
+
+    public enum BinaryMode {
+        /** Binary when the server supports it (PG14+) and every captured column's type has a binary codec. */
+        AUTO,
+        ON,
+        OFF
+    }
+
+    public SourceConfig {
+        tables = List.copyOf(tables);
+        jdbcProperties = Map.copyOf(jdbcProperties);
+    }
+
+    /** {@code host:port/database}, for messages (never the password). */
+    public String where() {
+        return host + ":" + port + "/" + database;
+    }
+}
