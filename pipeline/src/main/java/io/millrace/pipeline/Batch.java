@@ -1,0 +1,21 @@
+package io.millrace.pipeline;
+
+import io.millrace.core.Lsn;
+import io.millrace.core.Position;
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.SnapshotProgress;
+
+import java.util.List;
+
+/**
+ * What the sink writer applies in one go.
+ *
+ * @param events      changes in commit order (INV: ORDER)
+ * @param flushLsn    end LSN of the last source transaction complete in this or an earlier batch
+ *                    (null: unchanged); the checkpoint's flush position after this batch
+ * @param last        position of the last streamed event (null: none streamed)
+ * @param budgetBytes bytes to give back to the reader's budget once the batch is durable
+ * @param snapshot    new snapshot progress to record with this batch (null: unchanged)
+ */
+public record Batch(List<ChangeEvent> events, Lsn flushLsn, Position last, long budgetBytes, SnapshotProgress snapshot) {
+}

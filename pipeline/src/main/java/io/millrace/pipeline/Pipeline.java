@@ -1,0 +1,194 @@
+package io.millrace.pipeline;
+
+import io.millrace.core.ByteBudget;
+import io.millrace.core.Lsn;
+import io.millrace.core.Position;
+import io.millrace.core.change.Checkpoint;
+import io.millrace.core.schema.TypeResolver;
+import io.millrace.core.sink.Sink;
+import io.millrace.pgoutput.PgOutputFramer;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Consumer;
+import java.util.function.IntFunction;
+
+/**
+ * The pipeline between the replication reader (or the snapshot readers) and the sinks:
+ * <pre>
+ *   reader ──offer()──► [raw channel] ──► assembler thread ──► [batch channel] ──► writer thread ──► sinks
+ *   snapshot readers ──submit()─────────────────────────────────┘                         └──► onDurable (slot feedback)
+ * </pre>
+ * The owner starts it, feeds it, and waits on {@link #failure()}: the first error of any stage stops
+ * every stage and is rethrown by {@link #join()} (INV: NO-SILENT-ERROR). Threads are registered
+ * (their failure handler set) before they start.
+ */
+public final class Pipeline implements AutoCloseable {
+
+    /**
+     * @param budgetBytes    bytes in flight between the reader and durable (INV: BOUNDED)
+     * @param batchBytes     a batch is cut after a commit once it holds this many bytes
+     * @param maxBatchBytes  a batch is cut inside a transaction at this size
+     * @param lingerMillis   a batch is cut after a commit once it is this old
+     */
+    public record Options(long budgetBytes, long batchBytes, long maxBatchBytes, long lingerMillis) {
+        public static Options defaults() {
+            return new Options(64L << 20, 4L << 20, 16L << 20, 200);
+        }
+    }
+
+    private record Raw(Lsn at, byte[] data, int off, int len) {
+    }
+
+    private final Options options;
+    private final Failure failure = new Failure();
+    private final ByteBudget budget;
+    private final Channel<Raw> raw;
+    private final Channel<Batch> batches;
+    private final SinkWriter writer;
+    private final PipelineStats stats = new PipelineStats();
+    private final List<Thread> threads = new ArrayList<>();
+    private Assembler assembler;
+
+    public Pipeline(Options options, List<Sink> sinks, List<Checkpoint> checkpoints, Consumer<Lsn> onDurable) {
+        this.options = options;
+        this.budget = new ByteBudget(options.budgetBytes());
+        this.raw = new Channel<>(1 << 16, failure);
+        this.batches = new Channel<>(4, failure);
+        this.writer = new SinkWriter(sinks, checkpoints, budget, onDurable, stats);
+    }
+
+    public ByteBudget budget() {
+        return budget;
+    }
+
+    public Failure failure() {
+        return failure;
+    }
+
+    public PipelineStats stats() {
+        return stats;
+    }
+
+    /** The current checkpoint of sink {@code i} (as the writer last made it durable). Writer-consistent only after {@link #join()}. */
+    public Checkpoint checkpoint(int i) {
+        return writer.checkpoint(i);
+    }
+
+    /** Starts the writer thread: the pipeline then accepts {@link #submit} (snapshot batches). */
+    public void startWriter() {
+        start("millrace-writer", () -> {
+            while (true) {
+                Batch b = batches.receive(Long.MAX_VALUE / 2_000_000);
+                if (b != null) {
+                    writer.write(b);
+                }
+            }
+        });
+    }
+
+    /**
+     * Starts the assembler: {@link #offer} then takes the replication stream.
+     *
+     * @param skipUpTo changes at or before this position are already in every destination
+     */
+    public void startStreaming(TypeResolver types, IntFunction<List<String>> keyLookup, Position skipUpTo) {
+        Assembler a = new Assembler(new PgOutputFramer(types), new RelationKeys(keyLookup, types), skipUpTo,
+                options.batchBytes(), options.maxBatchBytes(), options.lingerMillis(), batches::send);
+        this.assembler = a;
+        start("millrace-assembler", () -> {
+            while (true) {
+                Raw m = raw.receive(Math.max(1, options.lingerMillis() / 4));
+                if (m != null) {
+                    a.onMessage(m.at(), m.data(), m.off(), m.len());
+                } else if (a.due()) {
+                    a.cut();
+                }
+            }
+        });
+    }
+
+    /** Hands the pipeline one replication message (reader thread). Blocks only while the pipeline runs. */
+    public void offer(Lsn at, byte[] data, int off, int len) throws InterruptedException {
+        try {
+            raw.send(new Raw(at, data, off, len));
+        } catch (Channel.Stopped s) {
+            Thread.currentThread().interrupt(); // the reader sees the stop and leaves its loop
+        }
+    }
+
+    /** Hands the writer a batch (snapshot readers; any thread). Returns false when the pipeline is stopping. */
+    public boolean submit(Batch batch) throws InterruptedException {
+        try {
+            batches.send(batch);
+            return true;
+        } catch (Channel.Stopped s) {
+            return false;
+        }
+    }
+
+    /** Number of batches waiting for the writer. */
+    public int pendingBatches() {
+        return batches.size();
+    }
+
+    private interface Loop {
+        void run() throws Exception;
+    }
+
+    private void start(String name, Loop loop) {
+        Thread t = new Thread(() -> {
+            try {
+                loop.run();
+            } catch (Channel.Stopped s) {
+                // another stage failed or a stop was asked
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                failure.stop();
+            } catch (Throwable e) {
+                failure.report(e);
+            }
+        }, name);
+        t.setDaemon(true);
+        synchronized (threads) {
+            threads.add(t); // INV: NO-SILENT-ERROR — registered before it starts
+        }
+        t.start();
+    }
+
+    /** Asks every stage to stop at its next boundary; a sink write under way completes first. */
+    public void stop() {
+        failure.stop();
+    }
+
+    /** Waits for every stage to end; rethrows the first error, if any. */
+    public void join() throws InterruptedException {
+        List<Thread> ts;
+        synchronized (threads) {
+            ts = List.copyOf(threads);
+        }
+        for (Thread t : ts) {
+            t.join();
+        }
+        Throwable e = failure.error();
+        if (e instanceof RuntimeException re) {
+            throw re;
+        }
+        if (e instanceof Error err) {
+            throw err;
+        }
+        if (e != null) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Override
+    public void close() {
+        stop();
+        try {
+            join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

@@ -1,0 +1,84 @@
+package io.millrace.pipeline;
+
+import io.millrace.core.ByteBudget;
+import io.millrace.core.Lsn;
+import io.millrace.core.Position;
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.Checkpoint;
+import io.millrace.core.sink.Sink;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Consumer;
+
+/**
+ * Applies batches to every sink, each with its own checkpoint, then publishes the durable position:
+ * the lowest flush LSN over all sinks (INV: DURABLE — the slot is never confirmed past what every
+ * sink made durable). A sink gets only the streamed events after its own checkpoint (INV: RESUME),
+ * so a destination that was ahead of another when the engine stopped is not written twice.
+ *
+ * <p>Single-threaded: owned by the writer thread, which owns the sinks.
+ */
+final class SinkWriter {
+    private static final Logger LOG = LoggerFactory.getLogger(SinkWriter.class);
+
+    private final List<Sink> sinks;
+    private final Checkpoint[] checkpoints;
+    private final ByteBudget budget;
+    private final Consumer<Lsn> onDurable;
+    private final PipelineStats stats;
+
+    SinkWriter(List<Sink> sinks, List<Checkpoint> checkpoints, ByteBudget budget, Consumer<Lsn> onDurable, PipelineStats stats) {
+        this.sinks = List.copyOf(sinks);
+        this.checkpoints = checkpoints.toArray(new Checkpoint[0]);
+        this.budget = budget;
+        this.onDurable = onDurable;
+        this.stats = stats;
+    }
+
+    Checkpoint checkpoint(int sink) {
+        return checkpoints[sink];
+    }
+
+    void write(Batch batch) {
+        for (int i = 0; i < sinks.size(); i++) {
+            Checkpoint cp = checkpoints[i];
+            List<ChangeEvent> events = batch.events();
+            if (batch.last() != null && !batch.last().isAfter(cp.applied())) {
+                events = List.of(); // INV: RESUME — this sink holds all of it already.
+            } else if (!events.isEmpty() && !events.get(0).snapshot() && !events.get(0).position().isAfter(cp.applied())) {
+                List<ChangeEvent> newer = new ArrayList<>(events.size());
+                for (ChangeEvent e : events) {
+                    if (e.snapshot() || e.position().isAfter(cp.applied())) {
+                        newer.add(e);
+                    }
+                }
+                events = newer;
+            }
+            Lsn flush = batch.flushLsn() == null ? cp.flushLsn() : Lsn.max(cp.flushLsn(), batch.flushLsn());
+            Position applied = batch.last() == null || !batch.last().isAfter(cp.applied()) ? cp.applied() : batch.last();
+            Checkpoint next = cp.advance(flush, applied);
+            if (batch.snapshot() != null) {
+                next = next.withSnapshot(batch.snapshot());
+            }
+            if (events.isEmpty() && next.equals(cp)) {
+                continue;
+            }
+            sinks.get(i).write(events, next); // durable on return
+            checkpoints[i] = next;
+        }
+        stats.written(batch.events().size(), batch.events().isEmpty() ? 0 : batch.events().get(batch.events().size() - 1).commitTimeMicros());
+        budget.release(batch.budgetBytes());
+        Lsn durable = checkpoints[0].flushLsn();
+        for (Checkpoint cp : checkpoints) {
+            durable = Lsn.min(durable, cp.flushLsn());
+        }
+        stats.durable(durable);
+        onDurable.accept(durable);
+        if (LOG.isTraceEnabled()) {
+            LOG.trace("batch of {} events durable; durable position {}", batch.events().size(), durable);
+        }
+    }
+}
