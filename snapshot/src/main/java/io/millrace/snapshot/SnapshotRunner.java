@@ -1,0 +1,281 @@
+package io.millrace.snapshot;
+
+import io.millrace.core.Lsn;
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.Position;
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.Op;
+import io.millrace.core.change.SnapshotProgress;
+import io.millrace.core.schema.Ident;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.TableRef;
+import io.millrace.pipeline.Batch;
+import io.millrace.source.PgConnections;
+import io.millrace.source.PgErrors;
+import org.postgresql.PGConnection;
+import org.postgresql.copy.CopyOut;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
+
+/**
+ * The initial snapshot: N readers import the slot's exported snapshot and COPY the tables' chunks
+ * in parallel, as {@code r} (read) events, into the pipeline's writer.
+ *
+ * <p>INV: HANDOVER — every reader sees exactly the database as of the slot's consistent point, and
+ * streaming starts at that point, so each change comes either from the copy or from the stream.
+ * INV: COVER — see {@link ChunkPlanner}. A table is recorded as done in the checkpoint only after all
+ * its chunks were handed to the writer; the writer applies batches in order, so the progress batch
+ * lands after the rows it counts.
+ */
+public final class SnapshotRunner {
+    private static final Logger LOG = LoggerFactory.getLogger(SnapshotRunner.class);
+
+    /** Where batches go (the pipeline's writer). Returns false when the pipeline is stopping. */
+    @FunctionalInterface
+    public interface Output {
+        boolean submit(Batch batch) throws InterruptedException;
+    }
+
+    /** Progress figures for the terminal, status page and metrics. Called from reader threads. */
+    public interface Listener {
+        default void tableStarted(TableRef table, long estimatedRows) {
+        }
+
+        default void rowsCopied(TableRef table, long rows) {
+        }
+
+        default void tableDone(TableRef table, long rows) {
+        }
+    }
+
+    /** A table to copy. */
+    public record Table(RelationInfo relation, boolean partitioned, long estimatedRows) {
+    }
+
+    /**
+     * @param readers       parallel COPY readers
+     * @param pagesPerChunk CTID chunk size in 8 kB pages
+     * @param batchBytes    rows per batch handed to the writer, by size
+     */
+    public record Options(int readers, long pagesPerChunk, long batchBytes) {
+        public static Options defaults() {
+            return new Options(Math.max(2, Runtime.getRuntime().availableProcessors()), 4096, 4L << 20);
+        }
+    }
+
+    private final PgConnections connections;
+    private final String snapshotName;
+    private final Lsn consistentPoint;
+    private final List<Table> tables;
+    private final Options options;
+    private final Output output;
+    private final Listener listener;
+    private final AtomicReference<Throwable> failure = new AtomicReference<>();
+    private final Object progressLock = new Object();
+    // @GuardedBy("progressLock")
+    private final Set<String> tablesDone;
+    // @GuardedBy("progressLock")
+    private final Map<TableRef, Integer> chunksLeft = new HashMap<>();
+    // @GuardedBy("progressLock")
+    private final Map<TableRef, Long> rowsByTable = new HashMap<>();
+
+    public SnapshotRunner(PgConnections connections, String snapshotName, Lsn consistentPoint, List<Table> tables,
+                          Options options, Output output, Listener listener) {
+        this.connections = connections;
+        this.snapshotName = snapshotName;
+        this.consistentPoint = consistentPoint;
+        this.tables = List.copyOf(tables);
+        this.options = options;
+        this.output = output;
+        this.listener = listener;
+        this.tablesDone = new LinkedHashSet<>();
+    }
+
+    /** Copies every table; returns when all rows are handed to the writer with the progress that says so. */
+    public void run() throws InterruptedException {
+        long started = System.nanoTime();
+        ConcurrentLinkedQueue<Chunk> queue = new ConcurrentLinkedQueue<>(plan());
+        int n = Math.max(1, Math.min(options.readers(), queue.size()));
+        List<Thread> readers = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            Thread t = new Thread(() -> read(queue), "millrace-snapshot-" + i);
+            t.setDaemon(true);
+            readers.add(t); // registered before start (INV: NO-SILENT-ERROR)
+        }
+        readers.forEach(Thread::start);
+        try {
+            for (Thread t : readers) {
+                t.join();
+            }
+        } catch (InterruptedException e) {
+            failure.compareAndSet(null, e);
+            for (Thread t : readers) {
+                t.join(5000);
+            }
+            throw e;
+        }
+        Throwable f = failure.get();
+        if (f instanceof RuntimeException re) {
+            throw re;
+        }
+        if (f instanceof InterruptedException ie) {
+            throw ie;
+        }
+        if (f != null) {
+            throw new MillraceException(Kind.INTERNAL, "snapshot reader failed: " + f, f);
+        }
+        synchronized (progressLock) {
+            output.submit(new Batch(List.of(), null, null, 0,
+                    new SnapshotProgress(SnapshotProgress.State.DONE, consistentPoint, List.copyOf(tablesDone))));
+        }
+        long rows = rowsByTable.values().stream().mapToLong(Long::longValue).sum();
+        double secs = (System.nanoTime() - started) / 1e9;
+        LOG.info("snapshot done: {} rows from {} tables in {} s ({} rows/s, {} readers)", rows, tables.size(),
+                String.format("%.1f", secs), Math.round(rows / Math.max(secs, 1e-3)), n);
+    }
+
+    private List<Chunk> plan() {
+        List<Chunk> all = new ArrayList<>();
+        try (Connection c = connections.open(); PreparedStatement ps = c.prepareStatement(
+                "SELECT pg_relation_size(?) / current_setting('block_size')::bigint")) {
+            for (Table t : tables) {
+                long pages = 0;
+                if (!t.partitioned()) {
+                    ps.setInt(1, t.relation().oid());
+                    try (ResultSet rs = ps.executeQuery()) {
+                        rs.next();
+                        pages = rs.getLong(1);
+                    }
+                }
+                List<Chunk> chunks = ChunkPlanner.plan(t.relation(), pages, options.pagesPerChunk(), t.partitioned());
+                synchronized (progressLock) {
+                    chunksLeft.put(t.relation().table(), chunks.size());
+                    rowsByTable.put(t.relation().table(), 0L);
+                }
+                listener.tableStarted(t.relation().table(), t.estimatedRows());
+                all.addAll(chunks);
+            }
+        } catch (SQLException e) {
+            throw PgErrors.translate("planning the snapshot", e);
+        }
+        LOG.info("snapshot of {} tables in {} chunks at {}", tables.size(), all.size(), consistentPoint);
+        return all;
+    }
+
+    private void read(ConcurrentLinkedQueue<Chunk> queue) {
+        try (Connection c = connections.open()) {
+            c.setAutoCommit(false);
+            try (Statement s = c.createStatement()) {
+                s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
+                s.execute("SET TRANSACTION SNAPSHOT " + Ident.literal(snapshotName)); // INV: HANDOVER
+            }
+            Chunk chunk;
+            while (failure.get() == null && (chunk = queue.poll()) != null) {
+                copy(c, chunk);
+            }
+            c.rollback();
+        } catch (SQLException e) {
+            failure.compareAndSet(null, PgErrors.translate("reading the snapshot", e));
+        } catch (Throwable t) {
+            failure.compareAndSet(null, t);
+        }
+    }
+
+    private void copy(Connection c, Chunk chunk) throws SQLException, InterruptedException {
+        RelationInfo r = chunk.relation();
+        TableRef ref = r.table();
+        String cols = r.columns().stream().map(col -> Ident.quote(col.name())).collect(Collectors.joining(", "));
+        String from = r.columns().isEmpty() ? "" : cols;
+        boolean partitioned = tables.stream().anyMatch(t -> t.relation() == r && t.partitioned());
+        String sql = "COPY (SELECT " + (from.isEmpty() ? "" : from) + " FROM " + (partitioned ? "" : "ONLY ") + ref.sql()
+                + chunk.where() + ") TO STDOUT";
+        CopyOut out = c.unwrap(PGConnection.class).getCopyAPI().copyOut(sql);
+        String[] fields = new String[r.columnCount()];
+        List<ChangeEvent> events = new ArrayList<>();
+        long bytes = 0;
+        long rows = 0;
+        long now = System.currentTimeMillis() * 1000;
+        try {
+            byte[] row;
+            while ((row = out.readFromCopy()) != null) {
+                int n = CopyText.split(row, row.length, fields);
+                if (n != fields.length) {
+                    throw new MillraceException(Kind.DECODE, "COPY of " + ref + " returned " + n + " columns, expected " + fields.length);
+                }
+                Object[] after = new Object[n];
+                for (int i = 0; i < n; i++) {
+                    String v = fields[i];
+                    if (v != null) {
+                        try {
+                            after[i] = r.codec(i).decodeText(v);
+                        } catch (RuntimeException e) {
+                            throw new MillraceException(Kind.DECODE, "cannot decode column " + r.column(i).name() + " of " + ref
+                                    + " (type " + r.codec(i).typeName() + ") during the snapshot: " + e.getMessage(), e);
+                        }
+                    }
+                }
+                events.add(new ChangeEvent(Op.READ, r, null, after, consistentPoint, Position.START, 0, now, true));
+                bytes += row.length;
+                rows++;
+                if (bytes >= options.batchBytes()) {
+                    hand(events, ref, rows);
+                    events = new ArrayList<>();
+                    bytes = 0;
+                    rows = 0;
+                    now = System.currentTimeMillis() * 1000;
+                    if (failure.get() != null) {
+                        out.cancelCopy();
+                        return;
+                    }
+                }
+            }
+        } finally {
+            if (out.isActive()) {
+                out.cancelCopy();
+            }
+        }
+        hand(events, ref, rows);
+        synchronized (progressLock) {
+            int left = chunksLeft.merge(ref, -1, Integer::sum);
+            if (left == 0) {
+                tablesDone.add(ref.toString());
+                // Sent under the lock, so progress batches reach the writer in the order they grow.
+                if (!output.submit(new Batch(List.of(), null, null, 0,
+                        new SnapshotProgress(SnapshotProgress.State.RUNNING, consistentPoint, List.copyOf(tablesDone))))) {
+                    throw new InterruptedException("pipeline stopping");
+                }
+                listener.tableDone(ref, rowsByTable.get(ref));
+                LOG.info("snapshot of {} landed: {} rows", ref, rowsByTable.get(ref));
+            }
+        }
+    }
+
+    private void hand(List<ChangeEvent> events, TableRef ref, long rows) throws InterruptedException {
+        if (events.isEmpty()) {
+            return;
+        }
+        if (!output.submit(new Batch(events, null, null, 0, null))) {
+            throw new InterruptedException("pipeline stopping");
+        }
+        synchronized (progressLock) {
+            rowsByTable.merge(ref, rows, Long::sum);
+        }
+        listener.rowsCopied(ref, rows);
+    }
+}
