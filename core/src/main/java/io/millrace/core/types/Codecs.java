@@ -3,16 +3,122 @@ package io.millrace.core.types;
 import io.millrace.core.schema.TypeInfo;
 import io.millrace.core.schema.TypeResolver;
 
-/** Finds the codec for a type. (Placeholder: the codec set lands in its own commit.) */
+import java.util.Objects;
+
+/**
+ * Finds the codec for a type: built-in types by oid (cached, one immutable codec per oid), enums
+ * as their label, domains through their base type, arrays over their element's codec, anything
+ * else as {@link PgUnknown} text (see docs/TYPES.md for the list and the Java and JSON forms).
+ *
+ * <p>Thread-safe; called for every column of every Relation message, so the built-in path is an
+ * array lookup.
+ */
 public final class Codecs {
+    /** Built-in oids are below this (FirstGenbkiObjectId); user types are above 16384. */
+    private static final int MAX_BUILTIN_OID = 4096;
+    /** The only built-in element type whose array delimiter is not ','. */
+    private static final int BOX_OID = 603;
+    /** Guards against a resolver that loops (a domain over itself via a broken catalog). */
+    private static final int MAX_DEPTH = 16;
+
+    private static final TypeInfo[] BUILTIN_INFO = new TypeInfo[MAX_BUILTIN_OID];
+    private static final TypeCodec[] BUILTIN_CODEC = new TypeCodec[MAX_BUILTIN_OID];
+
+    static {
+        base(16, 1000, "bool", 'B', new NumberCodecs.Bool());
+        base(17, 1001, "bytea", 'U', new TextCodecs.Bytea());
+        base(19, 1003, "name", 'S', new TextCodecs.Str("name"));
+        base(20, 1016, "int8", 'N', NumberCodecs.Int.int8());
+        base(21, 1005, "int2", 'N', NumberCodecs.Int.int2());
+        base(23, 1007, "int4", 'N', NumberCodecs.Int.int4());
+        base(25, 1009, "text", 'S', new TextCodecs.Str("text"));
+        base(26, 1028, "oid", 'N', NumberCodecs.Int.oid());
+        base(114, 199, "json", 'U', new TextCodecs.Str("json"));
+        base(142, 143, "xml", 'U', new TextCodecs.Str("xml"));
+        base(700, 1021, "float4", 'N', new NumberCodecs.Float4());
+        base(701, 1022, "float8", 'N', new NumberCodecs.Float8());
+        base(790, 791, "money", 'N', new NumberCodecs.Money());
+        base(1042, 1014, "bpchar", 'S', new TextCodecs.Str("bpchar"));
+        base(1043, 1015, "varchar", 'S', new TextCodecs.Str("varchar"));
+        base(1082, 1182, "date", 'D', new DateTimeCodecs.Date());
+        base(1083, 1183, "time", 'D', new DateTimeCodecs.Time());
+        base(1114, 1115, "timestamp", 'D', new DateTimeCodecs.Timestamp(false));
+        base(1184, 1185, "timestamptz", 'D', new DateTimeCodecs.Timestamp(true));
+        base(1186, 1187, "interval", 'T', new DateTimeCodecs.Interval());
+        base(1266, 1270, "timetz", 'D', new DateTimeCodecs.TimeTz());
+        base(1700, 1231, "numeric", 'N', new NumberCodecs.Numeric());
+        base(2950, 2951, "uuid", 'U', new TextCodecs.Uuid());
+        base(3802, 3807, "jsonb", 'U', TextCodecs.Str.jsonb());
+    }
+
+    private static void base(int oid, int arrayOid, String name, char category, TypeCodec codec) {
+        BUILTIN_INFO[oid] = new TypeInfo(oid, "pg_catalog", name, 'b', category, 0, 0);
+        BUILTIN_CODEC[oid] = codec;
+        BUILTIN_INFO[arrayOid] = new TypeInfo(arrayOid, "pg_catalog", "_" + name, 'b', 'A', oid, 0);
+        BUILTIN_CODEC[arrayOid] = new ArrayCodec("_" + name, codec, ',');
+    }
+
+    private static final TypeResolver BUILTINS = Codecs::builtin;
+
     private Codecs() {
     }
 
+    /**
+     * The codec for {@code type}. Built-in types come from a cache; enums, domains and arrays of
+     * user types are built on each call (cheap), looking up element and base types through
+     * {@code resolver} and then the built-ins. A type nothing is known of decodes as
+     * {@link PgUnknown} and does not support binary.
+     */
     public static TypeCodec forType(TypeInfo type, TypeResolver resolver) {
-        throw new UnsupportedOperationException("codecs not yet implemented");
+        Objects.requireNonNull(type, "type");
+        TypeCodec cached = builtinCodec(type.oid());
+        return cached != null ? cached : build(type, resolver, 0);
     }
 
+    /** The catalog entry of a built-in type (or array of one) that has a codec; {@code null} otherwise. */
     public static TypeInfo builtin(int oid) {
-        return null;
+        return oid > 0 && oid < MAX_BUILTIN_OID ? BUILTIN_INFO[oid] : null;
+    }
+
+    /** A resolver that knows the built-in types of {@link #builtin(int)} and nothing else. */
+    public static TypeResolver builtins() {
+        return BUILTINS;
+    }
+
+    private static TypeCodec builtinCodec(int oid) {
+        return oid > 0 && oid < MAX_BUILTIN_OID ? BUILTIN_CODEC[oid] : null;
+    }
+
+    private static TypeCodec build(TypeInfo type, TypeResolver resolver, int depth) {
+        TypeCodec cached = builtinCodec(type.oid());
+        if (cached != null) {
+            return cached;
+        }
+        String name = type.qualifiedName();
+        if (depth > MAX_DEPTH) {
+            return new FallbackCodec(name);
+        }
+        if (type.isDomain()) {
+            TypeInfo base = resolve(type.baseOid(), resolver);
+            return base == null ? new FallbackCodec(name) : new DomainCodec(name, build(base, resolver, depth + 1));
+        }
+        if (type.isEnum()) {
+            return new TextCodecs.Str(name);
+        }
+        if (type.isArray()) {
+            TypeInfo elem = resolve(type.elementOid(), resolver);
+            TypeCodec elemCodec = elem == null ? new FallbackCodec("oid " + type.elementOid()) : build(elem, resolver, depth + 1);
+            return new ArrayCodec(name, elemCodec, type.elementOid() == BOX_OID ? ';' : ',');
+        }
+        return new FallbackCodec(name);
+    }
+
+    private static TypeInfo resolve(int oid, TypeResolver resolver) {
+        TypeInfo builtin = builtin(oid);
+        if (builtin != null) {
+            return builtin; // built-in oids are fixed; no need to ask the (possibly remote) resolver
+        }
+        TypeInfo t = resolver == null ? null : resolver.resolve(oid);
+        return t;
     }
 }
