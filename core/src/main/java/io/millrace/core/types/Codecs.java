@@ -49,6 +49,12 @@ public final class Codecs {
         base(1700, 1231, "numeric", 'N', new NumberCodecs.Numeric());
         base(2950, 2951, "uuid", 'U', new TextCodecs.Uuid());
         base(3802, 3807, "jsonb", 'U', TextCodecs.Str.jsonb());
+        base(650, 651, "cidr", 'I', new NetCodecs.Inet(true));
+        base(869, 1041, "inet", 'I', new NetCodecs.Inet(false));
+        base(829, 1040, "macaddr", 'U', new NetCodecs.Mac(6));
+        base(774, 775, "macaddr8", 'U', new NetCodecs.Mac(8));
+        base(1560, 1561, "bit", 'V', new NetCodecs.Bits("bit"));
+        base(1562, 1563, "varbit", 'V', new NetCodecs.Bits("varbit"));
     }
 
     private static void base(int oid, int arrayOid, String name, char category, TypeCodec codec) {
