@@ -48,6 +48,8 @@ public final class Pipeline implements AutoCloseable {
     private final SinkWriter writer;
     private final PipelineStats stats = new PipelineStats();
     private final List<Thread> threads = new ArrayList<>();
+    private final java.util.concurrent.atomic.AtomicLong submitted = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong applied = new java.util.concurrent.atomic.AtomicLong();
     private Assembler assembler;
 
     public Pipeline(Options options, List<Sink> sinks, List<Checkpoint> checkpoints, Consumer<Lsn> onDurable) {
@@ -82,6 +84,7 @@ public final class Pipeline implements AutoCloseable {
                 Batch b = batches.receive(Long.MAX_VALUE / 2_000_000);
                 if (b != null) {
                     writer.write(b);
+                    applied.incrementAndGet();
                 }
             }
         });
@@ -94,7 +97,10 @@ public final class Pipeline implements AutoCloseable {
      */
     public void startStreaming(TypeResolver types, IntFunction<List<String>> keyLookup, Position skipUpTo) {
         Assembler a = new Assembler(new PgOutputFramer(types), new RelationKeys(keyLookup, types), skipUpTo,
-                options.batchBytes(), options.maxBatchBytes(), options.lingerMillis(), batches::send);
+                options.batchBytes(), options.maxBatchBytes(), options.lingerMillis(), b -> {
+                    submitted.incrementAndGet();
+                    batches.send(b);
+                });
         this.assembler = a;
         start("millrace-assembler", () -> {
             while (true) {
@@ -120,11 +126,27 @@ public final class Pipeline implements AutoCloseable {
     /** Hands the writer a batch (snapshot readers; any thread). Returns false when the pipeline is stopping. */
     public boolean submit(Batch batch) throws InterruptedException {
         try {
+            submitted.incrementAndGet();
             batches.send(batch);
             return true;
         } catch (Channel.Stopped s) {
             return false;
         }
+    }
+
+    /**
+     * Waits until every batch submitted so far is durable in every sink. Returns false when the
+     * pipeline stopped (or failed) first, or the time ran out.
+     */
+    public boolean awaitDrained(long millis) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + millis;
+        while (applied.get() < submitted.get()) {
+            if (failure.isSet() || System.currentTimeMillis() >= deadline) {
+                return false;
+            }
+            Thread.sleep(5);
+        }
+        return true;
     }
 
     /** Number of batches waiting for the writer. */
