@@ -1,0 +1,520 @@
+package io.millrace.sink.postgres;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.Op;
+import io.millrace.core.schema.ColumnInfo;
+import io.millrace.core.schema.Ident;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.TableRef;
+import io.millrace.core.types.UnchangedToast;
+import org.postgresql.PGConnection;
+import org.postgresql.copy.CopyManager;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.sql.Types;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Applies one batch of change events inside the caller's open transaction, set-wise.
+ *
+ * <p><b>Grouping.</b> The batch is split by destination table, keeping each table's events in their
+ * order (INV: ORDER), and each table's events into runs that end at a truncate or a change of
+ * relation shape. Events of different tables are applied table after table, not interleaved: the
+ * destination tables are independent (Millrace creates no foreign keys or triggers) and the whole
+ * batch commits at once, so the committed state is the same as applying them interleaved, with far
+ * fewer statements.
+ *
+ * <p><b>Keyed runs</b> are reduced per key ({@link KeyedReduction}), COPYed into a temporary
+ * staging table, completed from the destination where unchanged TOAST values must be kept, then
+ * applied with one {@code DELETE ... USING} and one {@code INSERT ... ON CONFLICT DO UPDATE}.
+ * <b>Runs without a key</b> COPY inserts straight into the table and apply updates and deletes in
+ * order, each to one row matching the whole old image.
+ *
+ * <p>Owned by the sink's writer thread. After a rollback call {@link #rolledBack()}.
+ */
+final class BatchApplier {
+    private static final Logger LOG = LoggerFactory.getLogger(BatchApplier.class);
+
+    private final Connection conn;
+    private final CopyManager copy;
+    private final String destination;
+    private final TargetTables tables;
+    /** Staging table per destination table, for its current shape; created ON COMMIT DELETE ROWS. */
+    private final Map<TableRef, Stage> stages = new HashMap<>();
+    private final Set<Stage> usedInTransaction = new HashSet<>();
+    private int stageCounter;
+
+    BatchApplier(Connection conn, String destination, String targetSchema) throws SQLException {
+        this.conn = conn;
+        this.copy = conn.unwrap(PGConnection.class).getCopyAPI();
+        this.destination = destination;
+        this.tables = new TargetTables(conn, destination, targetSchema);
+    }
+
+    /** After commit: staging tables are empty again (ON COMMIT DELETE ROWS). */
+    void committed() {
+        usedInTransaction.clear();
+    }
+
+    /** After rollback: DDL and staging tables of the transaction are gone. */
+    void rolledBack() {
+        tables.forget();
+        stages.clear();
+        usedInTransaction.clear();
+    }
+
+    void apply(List<ChangeEvent> events) {
+        Map<TableRef, List<ChangeEvent>> byTable = new LinkedHashMap<>();
+        for (ChangeEvent e : events) {
+            TableRef target = tables.targetOf(e.relation().table());
+            byTable.computeIfAbsent(target, t -> new ArrayList<>()).add(e);
+        }
+        for (Map.Entry<TableRef, List<ChangeEvent>> t : byTable.entrySet()) {
+            applyTable(t.getKey(), t.getValue());
+        }
+    }
+
+    private void applyTable(TableRef target, List<ChangeEvent> events) {
+        int i = 0;
+        int n = events.size();
+        while (i < n) {
+            ChangeEvent first = events.get(i);
+            RelationInfo rel = first.relation();
+            try {
+                if (first.op() == Op.TRUNCATE) {
+                    tables.ensure(target, rel);
+                    execute("TRUNCATE TABLE " + target.sql());
+                    i++;
+                    continue;
+                }
+                int j = i + 1;
+                while (j < n) {
+                    ChangeEvent e = events.get(j);
+                    if (e.op() == Op.TRUNCATE || (e.relation() != rel && !e.relation().sameShape(rel))) {
+                        break;
+                    }
+                    j++;
+                }
+                tables.ensure(target, rel);
+                List<ChangeEvent> run = events.subList(i, j);
+                if (TargetTables.keyed(rel)) {
+                    applyKeyed(target, rel, run);
+                } else {
+                    applyKeyless(target, rel, run);
+                }
+                i = j;
+            } catch (SQLException e) {
+                throw Errors.apply(destination, target, rel.table(), first, e);
+            } catch (MillraceException e) {
+                throw e;
+            } catch (RuntimeException e) {
+                throw new MillraceException(MillraceException.Kind.SINK, "destination '" + destination
+                        + "': could not apply changes to table " + target + " (source " + rel.table() + ", from "
+                        + first.position() + "): " + e, e);
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- keyed
+
+    private void applyKeyed(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
+        KeyedReduction red = new KeyedReduction(rel, target, run.size());
+        for (ChangeEvent e : run) {
+            red.add(e);
+        }
+        if (red.rows.isEmpty()) {
+            return;
+        }
+        Stage stage = stage(target, rel);
+        if (!usedInTransaction.add(stage)) {
+            execute("TRUNCATE TABLE " + stage.name);
+        }
+        int n = rel.columnCount();
+        int[] keyIdx = rel.keyIndexes();
+        int[] keyPos = new int[n];
+        java.util.Arrays.fill(keyPos, -1);
+        for (int j = 0; j < keyIdx.length; j++) {
+            keyPos[keyIdx[j]] = j;
+        }
+        Map<String, Integer> maskIds = new LinkedHashMap<>();
+        List<int[]> maskColumns = new ArrayList<>();
+        List<Integer> maskCounts = new ArrayList<>();
+        int deletes = 0;
+        int upserts = 0;
+        CopyText out = new CopyText(copy.copyIn(stage.copySql));
+        try {
+            for (KeyedReduction.Row row : red.rows.values()) {
+                if (row.delete) {
+                    deletes++;
+                    for (int i = 0; i < n; i++) {
+                        out.field(keyPos[i] >= 0 ? row.vals[keyPos[i]] : CopyText.NULL);
+                    }
+                    out.field("t");
+                    out.field("0");
+                    for (int j = 0; j < keyIdx.length; j++) {
+                        out.field(CopyText.NULL);
+                    }
+                } else {
+                    upserts++;
+                    for (int i = 0; i < n; i++) {
+                        String v = row.vals[i];
+                        out.field(v == null ? CopyText.NULL : v);
+                    }
+                    out.field("f");
+                    if (row.from == null) {
+                        out.field("0");
+                        for (int j = 0; j < keyIdx.length; j++) {
+                            out.field(CopyText.NULL);
+                        }
+                    } else {
+                        StringBuilder sig = new StringBuilder();
+                        for (int i = 0; i < n; i++) {
+                            if (row.vals[i] == null) {
+                                sig.append(i).append(',');
+                            }
+                        }
+                        Integer id = maskIds.get(sig.toString());
+                        if (id == null) {
+                            id = maskIds.size() + 1;
+                            maskIds.put(sig.toString(), id);
+                            List<Integer> cols = new ArrayList<>();
+                            for (int i = 0; i < n; i++) {
+                                if (row.vals[i] == null) {
+                                    cols.add(i);
+                                }
+                            }
+                            maskColumns.add(cols.stream().mapToInt(Integer::intValue).toArray());
+                            maskCounts.add(0);
+                        }
+                        maskCounts.set(id - 1, maskCounts.get(id - 1) + 1);
+                        out.field(Integer.toString(id));
+                        for (String k : row.from) {
+                            out.field(k);
+                        }
+                    }
+                }
+                out.endRow();
+            }
+            out.finish();
+        } catch (SQLException | RuntimeException e) {
+            out.cancel();
+            throw e;
+        }
+        // Unchanged TOAST values: take them from the destination rows as they were before this run,
+        // before the run's deletes and upserts touch those rows.
+        for (int m = 0; m < maskColumns.size(); m++) {
+            StringBuilder sql = new StringBuilder("UPDATE ").append(stage.name).append(" s SET ");
+            int[] cols = maskColumns.get(m);
+            for (int c = 0; c < cols.length; c++) {
+                sql.append(c == 0 ? "" : ", ").append('c').append(cols[c]).append(" = t.")
+                        .append(Ident.quote(rel.column(cols[c]).name()));
+            }
+            sql.append(" FROM ").append(target.sql()).append(" t WHERE s._mr_mask = ").append(m + 1);
+            for (int j = 0; j < keyIdx.length; j++) {
+                sql.append(" AND t.").append(Ident.quote(rel.column(keyIdx[j]).name())).append(" = s.f").append(j);
+            }
+            int filled = executeUpdate(sql.toString());
+            int expected = maskCounts.get(m);
+            if (filled != expected) {
+                throw new MillraceException(MillraceException.Kind.SINK, "destination '" + destination + "': table "
+                        + target + ": " + (expected - filled) + " updated row(s) keep unchanged TOAST values of"
+                        + " columns " + columnNames(rel, cols) + ", but the destination has no row to take them from."
+                        + " The destination no longer matches the source; re-snapshot table " + rel.table() + ".");
+            }
+        }
+        if (deletes > 0) {
+            executeUpdate(stage.deleteSql);
+        }
+        if (upserts > 0) {
+            executeUpdate(stage.upsertSql);
+        }
+        LOG.debug("destination '{}': {} change(s) to {} applied as {} upsert(s), {} delete(s)", destination,
+                red.events(), target, upserts, deletes);
+    }
+
+    private Stage stage(TableRef target, RelationInfo rel) throws SQLException {
+        Stage s = stages.get(target);
+        if (s != null && (s.shape == rel || s.shape.sameShape(rel))) {
+            return s;
+        }
+        if (s != null) {
+            execute("DROP TABLE IF EXISTS " + s.name);
+            usedInTransaction.remove(s);
+        }
+        s = new Stage("millrace_stage_" + (++stageCounter), target, rel);
+        execute(s.createSql);
+        stages.put(target, s);
+        return s;
+    }
+
+    /** A temporary table shaped like a relation: c0..cN-1, _mr_del, _mr_mask, f0..fK-1 (old key). */
+    private static final class Stage {
+        final String name;
+        final RelationInfo shape;
+        final String createSql;
+        final String copySql;
+        final String deleteSql;
+        final String upsertSql;
+
+        Stage(String name, TableRef target, RelationInfo rel) {
+            this.name = name;
+            this.shape = rel;
+            int n = rel.columnCount();
+            int[] keyIdx = rel.keyIndexes();
+            List<String> defs = new ArrayList<>();
+            List<String> cols = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                defs.add("c" + i + " " + TypeMapping.sqlType(rel.column(i)));
+                cols.add("c" + i);
+            }
+            defs.add("_mr_del boolean NOT NULL");
+            defs.add("_mr_mask int NOT NULL");
+            cols.add("_mr_del");
+            cols.add("_mr_mask");
+            for (int j = 0; j < keyIdx.length; j++) {
+                defs.add("f" + j + " " + TypeMapping.sqlType(rel.column(keyIdx[j])));
+                cols.add("f" + j);
+            }
+            createSql = "CREATE TEMPORARY TABLE " + name + " (" + String.join(", ", defs) + ") ON COMMIT DELETE ROWS";
+            copySql = "COPY " + name + " (" + String.join(", ", cols) + ") FROM STDIN";
+
+            StringBuilder del = new StringBuilder("DELETE FROM ").append(target.sql()).append(" t USING ").append(name)
+                    .append(" s WHERE s._mr_del");
+            for (int k : keyIdx) {
+                del.append(" AND t.").append(Ident.quote(rel.column(k).name())).append(" = s.c").append(k);
+            }
+            deleteSql = del.toString();
+
+            List<String> names = new ArrayList<>();
+            List<String> sel = new ArrayList<>();
+            List<String> set = new ArrayList<>();
+            List<String> key = new ArrayList<>();
+            Set<Integer> keySet = new HashSet<>();
+            for (int k : keyIdx) {
+                keySet.add(k);
+                key.add(Ident.quote(rel.column(k).name()));
+            }
+            for (int i = 0; i < n; i++) {
+                String q = Ident.quote(rel.column(i).name());
+                names.add(q);
+                sel.add("c" + i);
+                if (!keySet.contains(i)) {
+                    set.add(q + " = EXCLUDED." + q);
+                }
+            }
+            upsertSql = "INSERT INTO " + target.sql() + " (" + String.join(", ", names) + ") SELECT "
+                    + String.join(", ", sel) + " FROM " + name + " WHERE NOT _mr_del ON CONFLICT ("
+                    + String.join(", ", key) + ") DO " + (set.isEmpty() ? "NOTHING" : "UPDATE SET " + String.join(", ", set));
+        }
+    }
+
+    // ---------------------------------------------------------------- without key
+
+    private void applyKeyless(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
+        int n = rel.columnCount();
+        List<String> names = new ArrayList<>();
+        for (ColumnInfo c : rel.columns()) {
+            names.add(Ident.quote(c.name()));
+        }
+        String copySql = "COPY " + target.sql() + " (" + String.join(", ", names) + ") FROM STDIN";
+        Map<String, PreparedStatement> statements = new HashMap<>();
+        CopyText out = null;
+        PreparedStatement batch = null;
+        int batched = 0;
+        int missed = 0;
+        try {
+            for (ChangeEvent e : run) {
+                switch (e.op()) {
+                    case CREATE, READ -> {
+                        if (batch != null) {
+                            missed += unmatched(batch.executeBatch());
+                            batch = null;
+                            batched = 0;
+                        }
+                        if (out == null) {
+                            out = new CopyText(copy.copyIn(copySql));
+                        }
+                        Object[] after = image(e, rel, e.after(), "after");
+                        for (int i = 0; i < n; i++) {
+                            Object v = after[i];
+                            if (v == UnchangedToast.INSTANCE) {
+                                throw new MillraceException(MillraceException.Kind.SINK, "table " + target
+                                        + ": insert at " + e.position() + " carries an unchanged TOAST value");
+                            }
+                            out.field(v == null ? CopyText.NULL : CopyText.escape(rel.codec(i).toPgText(v)));
+                        }
+                        out.endRow();
+                    }
+                    case UPDATE, DELETE -> {
+                        if (out != null) {
+                            out.finish();
+                            out = null;
+                        }
+                        Object[] before = e.before();
+                        if (before == null) {
+                            throw new MillraceException(MillraceException.Kind.SINK, "table " + target + ": "
+                                    + (e.op() == Op.UPDATE ? "update" : "delete") + " at " + e.position()
+                                    + " carries no old row and the table has no key, so the row cannot be found."
+                                    + " Fix: ALTER TABLE " + rel.table().sql() + " REPLICA IDENTITY FULL on the source"
+                                    + " (or give it a primary key), then re-snapshot it.");
+                        }
+                        image(e, rel, before, "before");
+                        Object[] after = e.op() == Op.UPDATE ? image(e, rel, e.after(), "after") : null;
+                        String sql = keylessSql(target, rel, before, after);
+                        PreparedStatement ps = statements.get(sql);
+                        if (ps == null) {
+                            ps = conn.prepareStatement(sql);
+                            statements.put(sql, ps);
+                        }
+                        if (batch != null && batch != ps) {
+                            missed += unmatched(batch.executeBatch());
+                            batched = 0;
+                        }
+                        batch = ps;
+                        int p = 1;
+                        if (after != null) {
+                            for (int i = 0; i < n; i++) {
+                                if (after[i] != UnchangedToast.INSTANCE) {
+                                    bind(ps, p++, rel, i, after[i]);
+                                }
+                            }
+                        }
+                        for (int i = 0; i < n; i++) {
+                            if (before[i] != UnchangedToast.INSTANCE) {
+                                bind(ps, p++, rel, i, before[i]);
+                            }
+                        }
+                        ps.addBatch();
+                        if (++batched >= 1000) {
+                            missed += unmatched(ps.executeBatch());
+                            batched = 0;
+                        }
+                    }
+                    default -> throw new MillraceException(MillraceException.Kind.INTERNAL, "unexpected " + e.op()
+                            + " in a run of " + target);
+                }
+            }
+            if (out != null) {
+                out.finish();
+                out = null;
+            }
+            if (batch != null) {
+                missed += unmatched(batch.executeBatch());
+            }
+        } catch (SQLException | RuntimeException e) {
+            if (out != null) {
+                out.cancel();
+            }
+            throw e;
+        } finally {
+            for (PreparedStatement ps : statements.values()) {
+                ps.close();
+            }
+        }
+        if (missed > 0) {
+            LOG.warn("destination '{}': {} update(s)/delete(s) of table {} (no key) matched no row in the destination;"
+                    + " it no longer matches the source, consider re-snapshotting {}", destination, missed, target,
+                    rel.table());
+        }
+    }
+
+    /** {@code UPDATE/DELETE ... WHERE ctid = (SELECT ctid ... one row whose columns all equal the old image)}. */
+    private static String keylessSql(TableRef target, RelationInfo rel, Object[] before, Object[] after) {
+        StringBuilder sql = new StringBuilder();
+        if (after == null) {
+            sql.append("DELETE FROM ").append(target.sql());
+        } else {
+            sql.append("UPDATE ").append(target.sql()).append(" SET ");
+            boolean first = true;
+            for (int i = 0; i < rel.columnCount(); i++) {
+                if (after[i] != UnchangedToast.INSTANCE) {
+                    sql.append(first ? "" : ", ").append(Ident.quote(rel.column(i).name())).append(" = CAST(? AS ")
+                            .append(TypeMapping.sqlType(rel.column(i))).append(')');
+                    first = false;
+                }
+            }
+        }
+        sql.append(" WHERE ctid = (SELECT ctid FROM ").append(target.sql()).append(" WHERE ");
+        boolean first = true;
+        for (int i = 0; i < rel.columnCount(); i++) {
+            if (before[i] == UnchangedToast.INSTANCE) {
+                continue;
+            }
+            ColumnInfo c = rel.column(i);
+            String type = TypeMapping.sqlType(c);
+            sql.append(first ? "" : " AND ");
+            first = false;
+            if (TypeMapping.hasEquality(c)) {
+                sql.append(Ident.quote(c.name())).append(" IS NOT DISTINCT FROM CAST(? AS ").append(type).append(')');
+            } else {
+                sql.append(Ident.quote(c.name())).append("::text IS NOT DISTINCT FROM CAST(CAST(? AS ").append(type)
+                        .append(") AS text)");
+            }
+        }
+        if (first) {
+            sql.append("true");
+        }
+        return sql.append(" LIMIT 1)").toString();
+    }
+
+    private static void bind(PreparedStatement ps, int p, RelationInfo rel, int i, Object v) throws SQLException {
+        if (v == null) {
+            ps.setNull(p, Types.VARCHAR);
+        } else {
+            ps.setString(p, rel.codec(i).toPgText(v));
+        }
+    }
+
+    private static int unmatched(int[] counts) {
+        int missed = 0;
+        for (int c : counts) {
+            if (c == 0) {
+                missed++;
+            }
+        }
+        return missed;
+    }
+
+    private static Object[] image(ChangeEvent e, RelationInfo rel, Object[] values, String which) {
+        if (values == null || values.length != rel.columnCount()) {
+            throw new MillraceException(MillraceException.Kind.SINK, "table " + rel.table() + ": change at "
+                    + e.position() + " (" + e.op().code() + ") carries " + (values == null ? "no " + which + " image"
+                    : "an " + which + " image of " + values.length + " values for " + rel.columnCount() + " columns"));
+        }
+        return values;
+    }
+
+    // ---------------------------------------------------------------- helpers
+
+    private void execute(String sql) throws SQLException {
+        try (Statement s = conn.createStatement()) {
+            s.execute(sql);
+        }
+    }
+
+    private int executeUpdate(String sql) throws SQLException {
+        try (Statement s = conn.createStatement()) {
+            return s.executeUpdate(sql);
+        }
+    }
+
+    private static String columnNames(RelationInfo rel, int[] cols) {
+        List<String> names = new ArrayList<>();
+        for (int c : cols) {
+            names.add(rel.column(c).name());
+        }
+        return names.toString();
+    }
+}

@@ -1,0 +1,44 @@
+package io.millrace.sink.postgres;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.schema.TableRef;
+
+import java.sql.SQLException;
+
+/** Turns driver errors into {@link MillraceException}s that name the destination, the table and the fix. */
+final class Errors {
+    private Errors() {
+    }
+
+    /** Whether the error means the connection is gone (the session and its transaction with it). */
+    static boolean connectionLost(SQLException e) {
+        String state = e.getSQLState();
+        return state != null && (state.startsWith("08") || state.startsWith("57P"));
+    }
+
+    static MillraceException apply(String destination, TableRef target, TableRef source, ChangeEvent first,
+                                   SQLException e) {
+        String what = "destination '" + destination + "': could not apply changes to table " + target + " (source "
+                + source + ", run from " + first.position() + "): " + message(e);
+        if (connectionLost(e)) {
+            return new MillraceException(Kind.CONNECTION, what + ". The connection to the destination was lost;"
+                    + " the batch was not committed and will be retried.", e);
+        }
+        if ("42501".equals(e.getSQLState())) {
+            return new MillraceException(Kind.PERMISSION, what + ". Grant the destination user the privileges"
+                    + " it needs on that schema and table (CREATE, INSERT, UPDATE, DELETE, TRUNCATE).", e);
+        }
+        return new MillraceException(Kind.SINK, what, e);
+    }
+
+    /** The server's message with its detail and hint, on one line. */
+    static String message(SQLException e) {
+        String m = e.getMessage();
+        if (m == null) {
+            return e.getClass().getSimpleName();
+        }
+        return m.replace('\n', ' ').replaceAll(" {2,}", " ").strip();
+    }
+}

@@ -1,0 +1,383 @@
+package io.millrace.sink.postgres;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.Checkpoint;
+import io.millrace.core.change.CheckpointJson;
+import io.millrace.core.schema.Ident;
+import io.millrace.core.sink.Sink;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.List;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * The {@code postgres} destination, exactly once.
+ *
+ * <p><b>Exactly once (INV: DURABLE, INV: RESUME).</b> Each {@link #write} is one destination
+ * transaction: it applies the events set-wise ({@link BatchApplier}) and upserts this destination's
+ * row in {@code <stateSchema>.checkpoints}, then commits, and only then returns. When anything
+ * fails the transaction is rolled back, so the data and the checkpoint advance together or not at
+ * all; {@link #open()} returns the checkpoint of the last committed batch, and the engine resumes
+ * right after it.
+ *
+ * <p><b>A commit whose outcome is unknown.</b> If the connection drops during COMMIT, the batch may
+ * or may not have landed. The sink then throws (Kind.CONNECTION) and remembers the checkpoint it
+ * tried to commit; the next {@code write} reconnects and reads the stored checkpoint: when the retry
+ * is that very batch and its checkpoint is already stored, the batch is not applied a second time.
+ *
+ * <p><b>Lifecycle.</b> {@code NEW → OPEN → CLOSED}, changed only by compare-and-set. Not thread-safe:
+ * one writer thread owns the sink (see {@link Sink}).
+ */
+public final class PostgresSink implements Sink {
+    private static final Logger LOG = LoggerFactory.getLogger(PostgresSink.class);
+    /** Session settings that make text forms unambiguous: UTC, exact floats, ISO intervals. */
+    static final String SESSION_OPTIONS = "-c TimeZone=UTC -c extra_float_digits=3 -c IntervalStyle=postgres";
+
+    private enum State { NEW, OPEN, CLOSED }
+
+    private final PostgresSinkConfig config;
+    private final String where;
+    private final String checkpointTable;
+    private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
+
+    // Owned by the writer thread.
+    private Connection conn;
+    private BatchApplier applier;
+    /** The checkpoint of a batch whose COMMIT had an unknown outcome; null otherwise. */
+    private Checkpoint inDoubt;
+    private FaultPoints faults = FaultPoints.NONE;
+
+    public PostgresSink(PostgresSinkConfig config) {
+        this.config = java.util.Objects.requireNonNull(config, "config");
+        this.where = describe(config.jdbcUrl());
+        this.checkpointTable = Ident.qualified(config.stateSchema(), "checkpoints");
+    }
+
+    @Override
+    public String name() {
+        return config.name();
+    }
+
+    @Override
+    public boolean transactional() {
+        return true;
+    }
+
+    @Override
+    public Optional<Checkpoint> open() {
+        if (state.get() != State.NEW) {
+            throw new IllegalStateException("Cannot open destination '" + config.name() + "': it is " + state.get());
+        }
+        connect();
+        try {
+            prepareState();
+            Optional<Checkpoint> cp = readCheckpoint();
+            conn.commit();
+            transition(State.NEW, State.OPEN);
+            LOG.info("destination '{}': connected to {}, checkpoint {}", config.name(), where,
+                    cp.map(c -> "at " + c.applied()).orElse("none"));
+            return cp;
+        } catch (SQLException e) {
+            disconnect();
+            throw stateError(e);
+        } catch (RuntimeException e) {
+            disconnect();
+            throw e;
+        }
+    }
+
+    @Override
+    public void write(List<ChangeEvent> events, Checkpoint checkpoint) {
+        State s = state.get();
+        if (s != State.OPEN) {
+            throw new IllegalStateException("Cannot write to destination '" + config.name() + "': it is " + s);
+        }
+        java.util.Objects.requireNonNull(checkpoint, "checkpoint");
+        if (conn == null || isClosed(conn)) {
+            disconnect();
+            connect();
+        }
+        if (inDoubt != null && alreadyCommitted(checkpoint)) {
+            return;
+        }
+        String json = CheckpointJson.write(checkpoint);
+        try {
+            applier.apply(events);
+            try (PreparedStatement ps = conn.prepareStatement("INSERT INTO " + checkpointTable
+                    + " (destination, checkpoint, updated_at) VALUES (?, CAST(? AS jsonb), now())"
+                    + " ON CONFLICT (destination) DO UPDATE SET checkpoint = EXCLUDED.checkpoint,"
+                    + " updated_at = EXCLUDED.updated_at")) {
+                ps.setString(1, config.name());
+                ps.setString(2, json);
+                ps.executeUpdate();
+            } catch (SQLException e) {
+                throw new MillraceException(Errors.connectionLost(e) ? Kind.CONNECTION : Kind.SINK, "destination '"
+                        + config.name() + "': could not store the checkpoint in " + checkpointTable + " at " + where
+                        + ": " + Errors.message(e), e);
+            }
+        } catch (RuntimeException e) {
+            rollback();
+            if (e instanceof MillraceException m) {
+                throw m;
+            }
+            throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': could not apply a batch of "
+                    + events.size() + " change(s): " + e, e);
+        }
+        try {
+            faults.beforeCommit(conn);
+            conn.commit(); // INV: DURABLE — data and checkpoint become durable together, only now
+            faults.afterCommit(conn);
+        } catch (SQLException e) {
+            if (Errors.connectionLost(e)) {
+                inDoubt = checkpoint;
+                rollback();
+                throw new MillraceException(Kind.CONNECTION, "destination '" + config.name() + "': the connection to "
+                        + where + " was lost while committing a batch of " + events.size() + " change(s): "
+                        + Errors.message(e) + ". Whether it landed is unknown; the next attempt checks the stored"
+                        + " checkpoint first, so it is not applied twice.", e);
+            }
+            rollback();
+            throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': commit of a batch of "
+                    + events.size() + " change(s) failed: " + Errors.message(e), e);
+        }
+        inDoubt = null;
+        applier.committed();
+    }
+
+    @Override
+    public void close() {
+        State s = state.getAndSet(State.CLOSED);
+        if (s != State.CLOSED) {
+            disconnect();
+        }
+    }
+
+    /** For crash tests. */
+    void faults(FaultPoints faults) {
+        this.faults = faults;
+    }
+
+    /**
+     * After a commit with unknown outcome: whether {@code retry} is that batch and it already landed
+     * (INV: RESUME — then it must not be applied again).
+     */
+    private boolean alreadyCommitted(Checkpoint retry) {
+        Checkpoint pending = inDoubt;
+        Optional<Checkpoint> stored;
+        try {
+            stored = readCheckpoint();
+            conn.commit();
+        } catch (SQLException e) {
+            rollback();
+            throw stateError(e);
+        }
+        inDoubt = null;
+        boolean landed = stored.isPresent() && stored.get().equals(pending);
+        LOG.info("destination '{}': the batch whose commit was interrupted {}", config.name(),
+                landed ? "had landed" : "had not landed");
+        return landed && retry.equals(pending);
+    }
+
+    private void connect() {
+        Properties p = new Properties();
+        p.setProperty("user", config.user());
+        if (!config.password().isEmpty()) {
+            p.setProperty("password", config.password().reveal());
+        }
+        p.setProperty("options", SESSION_OPTIONS);
+        p.setProperty("ApplicationName", "millrace-sink-" + config.name());
+        p.setProperty("connectTimeout", "10");
+        p.setProperty("tcpKeepAlive", "true");
+        Connection c;
+        try {
+            c = new org.postgresql.Driver().connect(config.jdbcUrl(), p);
+            if (c == null) {
+                throw new MillraceException(Kind.CONFIG, "destination '" + config.name()
+                        + "': jdbcUrl is not a PostgreSQL JDBC URL (expected jdbc:postgresql://host:5432/database)");
+            }
+        } catch (SQLException e) {
+            throw connectError(e);
+        }
+        try {
+            c.setAutoCommit(false);
+            try (Statement s = c.createStatement()) {
+                // Staging tables are temporary: give them room before the session first touches one.
+                s.execute("SET temp_buffers = '64MB'");
+            }
+            c.commit();
+            this.conn = c;
+            this.applier = new BatchApplier(c, config.name(), config.targetSchema());
+        } catch (SQLException e) {
+            try {
+                c.close();
+            } catch (SQLException ignored) {
+                // already failing
+            }
+            throw stateError(e);
+        }
+    }
+
+    private void prepareState() throws SQLException {
+        try (PreparedStatement ps = conn.prepareStatement("SELECT 1 FROM pg_namespace WHERE nspname = ?")) {
+            ps.setString(1, config.stateSchema());
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    try (Statement s = conn.createStatement()) {
+                        s.execute("CREATE SCHEMA IF NOT EXISTS " + Ident.quote(config.stateSchema()));
+                    }
+                }
+            }
+        }
+        try (PreparedStatement ps = conn.prepareStatement("SELECT to_regclass(?) IS NULL")) {
+            ps.setString(1, checkpointTable);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                if (rs.getBoolean(1)) {
+                    try (Statement s = conn.createStatement()) {
+                        s.execute("CREATE TABLE IF NOT EXISTS " + checkpointTable + " (destination text PRIMARY KEY,"
+                                + " checkpoint jsonb NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())");
+                    }
+                }
+            }
+        }
+    }
+
+    private Optional<Checkpoint> readCheckpoint() throws SQLException {
+        try (PreparedStatement ps = conn.prepareStatement("SELECT checkpoint::text FROM " + checkpointTable
+                + " WHERE destination = ?")) {
+            ps.setString(1, config.name());
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    return Optional.empty();
+                }
+                String json = rs.getString(1);
+                try {
+                    return Optional.of(CheckpointJson.read(json));
+                } catch (IllegalArgumentException e) {
+                    throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': the checkpoint stored"
+                            + " in " + checkpointTable + " for '" + config.name() + "' cannot be read (" + e.getMessage()
+                            + "). Restore it from a backup, or delete that row to start over (which copies every"
+                            + " table again).", e);
+                }
+            }
+        }
+    }
+
+    private void rollback() {
+        if (conn != null) {
+            try {
+                conn.rollback();
+            } catch (SQLException e) {
+                LOG.debug("destination '{}': rollback failed: {}", config.name(), e.getMessage());
+            }
+            if (applier != null) {
+                applier.rolledBack();
+            }
+            if (isClosed(conn)) {
+                disconnect();
+            } else {
+                // Staging tables created before the failed transaction are forgotten: drop them all.
+                try (Statement s = conn.createStatement()) {
+                    s.execute("DISCARD TEMP");
+                    conn.commit();
+                } catch (SQLException e) {
+                    disconnect();
+                }
+            }
+        }
+    }
+
+    private void disconnect() {
+        if (conn != null) {
+            try {
+                conn.close();
+            } catch (SQLException e) {
+                LOG.debug("destination '{}': close failed: {}", config.name(), e.getMessage());
+            }
+        }
+        conn = null;
+        applier = null;
+    }
+
+    private static boolean isClosed(Connection c) {
+        try {
+            return c.isClosed();
+        } catch (SQLException e) {
+            return true;
+        }
+    }
+
+    private void transition(State from, State to) {
+        if (!state.compareAndSet(from, to)) {
+            throw new IllegalStateException(String.format("Cannot change destination '%s' to state '%s' as it is not"
+                    + " in expected state '%s', current state is '%s'", config.name(), to, from, state.get()));
+        }
+    }
+
+    private MillraceException connectError(SQLException e) {
+        String state = e.getSQLState() == null ? "" : e.getSQLState();
+        String msg = scrub(Errors.message(e));
+        String head = "destination '" + config.name() + "': ";
+        if (state.equals("28P01") || state.equals("28000")) {
+            return new MillraceException(Kind.AUTHENTICATION, head + "PostgreSQL at " + where + " refused user '"
+                    + config.user() + "': " + msg + ". Check the destination's user and password, and that"
+                    + " pg_hba.conf there admits this client.", e);
+        }
+        if (state.equals("3D000")) {
+            return new MillraceException(Kind.CONFIG, head + "PostgreSQL at " + where + ": " + msg
+                    + ". Create the database there, or fix the database name in the destination's jdbcUrl.", e);
+        }
+        return new MillraceException(Kind.CONNECTION, head + "cannot connect to PostgreSQL at " + where + " as user '"
+                + config.user() + "': " + msg + ". Check that the server is running and accepts TCP connections"
+                + " there, and that the destination's jdbcUrl names the right host, port and database.", e);
+    }
+
+    /** An error while preparing the state table or reading the checkpoint. */
+    private MillraceException stateError(SQLException e) {
+        String msg = scrub(Errors.message(e));
+        String head = "destination '" + config.name() + "' (" + where + "): ";
+        if (Errors.connectionLost(e)) {
+            return new MillraceException(Kind.CONNECTION, head + "the connection was lost: " + msg, e);
+        }
+        if ("42501".equals(e.getSQLState())) {
+            return new MillraceException(Kind.PERMISSION, head + msg + ". User '" + config.user()
+                    + "' needs to create schema " + Ident.quote(config.stateSchema()) + " and its checkpoints table,"
+                    + " or use them: GRANT CREATE ON DATABASE to it, or create the schema for it (CREATE SCHEMA "
+                    + Ident.quote(config.stateSchema()) + " AUTHORIZATION " + Ident.quote(config.user()) + ").", e);
+        }
+        return new MillraceException(Kind.SINK, head + "could not prepare or read the checkpoint table "
+                + checkpointTable + ": " + msg, e);
+    }
+
+    /** Never let the password through, even if a driver message were to echo it. */
+    private String scrub(String message) {
+        if (config.password().isEmpty()) {
+            return message;
+        }
+        return message.replace(config.password().reveal(), "******");
+    }
+
+    /** {@code host:port/database} from the URL, for messages; never its query string (could hold secrets). */
+    static String describe(String jdbcUrl) {
+        try {
+            Properties p = org.postgresql.Driver.parseURL(jdbcUrl, null);
+            if (p != null) {
+                return p.getProperty("PGHOST", "localhost") + ":" + p.getProperty("PGPORT", "5432") + "/"
+                        + p.getProperty("PGDBNAME", "");
+            }
+        } catch (RuntimeException ignored) {
+            // fall through
+        }
+        return "the host in jdbcUrl";
+    }
+}

@@ -1,0 +1,55 @@
+package io.millrace.sink.postgres;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.Secret;
+
+/**
+ * Settings of one {@code postgres} destination. Checked when built: a bad value fails with a
+ * message naming the setting (Kind.CONFIG), never silently replaced by a default.
+ *
+ * @param name         the destination's name in the configuration; the key of its checkpoint row
+ * @param jdbcUrl      {@code jdbc:postgresql://host:port/database}; put no password in it, use {@code password}
+ * @param user         the role to connect as
+ * @param password     the role's password ({@link Secret#NONE} for trust or peer authentication)
+ * @param targetSchema schema that receives every replicated table; {@code null} keeps each table's source schema
+ * @param stateSchema  schema of Millrace's own {@code checkpoints} table; {@code null} means {@value #DEFAULT_STATE_SCHEMA}
+ */
+public record PostgresSinkConfig(String name, String jdbcUrl, String user, Secret password, String targetSchema,
+                                 String stateSchema) {
+    public static final String DEFAULT_STATE_SCHEMA = "millrace";
+
+    public PostgresSinkConfig {
+        if (name == null || name.isBlank()) {
+            throw new MillraceException(MillraceException.Kind.CONFIG, "postgres destination: 'name' must not be empty");
+        }
+        if (jdbcUrl == null || !jdbcUrl.startsWith("jdbc:postgresql:")) {
+            throw new MillraceException(MillraceException.Kind.CONFIG, "destination '" + name
+                    + "': 'jdbcUrl' must look like jdbc:postgresql://host:5432/database");
+        }
+        if (user == null || user.isBlank()) {
+            throw new MillraceException(MillraceException.Kind.CONFIG, "destination '" + name + "': 'user' must not be empty");
+        }
+        if (password == null) {
+            password = Secret.NONE;
+        }
+        if (targetSchema != null && targetSchema.isEmpty()) {
+            throw new MillraceException(MillraceException.Kind.CONFIG, "destination '" + name
+                    + "': 'targetSchema' must not be empty (leave it unset to keep each table's source schema)");
+        }
+        if (stateSchema == null) {
+            stateSchema = DEFAULT_STATE_SCHEMA;
+        } else if (stateSchema.isEmpty()) {
+            throw new MillraceException(MillraceException.Kind.CONFIG, "destination '" + name
+                    + "': 'stateSchema' must not be empty (leave it unset for '" + DEFAULT_STATE_SCHEMA + "')");
+        }
+    }
+
+    /** Without the URL's query string, which could hold connection secrets. */
+    @Override
+    public String toString() {
+        int q = jdbcUrl.indexOf('?');
+        return "PostgresSinkConfig[name=" + name + ", jdbcUrl=" + (q < 0 ? jdbcUrl : jdbcUrl.substring(0, q) + "?…")
+                + ", user=" + user + ", password=" + password + ", targetSchema=" + targetSchema
+                + ", stateSchema=" + stateSchema + "]";
+    }
+}

@@ -1,0 +1,285 @@
+package io.millrace.sink.postgres;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.schema.ColumnInfo;
+import io.millrace.core.schema.Ident;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.TableRef;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The destination tables: creates each on first sight from its {@link RelationInfo}, keeps an
+ * existing one, and follows shape changes (columns added, dropped or retyped) with {@code ALTER TABLE}
+ * inside the caller's transaction. What it knows of the destination catalog is a cache of the
+ * current transaction's view: {@link #forget()} must be called after a rollback, because the DDL
+ * it remembers was rolled back too. Owned by the sink's writer thread.
+ */
+final class TargetTables {
+    private static final Logger LOG = LoggerFactory.getLogger(TargetTables.class);
+
+    /** One destination table as this sink knows it. */
+    static final class Table {
+        final TableRef target;
+        final TableRef source;
+        /** The shape the destination table follows now (the last relation applied). */
+        RelationInfo shape;
+        /** Column names present in the destination table. */
+        final Set<String> columns;
+        /** Key columns known to carry a unique index in the destination; null when none verified. */
+        Set<String> uniqueKey;
+
+        Table(TableRef target, TableRef source, RelationInfo shape, Set<String> columns, Set<String> uniqueKey) {
+            this.target = target;
+            this.source = source;
+            this.shape = shape;
+            this.columns = columns;
+            this.uniqueKey = uniqueKey;
+        }
+    }
+
+    private final Connection conn;
+    private final String destination;
+    private final String targetSchema;
+    /** Target table → the source table it receives. Configuration-level: survives rollbacks. */
+    private final Map<TableRef, TableRef> owners = new HashMap<>();
+    /** Current transaction's view; cleared by {@link #forget()}. */
+    private final Map<TableRef, Table> tables = new HashMap<>();
+    private final Set<String> schemas = new HashSet<>();
+
+    TargetTables(Connection conn, String destination, String targetSchema) {
+        this.conn = conn;
+        this.destination = destination;
+        this.targetSchema = targetSchema;
+    }
+
+    /**
+     * Whether changes of this relation are applied by key: it has a primary key or replica identity
+     * index. Under REPLICA IDENTITY FULL pgoutput flags every column as key; the pipeline replaces
+     * those flags with the catalog's primary key, and a relation still flagged on every column is
+     * treated as having no key (matched by its whole old row).
+     */
+    static boolean keyed(RelationInfo rel) {
+        if (!rel.hasKey() || rel.replicaIdentity() == 'n') {
+            return false;
+        }
+        return rel.replicaIdentity() != 'f' || rel.keyIndexes().length < rel.columnCount();
+    }
+
+    static Set<String> keyNames(RelationInfo rel) {
+        Set<String> names = new LinkedHashSet<>();
+        for (int k : rel.keyIndexes()) {
+            names.add(rel.column(k).name());
+        }
+        return names;
+    }
+
+    /** The destination table of a source table; fails when two source tables would share one. */
+    TableRef targetOf(TableRef source) {
+        TableRef target = targetSchema == null ? source : new TableRef(targetSchema, source.table());
+        TableRef owner = owners.putIfAbsent(target, source);
+        if (owner != null && !owner.equals(source)) {
+            throw new MillraceException(MillraceException.Kind.CONFIG, "destination '" + destination + "': source tables "
+                    + owner + " and " + source + " would both be written to table " + target
+                    + " (targetSchema = '" + targetSchema + "'). Leave targetSchema unset to keep each table's"
+                    + " schema, or replicate only one of them.");
+        }
+        return target;
+    }
+
+    /** Forgets what was learnt in a transaction that rolled back. */
+    void forget() {
+        tables.clear();
+        schemas.clear();
+    }
+
+    /**
+     * Makes the destination table match {@code rel}: creates it, or adds the columns it lacks, or
+     * follows a shape change since the last relation seen. Runs inside the caller's transaction.
+     */
+    Table ensure(TableRef target, RelationInfo rel) throws SQLException {
+        Table t = tables.get(target);
+        if (t == null) {
+            t = load(target, rel);
+            tables.put(target, t);
+        } else if (t.shape != rel && !t.shape.sameShape(rel)) {
+            follow(t, rel);
+        }
+        t.shape = rel;
+        return t;
+    }
+
+    private Table load(TableRef target, RelationInfo rel) throws SQLException {
+        ensureSchema(target.schema());
+        Integer oid = regclass(target);
+        boolean keyed = keyed(rel);
+        if (oid == null) {
+            List<String> defs = new ArrayList<>();
+            Set<String> columns = new LinkedHashSet<>();
+            for (ColumnInfo c : rel.columns()) {
+                defs.add(Ident.quote(c.name()) + " " + TypeMapping.sqlType(c));
+                columns.add(c.name());
+            }
+            if (keyed) {
+                defs.add("PRIMARY KEY (" + quoteAll(keyNames(rel)) + ")");
+            }
+            execute("CREATE TABLE " + target.sql() + " (" + String.join(", ", defs) + ")");
+            LOG.info("destination '{}': created table {} for {}", destination, target, rel.table());
+            return new Table(target, rel.table(), rel, columns, keyed ? keyNames(rel) : null);
+        }
+        Set<String> columns = readColumns(oid);
+        for (ColumnInfo c : rel.columns()) {
+            if (!columns.contains(c.name())) {
+                addColumn(target, c);
+                columns.add(c.name());
+            }
+        }
+        Set<String> extra = new LinkedHashSet<>(columns);
+        rel.columns().forEach(c -> extra.remove(c.name()));
+        if (!extra.isEmpty()) {
+            LOG.warn("destination '{}': table {} has columns the source {} lacks, left as they are: {}", destination,
+                    target, rel.table(), extra);
+        }
+        Table t = new Table(target, rel.table(), rel, columns, null);
+        if (keyed) {
+            verifyKey(t, oid, keyNames(rel));
+        }
+        return t;
+    }
+
+    /** Follows a shape change between the last relation applied and {@code rel}. */
+    private void follow(Table t, RelationInfo rel) throws SQLException {
+        Map<String, ColumnInfo> before = byName(t.shape);
+        Map<String, ColumnInfo> after = byName(rel);
+        for (ColumnInfo c : rel.columns()) {
+            ColumnInfo old = before.get(c.name());
+            if (old == null) {
+                if (t.columns.add(c.name())) {
+                    addColumn(t.target, c);
+                }
+            } else if (!TypeMapping.sqlType(old).equals(TypeMapping.sqlType(c)) && t.columns.contains(c.name())) {
+                String type = TypeMapping.sqlType(c);
+                execute("ALTER TABLE " + t.target.sql() + " ALTER COLUMN " + Ident.quote(c.name()) + " TYPE " + type
+                        + " USING " + Ident.quote(c.name()) + "::" + type);
+                LOG.info("destination '{}': column {}.{} is now {}", destination, t.target, c.name(), type);
+            }
+        }
+        for (ColumnInfo old : t.shape.columns()) {
+            if (!after.containsKey(old.name()) && t.columns.remove(old.name())) {
+                execute("ALTER TABLE " + t.target.sql() + " DROP COLUMN IF EXISTS " + Ident.quote(old.name()));
+                LOG.info("destination '{}': dropped column {}.{} (dropped in the source)", destination, t.target,
+                        old.name());
+                if (t.uniqueKey != null && t.uniqueKey.contains(old.name())) {
+                    t.uniqueKey = null; // its index went with it
+                }
+            }
+        }
+        if (keyed(rel) && !keyNames(rel).equals(t.uniqueKey)) {
+            verifyKey(t, regclass(t.target), keyNames(rel));
+        }
+    }
+
+    private void addColumn(TableRef target, ColumnInfo c) throws SQLException {
+        execute("ALTER TABLE " + target.sql() + " ADD COLUMN IF NOT EXISTS " + Ident.quote(c.name()) + " "
+                + TypeMapping.sqlType(c));
+        LOG.info("destination '{}': added column {}.{}", destination, target, c.name());
+    }
+
+    /** ON CONFLICT (key) needs a unique index on exactly the key columns. */
+    private void verifyKey(Table t, Integer oid, Set<String> key) throws SQLException {
+        String sql = "SELECT array_agg(a.attname::text) FROM pg_index i"
+                + " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)"
+                + " WHERE i.indrelid = ? AND i.indisunique AND i.indimmediate AND i.indpred IS NULL"
+                + " AND i.indexprs IS NULL GROUP BY i.indexrelid";
+        try (PreparedStatement ps = conn.prepareStatement(sql)) {
+            ps.setInt(1, oid);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    Set<String> cols = new HashSet<>(List.of((String[]) rs.getArray(1).getArray()));
+                    if (cols.equals(key)) {
+                        t.uniqueKey = key;
+                        return;
+                    }
+                }
+            }
+        }
+        throw new MillraceException(MillraceException.Kind.SINK, "destination '" + destination + "': table " + t.target
+                + " has no primary key or unique index on (" + String.join(", ", key) + "), the key of source table "
+                + t.source + ", so changes cannot be applied by key. Fix: ALTER TABLE " + t.target.sql()
+                + " ADD PRIMARY KEY (" + quoteAll(key) + "), or drop the table and let Millrace create it.");
+    }
+
+    private void ensureSchema(String schema) throws SQLException {
+        if (schemas.contains(schema)) {
+            return;
+        }
+        // Look first: CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege on the database even when it exists.
+        try (PreparedStatement ps = conn.prepareStatement("SELECT 1 FROM pg_namespace WHERE nspname = ?")) {
+            ps.setString(1, schema);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    execute("CREATE SCHEMA IF NOT EXISTS " + Ident.quote(schema));
+                    LOG.info("destination '{}': created schema {}", destination, schema);
+                }
+            }
+        }
+        schemas.add(schema);
+    }
+
+    private Integer regclass(TableRef table) throws SQLException {
+        try (PreparedStatement ps = conn.prepareStatement("SELECT to_regclass(?)::oid::int")) {
+            ps.setString(1, table.sql());
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                int oid = rs.getInt(1);
+                return rs.wasNull() ? null : oid;
+            }
+        }
+    }
+
+    private Set<String> readColumns(int oid) throws SQLException {
+        Set<String> columns = new LinkedHashSet<>();
+        try (PreparedStatement ps = conn.prepareStatement("SELECT attname FROM pg_attribute WHERE attrelid = ?"
+                + " AND attnum > 0 AND NOT attisdropped ORDER BY attnum")) {
+            ps.setInt(1, oid);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    columns.add(rs.getString(1));
+                }
+            }
+        }
+        return columns;
+    }
+
+    private void execute(String sql) throws SQLException {
+        try (Statement s = conn.createStatement()) {
+            s.execute(sql);
+        }
+    }
+
+    private static Map<String, ColumnInfo> byName(RelationInfo rel) {
+        Map<String, ColumnInfo> m = new LinkedHashMap<>();
+        rel.columns().forEach(c -> m.put(c.name(), c));
+        return m;
+    }
+
+    static String quoteAll(Iterable<String> names) {
+        List<String> q = new ArrayList<>();
+        names.forEach(n -> q.add(Ident.quote(n)));
+        return String.join(", ", q);
+    }
+}
