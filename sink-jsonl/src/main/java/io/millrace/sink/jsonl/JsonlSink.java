@@ -1,0 +1,423 @@
+package io.millrace.sink.jsonl;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.StreamWriteFeature;
+import io.millrace.core.MillraceException;
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.Checkpoint;
+import io.millrace.core.event.EnvelopeWriter;
+import io.millrace.core.sink.Sink;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.BufferedOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.TreeMap;
+import java.util.stream.Stream;
+
+/**
+ * The {@code jsonl} destination: one Debezium-compatible change event per line (see docs/EVENTS.md),
+ * UTF-8, each line ended by {@code '\n'}, into numbered files or standard output. At least once: after a
+ * crash the events after the last checkpoint are written again, and a repeat is recognisable by its
+ * position {@code (source.commit_lsn, source.ordinal)} (INV: RESUME).
+ *
+ * <h2>Files</h2>
+ * {@code <directory>/events-000001.jsonl}, {@code events-000002.jsonl}, ... The sink appends to the
+ * highest-numbered file; once that file has reached {@code rotateBytes} it is flushed, fsynced and
+ * closed, and the next number begun (so a file exceeds {@code rotateBytes} by at most one event). A file
+ * is complete once a higher-numbered file exists. In the newest file, a reader takes only lines ended by
+ * {@code '\n'}; bytes after the checkpointed offset may be cut back on restart (see below), so a reader
+ * that must not see an event twice keeps the last position it processed.
+ *
+ * <h2>Durability (INV: DURABLE)</h2>
+ * {@link #write} appends the lines, flushes and fsyncs the file, and only then replaces the state file
+ * atomically (temporary file in the same directory, fsync, rename over, fsync of the directory). The
+ * state file ({@link SinkState}) holds the checkpoint with the current file's name and length. So the
+ * checkpoint never covers an event that is not on disk.
+ *
+ * <h2>Recovery</h2>
+ * {@link #open} reads the state file. Bytes of the current file after the recorded offset, and files
+ * numbered after it, were written after the last checkpoint by a process that then died: they are cut
+ * (truncated, deleted; logged at INFO) and the engine writes those events again from the checkpoint.
+ * A torn line never survives a restart. A first open writes a state file without a checkpoint before
+ * any event, so a crash before the first checkpoint is recovered the same way.
+ *
+ * <h2>Standard output</h2>
+ * Lines go to {@link System#out} (as it is at {@link #open}), buffered, flushed at the end of each
+ * {@link #write}; the checkpoint goes to the state file after the flush. Nothing can be taken back from
+ * a pipe: after a crash the events after the checkpoint appear again.
+ *
+ * <h2>Lifecycle</h2>
+ * NEW → OPEN ({@link #open}) → CLOSED ({@link #close}); a failed {@link #write} moves OPEN → FAILED, after
+ * which only {@link #close} is allowed (the engine reopens a new sink, which cuts the partial tail).
+ * One writer thread owns the sink (see {@link Sink}).
+ */
+public final class JsonlSink implements Sink {
+    private static final Logger LOG = LoggerFactory.getLogger(JsonlSink.class);
+    private static final String PREFIX = "events-";
+    private static final String SUFFIX = ".jsonl";
+    private static final int BUFFER = 256 * 1024;
+
+    private enum State { NEW, OPEN, FAILED, CLOSED }
+
+    private final JsonlSinkConfig config;
+    private final EnvelopeWriter envelope;
+    private final JsonFactory factory;
+
+    /** Named places where a test makes the sink fail as if the process died there. */
+    interface FaultPoints {
+        FaultPoints NONE = name -> { };
+
+        /** Called at {@code name}; throws to simulate a crash there. */
+        void reached(String name) throws IOException;
+    }
+
+    /** After the events of a write are flushed and fsynced, before the state file is replaced. */
+    static final String FAULT_BEFORE_CHECKPOINT = "jsonl.before-checkpoint";
+    /** After a full file was closed and the next one created, inside a write. */
+    static final String FAULT_AFTER_ROTATE = "jsonl.after-rotate";
+
+    private FaultPoints faults = FaultPoints.NONE;
+    private State state = State.NEW;
+    private JsonGenerator gen;
+    // files mode
+    private ChannelOutput out;
+    private FileChannel channel;
+    private int fileNumber;
+    // stdout mode
+    private PrintStream stdout;
+
+    public JsonlSink(JsonlSinkConfig config) {
+        this(config, new EnvelopeWriter(config.meta()));
+    }
+
+    /** With a given envelope writer (tests pin its clock and version). */
+    public JsonlSink(JsonlSinkConfig config, EnvelopeWriter envelope) {
+        this.config = config;
+        this.envelope = envelope;
+        this.factory = JsonFactory.builder()
+                .disable(StreamWriteFeature.AUTO_CLOSE_TARGET)
+                .disable(StreamWriteFeature.AUTO_CLOSE_CONTENT)
+                .build();
+    }
+
+    /** For tests: where to fail. */
+    void faults(FaultPoints points) {
+        this.faults = points;
+    }
+
+    @Override
+    public String name() {
+        return config.name();
+    }
+
+    @Override
+    public boolean transactional() {
+        return false;
+    }
+
+    @Override
+    public Optional<Checkpoint> open() {
+        move(State.NEW, State.OPEN);
+        try {
+            return config.toStdout() ? openStdout() : openFiles();
+        } catch (RuntimeException e) {
+            state = State.FAILED;
+            closeQuietly();
+            throw e;
+        }
+    }
+
+    private Optional<Checkpoint> openStdout() {
+        Path stateFile = config.stateFile();
+        prepareDirectory(stateFile.toAbsolutePath().getParent(), "the state file's directory");
+        SinkState st = readState(stateFile);
+        if (st != null && st.eventsFile() != null) {
+            throw sinkError("state file " + stateFile + " belongs to a jsonl destination that writes files (it names "
+                    + st.eventsFile() + "), but this one writes to standard output: give this destination its own"
+                    + " 'state_file'", null);
+        }
+        if (st == null) {
+            writeState(new SinkState(null, 0, null));
+        }
+        stdout = System.out;
+        gen = generator(new BufferedOutputStream(stdout, BUFFER));
+        return Optional.ofNullable(st == null ? null : st.checkpoint());
+    }
+
+    private Optional<Checkpoint> openFiles() {
+        Path dir = config.directory();
+        prepareDirectory(dir, "the events directory");
+        prepareDirectory(config.stateFile().toAbsolutePath().getParent(), "the state file's directory");
+        TreeMap<Integer, Path> files = listEventsFiles(dir);
+        SinkState st = readState(config.stateFile());
+        if (st == null) {
+            if (!files.isEmpty()) {
+                throw sinkError("directory " + dir + " holds events files (" + files.firstEntry().getValue().getFileName()
+                        + " ...) but no state file " + config.stateFile() + ", so it is unknown which events they hold:"
+                        + " move them away (or give this destination an empty 'directory') to start over, or restore the"
+                        + " state file", null);
+            }
+            st = new SinkState(fileName(1), 0, null);
+            // Written before the first events file exists, so a crash before the first checkpoint is
+            // recovered like any other (and never leaves events files without a state file).
+            writeState(st);
+        } else if (st.eventsFile() == null) {
+            throw sinkError("state file " + config.stateFile() + " belongs to a jsonl destination that writes to standard"
+                    + " output, but this one writes files to " + dir + ": give this destination its own 'state_file'", null);
+        }
+        fileNumber = eventsFileNumber(st.eventsFile());
+        Path current = dir.resolve(st.eventsFile());
+        try {
+            // INV: RESUME: what was written after the checkpoint is cut; the engine writes it again
+            for (var e : files.tailMap(fileNumber, false).entrySet()) {
+                long size = Files.size(e.getValue());
+                Files.delete(e.getValue());
+                LOG.info("jsonl destination '{}': removed {} ({} bytes written after the last checkpoint; those events"
+                        + " are written again on resume)", config.name(), e.getValue(), size);
+            }
+            if (!files.containsKey(fileNumber) && st.offset() > 0) {
+                throw sinkError("events file " + current + " is missing but the checkpoint in " + config.stateFile()
+                        + " says it holds " + st.offset() + " bytes: it was moved or deleted outside Millrace; restore it,"
+                        + " or start over with an empty 'directory' (the source is then read again)", null);
+            }
+            channel = FileChannel.open(current, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+            long size = channel.size();
+            if (size < st.offset()) {
+                throw sinkError("events file " + current + " has " + size + " bytes but the checkpoint in "
+                        + config.stateFile() + " says it holds " + st.offset() + ": it was cut or replaced outside Millrace;"
+                        + " restore it, or start over with an empty 'directory' (the source is then read again)", null);
+            }
+            if (size > st.offset()) {
+                channel.truncate(st.offset());
+                channel.force(true);
+                LOG.info("jsonl destination '{}': truncated {} from {} to {} bytes ({} bytes written after the last"
+                        + " checkpoint; those events are written again on resume)", config.name(), current, size,
+                        st.offset(), size - st.offset());
+            }
+            channel.position(st.offset());
+            SinkState.fsyncDirectory(dir.toAbsolutePath());
+        } catch (IOException e) {
+            throw sinkError("cannot prepare events file " + current + " (" + e + "): check that the directory is writable"
+                    + " by the user running Millrace and that the disk is not full", e);
+        }
+        out = new ChannelOutput(BUFFER);
+        out.target(channel, st.offset());
+        gen = generator(out);
+        return Optional.ofNullable(st.checkpoint());
+    }
+
+    /**
+     * Writes {@code events}, one line each, makes them durable, then the checkpoint. When this returns
+     * both are durable; when it throws the checkpoint has not moved (INV: DURABLE) and the sink is failed.
+     */
+    @Override
+    public void write(List<ChangeEvent> events, Checkpoint checkpoint) {
+        if (state != State.OPEN) {
+            throw new IllegalStateException("jsonl destination '" + config.name() + "' cannot write: it is " + state
+                    + (state == State.FAILED ? " after an earlier error (close it and open a new sink)" : ""));
+        }
+        try {
+            if (config.toStdout()) {
+                for (ChangeEvent e : events) {
+                    envelope.writeValue(gen, e);
+                    gen.writeRaw('\n');
+                }
+                gen.flush();
+                if (stdout.checkError()) {
+                    throw new IOException("standard output refused the events (closed pipe?)");
+                }
+                writeState(new SinkState(null, 0, checkpoint));
+            } else {
+                long rotate = config.rotateBytes();
+                for (ChangeEvent e : events) {
+                    if (out.position() + gen.getOutputBuffered() >= rotate) {
+                        rotate();
+                    }
+                    envelope.writeValue(gen, e);
+                    gen.writeRaw('\n');
+                }
+                gen.flush();
+                channel.force(false); // INV: DURABLE: the lines reach the disk before the checkpoint names them
+                faults.reached(FAULT_BEFORE_CHECKPOINT);
+                writeState(new SinkState(fileName(fileNumber), out.position(), checkpoint));
+            }
+        } catch (IOException | UncheckedIOException e) {
+            state = State.FAILED;
+            IOException io = e instanceof UncheckedIOException u ? u.getCause() : (IOException) e;
+            throw sinkError("cannot write events to " + target() + " (" + io + "): check free space and permissions;"
+                    + " the checkpoint did not advance, the events are written again after a restart", io);
+        } catch (RuntimeException e) {
+            state = State.FAILED;
+            throw e;
+        }
+    }
+
+    /** Closes the full file (fsynced) and begins the next one. */
+    private void rotate() throws IOException {
+        gen.flush();
+        channel.force(true);
+        channel.close();
+        fileNumber++;
+        Path next = config.directory().resolve(fileName(fileNumber));
+        channel = FileChannel.open(next, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+        SinkState.fsyncDirectory(config.directory().toAbsolutePath());
+        out.target(channel, 0);
+        faults.reached(FAULT_AFTER_ROTATE);
+        LOG.debug("jsonl destination '{}': rotated to {}", config.name(), next);
+    }
+
+    @Override
+    public void close() {
+        if (state == State.CLOSED) {
+            return;
+        }
+        state = State.CLOSED;
+        // Everything acknowledged was flushed and fsynced by write(); what is left after a failure is
+        // a partial tail that the next open() cuts, so nothing is flushed here.
+        closeQuietly();
+    }
+
+    private void closeQuietly() {
+        if (channel != null) {
+            try {
+                channel.close();
+            } catch (IOException e) {
+                LOG.warn("jsonl destination '{}': closing {} failed: {}", config.name(), target(), e.toString());
+            }
+            channel = null;
+        }
+        gen = null;
+        stdout = null;
+    }
+
+    private JsonGenerator generator(OutputStream target) {
+        try {
+            JsonGenerator g = factory.createGenerator(target);
+            g.setRootValueSeparator(null); // lines are separated by '\n' written after each event
+            return g;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private void writeState(SinkState st) {
+        try {
+            st.writeAtomically(config.stateFile());
+        } catch (IOException e) {
+            state = State.FAILED;
+            throw sinkError("cannot write state file " + config.stateFile() + " (" + e + "): check that its directory is"
+                    + " writable by the user running Millrace and that the disk is not full", e);
+        }
+    }
+
+    private SinkState readState(Path file) {
+        byte[] bytes;
+        try {
+            bytes = Files.readAllBytes(file);
+        } catch (NoSuchFileException e) {
+            return null;
+        } catch (IOException e) {
+            throw sinkError("cannot read state file " + file + " (" + e + "): make it readable by the user running"
+                    + " Millrace", e);
+        }
+        try {
+            return SinkState.parse(bytes);
+        } catch (IllegalArgumentException e) {
+            throw sinkError("state file " + file + " is unreadable: " + e.getMessage() + ". It was damaged or written"
+                    + " by another program: restore it from a backup, or to start over remove it together with the events"
+                    + " files (the source is then read again)", e);
+        }
+    }
+
+    private void prepareDirectory(Path dir, String what) {
+        try {
+            Files.createDirectories(dir);
+        } catch (IOException e) {
+            throw sinkError("cannot create " + what + " " + dir + " (" + e + "): choose a directory the user running"
+                    + " Millrace can create and write", e);
+        }
+        if (!Files.isDirectory(dir)) {
+            throw sinkError(what + " " + dir + " is not a directory: choose another path", null);
+        }
+        // A probe, not Files.isWritable: that says yes to root on a read-only file system.
+        Path probe = dir.resolve(".millrace-write-probe");
+        try {
+            Files.deleteIfExists(probe);
+            Files.createFile(probe);
+            Files.delete(probe);
+        } catch (IOException e) {
+            throw sinkError(what + " " + dir + " is not writable (" + e + "): give the user running Millrace write"
+                    + " permission on it, or choose another directory", e);
+        }
+    }
+
+    private static TreeMap<Integer, Path> listEventsFiles(Path dir) {
+        TreeMap<Integer, Path> files = new TreeMap<>();
+        List<Path> all = new ArrayList<>();
+        try (Stream<Path> s = Files.list(dir)) {
+            s.forEach(all::add);
+        } catch (IOException e) {
+            throw new MillraceException(MillraceException.Kind.SINK, "cannot list events directory " + dir + " (" + e
+                    + "): make it readable by the user running Millrace", e);
+        }
+        for (Path p : all) {
+            int n = eventsFileNumber(p.getFileName().toString());
+            if (n > 0) {
+                files.put(n, p);
+            }
+        }
+        return files;
+    }
+
+    static String fileName(int number) {
+        return String.format("%s%06d%s", PREFIX, number, SUFFIX);
+    }
+
+    /** The number of {@code events-NNNNNN.jsonl}, or -1 when the name is not an events file's. */
+    static int eventsFileNumber(String name) {
+        if (!name.startsWith(PREFIX) || !name.endsWith(SUFFIX)) {
+            return -1;
+        }
+        String digits = name.substring(PREFIX.length(), name.length() - SUFFIX.length());
+        if (digits.length() < 6 || digits.length() > 9) {
+            return -1;
+        }
+        for (int i = 0; i < digits.length(); i++) {
+            if (digits.charAt(i) < '0' || digits.charAt(i) > '9') {
+                return -1;
+            }
+        }
+        int n = Integer.parseInt(digits);
+        return n > 0 && fileName(n).equals(name) ? n : -1;
+    }
+
+    private String target() {
+        return config.toStdout() ? "standard output" : config.directory().resolve(fileName(fileNumber)).toString();
+    }
+
+    private MillraceException sinkError(String message, Throwable cause) {
+        return new MillraceException(MillraceException.Kind.SINK, "jsonl destination '" + config.name() + "': " + message,
+                cause);
+    }
+
+    private void move(State expected, State next) {
+        if (state != expected) {
+            throw new IllegalStateException(String.format("Cannot change jsonl destination '%s' to %s: it is %s, not %s",
+                    config.name(), next, state, expected));
+        }
+        state = next;
+    }
+}

@@ -1,0 +1,61 @@
+package io.millrace.sink.jsonl;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.event.SourceMeta;
+
+import java.nio.file.Path;
+
+/**
+ * Settings of a {@link JsonlSink}.
+ *
+ * @param name        the destination's name in the configuration (part of the checkpoint identity)
+ * @param directory   where the events files go; {@code null} writes to standard output
+ * @param stateFile   where the checkpoint lives; {@code null} means {@code <directory>/checkpoint.json}.
+ *                    Required when writing to standard output
+ * @param rotateBytes a file that has reached this size is closed and the next one begun
+ *                    ({@link #DEFAULT_ROTATE_BYTES} by default); must be positive
+ * @param meta        the source's logical name and database, written into every event
+ */
+public record JsonlSinkConfig(String name, Path directory, Path stateFile, long rotateBytes, SourceMeta meta) {
+    public static final long DEFAULT_ROTATE_BYTES = 256L * 1024 * 1024;
+    public static final String DEFAULT_STATE_FILE = "checkpoint.json";
+
+    public JsonlSinkConfig {
+        if (name == null || name.isBlank()) {
+            throw new MillraceException(MillraceException.Kind.CONFIG, "jsonl destination: 'name' must not be empty");
+        }
+        if (meta == null) {
+            throw new MillraceException(MillraceException.Kind.CONFIG, "jsonl destination '" + name
+                    + "': the source's logical name and database (meta) must be given");
+        }
+        if (directory == null && stateFile == null) {
+            throw new MillraceException(MillraceException.Kind.CONFIG, "jsonl destination '" + name
+                    + "': 'state_file' is required when writing to standard output (no 'directory'):"
+                    + " set it to a path where the checkpoint can live, e.g. ./" + name + "-checkpoint.json");
+        }
+        if (rotateBytes <= 0) {
+            throw new MillraceException(MillraceException.Kind.CONFIG, "jsonl destination '" + name
+                    + "': 'rotate_bytes' must be positive, got " + rotateBytes + " (default " + DEFAULT_ROTATE_BYTES + ")");
+        }
+        if (stateFile == null) {
+            stateFile = directory.resolve(DEFAULT_STATE_FILE);
+        }
+    }
+
+    /** Events files in {@code directory}, checkpoint in {@code <directory>/checkpoint.json}, 256 MiB files. */
+    public static JsonlSinkConfig files(String name, Path directory, SourceMeta meta) {
+        if (directory == null) {
+            throw new MillraceException(MillraceException.Kind.CONFIG, "jsonl destination '" + name + "': 'directory' must be given");
+        }
+        return new JsonlSinkConfig(name, directory, null, DEFAULT_ROTATE_BYTES, meta);
+    }
+
+    /** Events to standard output, checkpoint in {@code stateFile}. */
+    public static JsonlSinkConfig stdout(String name, Path stateFile, SourceMeta meta) {
+        return new JsonlSinkConfig(name, null, stateFile, DEFAULT_ROTATE_BYTES, meta);
+    }
+
+    public boolean toStdout() {
+        return directory == null;
+    }
+}
