@@ -1,0 +1,49 @@
+package io.millrace.cli;
+
+import io.millrace.core.MillraceException;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/**
+ * The {@code millrace} command.
+ *
+ * <p>Exit codes: 0 success; 1 unexpected error; 2 configuration; 3 connection; 4 authentication;
+ * 5 permission; 6 source not set up; 7 slot in use; 8 checkpoint of another pipeline (identity);
+ * 9 decode error; 10 destination error; 70 internal error; 130 interrupted. The same table is in
+ * README.md.
+ */
+@Command(name = "millrace", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
+        description = "Change-data-capture for PostgreSQL: snapshot, then stream every committed change into destinations.",
+        subcommands = {RunCommand.class, PreflightCommand.class, DemoCommand.class, CommandLine.HelpCommand.class})
+public final class Main {
+
+    public static void main(String[] args) {
+        System.exit(execute(args));
+    }
+
+    /** Runs the command line and returns its exit code (for tests). */
+    public static int execute(String... args) {
+        CommandLine cl = new CommandLine(new Main());
+        cl.setExecutionExceptionHandler((ex, cmd, parsed) -> {
+            if (ex instanceof MillraceException me) {
+                cmd.getErr().println("millrace: " + me.getMessage());
+                return me.kind().exitCode();
+            }
+            if (ex instanceof InterruptedException) {
+                return 130;
+            }
+            cmd.getErr().println("millrace: unexpected error: " + ex);
+            ex.printStackTrace(cmd.getErr());
+            return 1;
+        });
+        return cl.execute(args);
+    }
+
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            String v = Main.class.getPackage().getImplementationVersion();
+            return new String[] {"millrace " + (v == null ? "0.1.0-SNAPSHOT" : v)};
+        }
+    }
+}

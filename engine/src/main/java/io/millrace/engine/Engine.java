@@ -1,0 +1,403 @@
+package io.millrace.engine;
+
+import io.millrace.core.Lsn;
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.Position;
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.Checkpoint;
+import io.millrace.core.change.Identity;
+import io.millrace.core.change.Op;
+import io.millrace.core.change.SnapshotProgress;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.TableRef;
+import io.millrace.core.sink.Sink;
+import io.millrace.engine.config.EngineConfig;
+import io.millrace.pipeline.Pipeline;
+import io.millrace.pipeline.PipelineStats;
+import io.millrace.sink.jsonl.JsonlSink;
+import io.millrace.sink.postgres.PostgresSink;
+import io.millrace.snapshot.SnapshotRunner;
+import io.millrace.source.Catalog;
+import io.millrace.source.CatalogTypeResolver;
+import io.millrace.source.PgConnections;
+import io.millrace.source.PgErrors;
+import io.millrace.source.Preflight;
+import io.millrace.source.ReplicationReader;
+import io.millrace.source.SlotManager;
+import io.millrace.source.SourceConfig;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * Runs one pipeline: preflight, slot, optional snapshot, then streaming until stopped or failed.
+ *
+ * <p>Lifecycle (changed only by compare-and-set; an illegal move throws):
+ * {@code CREATED → STARTING → [SNAPSHOTTING →] STREAMING → STOPPING → STOPPED}, or {@code → FAILED}
+ * from any running state. {@link #run()} runs it on the calling thread; {@link #stop()} may be
+ * called from any thread (a signal handler) and makes {@code run()} return after the last durable
+ * checkpoint.
+ *
+ * <p>Start decisions, from the destinations' checkpoints (INV: IDENTITY is checked first, before
+ * anything is written):
+ * <ul>
+ *   <li>no destination has a checkpoint: a fresh start — the slot is (re)created, with an exported
+ *       snapshot unless the snapshot mode is {@code never};</li>
+ *   <li>a checkpoint says the snapshot was interrupted: the snapshot restarts from the beginning on a
+ *       new slot, each table truncated in the destinations first (logged as a warning);</li>
+ *   <li>otherwise streaming resumes at the lowest durable position over the destinations
+ *       (INV: RESUME); a missing slot then stops with instructions, never a silent re-snapshot.</li>
+ * </ul>
+ */
+public final class Engine {
+    private static final Logger LOG = LoggerFactory.getLogger(Engine.class);
+
+    public enum State { CREATED, STARTING, SNAPSHOTTING, STREAMING, STOPPING, STOPPED, FAILED }
+
+    private final EngineConfig config;
+    private final AtomicReference<State> state = new AtomicReference<>(State.CREATED);
+    private final CountDownLatch stopRequested = new CountDownLatch(1);
+    private final SnapshotRunner.Listener snapshotListener;
+    private volatile Pipeline pipeline;
+    private volatile ReplicationReader reader;
+
+    public Engine(EngineConfig config) {
+        this(config, new SnapshotRunner.Listener() {
+        });
+    }
+
+    public Engine(EngineConfig config, SnapshotRunner.Listener snapshotListener) {
+        this.config = config;
+        this.snapshotListener = snapshotListener;
+    }
+
+    public State state() {
+        return state.get();
+    }
+
+    /** Counters of the running pipeline, or null before streaming or snapshotting starts. */
+    public PipelineStats stats() {
+        Pipeline p = pipeline;
+        return p == null ? null : p.stats();
+    }
+
+    private void transition(State from, State to) {
+        if (!state.compareAndSet(from, to)) {
+            throw new IllegalStateException(String.format("Cannot change engine state to '%s' as the engine is not in expected state '%s',"
+                    + " current engine state is '%s'", to, from, state.get()));
+        }
+        LOG.debug("engine {} -> {}", from, to);
+    }
+
+    /** Asks the engine to stop; {@link #run()} returns once the pipeline has stopped. Any thread. */
+    public void stop() {
+        stopRequested.countDown();
+        Pipeline p = pipeline;
+        if (p != null) {
+            p.stop();
+        }
+    }
+
+    private boolean stopping() {
+        return stopRequested.getCount() == 0;
+    }
+
+    /**
+     * Runs until {@link #stop()} or a failure.
+     *
+     * @throws MillraceException naming what failed and how to fix it
+     */
+    public void run() throws InterruptedException {
+        transition(State.CREATED, State.STARTING);
+        List<Sink> sinks = new ArrayList<>();
+        Thread readerThread = null;
+        try {
+            SourceConfig src = config.source();
+            PgConnections conns = new PgConnections(src);
+            SlotManager slots = new SlotManager(src);
+            CatalogTypeResolver types = new CatalogTypeResolver(conns::open);
+            List<SnapshotRunner.Table> tables = new ArrayList<>();
+            Preflight.Report report;
+            try (Connection meta = conns.open()) {
+                report = Preflight.run(src, meta);
+                for (Preflight.Check c : report.checks()) {
+                    if (c.status() == Preflight.Status.WARN) {
+                        LOG.warn("preflight: {} — {} (fix: {})", c.name(), c.detail(), c.fix());
+                    }
+                }
+                report.throwIfFailed();
+                if (!report.publicationExists()) {
+                    slots.createPublication(meta, report.tables());
+                    LOG.info("created publication '{}' for {} table(s)", src.publication(), report.tables().size());
+                }
+                types.load(meta);
+                for (TableRef t : report.tables()) {
+                    Catalog.TableInfo info = Catalog.table(meta, t);
+                    tables.add(new SnapshotRunner.Table(Catalog.relation(meta, t, types), info.partitioned(), info.estimatedRows()));
+                }
+            } catch (SQLException e) {
+                throw PgErrors.translate("reading the source catalog", e);
+            }
+            boolean binary = binary(src, report.serverVersion(), tables);
+
+            for (EngineConfig.Destination d : config.destinations()) {
+                if (d instanceof EngineConfig.PostgresDestination p) {
+                    sinks.add(new PostgresSink(p.config()));
+                } else if (d instanceof EngineConfig.JsonlDestination j) {
+                    sinks.add(new JsonlSink(j.config()));
+                }
+            }
+            List<Optional<Checkpoint>> found = new ArrayList<>();
+            for (Sink s : sinks) {
+                found.add(s.open());
+            }
+
+            try (Connection repl = conns.openReplication()) {
+                SlotManager.SystemInfo sys = SlotManager.identify(repl);
+                List<Identity> ids = new ArrayList<>();
+                for (int i = 0; i < sinks.size(); i++) {
+                    Identity id = new Identity(sys.systemId(), src.database(), src.slot(), src.publication(), sinks.get(i).name());
+                    ids.add(id);
+                    Optional<Checkpoint> cp = found.get(i);
+                    String diff = cp.isPresent() ? id.difference(cp.get().identity()) : null;
+                    if (diff != null) {
+                        // INV: IDENTITY — fail before anything is written.
+                        throw new MillraceException(Kind.IDENTITY, "destination '" + sinks.get(i).name()
+                                + "' holds a checkpoint of another pipeline: " + diff + ". Resuming from it would skip or repeat changes."
+                                + " Point this pipeline at an empty destination, or remove that destination's checkpoint to start over.");
+                    }
+                }
+                long withCheckpoint = found.stream().filter(Optional::isPresent).count();
+                if (withCheckpoint != 0 && withCheckpoint != sinks.size()) {
+                    throw new MillraceException(Kind.CONFIG, "some destinations have a checkpoint and some do not ("
+                            + describe(sinks, found) + "). A destination added to a running pipeline would miss the changes before it;"
+                            + " give the new destination a pipeline (and slot) of its own, or start all destinations afresh");
+                }
+                boolean interrupted = found.stream().anyMatch(c -> c.isPresent() && c.get().snapshot().state() == SnapshotProgress.State.RUNNING);
+                if (withCheckpoint == 0 || interrupted) {
+                    freshStart(conns, slots, repl, report.slotExists(), interrupted, sinks, ids, tables, found);
+                } else {
+                    repl.close();
+                    resume(report.slotExists(), sinks, found);
+                }
+            } catch (SQLException e) {
+                throw PgErrors.translate("replication connection", e);
+            }
+            if (config.snapshotMode() == EngineConfig.SnapshotMode.INITIAL_ONLY) {
+                LOG.info("snapshot mode initial_only: the copy landed; stopping (the slot '{}' is kept: drop it with"
+                        + " SELECT pg_drop_replication_slot('{}') if no streaming will follow)", src.slot(), src.slot());
+                transition(state.get(), State.STOPPING);
+                pipeline.stop();
+                pipeline.join();
+                transition(State.STOPPING, State.STOPPED);
+                return;
+            }
+            readerThread = stream(conns, types, binary, report.serverVersion());
+            Pipeline p = pipeline;
+            while (!stopping() && !p.failure().await(200)) {
+                // wait for a stop or a failure
+            }
+            transition(State.STREAMING, State.STOPPING);
+            reader.stop();
+            p.stop();
+            readerThread.join();
+            p.join(); // rethrows the first failure of any stage
+            transition(State.STOPPING, State.STOPPED);
+            LOG.info("stopped; durable position {}", p.stats().durable());
+        } catch (InterruptedException e) {
+            state.set(State.FAILED);
+            throw e;
+        } catch (RuntimeException e) {
+            state.set(State.FAILED);
+            throw e;
+        } finally {
+            ReplicationReader r = reader;
+            if (r != null) {
+                r.stop();
+            }
+            Pipeline p = pipeline;
+            if (p != null) {
+                p.stop();
+                try {
+                    p.join();
+                } catch (RuntimeException ignored) {
+                    // already reported by the main path
+                }
+            }
+            if (readerThread != null) {
+                readerThread.join(10_000);
+            }
+            for (Sink s : sinks) {
+                try {
+                    s.close();
+                } catch (RuntimeException e) {
+                    LOG.warn("closing destination '{}' failed: {}", s.name(), e.getMessage());
+                }
+            }
+        }
+    }
+
+    private static String describe(List<Sink> sinks, List<Optional<Checkpoint>> found) {
+        List<String> parts = new ArrayList<>();
+        for (int i = 0; i < sinks.size(); i++) {
+            parts.add(sinks.get(i).name() + ": " + (found.get(i).isPresent() ? "checkpoint" : "none"));
+        }
+        return String.join(", ", parts);
+    }
+
+    private boolean binary(SourceConfig src, int serverVersion, List<SnapshotRunner.Table> tables) {
+        boolean supported = serverVersion >= 140000;
+        String unsupportedColumn = null;
+        for (SnapshotRunner.Table t : tables) {
+            RelationInfo r = t.relation();
+            for (int i = 0; i < r.columnCount() && unsupportedColumn == null; i++) {
+                if (!r.codec(i).supportsBinary()) {
+                    unsupportedColumn = r.table() + "." + r.column(i).name() + " (" + r.codec(i).typeName() + ")";
+                }
+            }
+        }
+        return switch (src.binary()) {
+            case OFF -> false;
+            case AUTO -> supported && unsupportedColumn == null;
+            case ON -> {
+                if (!supported) {
+                    throw new MillraceException(Kind.CONFIG, "config: source.binary is on, but binary values need PostgreSQL 14 or newer;"
+                            + " set source.binary: auto");
+                }
+                if (unsupportedColumn != null) {
+                    throw new MillraceException(Kind.CONFIG, "config: source.binary is on, but column " + unsupportedColumn
+                            + " has a type Millrace reads only as text; set source.binary: auto");
+                }
+                yield true;
+            }
+        };
+    }
+
+    private void freshStart(PgConnections conns, SlotManager slots, Connection repl, boolean slotExists, boolean interrupted,
+                            List<Sink> sinks, List<Identity> ids, List<SnapshotRunner.Table> tables,
+                            List<Optional<Checkpoint>> found) throws SQLException, InterruptedException {
+        boolean snapshot = config.snapshotMode() != EngineConfig.SnapshotMode.NEVER;
+        if (slotExists) {
+            if (interrupted) {
+                LOG.warn("the initial snapshot was interrupted before it landed; restarting it from the beginning:"
+                        + " dropping slot '{}', re-creating it and copying every table again (destination tables are truncated first)",
+                        config.source().slot());
+            } else {
+                LOG.warn("slot '{}' exists but no destination has a checkpoint: dropping and re-creating it so the copy and the stream"
+                        + " meet exactly", config.source().slot());
+            }
+            try (Connection c = conns.open()) {
+                slots.dropSlot(c);
+            }
+        }
+        SlotManager.CreatedSlot created = slots.createSlot(repl, snapshot);
+        Lsn cp = created.consistentPoint();
+        LOG.info("created slot '{}' at {}{}", created.name(), cp, snapshot ? " with exported snapshot " + created.snapshotName() : "");
+        SnapshotProgress progress = snapshot ? new SnapshotProgress(SnapshotProgress.State.RUNNING, cp, List.of())
+                : SnapshotProgress.skipped(cp);
+        List<Checkpoint> initial = new ArrayList<>();
+        long now = System.currentTimeMillis() * 1000;
+        for (int i = 0; i < sinks.size(); i++) {
+            Checkpoint c = new Checkpoint(Checkpoint.VERSION, ids.get(i), cp, Position.START, progress);
+            List<ChangeEvent> truncates = new ArrayList<>();
+            if (found.get(i).isPresent() && snapshot) {
+                for (SnapshotRunner.Table t : tables) {
+                    truncates.add(new ChangeEvent(Op.TRUNCATE, t.relation(), null, null, cp, Position.START, 0, now, true));
+                }
+            }
+            sinks.get(i).write(truncates, c); // the pipeline writer has not started: this thread owns the sinks
+            initial.add(c);
+        }
+        Pipeline p = newPipeline(sinks, initial);
+        p.startWriter();
+        if (snapshot) {
+            transition(State.STARTING, State.SNAPSHOTTING);
+            SnapshotRunner runner = new SnapshotRunner(conns, created.snapshotName(), cp, tables, config.snapshot(), p::submit,
+                    snapshotListener);
+            runner.run(); // the exporting connection (repl) stays open until every chunk is read
+            if (!p.awaitDrained(Long.MAX_VALUE / 4)) {
+                p.join(); // rethrows the writer's failure
+                throw new InterruptedException("stopped during the snapshot");
+            }
+        }
+    }
+
+    private void resume(boolean slotExists, List<Sink> sinks, List<Optional<Checkpoint>> found) {
+        if (!slotExists) {
+            throw new MillraceException(Kind.SOURCE_SETUP, "replication slot '" + config.source().slot()
+                    + "' does not exist, but the destinations hold checkpoints: it was dropped (or the server was replaced) while"
+                    + " Millrace was stopped, and changes since may be lost. Millrace does not re-copy silently: start again with empty"
+                    + " destinations (remove their checkpoints and tables) to take a new snapshot");
+        }
+        List<Checkpoint> cps = found.stream().map(Optional::get).toList();
+        Pipeline p = newPipeline(sinks, cps);
+        p.startWriter();
+        LOG.info("resuming at {} (destinations: {})", lowest(cps).flushLsn(),
+                cps.stream().map(c -> c.identity().destination() + "@" + c.flushLsn() + "#" + c.applied().ordinal()).toList());
+    }
+
+    private Pipeline newPipeline(List<Sink> sinks, List<Checkpoint> checkpoints) {
+        Pipeline p = new Pipeline(config.pipeline(), sinks, checkpoints, lsn -> {
+            ReplicationReader r = reader;
+            if (r != null) {
+                r.durable(lsn);
+            }
+        });
+        this.pipeline = p;
+        if (stopping()) {
+            p.stop();
+        }
+        return p;
+    }
+
+    private static Checkpoint lowest(List<Checkpoint> cps) {
+        Checkpoint low = cps.get(0);
+        for (Checkpoint c : cps) {
+            if (c.applied().compareTo(low.applied()) < 0) {
+                low = c;
+            }
+        }
+        return low;
+    }
+
+    private Thread stream(PgConnections conns, CatalogTypeResolver types, boolean binary, int serverVersion) {
+        Pipeline p = pipeline;
+        List<Checkpoint> cps = new ArrayList<>();
+        for (int i = 0; i < config.destinations().size(); i++) {
+            cps.add(p.checkpoint(i));
+        }
+        Lsn start = cps.stream().map(Checkpoint::flushLsn).reduce(Lsn::min).orElseThrow();
+        Position skip = cps.stream().map(Checkpoint::applied).reduce((a, b) -> a.compareTo(b) <= 0 ? a : b).orElseThrow();
+        Map<Integer, List<String>> keyCache = new ConcurrentHashMap<>();
+        AtomicReference<Connection> keyConn = new AtomicReference<>();
+        p.startStreaming(types, oid -> keyCache.computeIfAbsent(oid, o -> {
+            try {
+                if (keyConn.get() == null) {
+                    keyConn.set(conns.open());
+                }
+                return Catalog.keyColumns(keyConn.get(), o);
+            } catch (SQLException e) {
+                throw PgErrors.translate("reading the key of relation " + o, e);
+            }
+        }), skip);
+        ReplicationReader r = new ReplicationReader(conns, new ReplicationReader.Options(start, 1, binary, serverVersion >= 140000,
+                config.source().statusInterval().toMillis()), p.budget(), start, p::offer, p.failure()::report);
+        this.reader = r;
+        Thread t = new Thread(r, "millrace-reader");
+        t.setDaemon(true);
+        t.start();
+        transition(state.get() == State.SNAPSHOTTING ? State.SNAPSHOTTING : State.STARTING, State.STREAMING);
+        LOG.info("streaming from {} ({} values)", start, binary ? "binary" : "text");
+        return t;
+    }
+}

@@ -1,0 +1,220 @@
+package io.millrace.engine.config;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.Secret;
+import io.millrace.core.event.SourceMeta;
+import io.millrace.core.schema.TableRef;
+import io.millrace.pipeline.Pipeline;
+import io.millrace.sink.jsonl.JsonlSinkConfig;
+import io.millrace.sink.postgres.PostgresSinkConfig;
+import io.millrace.snapshot.SnapshotRunner;
+import io.millrace.source.SourceConfig;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
+
+/**
+ * Reads a YAML configuration file into an {@link EngineConfig}. Strict: unknown keys and values of
+ * the wrong form are errors that name the key and the expected form. Passwords come from an
+ * environment variable ({@code password_env}) or a file ({@code password_file}), never from the
+ * file itself. Relative paths are resolved against the configuration file's folder.
+ */
+public final class ConfigLoader {
+    private final Function<String, String> env;
+
+    /** @param env environment lookup (System::getenv in production) */
+    public ConfigLoader(Function<String, String> env) {
+        this.env = env;
+    }
+
+    public static ConfigLoader fromSystem() {
+        return new ConfigLoader(System::getenv);
+    }
+
+    public EngineConfig load(Path file) {
+        String text;
+        try {
+            text = Files.readString(file, StandardCharsets.UTF_8);
+        } catch (NoSuchFileException e) {
+            throw new MillraceException(Kind.CONFIG, "config: file " + file + " does not exist");
+        } catch (IOException e) {
+            throw new MillraceException(Kind.CONFIG, "config: cannot read " + file + ": " + e.getMessage(), e);
+        }
+        Path base = file.toAbsolutePath().getParent();
+        return parse(text, base);
+    }
+
+    public EngineConfig parse(String yaml, Path base) {
+        JsonNode root;
+        try {
+            root = new ObjectMapper(new YAMLFactory()).readTree(yaml);
+        } catch (JsonProcessingException e) {
+            String where = e.getLocation() == null ? "" : " at line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr();
+            throw new MillraceException(Kind.CONFIG, "config: not valid YAML" + where + ": " + e.getOriginalMessage());
+        }
+        if (root == null || root.isNull() || root.isMissingNode()) {
+            throw new MillraceException(Kind.CONFIG, "config: the file is empty; see config/example.yaml for a complete example");
+        }
+        Node r = new Node(root, "");
+        String name = r.string("name", "millrace");
+        SourceConfig source = source(r.child("source"), base);
+        Node snap = r.child("snapshot");
+        EngineConfig.SnapshotMode mode = snap.choice("mode", EngineConfig.SnapshotMode.INITIAL, EngineConfig.SnapshotMode.class);
+        SnapshotRunner.Options d = SnapshotRunner.Options.defaults();
+        SnapshotRunner.Options snapshot = new SnapshotRunner.Options(snap.integer("readers", d.readers(), 1, 64),
+                snap.integer("chunk_pages", (int) d.pagesPerChunk(), 1, Integer.MAX_VALUE), d.batchBytes());
+        snap.done();
+
+        Node p = r.child("pipeline");
+        Pipeline.Options pd = Pipeline.Options.defaults();
+        long budget = (long) p.integer("memory_budget_mb", (int) (pd.budgetBytes() >> 20), 4, 1 << 20) << 20;
+        long batch = (long) p.integer("batch_kb", (int) (pd.batchBytes() >> 10), 1, 1 << 20) << 10;
+        int linger = p.integer("linger_ms", (int) pd.lingerMillis(), 1, 60_000);
+        if (batch * 2 > budget) {
+            throw Node.error("pipeline.batch_kb", "(" + (batch >> 10) + ") must be at most half of pipeline.memory_budget_mb ("
+                    + (budget >> 20) + " MB)");
+        }
+        Pipeline.Options pipeline = new Pipeline.Options(budget, batch, Math.min(budget / 2, batch * 4), linger);
+        p.done();
+
+        List<EngineConfig.Destination> destinations = new ArrayList<>();
+        Set<String> names = new HashSet<>();
+        List<Node> ds = r.children("destinations");
+        if (ds.isEmpty()) {
+            throw Node.error("destinations", "is required: a list with at least one destination, e.g.\n"
+                    + "destinations:\n  - name: files\n    type: jsonl\n    directory: ./out");
+        }
+        for (Node dn : ds) {
+            EngineConfig.Destination dest = destination(dn, base, new SourceMeta(name, source.database()));
+            if (!names.add(dest.name())) {
+                throw Node.error(dn.key("name"), "'" + dest.name() + "' is used by two destinations; names must be unique");
+            }
+            destinations.add(dest);
+        }
+        r.done();
+        return new EngineConfig(name, source, mode, snapshot, destinations, pipeline);
+    }
+
+    private SourceConfig source(Node s, Path base) {
+        String host = s.string("host", "127.0.0.1");
+        int port = s.integer("port", 5432, 1, 65535);
+        String database = s.requireString("database", "app");
+        String user = s.requireString("user", "millrace");
+        Secret password = password(s, base);
+        String slot = s.string("slot", "millrace");
+        if (!slot.matches("[a-z0-9_]{1,63}")) {
+            throw Node.error(s.key("slot"), "must be 1 to 63 lower-case letters, digits or underscores (a PostgreSQL slot name), got '" + slot + "'");
+        }
+        String publication = s.string("publication", "millrace");
+        List<TableRef> tables = new ArrayList<>();
+        for (String t : s.strings("tables")) {
+            try {
+                tables.add(TableRef.parse(t));
+            } catch (IllegalArgumentException e) {
+                throw Node.error(s.key("tables"), e.getMessage());
+            }
+        }
+        boolean create = s.bool("create_publication", true);
+        SourceConfig.BinaryMode binary = s.choice("binary", SourceConfig.BinaryMode.AUTO, SourceConfig.BinaryMode.class);
+        int status = s.integer("status_interval_ms", 10_000, 100, 600_000);
+        Map<String, String> jdbc = new LinkedHashMap<>();
+        Node ssl = s.child("ssl");
+        String mode = ssl.string("mode", null);
+        if (mode != null) {
+            if (!List.of("disable", "allow", "prefer", "require", "verify-ca", "verify-full").contains(mode)) {
+                throw Node.error(ssl.key("mode"), "must be one of disable, allow, prefer, require, verify-ca, verify-full; got '" + mode + "'");
+            }
+            jdbc.put("sslmode", mode);
+        }
+        String rootCert = ssl.string("root_cert", null);
+        if (rootCert != null) {
+            jdbc.put("sslrootcert", base.resolve(rootCert).toString());
+        }
+        ssl.done();
+        s.done();
+        return new SourceConfig(host, port, database, user, password, slot, publication, tables, create, binary,
+                Duration.ofMillis(status), jdbc);
+    }
+
+    private Secret password(Node n, Path base) {
+        if (n.has("password")) {
+            throw Node.error(n.key("password"), "is not allowed: a password must not be written in the configuration file."
+                    + " Put it in an environment variable and name it in " + n.key("password_env")
+                    + ", or in a file named by " + n.key("password_file"));
+        }
+        String var = n.string("password_env", null);
+        String file = n.string("password_file", null);
+        if (var != null && file != null) {
+            throw Node.error(n.key("password_env"), "and " + n.key("password_file") + " are both set; keep one");
+        }
+        if (var != null) {
+            String v = env.apply(var);
+            if (v == null) {
+                throw Node.error(n.key("password_env"), "names the environment variable " + var + ", which is not set; export it before starting");
+            }
+            return Secret.of(v);
+        }
+        if (file != null) {
+            Path f = base.resolve(file);
+            try {
+                return Secret.of(Files.readString(f, StandardCharsets.UTF_8).strip());
+            } catch (IOException e) {
+                throw Node.error(n.key("password_file"), "names " + f + ", which cannot be read: " + e.getMessage());
+            }
+        }
+        return Secret.NONE;
+    }
+
+    private EngineConfig.Destination destination(Node d, Path base, SourceMeta meta) {
+        String type = d.requireString("type", "jsonl");
+        String name = d.string("name", type);
+        EngineConfig.Destination out;
+        switch (type) {
+            case "postgres" -> {
+                String url = d.string("url", null);
+                if (url == null) {
+                    String host = d.string("host", "127.0.0.1");
+                    int port = d.integer("port", 5432, 1, 65535);
+                    String db = d.requireString("database", "replica");
+                    url = "jdbc:postgresql://" + host + ":" + port + "/" + db;
+                } else if (!url.startsWith("jdbc:postgresql://")) {
+                    throw Node.error(d.key("url"), "must start with jdbc:postgresql://, got '" + url + "'");
+                }
+                String user = d.requireString("user", "millrace");
+                Secret pw = password(d, base);
+                out = new EngineConfig.PostgresDestination(new PostgresSinkConfig(name, url, user, pw, d.string("schema", null),
+                        d.string("state_schema", "millrace")));
+            }
+            case "jsonl" -> {
+                boolean stdout = d.bool("stdout", false);
+                String dir = d.string("directory", null);
+                if (stdout == (dir != null)) {
+                    throw Node.error(d.key("directory"), "or " + d.key("stdout") + ": true is required (exactly one of them)");
+                }
+                String state = d.string("state_file", null);
+                long rotate = (long) d.integer("rotate_mb", (int) (JsonlSinkConfig.DEFAULT_ROTATE_BYTES >> 20), 1, 1 << 20) << 20;
+                out = new EngineConfig.JsonlDestination(new JsonlSinkConfig(name, dir == null ? null : base.resolve(dir),
+                        state == null ? null : base.resolve(state), rotate, meta));
+            }
+            default -> throw Node.error(d.key("type"), "must be one of postgres, jsonl; got '" + type + "'");
+        }
+        d.done();
+        return out;
+    }
+}

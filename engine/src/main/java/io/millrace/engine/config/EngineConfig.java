@@ -1,0 +1,55 @@
+package io.millrace.engine.config;
+
+import io.millrace.pipeline.Pipeline;
+import io.millrace.sink.jsonl.JsonlSinkConfig;
+import io.millrace.sink.postgres.PostgresSinkConfig;
+import io.millrace.snapshot.SnapshotRunner;
+import io.millrace.source.SourceConfig;
+
+import java.util.List;
+
+/**
+ * A whole pipeline's configuration, immutable, checked when built by {@link ConfigLoader}.
+ *
+ * @param name         the pipeline's logical name: the {@code source.name} in events (Debezium's topic prefix)
+ * @param source       how to read the source
+ * @param snapshotMode whether to copy the tables first
+ * @param snapshot     snapshot reader settings
+ * @param destinations one or more destinations (names unique)
+ * @param pipeline     batching and memory budget
+ */
+public record EngineConfig(String name, SourceConfig source, SnapshotMode snapshotMode, SnapshotRunner.Options snapshot,
+                           List<Destination> destinations, Pipeline.Options pipeline) {
+
+    public enum SnapshotMode {
+        /** Copy the tables, then stream (default). */
+        INITIAL,
+        /** Stream only, from the slot's position. */
+        NEVER,
+        /** Copy the tables and stop. */
+        INITIAL_ONLY
+    }
+
+    /** One destination. */
+    public sealed interface Destination {
+        String name();
+    }
+
+    public record PostgresDestination(PostgresSinkConfig config) implements Destination {
+        @Override
+        public String name() {
+            return config.name();
+        }
+    }
+
+    public record JsonlDestination(JsonlSinkConfig config) implements Destination {
+        @Override
+        public String name() {
+            return config.name();
+        }
+    }
+
+    public EngineConfig {
+        destinations = List.copyOf(destinations);
+    }
+}
