@@ -11,6 +11,7 @@ import io.millrace.core.change.Op;
 import io.millrace.core.change.SnapshotProgress;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
+import io.millrace.core.sink.NullSink;
 import io.millrace.core.sink.Sink;
 import io.millrace.engine.config.EngineConfig;
 import io.millrace.pipeline.Pipeline;
@@ -51,8 +52,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * <p>Start decisions, from the destinations' checkpoints (INV: IDENTITY is checked first, before
  * anything is written):
  * <ul>
- *   <li>no destination has a checkpoint: a fresh start — the slot is (re)created, with an exported
- *       snapshot unless the snapshot mode is {@code never};</li>
+ *   <li>no destination has a checkpoint: a fresh start — the slot is (re)created with an exported
+ *       snapshot; in snapshot mode {@code never} an existing slot is taken as it is (streaming from its
+ *       confirmed position), a missing one created;</li>
  *   <li>a checkpoint says the snapshot was interrupted: the snapshot restarts from the beginning on a
  *       new slot, each table truncated in the destinations first (logged as a warning);</li>
  *   <li>otherwise streaming resumes at the lowest durable position over the destinations
@@ -155,6 +157,8 @@ public final class Engine {
                     sinks.add(new PostgresSink(p.config()));
                 } else if (d instanceof EngineConfig.JsonlDestination j) {
                     sinks.add(new JsonlSink(j.config()));
+                } else if (d instanceof EngineConfig.NullDestination n) {
+                    sinks.add(new NullSink(n.name()));
                 }
             }
             List<Optional<Checkpoint>> found = new ArrayList<>();
@@ -287,6 +291,22 @@ public final class Engine {
                             List<Sink> sinks, List<Identity> ids, List<SnapshotRunner.Table> tables,
                             List<Optional<Checkpoint>> found) throws SQLException, InterruptedException {
         boolean snapshot = config.snapshotMode() != EngineConfig.SnapshotMode.NEVER;
+        if (slotExists && !snapshot && !interrupted) {
+            // Stream only: take the slot as it is, from its confirmed position.
+            Lsn from;
+            try (Connection c = conns.open()) {
+                from = slots.confirmedFlush(c);
+            }
+            LOG.info("snapshot mode never: streaming from existing slot '{}' at {}", config.source().slot(), from);
+            List<Checkpoint> initial = new ArrayList<>();
+            for (int i = 0; i < sinks.size(); i++) {
+                Checkpoint c = new Checkpoint(Checkpoint.VERSION, ids.get(i), from, Position.START, SnapshotProgress.skipped(from));
+                sinks.get(i).write(List.of(), c);
+                initial.add(c);
+            }
+            newPipeline(sinks, initial).startWriter();
+            return;
+        }
         if (slotExists) {
             if (interrupted) {
                 LOG.warn("the initial snapshot was interrupted before it landed; restarting it from the beginning:"

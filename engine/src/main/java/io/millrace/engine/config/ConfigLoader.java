@@ -212,7 +212,8 @@ public final class ConfigLoader {
                 out = new EngineConfig.JsonlDestination(new JsonlSinkConfig(name, dir == null ? null : base.resolve(dir),
                         state == null ? null : base.resolve(state), rotate, meta));
             }
-            default -> throw Node.error(d.key("type"), "must be one of postgres, jsonl; got '" + type + "'");
+            case "null" -> out = new EngineConfig.NullDestination(name);
+            default -> throw Node.error(d.key("type"), "must be one of postgres, jsonl, null; got '" + type + "'");
         }
         d.done();
         return out;

@@ -49,6 +49,10 @@ public record EngineConfig(String name, SourceConfig source, SnapshotMode snapsh
         }
     }
 
+    /** Discards events; for benchmarks. */
+    public record NullDestination(String name) implements Destination {
+    }
+
     public EngineConfig {
         destinations = List.copyOf(destinations);
     }
