@@ -409,7 +409,10 @@ public final class Engine {
             } catch (SQLException e) {
                 throw PgErrors.translate("reading the key of relation " + o, e);
             }
-        }), skip);
+        }), skip, () -> {
+            ReplicationReader rr = reader;
+            return rr == null ? Lsn.ZERO : rr.serverCaughtUp();
+        });
         ReplicationReader r = new ReplicationReader(conns, new ReplicationReader.Options(start, 1, binary, serverVersion >= 140000,
                 config.source().statusInterval().toMillis()), p.budget(), start, p::offer, p.failure()::report);
         this.reader = r;

@@ -64,6 +64,8 @@ final class Assembler {
     private long batchStartNanos;
 
     private long eventsOut;
+    /** The newest flush position handed on. */
+    private Lsn lastFlush = Lsn.ZERO;
 
     Assembler(PgOutputFramer framer, RelationKeys keys, Position skipUpTo, long batchBytes, long maxBatchBytes,
               long lingerMillis, Output output) {
@@ -160,6 +162,9 @@ final class Assembler {
         if (events.isEmpty() && flushLsn == null && bytes == 0) {
             return;
         }
+        if (flushLsn != null) {
+            lastFlush = flushLsn;
+        }
         Batch b = new Batch(events, flushLsn, last, bytes, null);
         eventsOut += events.size();
         events = new ArrayList<>();
@@ -168,6 +173,21 @@ final class Assembler {
         last = null;
         batchStartNanos = System.nanoTime();
         output.accept(b);
+    }
+
+    /**
+     * The stream is idle and the server reports it has sent everything before {@code caughtUp}:
+     * when no transaction is open, the flush position may move there, so an idle slot advances
+     * (its retained WAL stays bounded while other databases write). INV: DURABLE — the batch carrying
+     * it is applied after every earlier one, so the position is confirmed only once all changes
+     * before it are durable.
+     */
+    void idle(Lsn caughtUp) throws Channel.Stopped, InterruptedException {
+        if (inTx || caughtUp == null || !caughtUp.isAfter(lastFlush)) {
+            return;
+        }
+        flushLsn = caughtUp;
+        cut();
     }
 
     /** True when a batch has waited its linger time and no transaction is open. */

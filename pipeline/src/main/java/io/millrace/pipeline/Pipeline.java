@@ -95,7 +95,8 @@ public final class Pipeline implements AutoCloseable {
      *
      * @param skipUpTo changes at or before this position are already in every destination
      */
-    public void startStreaming(TypeResolver types, IntFunction<List<String>> keyLookup, Position skipUpTo) {
+    public void startStreaming(TypeResolver types, IntFunction<List<String>> keyLookup, Position skipUpTo,
+                               java.util.function.Supplier<Lsn> serverCaughtUp) {
         Assembler a = new Assembler(new PgOutputFramer(types), new RelationKeys(keyLookup, types), skipUpTo,
                 options.batchBytes(), options.maxBatchBytes(), options.lingerMillis(), b -> {
                     submitted.incrementAndGet();
@@ -109,6 +110,13 @@ public final class Pipeline implements AutoCloseable {
                     a.onMessage(m.at(), m.data(), m.off(), m.len());
                 } else if (a.due()) {
                     a.cut();
+                } else {
+                    // Read the server's position first, then check that nothing is queued: everything
+                    // before that position was queued before it was published, so it has been consumed.
+                    Lsn caughtUp = serverCaughtUp.get();
+                    if (raw.size() == 0) {
+                        a.idle(caughtUp);
+                    }
                 }
             }
         });

@@ -53,6 +53,8 @@ public final class ReplicationReader implements Runnable {
     private final AtomicReference<Lsn> durable;
     private volatile boolean stopping;
     private volatile Lsn lastReceived = Lsn.ZERO;
+    /** The server's decoding position from its last keepalive, published only when no message is pending. */
+    private volatile Lsn serverCaughtUp = Lsn.ZERO;
 
     public ReplicationReader(PgConnections connections, Options options, ByteBudget budget, Lsn initialDurable, Handler handler,
                              Consumer<Throwable> onFailure) {
@@ -71,6 +73,16 @@ public final class ReplicationReader implements Runnable {
 
     public Lsn lastReceived() {
         return lastReceived;
+    }
+
+    /**
+     * Where the server's decoding stood when the reader last found nothing more to read: every
+     * transaction committed before it has been handed to the handler already. A consumer that has
+     * applied all of those may confirm this position (an idle slot then advances while other
+     * databases write; INV: DURABLE holds because nothing before it is pending). Any thread.
+     */
+    public Lsn serverCaughtUp() {
+        return serverCaughtUp;
     }
 
     public void stop() {
@@ -110,6 +122,9 @@ public final class ReplicationReader implements Runnable {
                 }
                 ByteBuffer buf = stream.readPending();
                 if (buf == null) {
+                    // All messages read so far were handed over; keepalives moved lastReceiveLSN to the
+                    // server's decoding position (what pg_recvlogical confirms when idle).
+                    serverCaughtUp = Lsn.of(stream.getLastReceiveLSN().asLong());
                     idleSpins++;
                     Thread.sleep(idleSpins < 10 ? 1 : 5);
                     continue;
