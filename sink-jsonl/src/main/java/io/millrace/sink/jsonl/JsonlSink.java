@@ -36,10 +36,12 @@ import java.util.stream.Stream;
  * <h2>Files</h2>
  * {@code <directory>/events-000001.jsonl}, {@code events-000002.jsonl}, ... The sink appends to the
  * highest-numbered file; once that file has reached {@code rotateBytes} it is flushed, fsynced and
- * closed, and the next number begun (so a file exceeds {@code rotateBytes} by at most one event). A file
- * is complete once a higher-numbered file exists. In the newest file, a reader takes only lines ended by
- * {@code '\n'}; bytes after the checkpointed offset may be cut back on restart (see below), so a reader
- * that must not see an event twice keeps the last position it processed.
+ * closed, the state file is moved on to the next number, and only then is the next file created (so a
+ * file exceeds {@code rotateBytes} by at most one event). Hence a file never changes again once a
+ * higher-numbered file exists: it is complete, and a reader may process and remove it. In the newest
+ * file a reader takes only lines ended by {@code '\n'}; bytes after the checkpointed offset may be cut
+ * back on restart (see below). A reader that must not see an event twice keeps the last position it
+ * processed and drops events not after it.
  *
  * <h2>Durability (INV: DURABLE)</h2>
  * {@link #write} appends the lines, flushes and fsyncs the file, and only then replaces the state file
@@ -48,11 +50,12 @@ import java.util.stream.Stream;
  * checkpoint never covers an event that is not on disk.
  *
  * <h2>Recovery</h2>
- * {@link #open} reads the state file. Bytes of the current file after the recorded offset, and files
- * numbered after it, were written after the last checkpoint by a process that then died: they are cut
- * (truncated, deleted; logged at INFO) and the engine writes those events again from the checkpoint.
- * A torn line never survives a restart. A first open writes a state file without a checkpoint before
- * any event, so a crash before the first checkpoint is recovered the same way.
+ * {@link #open} reads the state file. Bytes of the current file after the recorded offset were written
+ * after the last checkpoint by a process that then died: they are cut (truncated; logged at INFO) and
+ * the engine writes those events again from the checkpoint. A torn line never survives a restart.
+ * Events of a batch that a rotation cut may already sit, complete, in the file before; they are written
+ * again too (at least once, recognisable by position). A first open writes a state file without a
+ * checkpoint before any event, so a crash before the first checkpoint is recovered the same way.
  *
  * <h2>Standard output</h2>
  * Lines go to {@link System#out} (as it is at {@link #open}), buffered, flushed at the end of each
@@ -96,6 +99,8 @@ public final class JsonlSink implements Sink {
     private ChannelOutput out;
     private FileChannel channel;
     private int fileNumber;
+    /** The checkpoint last made durable (null before the first); rotations write it again. */
+    private Checkpoint durable;
     // stdout mode
     private PrintStream stdout;
 
@@ -181,12 +186,12 @@ public final class JsonlSink implements Sink {
         fileNumber = eventsFileNumber(st.eventsFile());
         Path current = dir.resolve(st.eventsFile());
         try {
-            // INV: RESUME: what was written after the checkpoint is cut; the engine writes it again
-            for (var e : files.tailMap(fileNumber, false).entrySet()) {
-                long size = Files.size(e.getValue());
-                Files.delete(e.getValue());
-                LOG.info("jsonl destination '{}': removed {} ({} bytes written after the last checkpoint; those events"
-                        + " are written again on resume)", config.name(), e.getValue(), size);
+            // The state file names the next file before it is created (see rotate), so no newer file
+            // can come from this destination: one that exists was put there by something else.
+            if (!files.tailMap(fileNumber, false).isEmpty()) {
+                throw sinkError("events file " + files.lastEntry().getValue() + " is newer than " + st.eventsFile()
+                        + ", the file the state file " + config.stateFile() + " names, so it was not written by this"
+                        + " destination: move it away (or give this destination a directory of its own)", null);
             }
             if (!files.containsKey(fileNumber) && st.offset() > 0) {
                 throw sinkError("events file " + current + " is missing but the checkpoint in " + config.stateFile()
@@ -201,6 +206,7 @@ public final class JsonlSink implements Sink {
                         + " restore it, or start over with an empty 'directory' (the source is then read again)", null);
             }
             if (size > st.offset()) {
+                // INV: RESUME: what was written after the checkpoint is cut; the engine writes it again
                 channel.truncate(st.offset());
                 channel.force(true);
                 LOG.info("jsonl destination '{}': truncated {} from {} to {} bytes ({} bytes written after the last"
@@ -216,7 +222,8 @@ public final class JsonlSink implements Sink {
         out = new ChannelOutput(BUFFER);
         out.target(channel, st.offset());
         gen = generator(out);
-        return Optional.ofNullable(st.checkpoint());
+        durable = st.checkpoint();
+        return Optional.ofNullable(durable);
     }
 
     /**
@@ -254,6 +261,7 @@ public final class JsonlSink implements Sink {
                 faults.reached(FAULT_BEFORE_CHECKPOINT);
                 writeState(new SinkState(fileName(fileNumber), out.position(), checkpoint));
             }
+            durable = checkpoint;
         } catch (IOException | UncheckedIOException e) {
             state = State.FAILED;
             IOException io = e instanceof UncheckedIOException u ? u.getCause() : (IOException) e;
@@ -265,12 +273,19 @@ public final class JsonlSink implements Sink {
         }
     }
 
-    /** Closes the full file (fsynced) and begins the next one. */
+    /**
+     * Closes the full file (fsynced), moves the state file on to the next number, then creates that file.
+     * In this order a file never changes once a higher-numbered one exists: a restart continues in the
+     * file the state names and never cuts an earlier one. The state keeps the last durable checkpoint, so
+     * after a crash this batch's events in the full file are written again in the next (at least once).
+     */
     private void rotate() throws IOException {
         gen.flush();
         channel.force(true);
         channel.close();
+        channel = null;
         fileNumber++;
+        writeState(new SinkState(fileName(fileNumber), 0, durable));
         Path next = config.directory().resolve(fileName(fileNumber));
         channel = FileChannel.open(next, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
         SinkState.fsyncDirectory(config.directory().toAbsolutePath());

@@ -288,34 +288,98 @@ class JsonlSinkTest {
         assertThat(allLines(dir)).containsExactlyElementsOf(expectedLines(concat(a, b)));
     }
 
+    /** What a consumer does with an at-least-once stream: drop each event whose position is not after the last. */
+    private static List<String> dropRepeats(List<String> lines) throws IOException {
+        List<String> kept = new ArrayList<>();
+        Position last = null;
+        for (String l : lines) {
+            JsonNode src = JSON.readTree(l).get("source");
+            Position p = new Position(Lsn.of(src.get("commit_lsn").asLong()), src.get("ordinal").asLong());
+            if (last == null || p.isAfter(last)) {
+                kept.add(l);
+                last = p;
+            }
+        }
+        return kept;
+    }
+
+    /** INV: RESUME: a crash inside a write that rotated never changes the full file; the batch is repeated. */
     @Test
-    void filesBegunAfterTheCheckpointAreRemoved() throws IOException {
+    void crashAfterARotationRepeatsTheBatchButNeverChangesAFullFile() throws IOException {
         Path dir = tmp.resolve("rotcrash");
         long rotate = 1500;
         List<ChangeEvent> a = tx(1, 2, 1);
+        List<ChangeEvent> b = tx(2, 20, 3);
         JsonlSink crashed = sink(dir, rotate);
         crashed.open();
         crashed.write(a, checkpointAfter(a));
-        long offsetAfterA = Files.size(dir.resolve("events-000001.jsonl"));
         crashed.faults(name -> {
             if (name.equals(JsonlSink.FAULT_AFTER_ROTATE)) {
                 throw new IOException("simulated crash at " + name);
             }
         });
-        List<ChangeEvent> b = tx(2, 20, 3);
         assertThatThrownBy(() -> crashed.write(b, checkpointAfter(b))).isInstanceOf(MillraceException.class);
         crashed.close();
         assertThat(eventsFiles(dir)).hasSize(2);
+        byte[] full = Files.readAllBytes(dir.resolve("events-000001.jsonl"));
+        assertThat(state(dir).get("events_file").asText()).as("state moved on before the file was created")
+                .isEqualTo("events-000002.jsonl");
 
         try (JsonlSink sink = sink(dir, rotate)) {
             assertThat(sink.open()).contains(checkpointAfter(a));
-            assertThat(eventsFiles(dir)).extracting(p -> p.getFileName().toString()).containsExactly("events-000001.jsonl");
-            assertThat(Files.size(dir.resolve("events-000001.jsonl"))).isEqualTo(offsetAfterA);
-            assertThat(logs.list).anySatisfy(ev -> assertThat(ev.getFormattedMessage()).contains("removed")
-                    .contains("events-000002.jsonl"));
+            assertThat(Files.readAllBytes(dir.resolve("events-000001.jsonl"))).as("full file untouched").isEqualTo(full);
             sink.write(b, checkpointAfter(b));
         }
-        assertThat(allLines(dir)).containsExactlyElementsOf(expectedLines(concat(a, b)));
+        List<String> lines = allLines(dir);
+        assertThat(lines.size()).as("part of b twice").isGreaterThan(a.size() + b.size());
+        assertThat(dropRepeats(lines)).containsExactlyElementsOf(expectedLines(concat(a, b)));
+        assertThat(Files.readAllBytes(dir.resolve("events-000001.jsonl"))).isEqualTo(full);
+    }
+
+    @Test
+    void crashBeforeTheCheckpointOfARotatedBatchCutsTheNewFile() throws IOException {
+        Path dir = tmp.resolve("rotcrash2");
+        long rotate = 1500;
+        List<ChangeEvent> a = tx(1, 2, 1);
+        List<ChangeEvent> b = tx(2, 20, 3);
+        JsonlSink crashed = sink(dir, rotate);
+        crashed.open();
+        crashed.write(a, checkpointAfter(a));
+        crashed.faults(name -> {
+            if (name.equals(JsonlSink.FAULT_BEFORE_CHECKPOINT)) {
+                throw new IOException("simulated crash at " + name);
+            }
+        });
+        assertThatThrownBy(() -> crashed.write(b, checkpointAfter(b))).isInstanceOf(MillraceException.class);
+        crashed.close();
+        List<Path> before = eventsFiles(dir);
+        assertThat(before.size()).isGreaterThanOrEqualTo(2);
+        Path newest = before.get(before.size() - 1);
+        assertThat(Files.size(newest)).isPositive();
+        assertThat(state(dir).get("offset").asLong()).isZero();
+
+        try (JsonlSink sink = sink(dir, rotate)) {
+            assertThat(sink.open()).contains(checkpointAfter(a));
+            assertThat(Files.size(newest)).isZero();
+            assertThat(logs.list).anySatisfy(ev -> assertThat(ev.getFormattedMessage()).contains("truncated")
+                    .contains(newest.getFileName().toString()));
+            sink.write(b, checkpointAfter(b));
+        }
+        assertThat(dropRepeats(allLines(dir))).containsExactlyElementsOf(expectedLines(concat(a, b)));
+    }
+
+    @Test
+    void aNewerEventsFileFromElsewhereIsRefused() throws IOException {
+        Path dir = tmp.resolve("foreign");
+        List<ChangeEvent> a = tx(1, 2, 1);
+        try (JsonlSink sink = sink(dir, 1 << 20)) {
+            sink.open();
+            sink.write(a, checkpointAfter(a));
+        }
+        Files.writeString(dir.resolve("events-000007.jsonl"), "{}\n");
+        assertThatThrownBy(() -> sink(dir, 1 << 20).open()).isInstanceOf(MillraceException.class)
+                .hasMessageContaining("events-000007.jsonl").hasMessageContaining("not written by this destination");
+        assertThat(Files.readString(dir.resolve("events-000007.jsonl"))).as("left alone").isEqualTo("{}\n");
     }
 
     @Test
