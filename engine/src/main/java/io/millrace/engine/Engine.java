@@ -72,6 +72,10 @@ public final class Engine {
     private final SnapshotRunner.Listener snapshotListener;
     private volatile Pipeline pipeline;
     private volatile ReplicationReader reader;
+    private volatile String lastError;
+    private volatile SlotMonitor.Sample slotSample;
+    /** Snapshot progress per table, for the status page: [rows copied, rows estimated, done 0/1]. */
+    private final Map<TableRef, long[]> snapshotProgress = new ConcurrentHashMap<>();
 
     public Engine(EngineConfig config) {
         this(config, new SnapshotRunner.Listener() {
@@ -80,7 +84,79 @@ public final class Engine {
 
     public Engine(EngineConfig config, SnapshotRunner.Listener snapshotListener) {
         this.config = config;
-        this.snapshotListener = snapshotListener;
+        this.snapshotListener = new SnapshotRunner.Listener() {
+            @Override
+            public void tableStarted(TableRef table, long estimatedRows) {
+                snapshotProgress.put(table, new long[] {0, estimatedRows, 0});
+                snapshotListener.tableStarted(table, estimatedRows);
+            }
+
+            @Override
+            public void rowsCopied(TableRef table, long rows) {
+                long[] p = snapshotProgress.get(table);
+                if (p != null) {
+                    synchronized (p) {
+                        p[0] += rows;
+                    }
+                }
+                snapshotListener.rowsCopied(table, rows);
+            }
+
+            @Override
+            public void tableDone(TableRef table, long rows) {
+                long[] p = snapshotProgress.get(table);
+                if (p != null) {
+                    synchronized (p) {
+                        p[0] = rows;
+                        p[2] = 1;
+                    }
+                }
+                snapshotListener.tableDone(table, rows);
+            }
+        };
+    }
+
+    public EngineConfig config() {
+        return config;
+    }
+
+    /** A consistent-enough view for the status page and metrics. Any thread. */
+    public EngineStatus status() {
+        Pipeline p = pipeline;
+        PipelineStats st = p == null ? null : p.stats();
+        SlotMonitor.Sample m = slotSample;
+        String durable = st == null ? null : st.durable().toString();
+        long lagBytes = -1;
+        if (m != null && st != null && !st.durable().equals(Lsn.ZERO)) {
+            lagBytes = Math.max(0, m.serverLsn().value() - st.durable().value());
+        }
+        List<EngineStatus.Table> tables = new ArrayList<>();
+        java.util.Set<TableRef> all = new java.util.TreeSet<>(snapshotProgress.keySet());
+        if (st != null) {
+            all.addAll(st.tables().keySet());
+        }
+        State s = state.get();
+        for (TableRef t : all) {
+            long[] sp = snapshotProgress.get(t);
+            long copied = 0;
+            long est = -1;
+            boolean done = true;
+            if (sp != null) {
+                synchronized (sp) {
+                    copied = sp[0];
+                    est = sp[1];
+                    done = sp[2] == 1;
+                }
+            }
+            PipelineStats.TableCounters c = st == null ? null : st.tables().get(t);
+            String phase = !done ? (copied > 0 ? "snapshot" : "waiting") : (s == State.STREAMING ? "streaming" : s.name().toLowerCase(java.util.Locale.ROOT));
+            tables.add(new EngineStatus.Table(t.toString(), phase, copied, est, c == null ? 0 : c.events()));
+        }
+        return new EngineStatus(config.name(), s.name().toLowerCase(java.util.Locale.ROOT), config.source().where(), config.source().slot(),
+                config.source().publication(), durable, m == null ? null : m.serverLsn().toString(),
+                m == null || m.confirmedLsn() == null ? null : m.confirmedLsn().toString(), m == null ? -1 : m.retainedBytes(), lagBytes,
+                st == null || st.lastCommitMicros() == 0 ? -1 : st.lastLatencyMicros() / 1000, st == null ? 0 : st.eventsWritten(),
+                p == null ? 0 : p.budget().used(), config.pipeline().budgetBytes(), tables, lastError);
     }
 
     public State state() {
@@ -123,6 +199,7 @@ public final class Engine {
         transition(State.CREATED, State.STARTING);
         List<Sink> sinks = new ArrayList<>();
         Thread readerThread = null;
+        Thread monitor = null;
         try {
             SourceConfig src = config.source();
             PgConnections conns = new PgConnections(src);
@@ -151,6 +228,7 @@ public final class Engine {
                 throw PgErrors.translate("reading the source catalog", e);
             }
             boolean binary = binary(src, report.serverVersion(), tables);
+            monitor = SlotMonitor.start(conns, src.slot(), config.operations(), sample -> slotSample = sample);
 
             for (EngineConfig.Destination d : config.destinations()) {
                 if (d instanceof EngineConfig.PostgresDestination p) {
@@ -222,9 +300,13 @@ public final class Engine {
             state.set(State.FAILED);
             throw e;
         } catch (RuntimeException e) {
+            lastError = e.getMessage();
             state.set(State.FAILED);
             throw e;
         } finally {
+            if (monitor != null) {
+                monitor.interrupt();
+            }
             ReplicationReader r = reader;
             if (r != null) {
                 r.stop();

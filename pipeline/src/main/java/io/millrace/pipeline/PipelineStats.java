@@ -1,29 +1,88 @@
 package io.millrace.pipeline;
 
 import io.millrace.core.Lsn;
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.schema.TableRef;
 
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
 
-/** Counters the status page and metrics read. Written by the pipeline threads, read by any. */
+/**
+ * Counters the status page and metrics read. Written by the writer thread, read by any thread.
+ */
 public final class PipelineStats {
+    /** Told of each durable batch: how many streamed events, and commit-to-durable latency of its newest one. */
+    @FunctionalInterface
+    public interface DurableListener {
+        void durable(int events, long latencyMicros);
+    }
+
+    /** Per-table counters. */
+    public static final class TableCounters {
+        private final LongAdder events = new LongAdder();
+        private final LongAdder snapshotRows = new LongAdder();
+
+        /** Streamed changes (c, u, d, t) delivered. */
+        public long events() {
+            return events.sum();
+        }
+
+        /** Snapshot rows (r) delivered. */
+        public long snapshotRows() {
+            return snapshotRows.sum();
+        }
+    }
+
     private final AtomicLong eventsWritten = new AtomicLong();
     private final AtomicLong batchesWritten = new AtomicLong();
     private final AtomicReference<Lsn> durable = new AtomicReference<>(Lsn.ZERO);
+    private final Map<TableRef, TableCounters> tables = new ConcurrentHashMap<>();
     private volatile long lastCommitMicros;
     private volatile long lastDurableAtMillis;
+    private volatile long lastLatencyMicros;
+    private volatile DurableListener listener = (n, l) -> {
+    };
 
-    void written(int events, long lastCommitMicros) {
-        eventsWritten.addAndGet(events);
+    void written(List<ChangeEvent> events) {
+        eventsWritten.addAndGet(events.size());
         batchesWritten.incrementAndGet();
-        if (lastCommitMicros > 0) {
-            this.lastCommitMicros = lastCommitMicros;
+        TableRef lastTable = null;
+        TableCounters counters = null;
+        long newestCommit = 0;
+        int streamed = 0;
+        for (ChangeEvent e : events) {
+            TableRef t = e.relation().table();
+            if (t != lastTable) {
+                counters = tables.computeIfAbsent(t, k -> new TableCounters());
+                lastTable = t;
+            }
+            if (e.snapshot()) {
+                counters.snapshotRows.increment();
+            } else {
+                counters.events.increment();
+                newestCommit = e.commitTimeMicros();
+                streamed++;
+            }
+        }
+        long now = System.currentTimeMillis();
+        if (newestCommit > 0) {
+            lastCommitMicros = newestCommit;
+            lastLatencyMicros = Math.max(0, now * 1000 - newestCommit);
+            listener.durable(streamed, lastLatencyMicros);
         }
     }
 
     void durable(Lsn lsn) {
         durable.set(lsn);
         lastDurableAtMillis = System.currentTimeMillis();
+    }
+
+    public void listener(DurableListener l) {
+        this.listener = l;
     }
 
     public long eventsWritten() {
@@ -38,9 +97,18 @@ public final class PipelineStats {
         return durable.get();
     }
 
+    public Map<TableRef, TableCounters> tables() {
+        return tables;
+    }
+
     /** Commit time (Unix micros) of the newest source transaction made durable, 0 when none yet. */
     public long lastCommitMicros() {
         return lastCommitMicros;
+    }
+
+    /** Commit-to-durable latency of the newest durable change, in microseconds. */
+    public long lastLatencyMicros() {
+        return lastLatencyMicros;
     }
 
     public long lastDurableAtMillis() {

@@ -69,7 +69,7 @@ final class SinkWriter {
             sinks.get(i).write(events, next); // durable on return
             checkpoints[i] = next;
         }
-        stats.written(batch.events().size(), batch.events().isEmpty() ? 0 : batch.events().get(batch.events().size() - 1).commitTimeMicros());
+        stats.written(batch.events());
         budget.release(batch.budgetBytes());
         Lsn durable = checkpoints[0].flushLsn();
         for (Checkpoint cp : checkpoints) {

@@ -1,5 +1,6 @@
 package io.millrace.engine.config;
 
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -36,6 +37,14 @@ import java.util.function.Function;
  * file itself. Relative paths are resolved against the configuration file's folder.
  */
 public final class ConfigLoader {
+    /** The top-level sections, and the keys of each mapping that checks required settings while reading. */
+    private static final String[] SECTIONS = {"name", "source", "snapshot", "pipeline", "operations", "destinations"};
+    private static final String[] SOURCE_KEYS = {"host", "port", "database", "user", "password", "password_env", "password_file", "slot",
+            "publication", "tables", "create_publication", "binary", "status_interval_ms", "ssl"};
+    private static final String[] POSTGRES_KEYS = {"name", "type", "url", "host", "port", "database", "user", "password", "password_env",
+            "password_file", "schema", "state_schema"};
+    private static final String[] JSONL_KEYS = {"name", "type", "stdout", "directory", "state_file", "rotate_mb"};
+
     private final Function<String, String> env;
 
     /** @param env environment lookup (System::getenv in production) */
@@ -63,7 +72,8 @@ public final class ConfigLoader {
     public EngineConfig parse(String yaml, Path base) {
         JsonNode root;
         try {
-            root = new ObjectMapper(new YAMLFactory()).readTree(yaml);
+            // A key given twice would otherwise silently keep the last value.
+            root = new ObjectMapper(new YAMLFactory()).enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION).readTree(yaml);
         } catch (JsonProcessingException e) {
             String where = e.getLocation() == null ? "" : " at line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr();
             throw new MillraceException(Kind.CONFIG, "config: not valid YAML" + where + ": " + e.getOriginalMessage());
@@ -72,6 +82,7 @@ public final class ConfigLoader {
             throw new MillraceException(Kind.CONFIG, "config: the file is empty; see config/example.yaml for a complete example");
         }
         Node r = new Node(root, "");
+        r.allow(SECTIONS);
         String name = r.string("name", "millrace");
         SourceConfig source = source(r.child("source"), base);
         Node snap = r.child("snapshot");
@@ -93,6 +104,13 @@ public final class ConfigLoader {
         Pipeline.Options pipeline = new Pipeline.Options(budget, batch, Math.min(budget / 2, batch * 4), linger);
         p.done();
 
+        Node o = r.child("operations");
+        EngineConfig.Operations od = EngineConfig.Operations.defaults();
+        EngineConfig.Operations ops = new EngineConfig.Operations(o.integer("monitor_interval_ms", (int) od.monitorIntervalMillis(), 100, 3_600_000),
+                (long) o.integer("retained_wal_warn_mb", (int) (od.retainedWalWarnBytes() >> 20), 1, Integer.MAX_VALUE) << 20,
+                o.string("http_host", od.httpHost()), o.integer("http_port", od.httpPort(), 0, 65535));
+        o.done();
+
         List<EngineConfig.Destination> destinations = new ArrayList<>();
         Set<String> names = new HashSet<>();
         List<Node> ds = r.children("destinations");
@@ -103,15 +121,17 @@ public final class ConfigLoader {
         for (Node dn : ds) {
             EngineConfig.Destination dest = destination(dn, base, new SourceMeta(name, source.database()));
             if (!names.add(dest.name())) {
-                throw Node.error(dn.key("name"), "'" + dest.name() + "' is used by two destinations; names must be unique");
+                throw Node.error(dn.key("name"), "'" + dest.name() + "' is used by two destinations; names must be unique"
+                        + " (a destination without a name is named after its type): give each destination its own name");
             }
             destinations.add(dest);
         }
         r.done();
-        return new EngineConfig(name, source, mode, snapshot, destinations, pipeline);
+        return new EngineConfig(name, source, mode, snapshot, destinations, pipeline, ops);
     }
 
     private SourceConfig source(Node s, Path base) {
+        s.allow(SOURCE_KEYS);
         String host = s.string("host", "127.0.0.1");
         int port = s.integer("port", 5432, 1, 65535);
         String database = s.requireString("database", "app");
@@ -182,7 +202,15 @@ public final class ConfigLoader {
     }
 
     private EngineConfig.Destination destination(Node d, Path base, SourceMeta meta) {
+        List<String> all = new ArrayList<>(List.of(POSTGRES_KEYS));
+        all.addAll(List.of(JSONL_KEYS).subList(2, JSONL_KEYS.length));
+        d.allow(all.toArray(String[]::new));
         String type = d.requireString("type", "jsonl");
+        if (type.equals("postgres")) {
+            d.allow(POSTGRES_KEYS);
+        } else if (type.equals("jsonl")) {
+            d.allow(JSONL_KEYS);
+        }
         String name = d.string("name", type);
         EngineConfig.Destination out;
         switch (type) {
@@ -194,7 +222,12 @@ public final class ConfigLoader {
                     String db = d.requireString("database", "replica");
                     url = "jdbc:postgresql://" + host + ":" + port + "/" + db;
                 } else if (!url.startsWith("jdbc:postgresql://")) {
-                    throw Node.error(d.key("url"), "must start with jdbc:postgresql://, got '" + url + "'");
+                    // The URL is not echoed: postgres://user:password@host/db would print the password.
+                    throw Node.error(d.key("url"), "must start with jdbc:postgresql:// (e.g. jdbc:postgresql://127.0.0.1:5432/replica),"
+                            + " got a value starting with '" + url.substring(0, Math.min(url.length(), url.indexOf(':') < 0 ? 12 : url.indexOf(':') + 1)) + "'");
+                } else if (url.toLowerCase(java.util.Locale.ROOT).contains("password=")) {
+                    throw Node.error(d.key("url"), "must not hold a password: remove it from the URL and name an environment variable in "
+                            + d.key("password_env") + " (or a file in " + d.key("password_file") + ")");
                 }
                 String user = d.requireString("user", "millrace");
                 Secret pw = password(d, base);

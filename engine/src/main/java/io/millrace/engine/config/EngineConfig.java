@@ -17,9 +17,24 @@ import java.util.List;
  * @param snapshot     snapshot reader settings
  * @param destinations one or more destinations (names unique)
  * @param pipeline     batching and memory budget
+ * @param operations   monitoring and the HTTP endpoint
  */
 public record EngineConfig(String name, SourceConfig source, SnapshotMode snapshotMode, SnapshotRunner.Options snapshot,
-                           List<Destination> destinations, Pipeline.Options pipeline) {
+                           List<Destination> destinations, Pipeline.Options pipeline, Operations operations) {
+
+    /**
+     * How the engine is watched.
+     *
+     * @param monitorIntervalMillis how often the slot's position and retained WAL are sampled
+     * @param retainedWalWarnBytes  retained WAL above which a warning is logged (and shown)
+     * @param httpHost              where the status page, status API and metrics listen (loopback by default)
+     * @param httpPort              their port; 0 = no HTTP endpoint
+     */
+    public record Operations(long monitorIntervalMillis, long retainedWalWarnBytes, String httpHost, int httpPort) {
+        public static Operations defaults() {
+            return new Operations(5000, 1L << 30, "127.0.0.1", 0);
+        }
+    }
 
     public enum SnapshotMode {
         /** Copy the tables, then stream (default). */

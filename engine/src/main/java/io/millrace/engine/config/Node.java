@@ -149,6 +149,31 @@ final class Node {
         return out;
     }
 
+    /**
+     * Rejects, before anything is read, a key that is not among {@code keys}, suggesting the nearest.
+     * Call it first in a mapping whose required settings are checked while reading: a misspelt key
+     * ({@code sorce}, {@code databse}) is then reported as such, not as a missing required setting.
+     */
+    void allow(String... keys) {
+        if (node == null) {
+            return;
+        }
+        List<String> allowed = List.of(keys);
+        Iterator<String> it = node.fieldNames();
+        while (it.hasNext()) {
+            String k = it.next();
+            if (!allowed.contains(k)) {
+                throw unknown(k, allowed);
+            }
+        }
+    }
+
+    private MillraceException unknown(String k, java.util.Collection<String> candidates) {
+        String near = nearest(k, candidates);
+        return error(key(k), "is not a known setting" + (near == null ? "" : "; did you mean '" + near + "'?")
+                + " (known here: " + String.join(", ", candidates) + ")");
+    }
+
     /** Rejects every key that was not read. */
     void done() {
         if (node == null) {
@@ -158,17 +183,15 @@ final class Node {
         while (it.hasNext()) {
             String k = it.next();
             if (!known.contains(k)) {
-                String near = nearest(k);
-                throw error(key(k), "is not a known setting" + (near == null ? "" : "; did you mean '" + near + "'?")
-                        + " (known here: " + String.join(", ", known) + ")");
+                throw unknown(k, known);
             }
         }
     }
 
-    private String nearest(String k) {
+    private static String nearest(String k, java.util.Collection<String> candidates) {
         String best = null;
         int bestD = Integer.MAX_VALUE;
-        for (String c : known) {
+        for (String c : candidates) {
             int d = distance(k.toLowerCase(java.util.Locale.ROOT), c);
             if (d < bestD) {
                 bestD = d;

@@ -1,0 +1,39 @@
+package io.millrace.engine;
+
+import java.util.List;
+
+/**
+ * A point-in-time view of a running engine, for the status API, the status page, {@code millrace
+ * status} and the metrics. Holds no secret.
+ *
+ * @param name            the pipeline's name
+ * @param state           the engine's lifecycle state
+ * @param source          {@code host:port/database} of the source
+ * @param slot            replication slot
+ * @param publication     publication
+ * @param durableLsn      the position every destination has made durable (what the slot may be confirmed to)
+ * @param serverLsn       the source's current WAL position (sampled), or null before the first sample
+ * @param confirmedLsn    the slot's confirmed_flush_lsn (sampled), or null
+ * @param retainedWalBytes WAL the slot holds on the source (current position − restart_lsn), -1 when unknown
+ * @param lagBytes        WAL between the source's current position and the durable position, -1 when unknown
+ * @param lagMillis       commit-to-durable latency of the newest durable change, -1 when none yet
+ * @param eventsWritten   change events delivered (snapshot rows included)
+ * @param budgetUsed      bytes in flight between the reader and durable
+ * @param budgetLimit     the configured budget
+ * @param tables          per-table phase and counters
+ * @param lastError       the error that stopped the engine, or null
+ */
+public record EngineStatus(String name, String state, String source, String slot, String publication, String durableLsn,
+                           String serverLsn, String confirmedLsn, long retainedWalBytes, long lagBytes, long lagMillis,
+                           long eventsWritten, long budgetUsed, long budgetLimit, List<Table> tables, String lastError) {
+
+    /**
+     * @param table         {@code schema.table}
+     * @param phase         {@code waiting}, {@code snapshot}, {@code streaming}
+     * @param rowsCopied    snapshot rows copied so far
+     * @param rowsEstimated the table's estimated rows when the snapshot started (-1 when unknown)
+     * @param events        streamed changes delivered
+     */
+    public record Table(String table, String phase, long rowsCopied, long rowsEstimated, long events) {
+    }
+}

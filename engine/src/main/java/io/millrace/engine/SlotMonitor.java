@@ -1,0 +1,101 @@
+package io.millrace.engine;
+
+import io.millrace.core.Lsn;
+import io.millrace.engine.config.EngineConfig;
+import io.millrace.source.PgConnections;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.util.function.Consumer;
+
+/**
+ * Samples the source's WAL position and the slot (confirmed position, retained WAL) on a timer, for
+ * the status page and metrics, and warns when the slot retains more WAL than the configured
+ * threshold. Runs on its own daemon thread with its own connection; a failed sample is logged and
+ * retried at the next tick (monitoring never stops the pipeline).
+ */
+final class SlotMonitor {
+    private static final Logger LOG = LoggerFactory.getLogger(SlotMonitor.class);
+
+    /** One sample. {@code confirmedLsn} is null while the slot does not exist. */
+    record Sample(Lsn serverLsn, Lsn confirmedLsn, long retainedBytes, long atMillis) {
+    }
+
+    private SlotMonitor() {
+    }
+
+    static Thread start(PgConnections conns, String slot, EngineConfig.Operations ops, Consumer<Sample> out) {
+        Thread t = new Thread(() -> loop(conns, slot, ops, out), "millrace-slot-monitor");
+        t.setDaemon(true);
+        t.start();
+        return t;
+    }
+
+    private static void loop(PgConnections conns, String slot, EngineConfig.Operations ops, Consumer<Sample> out) {
+        boolean warned = false;
+        Connection c = null;
+        try {
+            while (!Thread.currentThread().isInterrupted()) {
+                try {
+                    if (c == null || c.isClosed()) {
+                        c = conns.open();
+                    }
+                    Sample s = sample(c, slot);
+                    out.accept(s);
+                    if (s.retainedBytes() >= ops.retainedWalWarnBytes() && !warned) {
+                        LOG.warn("slot '{}' retains {} MiB of WAL on the source (warning threshold {} MiB): the destination is behind,"
+                                        + " or the engine was stopped for long. Retained WAL fills the source's disk; if this pipeline is"
+                                        + " abandoned, drop the slot: SELECT pg_drop_replication_slot('{}')", slot, s.retainedBytes() >> 20,
+                                ops.retainedWalWarnBytes() >> 20, slot);
+                        warned = true;
+                    } else if (s.retainedBytes() < ops.retainedWalWarnBytes() / 2) {
+                        warned = false;
+                    }
+                } catch (Exception e) {
+                    LOG.debug("slot monitor sample failed: {}", e.getMessage());
+                    try {
+                        if (c != null) {
+                            c.close();
+                        }
+                    } catch (Exception ignored) {
+                        // reconnect next time
+                    }
+                    c = null;
+                }
+                Thread.sleep(ops.monitorIntervalMillis());
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            try {
+                if (c != null) {
+                    c.close();
+                }
+            } catch (Exception ignored) {
+                // closing
+            }
+        }
+    }
+
+    static Sample sample(Connection c, String slot) throws Exception {
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_current_wal_lsn()::text,"
+                + " (SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = ?),"
+                + " (SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint FROM pg_replication_slots WHERE slot_name = ?)")) {
+            ps.setString(1, slot);
+            ps.setString(2, slot);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                String confirmed = rs.getString(2);
+                long retained = rs.getLong(3);
+                if (rs.wasNull()) {
+                    retained = -1;
+                }
+                return new Sample(Lsn.parse(rs.getString(1)), confirmed == null ? null : Lsn.parse(confirmed), retained,
+                        System.currentTimeMillis());
+            }
+        }
+    }
+}
