@@ -64,14 +64,24 @@ final class ByteReader {
     }
 
     private void need(int n, String field) {
+        need(n, field, -1);
+    }
+
+    /** {@code field} and {@code index} name what is read; the message is only built on failure (hot path). */
+    private void need(int n, String field, int index) {
         if (n < 0 || end - pos < n) {
-            throw error("truncated: " + field + " needs " + n + " byte(s) at offset " + (pos - start) + " but only "
-                    + (end - pos) + " remain");
+            throw error("truncated: " + field + (index >= 0 ? " " + index : "") + " needs " + n + " byte(s) at offset "
+                    + (pos - start) + " but only " + (end - pos) + " remain");
         }
     }
 
     int u8(String field) {
-        need(1, field);
+        return u8(field, -1);
+    }
+
+    /** Reads a byte of the {@code index}-th element of a list, e.g. the kind of tuple column {@code index}. */
+    int u8(String field, int index) {
+        need(1, field, index);
         return data[pos++] & 0xFF;
     }
 
@@ -83,7 +93,11 @@ final class ByteReader {
     }
 
     int i32(String field) {
-        need(4, field);
+        return i32(field, -1);
+    }
+
+    int i32(String field, int index) {
+        need(4, field, index);
         int v = ((data[pos] & 0xFF) << 24) | ((data[pos + 1] & 0xFF) << 16) | ((data[pos + 2] & 0xFF) << 8)
                 | (data[pos + 3] & 0xFF);
         pos += 4;
@@ -104,6 +118,10 @@ final class ByteReader {
 
     /** A NUL-terminated UTF-8 string. */
     String cstring(String field) {
+        return cstring(field, -1);
+    }
+
+    String cstring(String field, int index) {
         for (int i = pos; i < end; i++) {
             if (data[i] == 0) {
                 String s = new String(data, pos, i - pos, StandardCharsets.UTF_8);
@@ -111,12 +129,17 @@ final class ByteReader {
                 return s;
             }
         }
-        throw error("truncated: " + field + " at offset " + (pos - start) + " has no terminating NUL byte");
+        throw error("truncated: " + field + (index >= 0 ? " " + index : "") + " at offset " + (pos - start)
+                + " has no terminating NUL byte");
     }
 
     /** Skips {@code n} bytes and returns the absolute position where they start. */
     int skip(int n, String field) {
-        need(n, field);
+        return skip(n, field, -1);
+    }
+
+    int skip(int n, String field, int index) {
+        need(n, field, index);
         int at = pos;
         pos += n;
         return at;

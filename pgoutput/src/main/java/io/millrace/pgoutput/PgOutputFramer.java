@@ -181,10 +181,10 @@ public final class PgOutputFramer {
         TableRef table = new TableRef(namespace.isEmpty() ? "pg_catalog" : namespace, name);
         List<ColumnInfo> columns = new ArrayList<>(Math.min(columnCount, r.remaining()));
         for (int i = 0; i < columnCount; i++) {
-            int flags = r.u8("flags of column " + i);
-            String column = r.cstring("name of column " + i);
-            int typeOid = r.i32("type oid of column " + i);
-            int typeMod = r.i32("type modifier of column " + i);
+            int flags = r.u8("flags of column", i);
+            String column = r.cstring("name of column", i);
+            int typeOid = r.i32("type oid of column", i);
+            int typeMod = r.i32("type modifier of column", i);
             columns.add(new ColumnInfo(column, typeOf(typeOid, table, column), typeMod, (flags & 1) != 0));
         }
         r.expectEnd();
@@ -280,7 +280,7 @@ public final class PgOutputFramer {
         }
         List<RelationInfo> list = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
-            list.add(cachedRelation(r, r.i32("relation oid " + i)));
+            list.add(cachedRelation(r, r.i32("relation oid", i)));
         }
         r.expectEnd();
         return new Truncate(xid, list, (options & 1) != 0, (options & 2) != 0);

@@ -51,20 +51,23 @@ public final class RawTuple {
     static RawTuple read(ByteReader r) {
         int tupleStart = r.position();
         int n = r.u16("tuple column count");
+        if (n > r.remaining()) { // each column takes at least its kind byte
+            throw r.error("truncated: tuple of " + n + " columns but only " + r.remaining() + " bytes remain");
+        }
         byte[] kinds = new byte[n];
         int[] offsets = new int[n];
         int[] lengths = new int[n];
         for (int i = 0; i < n; i++) {
-            int kind = r.u8("kind of tuple column " + i);
+            int kind = r.u8("kind of tuple column", i);
             switch (kind) {
                 case 'n', 'u' -> offsets[i] = r.position();
                 case 't', 'b' -> {
-                    int len = r.i32("length of tuple column " + i);
+                    int len = r.i32("length of tuple column", i);
                     if (len < 0) {
                         throw r.error("tuple column " + i + " has negative length " + len);
                     }
                     lengths[i] = len;
-                    offsets[i] = r.skip(len, "value of tuple column " + i);
+                    offsets[i] = r.skip(len, "value of tuple column", i);
                 }
                 default -> throw r.error("tuple column " + i + " has unknown kind byte " + describeByte(kind)
                         + " (expected 'n', 'u', 't' or 'b')");

@@ -1,6 +1,10 @@
 package io.millrace.pgoutput;
 
 import io.millrace.core.Lsn;
+import io.millrace.core.MillraceException;
+import io.millrace.core.types.PgArray;
+import io.millrace.core.types.PgInterval;
+import io.millrace.core.types.PgUnknown;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.TypeResolver;
 import io.millrace.embedded.EmbeddedPg;
@@ -18,6 +22,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 import java.io.IOException;
+import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -26,12 +31,16 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Instant;
+import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
+import java.util.UUID;
 import java.util.stream.Collectors;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * Reads real pgoutput bytes from a server ({@code pg_logical_slot_peek_binary_changes}) after a
@@ -65,7 +74,12 @@ abstract class AbstractPgOutputIT {
                 "CREATE TABLE full_t (id int PRIMARY KEY, v text)",
                 "ALTER TABLE full_t REPLICA IDENTITY FULL",
                 "CREATE TABLE big (id int PRIMARY KEY, payload text)",
-                "CREATE PUBLICATION pub FOR TABLE items, full_t, big",
+                "CREATE TYPE mood AS ENUM ('sad', 'happy')",
+                "CREATE DOMAIN posint AS int CHECK (VALUE > 0)",
+                "CREATE TABLE typed (id int PRIMARY KEY, b bool, i2 int2, i8 int8, n numeric(10,3), f8 float8, vc varchar(10),"
+                        + " ch char(3), by bytea, u uuid, j jsonb, d date, ts timestamptz, iv interval, m mood, p posint,"
+                        + " ms mood[], ia int4[], ta text[])",
+                "CREATE PUBLICATION pub FOR TABLE items, full_t, big, typed",
                 "SELECT pg_create_logical_replication_slot('s', 'pgoutput')");
         pg.execute(DB,
                 "INSERT INTO items VALUES (1, 'a', repeat('x', 5000))",
@@ -122,6 +136,10 @@ abstract class AbstractPgOutputIT {
             b.commit();
             a.commit();
         }
+        pg.execute(DB, "SET TIME ZONE 'Europe/Berlin'; INSERT INTO typed VALUES (1, true, -2, 9000000000, 12.34, 1.5, 'héllo', 'ab',"
+                + " '\\x0102ff', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{\"k\": [1, 2]}', '2024-02-29',"
+                + " '2024-02-29 13:34:56.789+01', '1 year 2 days 3 seconds', 'happy', 5, '{sad,happy}', '{1,NULL,3}',"
+                + " '{\"a b\",NULL,c}')");
     }
 
     @AfterAll
@@ -151,7 +169,8 @@ abstract class AbstractPgOutputIT {
                 "I big #20001..#" + (20_000 + BIG_ROWS),
                 "I items(id,body,extra)[60, small, null]",
                 "I big #50001..#51000",
-                "I big #40001..#41000");
+                "I big #40001..#41000",
+                "I typed #1");
     }
 
     // ---- tests --------------------------------------------------------------------------------
@@ -186,6 +205,50 @@ abstract class AbstractPgOutputIT {
                 "streaming", "on");
         assertStreamed(messages);
         assertThat(messages).filteredOn(m -> m instanceof StreamAbort).allMatch(m -> ((StreamAbort) m).abortLsn() == null);
+    }
+
+    static Object[] expectedTypedRow() {
+        return new Object[] {1, true, (short) -2, 9_000_000_000L, new BigDecimal("12.340"), 1.5d, "héllo", "ab ",
+                new byte[] {1, 2, (byte) 0xff}, UUID.fromString("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"), "{\"k\": [1, 2]}",
+                LocalDate.of(2024, 2, 29), Instant.parse("2024-02-29T12:34:56.789Z"), new PgInterval(12, 2, 3_000_000L),
+                "happy", 5, PgArray.of("sad", "happy"), PgArray.of(1, null, 3), PgArray.of("a b", null, "c")};
+    }
+
+    private static Insert typedInsert(List<PgOutputMessage> messages) {
+        return messages.stream().filter(m -> m instanceof Insert i && i.relation().table().table().equals("typed"))
+                .map(m -> (Insert) m).findFirst().orElseThrow();
+    }
+
+    @Test
+    void valuesOfManyTypesDecodeAlikeFromTextAndBinary() throws Exception {
+        Insert text = typedInsert(read("typed-text", "proto_version", "1", "publication_names", "pub"));
+        Insert binary = typedInsert(read("typed-binary", "proto_version", "1", "publication_names", "pub", "binary", "true"));
+        for (int i = 0; i < text.newTuple().columnCount(); i++) {
+            assertThat(text.newTuple().kind(i)).isEqualTo('t');
+            assertThat(binary.newTuple().kind(i)).isEqualTo('b');
+        }
+        assertThat(text.relation().column(14).type().name()).isEqualTo("mood");   // from the resolver
+        assertThat(text.relation().column(15).type().isDomain()).isTrue();
+        assertThat(text.newTuple().decode(text.relation())).containsExactly(expectedTypedRow());
+        assertThat(binary.newTuple().decode(binary.relation())).containsExactly(expectedTypedRow());
+    }
+
+    @Test
+    void withoutTheCatalogAnEnumIsUnknownTextAndCannotBeReadInBinary() throws Exception {
+        Insert text = typedInsert(read(TypeResolver.builtinsOnly(), "typed-text-nocatalog", "proto_version", "1",
+                "publication_names", "pub"));
+        assertThat(text.relation().column(14).type().name()).startsWith("unknown_oid_");
+        Object[] values = text.newTuple().decode(text.relation());
+        assertThat(values[14]).isInstanceOf(PgUnknown.class);
+        assertThat(((PgUnknown) values[14]).text()).isEqualTo("happy");
+
+        Insert binary = typedInsert(read(TypeResolver.builtinsOnly(), "typed-binary-nocatalog", "proto_version", "1",
+                "publication_names", "pub", "binary", "true"));
+        assertThatThrownBy(() -> binary.newTuple().decode(binary.relation()))
+                .isInstanceOfSatisfying(MillraceException.class, e -> {
+                    assertThat(e.kind()).isEqualTo(MillraceException.Kind.DECODE);
+                    assertThat(e.getMessage()).contains("\"m\"", "public.typed", "unknown_oid_", "binary");
+                });
     }
 
     /** Streaming checks that hold for every protocol version from 2 on. */
@@ -289,6 +352,10 @@ abstract class AbstractPgOutputIT {
 
     /** Peeks at the slot with these pgoutput options, saves the recording, frames every message. */
     List<PgOutputMessage> read(String name, String... options) throws SQLException, IOException {
+        return read(new CatalogTypeResolver(pg, DB), name, options);
+    }
+
+    List<PgOutputMessage> read(TypeResolver resolver, String name, String... options) throws SQLException, IOException {
         List<byte[]> raw = new ArrayList<>();
         try (Connection c = pg.connect(DB); Statement s = c.createStatement()) {
             s.execute("SET logical_decoding_work_mem = '64kB'");
@@ -306,7 +373,7 @@ abstract class AbstractPgOutputIT {
         Files.createDirectories(dir);
         Files.write(dir.resolve("pg" + major() + "-" + name + ".b64"),
                 raw.stream().map(b -> Base64.getEncoder().encodeToString(b)).collect(Collectors.toList()));
-        PgOutputFramer framer = new PgOutputFramer(TypeResolver.builtinsOnly());
+        PgOutputFramer framer = new PgOutputFramer(resolver);
         List<PgOutputMessage> messages = new ArrayList<>(raw.size());
         for (byte[] b : raw) {
             messages.add(framer.frame(b, 0, b.length));

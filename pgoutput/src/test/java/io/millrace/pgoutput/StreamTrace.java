@@ -128,14 +128,17 @@ final class StreamTrace {
     }
 
     private static String shape(RelationInfo r) {
-        if (r.table().table().equals("big")) {
-            return "big ";
+        if (r.table().table().equals("big") || r.table().table().equals("typed")) {
+            return r.table().table() + " ";
         }
         return r.table().table() + r.columns().stream().map(ColumnInfo::name).collect(Collectors.joining(",", "(", ")"));
     }
 
     private static String values(RelationInfo relation, RawTuple tuple) {
         Object[] v = tuple.decode(relation);
+        if (relation.table().table().equals("typed")) {
+            return "#" + v[0]; // its values are checked one by one in the IT
+        }
         if (relation.table().table().equals("big")) {
             String expected = BigRows.payload((Integer) v[0]);
             return "#" + v[0] + (expected.equals(v[1]) ? "" : " BAD PAYLOAD " + v[1]);
