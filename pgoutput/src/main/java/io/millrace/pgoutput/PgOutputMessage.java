@@ -14,9 +14,11 @@ import java.util.Objects;
  * <p>All messages are immutable and may be handed to other threads. Times are microseconds since
  * the Unix epoch (the protocol counts from 2000-01-01; the framer converts).
  *
- * <p>{@code xid} of row, relation, type, truncate and logical messages is the streamed transaction's
- * xid inside a {@link StreamStart}..{@link StreamStop} block (protocol v2+), and 0 outside one (the
- * protocol does not repeat the xid there; take it from the enclosing {@link Begin}).
+ * <p>{@code xid} of row, type, truncate and logical messages: inside a {@link StreamStart}..{@link StreamStop}
+ * block (protocol v2+) it is the xid the server sent with the message, which for a change made in a
+ * subtransaction is the subtransaction's xid (a {@link StreamAbort} with that {@code subXid} discards
+ * exactly those changes); the block's top-level xid is {@link StreamStart#xid()}. Outside a block it is
+ * 0: the protocol does not repeat the xid there; take it from the enclosing {@link Begin}.
  */
 public sealed interface PgOutputMessage {
 
