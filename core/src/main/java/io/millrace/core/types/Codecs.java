@@ -58,7 +58,8 @@ public final class Codecs {
     }
 
     private static void base(int oid, int arrayOid, String name, char category, TypeCodec codec) {
-        BUILTIN_INFO[oid] = new TypeInfo(oid, "pg_catalog", name, 'b', category, 0, 0);
+        // name is, to the catalog, a fixed-length array of "char" (typelem 18) though not of category A
+        BUILTIN_INFO[oid] = new TypeInfo(oid, "pg_catalog", name, 'b', category, oid == 19 ? 18 : 0, 0);
         BUILTIN_CODEC[oid] = codec;
         BUILTIN_INFO[arrayOid] = new TypeInfo(arrayOid, "pg_catalog", "_" + name, 'b', 'A', oid, 0);
         BUILTIN_CODEC[arrayOid] = new ArrayCodec("_" + name, codec, ',');

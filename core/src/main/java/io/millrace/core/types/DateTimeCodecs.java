@@ -10,10 +10,12 @@ import java.time.ZoneOffset;
 
 import static io.millrace.core.types.DateTimeText.MICROS_PER_SECOND;
 import static io.millrace.core.types.DateTimeText.PG_EPOCH_DAY;
-import static io.millrace.core.types.DateTimeText.PG_EPOCH_MICROS;
 
 /** date, time, timetz, timestamp, timestamptz, interval. */
 final class DateTimeCodecs {
+    /** 2000-01-01 00:00 UTC in seconds since 1970. */
+    static final long PG_EPOCH_SECONDS = PG_EPOCH_DAY * 86_400L;
+
     private DateTimeCodecs() {
     }
 
@@ -215,12 +217,13 @@ final class DateTimeCodecs {
                 throw badText(text, e.getMessage() + (withZone ? " (expected YYYY-MM-DD HH:MM:SS[.ffffff]+HH[:MM[:SS]][ BC])"
                         : " (expected YYYY-MM-DD HH:MM:SS[.ffffff][ BC])"));
             }
-            return fromEpochMicros(micros);
+            return fromPgMicros(micros);
         }
 
-        private Object fromEpochMicros(long micros) {
-            long secs = Math.floorDiv(micros, MICROS_PER_SECOND);
-            int nanos = (int) Math.floorMod(micros, MICROS_PER_SECOND) * 1000;
+        /** The value of microseconds since 2000-01-01 (PostgreSQL's epoch; 1970-based micros overflow in 294247 AD). */
+        private Object fromPgMicros(long pgMicros) {
+            long secs = Math.floorDiv(pgMicros, MICROS_PER_SECOND) + PG_EPOCH_SECONDS;
+            int nanos = (int) Math.floorMod(pgMicros, MICROS_PER_SECOND) * 1000;
             return withZone ? Instant.ofEpochSecond(secs, nanos) : LocalDateTime.ofEpochSecond(secs, nanos, ZoneOffset.UTC);
         }
 
@@ -234,22 +237,32 @@ final class DateTimeCodecs {
             if (v == Long.MIN_VALUE) {
                 return PgInfinity.NEGATIVE;
             }
-            long micros = v + PG_EPOCH_MICROS;
-            if (((v ^ micros) & (PG_EPOCH_MICROS ^ micros)) < 0) {
-                throw badBinary(buf, off, len, "timestamp out of range");
-            }
-            return fromEpochMicros(micros);
+            return fromPgMicros(v);
         }
 
-        /** Microseconds since 1970-01-01 UTC (local time read as UTC for timestamp); sub-microseconds are dropped. */
-        long epochMicros(Object value) {
+        /** Epoch seconds of the value (local time read as UTC for timestamp). */
+        private long epochSecond(Object value) {
             if (withZone && value instanceof Instant i) {
-                return Math.addExact(Math.multiplyExact(i.getEpochSecond(), MICROS_PER_SECOND), i.getNano() / 1000);
+                return i.getEpochSecond();
             }
             if (!withZone && value instanceof LocalDateTime t) {
-                return Math.addExact(Math.multiplyExact(t.toEpochSecond(ZoneOffset.UTC), MICROS_PER_SECOND), t.getNano() / 1000);
+                return t.toEpochSecond(ZoneOffset.UTC);
             }
             throw wrongValue(value);
+        }
+
+        private static int nano(Object value) {
+            return value instanceof Instant i ? i.getNano() : ((LocalDateTime) value).getNano();
+        }
+
+        /** Microseconds since 2000-01-01 UTC; sub-microseconds are dropped. */
+        long pgMicros(Object value) {
+            long secs = epochSecond(value) - PG_EPOCH_SECONDS;
+            try {
+                return Math.addExact(Math.multiplyExact(secs, MICROS_PER_SECOND), nano(value) / 1000);
+            } catch (ArithmeticException e) {
+                throw new IllegalArgumentException(name + " value out of PostgreSQL's range: " + value, e);
+            }
         }
 
         @Override
@@ -258,7 +271,7 @@ final class DateTimeCodecs {
                 return i.pgText();
             }
             StringBuilder sb = new StringBuilder(36);
-            boolean bc = DateTimeText.formatTimestamp(sb, epochMicros(value));
+            boolean bc = DateTimeText.formatTimestamp(sb, pgMicros(value));
             if (withZone) {
                 sb.append("+00");
             }
@@ -268,15 +281,25 @@ final class DateTimeCodecs {
             return sb.toString();
         }
 
-        /** timestamp: Debezium MicroTimestamp (long); timestamptz: ZonedTimestamp (ISO-8601 UTC string). */
+        /**
+         * timestamp: Debezium MicroTimestamp, micros since 1970 as a number (beyond 294247 AD, where
+         * that overflows int64, still the exact number); timestamptz: ZonedTimestamp, ISO-8601 UTC.
+         */
         @Override
         public void writeJson(JsonGenerator gen, Object value) throws IOException {
             if (value instanceof PgInfinity i) {
                 gen.writeString(i.pgText());
             } else if (withZone) {
-                gen.writeString(DateTimeText.isoInstant(epochMicros(value)));
+                gen.writeString(DateTimeText.isoInstant(pgMicros(value)));
             } else {
-                gen.writeNumber(epochMicros(value));
+                long secs = epochSecond(value);
+                long micros = nano(value) / 1000;
+                if (Math.abs(secs) < 9_000_000_000_000L) {
+                    gen.writeNumber(secs * MICROS_PER_SECOND + micros);
+                } else {
+                    gen.writeNumber(java.math.BigInteger.valueOf(secs).multiply(java.math.BigInteger.valueOf(MICROS_PER_SECOND))
+                            .add(java.math.BigInteger.valueOf(micros)));
+                }
             }
         }
     }

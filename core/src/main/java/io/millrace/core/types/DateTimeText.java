@@ -11,7 +11,6 @@ final class DateTimeText {
     static final long MICROS_PER_DAY = 86_400_000_000L;
     /** 2000-01-01, PostgreSQL's epoch, in days since 1970-01-01. */
     static final int PG_EPOCH_DAY = 10_957;
-    static final long PG_EPOCH_MICROS = PG_EPOCH_DAY * MICROS_PER_DAY;
 
     private DateTimeText() {
     }
@@ -218,13 +217,14 @@ final class DateTimeText {
 
     /**
      * Parses a timestamp {@code Y-MM-DD HH:MM:SS[.ffffff][±zone][ BC]}; returns microseconds since
-     * 1970-01-01 00:00 UTC (the zone, when {@code withZone}, is applied; otherwise the local time is
-     * read as if it were UTC).
+     * 2000-01-01 00:00 UTC, PostgreSQL's own representation, which holds its whole range (micros
+     * since 1970 would not: 294276 AD overflows). The zone, when {@code withZone}, is applied;
+     * otherwise the local time is read as if it were UTC.
      */
     static long parseTimestamp(String s, boolean withZone) {
         int bc = bcEnd(s);
         int limit = bc < 0 ? s.length() : bc;
-        long day = parseDate(s, limit, bc >= 0);
+        long day = parseDate(s, limit, bc >= 0) - PG_EPOCH_DAY;
         int p = dateEnd(s);
         expect(s, p, ' ');
         long micros = parseTime(s, p + 1, limit, false);
@@ -234,7 +234,11 @@ final class DateTimeText {
         } else if (p != limit) {
             throw new Bad("unexpected text at position " + p);
         }
-        return day * MICROS_PER_DAY + micros;
+        try {
+            return Math.addExact(Math.multiplyExact(day, MICROS_PER_DAY), micros);
+        } catch (ArithmeticException e) {
+            throw new Bad("out of range");
+        }
     }
 
     // ---------------------------------------------------------------- printing
@@ -325,21 +329,24 @@ final class DateTimeText {
         return sb;
     }
 
-    /** {@code YYYY-MM-DD HH:MM:SS[.ffffff]} of microseconds since 1970; returns whether BC. */
-    static boolean formatTimestamp(StringBuilder sb, long epochMicros) {
-        long day = Math.floorDiv(epochMicros, MICROS_PER_DAY);
-        long tod = Math.floorMod(epochMicros, MICROS_PER_DAY);
+    /** {@code YYYY-MM-DD HH:MM:SS[.ffffff]} of microseconds since 2000-01-01; returns whether BC. */
+    static boolean formatTimestamp(StringBuilder sb, long pgMicros) {
+        long day = Math.floorDiv(pgMicros, MICROS_PER_DAY) + PG_EPOCH_DAY;
+        long tod = Math.floorMod(pgMicros, MICROS_PER_DAY);
         boolean bc = formatDate(sb, day);
         sb.append(' ');
         formatTime(sb, tod);
         return bc;
     }
 
-    /** ISO-8601 UTC, like {@link java.time.Instant#toString()} but microseconds: {@code 2024-01-02T03:04:05.123456Z}. */
-    static String isoInstant(long epochMicros) {
+    /**
+     * ISO-8601 UTC of microseconds since 2000-01-01, like {@link java.time.Instant#toString()} but
+     * with exactly 6 fraction digits when there is a fraction: {@code 2024-01-02T03:04:05.123456Z}.
+     */
+    static String isoInstant(long pgMicros) {
         StringBuilder sb = new StringBuilder(32);
-        long day = Math.floorDiv(epochMicros, MICROS_PER_DAY);
-        long tod = Math.floorMod(epochMicros, MICROS_PER_DAY);
+        long day = Math.floorDiv(pgMicros, MICROS_PER_DAY) + PG_EPOCH_DAY;
+        long tod = Math.floorMod(pgMicros, MICROS_PER_DAY);
         long c = civil(day);
         long y = c >> 16;
         if (y > 9999) {
