@@ -6,6 +6,7 @@ import io.millrace.engine.Engine;
 import io.millrace.engine.config.ConfigLoader;
 import io.millrace.engine.config.EngineConfig;
 import io.millrace.engine.verify.Verifier;
+import io.millrace.ops.StatusServer;
 import io.millrace.pipeline.PipelineStats;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -65,6 +66,8 @@ final class DemoCommand implements Callable<Integer> {
             Files.writeString(configFile, config(pg.port()));
             EngineConfig cfg = ConfigLoader.fromSystem().load(configFile);
             Engine engine = new Engine(cfg, new ProgressDisplay(out));
+            StatusServer statusPage = StatusServer.start(engine, "127.0.0.1", 0);
+            out.printf("  status page: http://127.0.0.1:%d/  (metrics at /metrics, JSON at /status)%n", statusPage.port());
             AtomicReference<Throwable> engineError = new AtomicReference<>();
             Thread runner = new Thread(() -> {
                 try {
@@ -122,6 +125,7 @@ final class DemoCommand implements Callable<Integer> {
             out.println("  the pipeline's configuration:      " + configFile);
             out.println("  your own database: copy that file, point source: at your server and run 'bin/millrace preflight <file>',");
             out.println("  then 'bin/millrace run <file>' (README.md, section Configuration).");
+            statusPage.close();
             return ok ? 0 : 1;
         }
     }

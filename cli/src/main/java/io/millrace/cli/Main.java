@@ -14,7 +14,7 @@ import picocli.CommandLine.Command;
  */
 @Command(name = "millrace", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Change-data-capture for PostgreSQL: snapshot, then stream every committed change into destinations.",
-        subcommands = {RunCommand.class, PreflightCommand.class, DemoCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {RunCommand.class, PreflightCommand.class, StatusCommand.class, DemoCommand.class, CommandLine.HelpCommand.class})
 public final class Main {
 
     public static void main(String[] args) {

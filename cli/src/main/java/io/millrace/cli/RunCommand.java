@@ -3,6 +3,7 @@ package io.millrace.cli;
 import io.millrace.engine.Engine;
 import io.millrace.engine.config.ConfigLoader;
 import io.millrace.engine.config.EngineConfig;
+import io.millrace.ops.StatusServer;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Parameters;
 
@@ -22,6 +23,8 @@ final class RunCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         EngineConfig cfg = ConfigLoader.fromSystem().load(config);
         Engine engine = new Engine(cfg);
+        StatusServer status = cfg.operations().httpPort() > 0
+                ? StatusServer.start(engine, cfg.operations().httpHost(), cfg.operations().httpPort()) : null;
         CountDownLatch done = new CountDownLatch(1);
         Thread hook = new Thread(() -> {
             engine.stop();
@@ -35,6 +38,9 @@ final class RunCommand implements Callable<Integer> {
         try {
             engine.run();
         } finally {
+            if (status != null) {
+                status.close();
+            }
             done.countDown();
         }
         return 0;
