@@ -75,8 +75,7 @@ public final class ConfigLoader {
             // A key given twice would otherwise silently keep the last value.
             root = new ObjectMapper(new YAMLFactory()).enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION).readTree(yaml);
         } catch (JsonProcessingException e) {
-            String where = e.getLocation() == null ? "" : " at line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr();
-            throw new MillraceException(Kind.CONFIG, "config: not valid YAML" + where + ": " + e.getOriginalMessage());
+            throw new MillraceException(Kind.CONFIG, "config: not valid YAML" + yamlError(e));
         }
         if (root == null || root.isNull() || root.isMissingNode()) {
             throw new MillraceException(Kind.CONFIG, "config: the file is empty; see config/example.yaml for a complete example");
@@ -128,6 +127,21 @@ public final class ConfigLoader {
         }
         r.done();
         return new EngineConfig(name, source, mode, snapshot, destinations, pipeline, ops);
+    }
+
+    /**
+     * Where and what: the YAML parser's own problem position (Jackson's location is where the
+     * enclosing construct began, e.g. line 1 for a tab on line 2), one line, no parser internals.
+     */
+    private static String yamlError(JsonProcessingException e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof org.yaml.snakeyaml.error.MarkedYAMLException m && m.getProblemMark() != null) {
+                return " at line " + (m.getProblemMark().getLine() + 1) + ", column " + (m.getProblemMark().getColumn() + 1) + ": "
+                        + m.getProblem() + (m.getContext() == null ? "" : " (" + m.getContext() + ")");
+            }
+        }
+        String where = e.getLocation() == null ? "" : " at line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr();
+        return where + ": " + e.getOriginalMessage();
     }
 
     private SourceConfig source(Node s, Path base) {
@@ -188,6 +202,10 @@ public final class ConfigLoader {
             if (v == null) {
                 throw Node.error(n.key("password_env"), "names the environment variable " + var + ", which is not set; export it before starting");
             }
+            if (v.isEmpty()) {
+                throw Node.error(n.key("password_env"), "names the environment variable " + var + ", which is empty; export the password"
+                        + " in it, or remove " + n.key("password_env") + " if the server needs no password");
+            }
             return Secret.of(v);
         }
         if (file != null) {
@@ -202,14 +220,17 @@ public final class ConfigLoader {
     }
 
     private EngineConfig.Destination destination(Node d, Path base, SourceMeta meta) {
-        List<String> all = new ArrayList<>(List.of(POSTGRES_KEYS));
-        all.addAll(List.of(JSONL_KEYS).subList(2, JSONL_KEYS.length));
-        d.allow(all.toArray(String[]::new));
+        Set<String> all = new java.util.LinkedHashSet<>(List.of(POSTGRES_KEYS));
+        all.addAll(List.of(JSONL_KEYS));
+        d.allow(all.toArray(String[]::new)); // a misspelt "type" is named as such, not reported missing
         String type = d.requireString("type", "jsonl");
-        if (type.equals("postgres")) {
-            d.allow(POSTGRES_KEYS);
-        } else if (type.equals("jsonl")) {
-            d.allow(JSONL_KEYS);
+        switch (type) {
+            case "postgres" -> d.allow(POSTGRES_KEYS);
+            case "jsonl" -> d.allow(JSONL_KEYS);
+            case "null" -> d.allow("name", "type");
+            default -> {
+                // reported below
+            }
         }
         String name = d.string("name", type);
         EngineConfig.Destination out;
@@ -222,9 +243,10 @@ public final class ConfigLoader {
                     String db = d.requireString("database", "replica");
                     url = "jdbc:postgresql://" + host + ":" + port + "/" + db;
                 } else if (!url.startsWith("jdbc:postgresql://")) {
-                    // The URL is not echoed: postgres://user:password@host/db would print the password.
-                    throw Node.error(d.key("url"), "must start with jdbc:postgresql:// (e.g. jdbc:postgresql://127.0.0.1:5432/replica),"
-                            + " got a value starting with '" + url.substring(0, Math.min(url.length(), url.indexOf(':') < 0 ? 12 : url.indexOf(':') + 1)) + "'");
+                    // Only the scheme is echoed: postgres://user:password@host/db would print the password.
+                    int colon = url.indexOf(':');
+                    throw Node.error(d.key("url"), "must start with jdbc:postgresql:// (e.g. jdbc:postgresql://127.0.0.1:5432/replica)"
+                            + (colon > 0 ? ", got a URL starting with '" + url.substring(0, colon + 1) + "'" : ""));
                 } else if (url.toLowerCase(java.util.Locale.ROOT).contains("password=")) {
                     throw Node.error(d.key("url"), "must not hold a password: remove it from the URL and name an environment variable in "
                             + d.key("password_env") + " (or a file in " + d.key("password_file") + ")");
@@ -237,10 +259,19 @@ public final class ConfigLoader {
             case "jsonl" -> {
                 boolean stdout = d.bool("stdout", false);
                 String dir = d.string("directory", null);
-                if (stdout == (dir != null)) {
-                    throw Node.error(d.key("directory"), "or " + d.key("stdout") + ": true is required (exactly one of them)");
+                if (stdout && dir != null) {
+                    throw Node.error(d.key("directory"), "and " + d.key("stdout") + ": true are both set; keep one"
+                            + " (a directory for events files, or stdout)");
+                }
+                if (!stdout && dir == null) {
+                    throw Node.error(d.key("directory"), "is required for a jsonl destination (e.g. directory: ./events),"
+                            + " or set " + d.key("stdout") + ": true (with a state_file) to write events to standard output");
                 }
                 String state = d.string("state_file", null);
+                if (stdout && state == null) {
+                    throw Node.error(d.key("state_file"), "is required with " + d.key("stdout") + ": true: a path where the checkpoint"
+                            + " can live, e.g. state_file: ./" + name + "-checkpoint.json");
+                }
                 long rotate = (long) d.integer("rotate_mb", (int) (JsonlSinkConfig.DEFAULT_ROTATE_BYTES >> 20), 1, 1 << 20) << 20;
                 out = new EngineConfig.JsonlDestination(new JsonlSinkConfig(name, dir == null ? null : base.resolve(dir),
                         state == null ? null : base.resolve(state), rotate, meta));
