@@ -26,7 +26,7 @@ class PgOutputFuzzTest {
         System.out.println("PgOutputFuzzTest seed " + seed + " (rerun: -Dmillrace.fuzz.seed=" + seed + ")");
         Random random = new Random(seed);
         List<byte[]> valid = PgOutputFramerTest.validMessagesOutsideAStream();
-        for (int round = 0; round < 20_000; round++) {
+        for (int round = 0; round < 5_000; round++) {
             byte[] msg = valid.get(random.nextInt(valid.size())).clone();
             int mutations = 1 + random.nextInt(4);
             for (int m = 0; m < mutations && msg.length > 0; m++) {
