@@ -1,0 +1,277 @@
+package io.millrace.bench;
+
+import io.debezium.engine.ChangeEvent;
+import io.debezium.engine.DebeziumEngine;
+import io.debezium.engine.format.Json;
+import io.millrace.core.Lsn;
+import io.millrace.engine.Engine;
+import io.millrace.engine.config.ConfigLoader;
+import io.millrace.engine.config.EngineConfig;
+import io.millrace.pipeline.PipelineStats;
+import org.postgresql.PGConnection;
+import org.postgresql.copy.CopyManager;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * Runs one contestant in this JVM (started by the orchestrator with the same heap limit for all) and
+ * prints one {@link Measurement#line()} on stdout: rows counted, nanoseconds from the contestant's
+ * start (after JVM start-up) to its last row, this process's CPU time and peak RSS (VmHWM).
+ *
+ * <p>Arguments: {@code child <contestant-id> key=value...} with keys {@code port}, {@code rows},
+ * {@code slot}, {@code dir} (a scratch folder), {@code endLsn} (streaming: the WAL position after the
+ * last insert), {@code timeoutSeconds}.
+ */
+final class Child {
+    private final Contestant c;
+    private final int port;
+    private final long rows;
+    private final String slot;
+    private final Path dir;
+    private final Lsn endLsn;
+    private final long timeoutNanos;
+
+    private Child(Contestant c, Map<String, String> a) {
+        this.c = c;
+        this.port = Integer.parseInt(a.get("port"));
+        this.rows = Long.parseLong(a.get("rows"));
+        this.slot = a.get("slot");
+        this.dir = Path.of(a.get("dir"));
+        this.endLsn = a.containsKey("endLsn") ? Lsn.parse(a.get("endLsn")) : null;
+        this.timeoutNanos = TimeUnit.SECONDS.toNanos(Long.parseLong(a.getOrDefault("timeoutSeconds", "1800")));
+    }
+
+    static int main(List<String> args) throws Exception {
+        Contestant c = Contestant.byId(args.get(0));
+        Map<String, String> a = new HashMap<>();
+        for (String kv : args.subList(1, args.size())) {
+            String[] p = kv.split("=", 2);
+            a.put(p[0], p[1]);
+        }
+        Child child = new Child(c, a);
+        Files.createDirectories(child.dir);
+        long[] result = switch (c.kind()) {
+            case COPY -> child.copy();
+            case MILLRACE -> child.millrace();
+            case DEBEZIUM -> child.debezium();
+            case RECVLOGICAL -> throw new IllegalArgumentException("pg_recvlogical is not a JVM contestant");
+        };
+        long cpu = ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
+        System.out.println(new Measurement(result[0], result[1], cpu, Proc.peakRssKb(ProcessHandle.current().pid()), 0, null).line());
+        System.out.flush();
+        return 0;
+    }
+
+    private String jdbcUrl() {
+        return "jdbc:postgresql://127.0.0.1:" + port + "/bench";
+    }
+
+    /** PostgreSQL's limit for a snapshot: one COPY of the whole table, text format, into a counting null stream. */
+    private long[] copy() throws Exception {
+        Properties p = new Properties();
+        p.setProperty("user", "postgres");
+        long start = System.nanoTime();
+        try (Connection conn = DriverManager.getConnection(jdbcUrl(), p)) {
+            CopyManager cm = conn.unwrap(PGConnection.class).getCopyAPI();
+            CountingNullStream out = new CountingNullStream();
+            long n = cm.copyOut("COPY bench TO STDOUT", out);
+            long nanos = System.nanoTime() - start;
+            if (n != out.lines) {
+                throw new IllegalStateException("COPY reported " + n + " rows but " + out.lines + " lines arrived");
+            }
+            return new long[]{n, nanos};
+        }
+    }
+
+    /** Counts bytes and line ends, keeps nothing. */
+    static final class CountingNullStream extends OutputStream {
+        long bytes;
+        long lines;
+
+        @Override
+        public void write(int b) {
+            bytes++;
+            if (b == '\n') {
+                lines++;
+            }
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) {
+            bytes += len;
+            for (int i = off; i < off + len; i++) {
+                if (b[i] == '\n') {
+                    lines++;
+                }
+            }
+        }
+    }
+
+    private String millraceYaml() {
+        boolean snapshot = c.phase() == Contestant.Phase.SNAPSHOT;
+        String binary = snapshot ? "auto" : (c.binary() ? "on" : "off");
+        return String.join("\n",
+                "name: bench",
+                "source:",
+                "  host: 127.0.0.1",
+                "  port: " + port,
+                "  database: bench",
+                "  user: postgres",
+                "  slot: " + slot,
+                "  publication: " + Workload.PUBLICATION,
+                "  tables: [public.bench]",
+                "  binary: " + binary,
+                "snapshot:",
+                "  mode: " + (snapshot ? "initial_only" : "never"),
+                "destinations:",
+                "  - name: out",
+                "    type: " + c.dest(),
+                c.dest().equals("jsonl") ? "    directory: " + dir.resolve("events") : "",
+                "");
+    }
+
+    /**
+     * Millrace in-process. Snapshot ({@code initial_only}): {@link Engine#run()} returns when the copy
+     * has landed. Streaming ({@code never}, from the pre-filled slot): done when every row was written
+     * and the durable position reached the end of the last insert.
+     */
+    private long[] millrace() throws Exception {
+        long start = System.nanoTime();
+        EngineConfig cfg = new ConfigLoader(System::getenv).parse(millraceYaml(), dir);
+        Engine engine = new Engine(cfg);
+        AtomicReference<Throwable> error = new AtomicReference<>();
+        Thread t = new Thread(() -> {
+            try {
+                engine.run();
+            } catch (Throwable e) {
+                error.set(e);
+            }
+        }, "bench-engine");
+        t.start();
+        if (c.phase() == Contestant.Phase.SNAPSHOT) {
+            t.join(TimeUnit.NANOSECONDS.toMillis(timeoutNanos));
+            long nanos = System.nanoTime() - start;
+            if (t.isAlive()) {
+                engine.stop();
+                throw new IllegalStateException("snapshot not done after the timeout");
+            }
+            if (error.get() != null) {
+                throw new IllegalStateException("engine failed: " + error.get(), error.get());
+            }
+            return new long[]{engine.stats().eventsWritten(), nanos};
+        }
+        long nanos;
+        long deadline = start + timeoutNanos;
+        while (true) {
+            PipelineStats s = engine.stats();
+            if (s != null && s.eventsWritten() >= rows && s.durable().compareTo(endLsn) >= 0) {
+                nanos = System.nanoTime() - start;
+                break;
+            }
+            if (!t.isAlive() || System.nanoTime() > deadline) {
+                engine.stop();
+                throw new IllegalStateException("engine " + (t.isAlive() ? "timed out" : "stopped") + " after "
+                        + (s == null ? 0 : s.eventsWritten()) + " of " + rows + " rows, durable "
+                        + (s == null ? "-" : s.durable()) + ", end " + endLsn + (error.get() == null ? "" : ": " + error.get()),
+                        error.get());
+            }
+            Thread.sleep(1);
+        }
+        long written = engine.stats().eventsWritten();
+        engine.stop();
+        t.join();
+        if (error.get() != null) {
+            throw new IllegalStateException("engine failed while stopping: " + error.get(), error.get());
+        }
+        return new long[]{written, nanos};
+    }
+
+    /**
+     * Debezium's embedded engine (the async engine that {@code DebeziumEngine.create} builds in 3.x)
+     * with its PostgreSQL connector and the JSON format; counts change records of table bench until
+     * {@code rows}, then closes the engine.
+     */
+    private long[] debezium() throws Exception {
+        long start = System.nanoTime();
+        Properties p = new Properties();
+        p.setProperty("name", "bench-" + c.id());
+        p.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
+        p.setProperty("offset.storage", "org.apache.kafka.connect.storage.FileOffsetBackingStore");
+        p.setProperty("offset.storage.file.filename", dir.resolve("offsets.dat").toString());
+        p.setProperty("offset.flush.interval.ms", "10000");
+        p.setProperty("database.hostname", "127.0.0.1");
+        p.setProperty("database.port", Integer.toString(port));
+        p.setProperty("database.user", "postgres");
+        p.setProperty("database.password", "");
+        p.setProperty("database.dbname", "bench");
+        p.setProperty("topic.prefix", "bench");
+        p.setProperty("table.include.list", "public.bench");
+        p.setProperty("plugin.name", "pgoutput");
+        p.setProperty("slot.name", slot);
+        p.setProperty("slot.drop.on.stop", "false");
+        p.setProperty("publication.name", Workload.PUBLICATION);
+        p.setProperty("publication.autocreate.mode", "disabled");
+        p.setProperty("snapshot.mode", c.phase() == Contestant.Phase.SNAPSHOT ? "initial" : "no_data");
+        if (!c.schemas()) {
+            // The converter settings apply to key and value alike (Debezium's ConverterBuilder reads "converter.*").
+            p.setProperty("converter.schemas.enable", "false");
+        }
+        AtomicLong count = new AtomicLong();
+        AtomicLong doneAt = new AtomicLong();
+        AtomicLong bytes = new AtomicLong();
+        CountDownLatch done = new CountDownLatch(1);
+        AtomicReference<Throwable> error = new AtomicReference<>();
+        DebeziumEngine<ChangeEvent<String, String>> engine = DebeziumEngine.create(Json.class)
+                .using(p)
+                .notifying((List<ChangeEvent<String, String>> records, DebeziumEngine.RecordCommitter<ChangeEvent<String, String>> committer) -> {
+                    long b = 0;
+                    for (ChangeEvent<String, String> r : records) {
+                        if (r.value() != null && r.destination().endsWith(".public.bench")) {
+                            b += r.value().length() + (r.key() == null ? 0 : r.key().length());
+                            if (count.incrementAndGet() == rows) {
+                                doneAt.set(System.nanoTime());
+                                done.countDown();
+                            }
+                        }
+                        committer.markProcessed(r);
+                    }
+                    bytes.addAndGet(b);
+                    committer.markBatchFinished();
+                })
+                .using((success, message, err) -> {
+                    if (!success) {
+                        error.set(err == null ? new IllegalStateException(message) : err);
+                    }
+                    done.countDown();
+                })
+                .build();
+        ExecutorService ex = Executors.newSingleThreadExecutor();
+        ex.execute(engine);
+        boolean finished = done.await(timeoutNanos, TimeUnit.NANOSECONDS);
+        engine.close();
+        ex.shutdown();
+        ex.awaitTermination(60, TimeUnit.SECONDS);
+        if (doneAt.get() == 0) {
+            throw new IllegalStateException("Debezium " + (finished ? "stopped" : "timed out") + " after " + count.get() + " of " + rows
+                    + " rows" + (error.get() == null ? "" : ": " + error.get()), error.get());
+        }
+        System.err.println("debezium: " + count.get() + " records, " + bytes.get() + " chars of key+value JSON");
+        return new long[]{count.get(), doneAt.get() - start};
+    }
+}

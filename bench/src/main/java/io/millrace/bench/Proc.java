@@ -1,0 +1,46 @@
+package io.millrace.bench;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/** Reads a process's peak RSS and CPU time from /proc (Linux). */
+final class Proc {
+    private Proc() {
+    }
+
+    /** VmHWM in kB, or -1 when the process is gone. */
+    static long peakRssKb(long pid) {
+        try {
+            for (String l : Files.readAllLines(Path.of("/proc/" + pid + "/status"))) {
+                if (l.startsWith("VmHWM:")) {
+                    return Long.parseLong(l.replaceAll("[^0-9]", ""));
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+        return -1;
+    }
+
+    /** utime + stime in nanoseconds (assuming 100 clock ticks a second), or -1 when gone. */
+    static long cpuNanos(long pid) {
+        try {
+            String s = Files.readString(Path.of("/proc/" + pid + "/stat"));
+            String[] f = s.substring(s.lastIndexOf(')') + 2).split(" ");
+            // after the command: state(0) ppid(1) ... utime(11) stime(12)
+            return (Long.parseLong(f[11]) + Long.parseLong(f[12])) * 10_000_000L;
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+    }
+
+    /** The 1-minute load average, or -1 when unknown. */
+    static double load1() {
+        try {
+            return Double.parseDouble(Files.readString(Path.of("/proc/loadavg")).split(" ")[0]);
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+    }
+}

@@ -1,0 +1,67 @@
+package io.millrace.bench;
+
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class ResultsTest {
+    private static Measurement m(long rows, double seconds, long rssMb) {
+        return new Measurement(rows, (long) (seconds * 1e9), 2_000_000_000L, rssMb * 1024, 1.5, null);
+    }
+
+    @Test
+    void ratiosComeFromTheSameRunsLimitAndFastestDebezium() {
+        Results r = new Results();
+        r.add(Contestant.byId("snap-copy"), m(1000, 1.0, 10));              // 1000 rows/s
+        r.add(Contestant.byId("snap-millrace-null"), m(1000, 2.0, 300));    // 500 rows/s
+        r.add(Contestant.byId("snap-debezium-noschema"), m(1000, 4.0, 400)); // 250 rows/s: the fastest Debezium
+        r.add(Contestant.byId("snap-debezium-schema"), m(1000, 8.0, 500));   // 125 rows/s
+        List<String[]> rows = r.rows();
+        String[] millrace = rows.get(1);
+        assertThat(millrace[1]).isEqualTo("Millrace → null");
+        assertThat(millrace[4]).isEqualTo("500");
+        assertThat(millrace[5]).isEqualTo("0.50×");
+        assertThat(millrace[6]).isEqualTo("2.00×");
+        assertThat(millrace[7]).isEqualTo("300");
+        assertThat(rows.get(3)[6]).isEqualTo("0.50×");
+        assertThat(rows.get(0)[5]).isEqualTo("1.00×");
+        assertThat(r.markdown()).contains("| snapshot | Millrace → null | 1,000 | 2.00 | 500 | 0.50× | 2.00× | 300 | 2.0 | 1.5 |");
+        assertThat(r.text()).contains("PostgreSQL COPY TO STDOUT (limit)");
+    }
+
+    @Test
+    void binaryStreamingComparesWithBinaryPgRecvlogicalAndFailuresShowTheirCause() {
+        Results r = new Results();
+        r.add(Contestant.byId("stream-recvlogical"), m(100, 1.0, 5));
+        r.add(Contestant.byId("stream-recvlogical-binary"), m(100, 0.5, 5));
+        r.add(Contestant.byId("stream-millrace-null-binary"), m(100, 1.0, 200));
+        r.add(Contestant.byId("stream-debezium-schema"), Measurement.failed("timed out", 3.0));
+        List<String[]> rows = r.rows();
+        assertThat(rows.get(2)[5]).isEqualTo("0.50×"); // vs the binary limit (200 rows/s), not the text one
+        assertThat(rows.get(2)[6]).isEqualTo("-");     // no Debezium succeeded
+        assertThat(rows.get(3)[9]).contains("FAILED: timed out");
+    }
+
+    @Test
+    void measurementLineRoundTrips() {
+        Measurement a = new Measurement(1_000_000, 12_345_678_901L, 9_000_000_000L, 654_321, 0, null);
+        Measurement b = Measurement.parse("noise", 0);
+        assertThat(b).isNull();
+        assertThat(Measurement.parse(a.line(), 2.5)).isEqualTo(new Measurement(1_000_000, 12_345_678_901L, 9_000_000_000L, 654_321, 2.5, null));
+    }
+
+    @Test
+    void optionsSelectByPrefixAndRejectUnknownOptions() {
+        Options o = Options.parse(List.of("--rows", "200_000", "--only", "snap-,stream-recv", "--skip", "snap-debezium-schema"),
+                Path.of("r.md"));
+        assertThat(o.rows()).isEqualTo(200_000);
+        assertThat(Contestant.all().stream().filter(o::selected).map(Contestant::id))
+                .containsExactly("snap-copy", "snap-millrace-null", "snap-millrace-jsonl", "snap-debezium-noschema",
+                        "stream-recvlogical", "stream-recvlogical-binary");
+        assertThatThrownBy(() -> Options.parse(List.of("--rowz", "1"), Path.of("r.md"))).hasMessageContaining("unknown option --rowz");
+    }
+}
