@@ -1,5 +1,6 @@
 package io.millrace.core.types;
 
+import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.TypeInfo;
 import io.millrace.core.schema.TypeResolver;
 
@@ -101,7 +102,7 @@ public final class Codecs {
         if (cached != null) {
             return cached;
         }
-        String name = type.qualifiedName();
+        String name = label(type);
         if (depth > MAX_DEPTH) {
             return new FallbackCodec(name);
         }
@@ -118,6 +119,23 @@ public final class Codecs {
             return new ArrayCodec(name, elemCodec, type.elementOid() == BOX_OID ? ';' : ',');
         }
         return new FallbackCodec(name);
+    }
+
+    /**
+     * The codec's label: {@code int4} for pg_catalog types, else {@code schema.name}, each part
+     * double-quoted only where SQL would need it ({@code public.mood}, {@code "Odd Schema"."Color"}).
+     */
+    static String label(TypeInfo t) {
+        return "pg_catalog".equals(t.schema()) ? t.name() : labelPart(t.schema()) + "." + labelPart(t.name());
+    }
+
+    private static String labelPart(String s) {
+        boolean plain = !s.isEmpty() && (s.charAt(0) == '_' || (s.charAt(0) >= 'a' && s.charAt(0) <= 'z'));
+        for (int i = 0; i < s.length() && plain; i++) {
+            char c = s.charAt(i);
+            plain = c == '_' || c == '$' || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        }
+        return plain ? s : Ident.quote(s);
     }
 
     private static TypeInfo resolve(int oid, TypeResolver resolver) {
