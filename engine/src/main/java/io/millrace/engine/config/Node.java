@@ -96,6 +96,17 @@ final class Node {
     }
 
     <E extends Enum<E>> E choice(String name, E dflt, Class<E> type) {
+        JsonNode v = get(name);
+        if (v != null && v.isBoolean()) {
+            // YAML 1.1 reads an unquoted on/off (also yes/no, true/false) as a boolean: for a choice
+            // that has the words on and off (source.binary: auto | on | off) take it as that word.
+            String word = v.booleanValue() ? "ON" : "OFF";
+            for (E e : type.getEnumConstants()) {
+                if (e.name().equals(word)) {
+                    return e;
+                }
+            }
+        }
         String s = string(name, null);
         if (s == null) {
             return dflt;
