@@ -1,0 +1,459 @@
+package io.millrace.sink.postgres;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.Secret;
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.Checkpoint;
+import io.millrace.core.change.CheckpointJson;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.types.UnchangedToast;
+import io.millrace.embedded.EmbeddedPg;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.math.BigDecimal;
+import java.net.ServerSocket;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.ResultSetMetaData;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Random;
+import java.util.TreeMap;
+
+import static io.millrace.sink.postgres.Events.INT4;
+import static io.millrace.sink.postgres.Events.INT8;
+import static io.millrace.sink.postgres.Events.NUMERIC;
+import static io.millrace.sink.postgres.Events.TEXT;
+import static io.millrace.sink.postgres.Events.VARCHAR;
+import static io.millrace.sink.postgres.Events.col;
+import static io.millrace.sink.postgres.Events.key;
+import static io.millrace.sink.postgres.Events.keyImage;
+import static io.millrace.sink.postgres.Events.row;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** The postgres destination against a real PostgreSQL 17. */
+class PostgresSinkIT {
+    private static final Object U = UnchangedToast.INSTANCE;
+    private static final String DB = "dest";
+    private static EmbeddedPg pg;
+    private final Events ev = new Events();
+
+    @BeforeAll
+    static void start() {
+        pg = EmbeddedPg.builder().major(17).start();
+        pg.createDatabase(DB);
+    }
+
+    @AfterAll
+    static void stop() {
+        if (pg != null) {
+            pg.close();
+        }
+    }
+
+    static PostgresSink sink(String name) {
+        return sink(name, null);
+    }
+
+    static PostgresSink sink(String name, String targetSchema) {
+        return new PostgresSink(new PostgresSinkConfig(name, pg.jdbcUrl(DB), "postgres", Secret.NONE, targetSchema, null));
+    }
+
+    /** Rows as "v1|v2|..." (server text, NULL as "null"), in the order of the query. */
+    static List<String> rows(String sql) throws SQLException {
+        List<String> out = new ArrayList<>();
+        try (Connection c = pg.connect(DB); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+            ResultSetMetaData md = rs.getMetaData();
+            while (rs.next()) {
+                StringBuilder b = new StringBuilder();
+                for (int i = 1; i <= md.getColumnCount(); i++) {
+                    b.append(i == 1 ? "" : "|").append(rs.getString(i));
+                }
+                out.add(b.toString());
+            }
+        }
+        return out;
+    }
+
+    static Optional<Checkpoint> storedCheckpoint(String name) throws SQLException {
+        List<String> r = rows("SELECT checkpoint::text FROM millrace.checkpoints WHERE destination = '" + name + "'");
+        return r.isEmpty() ? Optional.empty() : Optional.of(CheckpointJson.read(r.get(0)));
+    }
+
+    // ------------------------------------------------------------------ keyed tables
+
+    @Test
+    void manyInsertsUpdatesDeletesAndTruncateEndAsExpected() throws Exception {
+        RelationInfo rel = Events.rel("bulk", "items", 'd', key("id", INT8), col("name", TEXT), col("qty", INT4),
+                col("price", NUMERIC, ((10 << 16) | 2) + 4));
+        Map<Long, String> expected = new TreeMap<>();
+        try (PostgresSink sink = sink("bulk")) {
+            assertThat(sink.open()).isEmpty();
+            List<ChangeEvent> batch = new ArrayList<>();
+            for (long i = 1; i <= 20_000; i++) {
+                batch.add(ev.insert(rel, i, "item " + i, (int) (i % 100), new BigDecimal(i + ".50")));
+                expected.put(i, i + "|item " + i + "|" + (i % 100) + "|" + i + ".50");
+            }
+            sink.write(batch, ev.checkpoint("bulk"));
+            assertThat(rows("SELECT count(*) FROM bulk.items")).containsExactly("20000");
+
+            batch.clear();
+            for (long i = 1; i <= 20_000; i++) {
+                if (i % 3 == 0) {
+                    batch.add(ev.delete(rel, keyImage(rel, i)));
+                    expected.remove(i);
+                } else if (i % 2 == 0) {
+                    batch.add(ev.update(rel, i, "renamed\t" + i, -1, null));
+                    expected.put(i, i + "|renamed\t" + i + "|-1|null");
+                }
+            }
+            sink.write(batch, ev.checkpoint("bulk"));
+            List<String> want = new ArrayList<>(expected.values());
+            assertThat(rows("SELECT id, name, qty, price FROM bulk.items ORDER BY id")).isEqualTo(want);
+
+            // A truncate in the middle of a batch: only what follows it stays.
+            batch.clear();
+            batch.add(ev.update(rel, 1L, "gone", 0, null));
+            batch.add(ev.truncate(rel));
+            batch.add(ev.insert(rel, 5L, "after truncate", 5, null));
+            sink.write(batch, ev.checkpoint("bulk"));
+            assertThat(rows("SELECT id, name FROM bulk.items ORDER BY id")).containsExactly("5|after truncate");
+        }
+    }
+
+    @Test
+    void severalChangesToOneKeyInOneBatch() throws Exception {
+        RelationInfo rel = Events.rel("multi", "t", 'd', key("id", INT4), col("v", TEXT));
+        try (PostgresSink sink = sink("multi")) {
+            sink.open();
+            sink.write(List.of(ev.insert(rel, 3, "pre-existing")), ev.checkpoint("multi"));
+            sink.write(List.of(
+                    // key 1: insert, update, delete, re-insert → present with the re-inserted value
+                    ev.insert(rel, 1, "first"), ev.update(rel, 1, "second"), ev.delete(rel, keyImage(rel, 1)),
+                    ev.insert(rel, 1, "again"),
+                    // key 2: insert, update, delete → absent
+                    ev.insert(rel, 2, "x"), ev.update(rel, 2, "y"), ev.delete(rel, keyImage(rel, 2)),
+                    // key 3 (already in the destination): delete, re-insert → present, new value
+                    ev.delete(rel, keyImage(rel, 3)), ev.insert(rel, 3, "reborn")), ev.checkpoint("multi"));
+            assertThat(rows("SELECT id, v FROM multi.t ORDER BY id")).containsExactly("1|again", "3|reborn");
+        }
+    }
+
+    @Test
+    void keyChangesIncludingASwapInOneBatch() throws Exception {
+        RelationInfo rel = Events.rel("keys", "t", 'd', key("id", INT4), col("v", TEXT));
+        try (PostgresSink sink = sink("keys")) {
+            sink.open();
+            sink.write(List.of(ev.insert(rel, 1, "one"), ev.insert(rel, 2, "two"), ev.insert(rel, 10, "ten")),
+                    ev.checkpoint("keys"));
+            sink.write(List.of(
+                    ev.update(rel, keyImage(rel, 10), row(11, "ten moved")),
+                    // swap 1 and 2 through 3, as UPDATE ... SET id = ... would
+                    ev.update(rel, keyImage(rel, 1), row(3, "one")),
+                    ev.update(rel, keyImage(rel, 2), row(1, "two")),
+                    ev.update(rel, keyImage(rel, 3), row(2, "one"))), ev.checkpoint("keys"));
+            assertThat(rows("SELECT id, v FROM keys.t ORDER BY id")).containsExactly("1|two", "2|one", "11|ten moved");
+        }
+    }
+
+    @Test
+    void randomChangesMatchAModel() throws Exception {
+        long seed = System.nanoTime();
+        System.out.println("PostgresSinkIT.randomChangesMatchAModel seed = " + seed);
+        Random rnd = new Random(seed);
+        RelationInfo rel = Events.rel("model", "t", 'd', key("k", INT4), col("s", TEXT), col("n", INT8));
+        Map<Integer, String> model = new TreeMap<>();
+        try (PostgresSink sink = sink("model")) {
+            sink.open();
+            for (int b = 0; b < 6; b++) {
+                List<ChangeEvent> batch = new ArrayList<>();
+                for (int i = 0; i < 1500; i++) {
+                    int k = rnd.nextInt(400);
+                    String s = rnd.nextInt(10) == 0 ? null : "v" + rnd.nextInt(1000) + (rnd.nextBoolean() ? "\\\n\t'\"" : "");
+                    long n = rnd.nextLong();
+                    if (!model.containsKey(k)) {
+                        batch.add(ev.insert(rel, k, s, n));
+                        model.put(k, k + "|" + s + "|" + n);
+                    } else {
+                        int choice = rnd.nextInt(10);
+                        if (choice < 3) {
+                            batch.add(ev.delete(rel, keyImage(rel, k)));
+                            model.remove(k);
+                        } else if (choice < 5 && model.size() < 300) {
+                            int k2 = rnd.nextInt(400);
+                            while (model.containsKey(k2)) {
+                                k2 = rnd.nextInt(400);
+                            }
+                            batch.add(ev.update(rel, keyImage(rel, k), row(k2, s, n)));
+                            model.remove(k);
+                            model.put(k2, k2 + "|" + s + "|" + n);
+                        } else {
+                            batch.add(ev.update(rel, k, s, n));
+                            model.put(k, k + "|" + s + "|" + n);
+                        }
+                    }
+                }
+                sink.write(batch, ev.checkpoint("model"));
+                assertThat(rows("SELECT k, s, n FROM model.t ORDER BY k")).as("after batch %d, seed %d", b, seed)
+                        .isEqualTo(new ArrayList<>(model.values()));
+            }
+        }
+    }
+
+    @Test
+    void unchangedToastKeepsTheDestinationsValue() throws Exception {
+        RelationInfo rel = Events.rel("toast", "docs", 'd', key("id", INT4), col("title", TEXT), col("body", TEXT),
+                col("extra", TEXT));
+        String big = "B".repeat(100_000);
+        try (PostgresSink sink = sink("toast")) {
+            sink.open();
+            sink.write(List.of(ev.insert(rel, 1, "t1", big + 1, "e1"), ev.insert(rel, 2, "t2", big + 2, "e2"),
+                    ev.insert(rel, 3, "t3", big + 3, "e3")), ev.checkpoint("toast"));
+            sink.write(List.of(
+                    // from the destination's row
+                    ev.update(rel, 1, "t1 new", U, "e1 new"),
+                    // two columns unchanged, then another update of the same key: the rows are grouped by mask
+                    ev.update(rel, 2, "t2 new", U, U),
+                    ev.update(rel, 2, "t2 newer", U, "e2 newer"),
+                    // key change: the unchanged value comes from the old key's row
+                    ev.update(rel, keyImage(rel, 3), row(30, "t30", U, "e30")),
+                    // in-batch: merged with the earlier image of the same key
+                    ev.insert(rel, 4, "t4", "fresh body", "e4"),
+                    ev.update(rel, 4, "t4 new", U, "e4 new")), ev.checkpoint("toast"));
+            assertThat(rows("SELECT id, title, length(body), right(body, 2), extra FROM toast.docs ORDER BY id"))
+                    .containsExactly("1|t1 new|100001|B1|e1 new", "2|t2 newer|100001|B2|e2 newer",
+                            "4|t4 new|10|dy|e4 new", "30|t30|100001|B3|e30");
+
+            // A row the destination lacks cannot be completed: the sink refuses instead of writing NULL.
+            Checkpoint before = storedCheckpoint("toast").orElseThrow();
+            assertThatThrownBy(() -> sink.write(List.of(ev.update(rel, 99, "t99", U, "e99")), ev.checkpoint("toast")))
+                    .isInstanceOf(MillraceException.class).hasMessageContaining("toast.docs")
+                    .hasMessageContaining("unchanged TOAST");
+            assertThat(storedCheckpoint("toast")).contains(before);
+        }
+    }
+
+    // ------------------------------------------------------------------ tables without key
+
+    @Test
+    void tableWithoutKeyMatchesWholeOldRows() throws Exception {
+        // pgoutput flags every column as key under REPLICA IDENTITY FULL: no usable key.
+        RelationInfo rel = Events.rel("nokey", "log", 'f', key("a", INT4), key("b", TEXT), key("j", Events.JSON));
+        try (PostgresSink sink = sink("nokey")) {
+            sink.open();
+            sink.write(List.of(ev.insert(rel, 1, "x", "{\"k\": 1}"), ev.insert(rel, 1, "x", "{\"k\": 1}"),
+                    ev.insert(rel, 2, null, null), ev.insert(rel, 3, "y", "[1, 2]")), ev.checkpoint("nokey"));
+            assertThat(rows("SELECT count(*) FROM nokey.log")).containsExactly("4");
+            sink.write(List.of(
+                    // one of two identical rows changes
+                    ev.update(rel, row(1, "x", "{\"k\": 1}"), row(1, "x2", "{\"k\": 1}")),
+                    // NULLs are matched too
+                    ev.update(rel, row(2, null, null), row(2, "was null", null)),
+                    ev.delete(rel, 3, "y", "[1, 2]"),
+                    ev.insert(rel, 4, "z", null),
+                    ev.delete(rel, 4, "z", null)), ev.checkpoint("nokey"));
+            assertThat(rows("SELECT a, b, j FROM nokey.log ORDER BY a, b")).containsExactly("1|x|{\"k\": 1}",
+                    "1|x2|{\"k\": 1}", "2|was null|null");
+            assertThat(rows("SELECT count(*) FROM pg_index WHERE indrelid = 'nokey.log'::regclass")).containsExactly("0");
+        }
+    }
+
+    @Test
+    void replicaIdentityFullWithCatalogKeyIsKeyed() throws Exception {
+        // What the pipeline sends for REPLICA IDENTITY FULL: key flags from the primary key, old rows in full.
+        RelationInfo rel = Events.rel("fullpk", "t", 'f', key("id", INT4), col("v", TEXT));
+        try (PostgresSink sink = sink("fullpk")) {
+            sink.open();
+            sink.write(List.of(ev.insert(rel, 1, "a"), ev.update(rel, row(1, "a"), row(1, "b")), ev.insert(rel, 2, "c"),
+                    ev.delete(rel, 2, "c")), ev.checkpoint("fullpk"));
+            assertThat(rows("SELECT id, v FROM fullpk.t")).containsExactly("1|b");
+            assertThat(rows("SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'fullpk.t'::regclass"))
+                    .containsExactly("PRIMARY KEY (id)");
+        }
+    }
+
+    // ------------------------------------------------------------------ shape changes, existing tables
+
+    @Test
+    void columnAddedAndDroppedMidBatch() throws Exception {
+        RelationInfo v1 = Events.rel("shape", "t", 'd', key("id", INT4), col("a", TEXT));
+        RelationInfo v2 = Events.reshape(v1, key("id", INT4), col("a", TEXT), col("b", VARCHAR, 14));
+        RelationInfo v3 = Events.reshape(v1, key("id", INT4), col("b", VARCHAR, 24));
+        try (PostgresSink sink = sink("shape")) {
+            sink.open();
+            sink.write(List.of(ev.insert(v1, 1, "a1"), ev.insert(v2, 2, "a2", "b2"), ev.update(v2, 1, "a1", "b1"),
+                    ev.insert(v1, 3, "a3")), ev.checkpoint("shape"));
+            // v1 again after v2 drops column b (the stream says so)
+            assertThat(rows("SELECT id, a FROM shape.t ORDER BY id")).containsExactly("1|a1", "2|a2", "3|a3");
+            assertThat(rows("SELECT count(*) FROM information_schema.columns WHERE table_schema = 'shape'"
+                    + " AND column_name = 'b'")).containsExactly("0");
+
+            sink.write(List.of(ev.insert(v2, 4, "a4", "b4"), ev.insert(v3, 5, "b5 is longer")), ev.checkpoint("shape"));
+            assertThat(rows("SELECT column_name, data_type, character_maximum_length FROM information_schema.columns"
+                    + " WHERE table_schema = 'shape' ORDER BY ordinal_position"))
+                    .containsExactly("id|integer|null", "b|character varying|20");
+            assertThat(rows("SELECT id, b FROM shape.t ORDER BY id")).containsExactly("1|null", "2|null", "3|null",
+                    "4|b4", "5|b5 is longer");
+        }
+    }
+
+    @Test
+    void existingTargetTableIsKeptAndMissingColumnsAdded() throws Exception {
+        pg.execute(DB, "CREATE SCHEMA keep", "CREATE TABLE keep.t (id int PRIMARY KEY, local_note text DEFAULT 'mine')",
+                "INSERT INTO keep.t VALUES (1, 'old')", "CREATE TABLE keep.nokey (id int, v text)");
+        RelationInfo rel = Events.rel("keep", "t", 'd', key("id", INT4), col("v", TEXT));
+        RelationInfo noKey = Events.rel("keep", "nokey", 'd', key("id", INT4), col("v", TEXT));
+        try (PostgresSink sink = sink("keep")) {
+            sink.open();
+            sink.write(List.of(ev.insert(rel, 1, "v1"), ev.insert(rel, 2, "v2")), ev.checkpoint("keep"));
+            assertThat(rows("SELECT id, local_note, v FROM keep.t ORDER BY id")).containsExactly("1|old|v1", "2|mine|v2");
+
+            assertThatThrownBy(() -> sink.write(List.of(ev.insert(noKey, 1, "x")), ev.checkpoint("keep")))
+                    .isInstanceOf(MillraceException.class)
+                    .hasMessageContaining("keep.nokey").hasMessageContaining("ADD PRIMARY KEY (\"id\")");
+        }
+    }
+
+    @Test
+    void targetSchemaGathersTablesAndRefusesCollisions() throws Exception {
+        RelationInfo a = Events.rel("app1", "users", 'd', key("id", INT4));
+        RelationInfo b = Events.rel("app2", "users", 'd', key("id", INT4));
+        try (PostgresSink sink = sink("mirror", "mirror")) {
+            sink.open();
+            sink.write(List.of(ev.insert(a, 1), ev.insert(a, 2)), ev.checkpoint("mirror"));
+            assertThat(rows("SELECT id FROM mirror.users ORDER BY id")).containsExactly("1", "2");
+            assertThatThrownBy(() -> sink.write(List.of(ev.insert(b, 3)), ev.checkpoint("mirror")))
+                    .isInstanceOf(MillraceException.class)
+                    .satisfies(e -> assertThat(((MillraceException) e).kind()).isEqualTo(MillraceException.Kind.CONFIG))
+                    .hasMessageContaining("app1.users").hasMessageContaining("app2.users");
+        }
+    }
+
+    // ------------------------------------------------------------------ exactly once
+
+    @Test
+    void checkpointIsStoredWithTheDataAndReturnedAfterRestart() throws Exception {
+        RelationInfo rel = Events.rel("cp", "t", 'd', key("id", INT4));
+        Checkpoint last;
+        try (PostgresSink sink = sink("cp")) {
+            assertThat(sink.open()).isEmpty();
+            sink.write(List.of(ev.insert(rel, 1)), ev.checkpoint("cp"));
+            last = ev.checkpoint("cp").advance(io.millrace.core.Lsn.of(0xABCDEF0123L),
+                    new io.millrace.core.Position(io.millrace.core.Lsn.of(0xABCDEF0100L), 42));
+            sink.write(List.of(), last); // the checkpoint alone advances
+            assertThat(storedCheckpoint("cp")).contains(last);
+        }
+        try (PostgresSink restarted = sink("cp")) {
+            assertThat(restarted.open()).contains(last); // INV: RESUME
+        }
+        try (PostgresSink other = sink("cp-other")) {
+            assertThat(other.open()).isEmpty();
+        }
+    }
+
+    @Test
+    void failedWriteLeavesNeitherDataNorCheckpoint() throws Exception {
+        RelationInfo good = Events.rel("fail", "good", 'd', key("id", INT4), col("v", TEXT));
+        RelationInfo strict = Events.rel("fail", "strict", 'd', key("id", INT4), col("code", VARCHAR, 7));
+        RelationInfo fresh = Events.rel("fail", "fresh", 'd', key("id", INT4));
+        try (PostgresSink sink = sink("fail")) {
+            sink.open();
+            Checkpoint first = ev.checkpoint("fail");
+            sink.write(List.of(ev.insert(good, 1, "kept")), first);
+            Checkpoint second = ev.checkpoint("fail").advance(io.millrace.core.Lsn.of(0xFFFFFF),
+                    new io.millrace.core.Position(io.millrace.core.Lsn.of(0xFFFFFF), 1));
+            List<ChangeEvent> bad = List.of(ev.insert(good, 2, "lost"), ev.update(good, 1, "changed"),
+                    ev.insert(fresh, 1), ev.insert(strict, 1, "ok"), ev.insert(strict, 2, "too long for it"));
+            assertThatThrownBy(() -> sink.write(bad, second))
+                    .isInstanceOf(MillraceException.class)
+                    .satisfies(e -> assertThat(((MillraceException) e).kind()).isEqualTo(MillraceException.Kind.SINK))
+                    .hasMessageContaining("fail.strict").hasMessageContaining("too long");
+            // INV: RESUME — nothing of the failed batch, checkpoint unchanged
+            assertThat(rows("SELECT id, v FROM fail.good")).containsExactly("1|kept");
+            assertThat(rows("SELECT to_regclass('fail.fresh') IS NULL, to_regclass('fail.strict') IS NULL"))
+                    .containsExactly("t|t");
+            assertThat(storedCheckpoint("fail")).contains(first);
+
+            // The sink recovers: it forgets the rolled-back tables and creates them again.
+            sink.write(List.of(ev.insert(good, 2, "now"), ev.insert(fresh, 1), ev.insert(strict, 1, "ok")), second);
+            assertThat(rows("SELECT id, v FROM fail.good ORDER BY id")).containsExactly("1|kept", "2|now");
+            assertThat(rows("SELECT id FROM fail.fresh")).containsExactly("1");
+            assertThat(storedCheckpoint("fail")).contains(second);
+        }
+    }
+
+    @Test
+    void lostCommitAcknowledgementDoesNotApplyTheBatchTwice() throws Exception {
+        RelationInfo rel = Events.rel("doubt", "log", 'n', col("msg", TEXT)); // no key: a repeat would show
+        try (PostgresSink sink = sink("doubt")) {
+            sink.open();
+            List<ChangeEvent> batch = List.of(ev.insert(rel, "a"), ev.insert(rel, "b"));
+            Checkpoint cp = ev.checkpoint("doubt");
+            sink.faults(new FaultPoints() {
+                @Override
+                public void afterCommit(Connection conn) throws SQLException {
+                    conn.close();
+                    throw new SQLException("simulated: connection lost during COMMIT", "08006");
+                }
+            });
+            assertThatThrownBy(() -> sink.write(batch, cp)).isInstanceOf(MillraceException.class)
+                    .satisfies(e -> assertThat(((MillraceException) e).kind()).isEqualTo(MillraceException.Kind.CONNECTION));
+            sink.faults(FaultPoints.NONE);
+            sink.write(batch, cp); // the engine retries the same batch
+            assertThat(rows("SELECT msg FROM doubt.log ORDER BY msg")).containsExactly("a", "b");
+
+            // Lost before the commit: the retry applies it (once).
+            List<ChangeEvent> next = List.of(ev.insert(rel, "c"));
+            Checkpoint cp2 = ev.checkpoint("doubt");
+            sink.faults(new FaultPoints() {
+                @Override
+                public void beforeCommit(Connection conn) throws SQLException {
+                    try (Statement s = pg.connect(DB).createStatement()) {
+                        s.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                                + " WHERE application_name = 'millrace-sink-doubt'");
+                    }
+                }
+            });
+            assertThatThrownBy(() -> sink.write(next, cp2)).isInstanceOf(MillraceException.class)
+                    .satisfies(e -> assertThat(((MillraceException) e).kind()).isEqualTo(MillraceException.Kind.CONNECTION));
+            sink.faults(FaultPoints.NONE);
+            assertThat(rows("SELECT msg FROM doubt.log ORDER BY msg")).containsExactly("a", "b");
+            sink.write(next, cp2);
+            assertThat(rows("SELECT msg FROM doubt.log ORDER BY msg")).containsExactly("a", "b", "c");
+            assertThat(storedCheckpoint("doubt")).contains(cp2);
+        }
+    }
+
+    // ------------------------------------------------------------------ connection errors
+
+    @Test
+    void unreachableDestinationIsAConnectionErrorWithoutThePassword() throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        String password = "S3cret-Pa55";
+        PostgresSink sink = new PostgresSink(new PostgresSinkConfig("down", "jdbc:postgresql://127.0.0.1:" + port + "/dest",
+                "writer", Secret.of(password), null, null));
+        assertThatThrownBy(sink::open).isInstanceOf(MillraceException.class)
+                .satisfies(e -> assertThat(((MillraceException) e).kind()).isEqualTo(MillraceException.Kind.CONNECTION))
+                .hasMessageContaining("destination 'down'").hasMessageContaining("127.0.0.1:" + port + "/dest")
+                .hasMessageContaining("Check that the server is running")
+                .satisfies(e -> assertThat(e.toString()).doesNotContain(password));
+
+        pg.execute("postgres", "CREATE ROLE writer LOGIN PASSWORD 'right-one'");
+        PostgresSink wrong = new PostgresSink(new PostgresSinkConfig("wrongpw", pg.jdbcUrl(DB), "writer",
+                Secret.of(password), null, null));
+        assertThatThrownBy(wrong::open).isInstanceOf(MillraceException.class)
+                .satisfies(e -> assertThat(((MillraceException) e).kind()).isEqualTo(MillraceException.Kind.AUTHENTICATION))
+                .hasMessageContaining("user 'writer'")
+                .satisfies(e -> assertThat(e.toString()).doesNotContain(password));
+    }
+}
