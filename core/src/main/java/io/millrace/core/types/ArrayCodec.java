@@ -397,7 +397,13 @@ final class ArrayCodec extends BaseCodec {
             if (elen < 0 || elen > end - p) {
                 throw badBinary(buf, off, len, "element " + i + " length " + elen + " runs past the end");
             }
-            elems[i] = element.decodeBinary(buf, p, elen);
+            try {
+                elems[i] = element.decodeBinary(buf, p, elen);
+            } catch (IllegalArgumentException e) {
+                IllegalArgumentException wrapped = badBinary(buf, off, len, "element " + i + ": " + e.getMessage());
+                wrapped.initCause(e);
+                throw wrapped;
+            }
             p += elen;
         }
         if (p != end) {
