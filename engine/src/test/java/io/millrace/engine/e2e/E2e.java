@@ -52,6 +52,12 @@ final class E2e {
      * {@code replica}) and a jsonl destination in {@code jsonlDir} (named {@code files}).
      */
     static String yaml(EmbeddedPg pg, String srcDb, String slot, List<String> tables, String binary, String dstDb, Path jsonlDir) {
+        return yaml(pg, srcDb, slot, tables, binary, dstDb, jsonlDir, "");
+    }
+
+    /** As above, with more {@code pipeline:} settings, e.g. {@code "  batch_kb: 8\n"}. */
+    static String yaml(EmbeddedPg pg, String srcDb, String slot, List<String> tables, String binary, String dstDb, Path jsonlDir,
+                       String pipelineExtra) {
         return String.join("\n",
                 "name: e2e",
                 "source:",
@@ -79,7 +85,7 @@ final class E2e {
                 "    directory: " + jsonlDir.toAbsolutePath(),
                 "pipeline:",
                 "  linger_ms: 20",
-                "");
+                pipelineExtra);
     }
 
     static List<TableRef> refs(List<String> tables) {
