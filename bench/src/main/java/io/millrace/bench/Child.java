@@ -73,7 +73,7 @@ final class Child {
             case RECVLOGICAL -> throw new IllegalArgumentException("pg_recvlogical is not a JVM contestant");
         };
         long cpu = ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
-        System.out.println(new Measurement(result[0], result[1], cpu, Proc.peakRssKb(ProcessHandle.current().pid()), 0, null).line());
+        System.out.println(new Measurement(result[0], result[1], result[2], cpu, Proc.peakRssKb(ProcessHandle.current().pid()), 0, null).line());
         System.out.flush();
         return 0;
     }
@@ -89,13 +89,13 @@ final class Child {
         long start = System.nanoTime();
         try (Connection conn = DriverManager.getConnection(jdbcUrl(), p)) {
             CopyManager cm = conn.unwrap(PGConnection.class).getCopyAPI();
-            CountingNullStream out = new CountingNullStream();
+            CountingNullStream out = new CountingNullStream(start);
             long n = cm.copyOut("COPY bench TO STDOUT", out);
             long nanos = System.nanoTime() - start;
             if (n != out.lines) {
                 throw new IllegalStateException("COPY reported " + n + " rows but " + out.lines + " lines arrived");
             }
-            return new long[]{n, nanos};
+            return new long[]{n, nanos, out.firstAt - start};
         }
     }
 
@@ -103,9 +103,15 @@ final class Child {
     static final class CountingNullStream extends OutputStream {
         long bytes;
         long lines;
+        long firstAt;
+
+        CountingNullStream(long start) {
+            this.firstAt = start - 1;
+        }
 
         @Override
         public void write(int b) {
+            first();
             bytes++;
             if (b == '\n') {
                 lines++;
@@ -114,11 +120,18 @@ final class Child {
 
         @Override
         public void write(byte[] b, int off, int len) {
+            first();
             bytes += len;
             for (int i = off; i < off + len; i++) {
                 if (b[i] == '\n') {
                     lines++;
                 }
+            }
+        }
+
+        private void first() {
+            if (bytes == 0) {
+                firstAt = System.nanoTime();
             }
         }
     }
@@ -136,12 +149,12 @@ final class Child {
                 "  slot: " + slot,
                 "  publication: " + Workload.PUBLICATION,
                 "  tables: [public.bench]",
-                "  binary: " + binary,
+                "  binary: \"" + binary + "\"", // quoted: YAML 1.1 reads a bare on/off as a boolean
                 "snapshot:",
                 "  mode: " + (snapshot ? "initial_only" : "never"),
                 "destinations:",
                 "  - name: out",
-                "    type: " + c.dest(),
+                "    type: \"" + c.dest() + "\"", // quoted: a bare null is YAML's null
                 c.dest().equals("jsonl") ? "    directory: " + dir.resolve("events") : "",
                 "");
     }
@@ -164,8 +177,16 @@ final class Child {
             }
         }, "bench-engine");
         t.start();
+        long first = -1;
         if (c.phase() == Contestant.Phase.SNAPSHOT) {
-            t.join(TimeUnit.NANOSECONDS.toMillis(timeoutNanos));
+            long deadline = start + timeoutNanos;
+            while (t.isAlive() && System.nanoTime() < deadline) {
+                PipelineStats s = engine.stats();
+                if (first < 0 && s != null && s.eventsWritten() > 0) {
+                    first = System.nanoTime() - start;
+                }
+                t.join(1);
+            }
             long nanos = System.nanoTime() - start;
             if (t.isAlive()) {
                 engine.stop();
@@ -174,12 +195,15 @@ final class Child {
             if (error.get() != null) {
                 throw new IllegalStateException("engine failed: " + error.get(), error.get());
             }
-            return new long[]{engine.stats().eventsWritten(), nanos};
+            return new long[]{engine.stats().eventsWritten(), nanos, first};
         }
         long nanos;
         long deadline = start + timeoutNanos;
         while (true) {
             PipelineStats s = engine.stats();
+            if (first < 0 && s != null && s.eventsWritten() > 0) {
+                first = System.nanoTime() - start;
+            }
             if (s != null && s.eventsWritten() >= rows && s.durable().compareTo(endLsn) >= 0) {
                 nanos = System.nanoTime() - start;
                 break;
@@ -199,7 +223,7 @@ final class Child {
         if (error.get() != null) {
             throw new IllegalStateException("engine failed while stopping: " + error.get(), error.get());
         }
-        return new long[]{written, nanos};
+        return new long[]{written, nanos, first};
     }
 
     /**
@@ -234,6 +258,7 @@ final class Child {
         }
         AtomicLong count = new AtomicLong();
         AtomicLong doneAt = new AtomicLong();
+        AtomicLong firstAt = new AtomicLong();
         AtomicLong bytes = new AtomicLong();
         CountDownLatch done = new CountDownLatch(1);
         AtomicReference<Throwable> error = new AtomicReference<>();
@@ -244,7 +269,11 @@ final class Child {
                     for (ChangeEvent<String, String> r : records) {
                         if (r.value() != null && r.destination().endsWith(".public.bench")) {
                             b += r.value().length() + (r.key() == null ? 0 : r.key().length());
-                            if (count.incrementAndGet() == rows) {
+                            long n = count.incrementAndGet();
+                            if (n == 1) {
+                                firstAt.set(System.nanoTime());
+                            }
+                            if (n == rows) {
                                 doneAt.set(System.nanoTime());
                                 done.countDown();
                             }
@@ -272,6 +301,6 @@ final class Child {
                     + " rows" + (error.get() == null ? "" : ": " + error.get()), error.get());
         }
         System.err.println("debezium: " + count.get() + " records, " + bytes.get() + " chars of key+value JSON");
-        return new long[]{count.get(), doneAt.get() - start};
+        return new long[]{count.get(), doneAt.get() - start, firstAt.get() - start};
     }
 }

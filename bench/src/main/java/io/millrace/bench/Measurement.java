@@ -5,15 +5,16 @@ package io.millrace.bench;
  *
  * @param rows        rows (change records) it counted
  * @param nanos       wall time from its start to the last row (inside the child: after JVM start-up)
+ * @param firstNanos  wall time from its start to the first row (start-up cost: connections, slot, catalog), -1 if unknown
  * @param cpuNanos    CPU time of the contestant's process (user + system) over its whole life, -1 if unknown
  * @param peakRssKb   peak resident set size (VmHWM) of the contestant's process
  * @param load1       1-minute load average of the machine when it started
  * @param error       why it failed, or null
  */
-public record Measurement(long rows, long nanos, long cpuNanos, long peakRssKb, double load1, String error) {
+public record Measurement(long rows, long nanos, long firstNanos, long cpuNanos, long peakRssKb, double load1, String error) {
 
     public static Measurement failed(String error, double load1) {
-        return new Measurement(0, 0, -1, 0, load1, error);
+        return new Measurement(0, 0, -1, -1, 0, load1, error);
     }
 
     public boolean ok() {
@@ -30,7 +31,7 @@ public record Measurement(long rows, long nanos, long cpuNanos, long peakRssKb, 
 
     /** One line a child prints on stdout; the orchestrator parses it back with {@link #parse}. */
     public String line() {
-        return "BENCH-RESULT rows=" + rows + " nanos=" + nanos + " cpuNanos=" + cpuNanos + " peakRssKb=" + peakRssKb;
+        return "BENCH-RESULT rows=" + rows + " nanos=" + nanos + " firstNanos=" + firstNanos + " cpuNanos=" + cpuNanos + " peakRssKb=" + peakRssKb;
     }
 
     /** Parses {@link #line()}; null when {@code line} is not one. */
@@ -40,6 +41,7 @@ public record Measurement(long rows, long nanos, long cpuNanos, long peakRssKb, 
         }
         long rows = 0;
         long nanos = 0;
+        long first = -1;
         long cpu = -1;
         long rss = 0;
         for (String kv : line.substring("BENCH-RESULT ".length()).trim().split(" ")) {
@@ -48,11 +50,12 @@ public record Measurement(long rows, long nanos, long cpuNanos, long peakRssKb, 
             switch (p[0]) {
                 case "rows" -> rows = v;
                 case "nanos" -> nanos = v;
+                case "firstNanos" -> first = v;
                 case "cpuNanos" -> cpu = v;
                 case "peakRssKb" -> rss = v;
                 default -> throw new IllegalArgumentException("unknown field in " + line);
             }
         }
-        return new Measurement(rows, nanos, cpu, rss, load1, null);
+        return new Measurement(rows, nanos, first, cpu, rss, load1, null);
     }
 }

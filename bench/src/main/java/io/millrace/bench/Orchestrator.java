@@ -138,7 +138,8 @@ final class Orchestrator {
                 + "- rows: " + String.format(Locale.ROOT, "%,d", o.rows()) + " per phase (" + rowSizes + "); streaming transactions of "
                 + String.format(Locale.ROOT, "%,d", o.txRows()) + " rows\n"
                 + "- every contestant in its own process; JVM contestants with -Xmx" + o.xmx() + "; seconds from the contestant's start"
-                + " (after JVM start-up) to its last row; ratios > 1 are faster than the reference\n\n"
+                + " (after JVM start-up) to its last row, 'first row s' to its first; ratios of rows/s, > 1 is faster than the"
+                + " reference; CPU s of the contestant's process over its whole life; load = 1-minute load average at its start\n\n"
                 + results.markdown();
         Files.createDirectories(o.out().toAbsolutePath().getParent());
         Files.writeString(o.out(), md, StandardCharsets.UTF_8);
@@ -290,7 +291,7 @@ final class Orchestrator {
         Files.writeString(logFile, "exit 0 after " + nanos / 1_000_000 + " ms; slot confirmed_flush_lsn " + confirmed + ", end " + endLsn
                 + "\n", java.nio.file.StandardOpenOption.APPEND);
         // pg_recvlogical counts no rows: exit 0 at --endpos means it received the whole stream up to the last insert.
-        return new Measurement(o.rows(), nanos, cpu, rss, load, null);
+        return new Measurement(o.rows(), nanos, -1, cpu, rss, load, null);
     }
 
     /** Drops every inactive slot of the snapshot contestants (each created its own). */

@@ -37,7 +37,7 @@ public final class Results {
                 .map(e -> e.getValue().rowsPerSecond()).max(Double::compare);
     }
 
-    static final String[] HEADER = {"phase", "contestant", "rows", "seconds", "rows/s", "× PG limit", "× Debezium (fastest)",
+    static final String[] HEADER = {"phase", "contestant", "rows", "seconds", "first row s", "rows/s", "× PG limit", "× Debezium (fastest)",
             "peak RSS MB", "CPU s", "load"};
 
     /** The table's rows, formatted. */
@@ -48,17 +48,22 @@ public final class Results {
             Measurement m = e.getValue();
             String phase = c.phase().name().toLowerCase(Locale.ROOT);
             if (!m.ok()) {
-                out.add(new String[]{phase, c.label(), "-", "-", "-", "-", "-", "-", "-", fmt(m.load1(), 1) + " FAILED: " + m.error()});
+                out.add(new String[]{phase, c.label(), "-", "-", "-", "-", "-", "-", "-", "-", fmt(m.load1(), 1) + " FAILED: " + shorten(m.error())});
                 continue;
             }
             double rate = m.rowsPerSecond();
             String toLimit = limitRate(c).map(l -> ratio(rate / l)).orElse("-");
             String toDbz = debeziumRate(c.phase()).map(d -> ratio(rate / d)).orElse("-");
             out.add(new String[]{phase, c.label(), String.format(Locale.ROOT, "%,d", m.rows()), fmt(m.seconds(), 2),
-                    String.format(Locale.ROOT, "%,.0f", rate), toLimit, toDbz, fmt(m.peakRssKb() / 1024.0, 0),
+                    m.firstNanos() < 0 ? "-" : fmt(m.firstNanos() / 1e9, 2), String.format(Locale.ROOT, "%,.0f", rate), toLimit, toDbz, fmt(m.peakRssKb() / 1024.0, 0),
                     m.cpuNanos() < 0 ? "-" : fmt(m.cpuNanos() / 1e9, 1), fmt(m.load1(), 1)});
         }
         return out;
+    }
+
+    private static String shorten(String error) {
+        String e = String.valueOf(error).replace('|', '/').replace('\n', ' ');
+        return e.length() <= 120 ? e : e.substring(0, 120) + "...";
     }
 
     private static String ratio(double r) {

@@ -10,7 +10,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 class ResultsTest {
     private static Measurement m(long rows, double seconds, long rssMb) {
-        return new Measurement(rows, (long) (seconds * 1e9), 2_000_000_000L, rssMb * 1024, 1.5, null);
+        return new Measurement(rows, (long) (seconds * 1e9), 250_000_000L, 2_000_000_000L, rssMb * 1024, 1.5, null);
     }
 
     @Test
@@ -23,13 +23,13 @@ class ResultsTest {
         List<String[]> rows = r.rows();
         String[] millrace = rows.get(1);
         assertThat(millrace[1]).isEqualTo("Millrace → null");
-        assertThat(millrace[4]).isEqualTo("500");
-        assertThat(millrace[5]).isEqualTo("0.50×");
-        assertThat(millrace[6]).isEqualTo("2.00×");
-        assertThat(millrace[7]).isEqualTo("300");
-        assertThat(rows.get(3)[6]).isEqualTo("0.50×");
-        assertThat(rows.get(0)[5]).isEqualTo("1.00×");
-        assertThat(r.markdown()).contains("| snapshot | Millrace → null | 1,000 | 2.00 | 500 | 0.50× | 2.00× | 300 | 2.0 | 1.5 |");
+        assertThat(millrace[5]).isEqualTo("500");
+        assertThat(millrace[6]).isEqualTo("0.50×");
+        assertThat(millrace[7]).isEqualTo("2.00×");
+        assertThat(millrace[8]).isEqualTo("300");
+        assertThat(rows.get(3)[7]).isEqualTo("0.50×");
+        assertThat(rows.get(0)[6]).isEqualTo("1.00×");
+        assertThat(r.markdown()).contains("| snapshot | Millrace → null | 1,000 | 2.00 | 0.25 | 500 | 0.50× | 2.00× | 300 | 2.0 | 1.5 |");
         assertThat(r.text()).contains("PostgreSQL COPY TO STDOUT (limit)");
     }
 
@@ -41,17 +41,18 @@ class ResultsTest {
         r.add(Contestant.byId("stream-millrace-null-binary"), m(100, 1.0, 200));
         r.add(Contestant.byId("stream-debezium-schema"), Measurement.failed("timed out", 3.0));
         List<String[]> rows = r.rows();
-        assertThat(rows.get(2)[5]).isEqualTo("0.50×"); // vs the binary limit (200 rows/s), not the text one
-        assertThat(rows.get(2)[6]).isEqualTo("-");     // no Debezium succeeded
-        assertThat(rows.get(3)[9]).contains("FAILED: timed out");
+        assertThat(rows.get(2)[6]).isEqualTo("0.50×"); // vs the binary limit (200 rows/s), not the text one
+        assertThat(rows.get(2)[7]).isEqualTo("-");     // no Debezium succeeded
+        assertThat(rows.get(3)[10]).contains("FAILED: timed out");
     }
 
     @Test
     void measurementLineRoundTrips() {
-        Measurement a = new Measurement(1_000_000, 12_345_678_901L, 9_000_000_000L, 654_321, 0, null);
+        Measurement a = new Measurement(1_000_000, 12_345_678_901L, 1_500_000_000L, 9_000_000_000L, 654_321, 0, null);
         Measurement b = Measurement.parse("noise", 0);
         assertThat(b).isNull();
-        assertThat(Measurement.parse(a.line(), 2.5)).isEqualTo(new Measurement(1_000_000, 12_345_678_901L, 9_000_000_000L, 654_321, 2.5, null));
+        assertThat(Measurement.parse(a.line(), 2.5)).isEqualTo(new Measurement(1_000_000, 12_345_678_901L, 1_500_000_000L, 9_000_000_000L, 654_321, 2.5,
+                null));
     }
 
     @Test
