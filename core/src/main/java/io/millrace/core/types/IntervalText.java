@@ -54,17 +54,14 @@ final class IntervalText {
                 if (uend < 0) {
                     uend = n;
                 }
-                switch (s.substring(u, uend)) {
-                    case "year":
-                    case "years":
+                switch (unit(s, u, uend)) {
+                    case 'y':
                         months += v * 12;
                         break;
-                    case "mon":
-                    case "mons":
+                    case 'm':
                         months += v;
                         break;
-                    case "day":
-                    case "days":
+                    case 'd':
                         days += v;
                         break;
                     default:
@@ -84,6 +81,24 @@ final class IntervalText {
             throw new DateTimeText.Bad("out of range");
         }
         return new PgInterval((int) months, (int) days, micros);
+    }
+
+    /** 'y' for year(s), 'm' for mon(s), 'd' for day(s), 0 otherwise; no substring. */
+    private static char unit(String s, int from, int to) {
+        int len = to - from;
+        if (len > 0 && s.charAt(to - 1) == 's') {
+            len--;
+        }
+        if (len == 4 && s.startsWith("year", from)) {
+            return 'y';
+        }
+        if (len == 3 && s.startsWith("mon", from)) {
+            return 'm';
+        }
+        if (len == 3 && s.startsWith("day", from)) {
+            return 'd';
+        }
+        return 0;
     }
 
     private static long parseInt(String s, int from, int to) {
