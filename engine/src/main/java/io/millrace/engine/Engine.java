@@ -215,10 +215,6 @@ public final class Engine {
                     }
                 }
                 report.throwIfFailed();
-                if (!report.publicationExists()) {
-                    slots.createPublication(meta, report.tables());
-                    LOG.info("created publication '{}' for {} table(s)", src.publication(), report.tables().size());
-                }
                 types.load(meta);
                 for (TableRef t : report.tables()) {
                     Catalog.TableInfo info = Catalog.table(meta, t);
@@ -265,12 +261,19 @@ public final class Engine {
                             + describe(sinks, found) + "). A destination added to a running pipeline would miss the changes before it;"
                             + " give the new destination a pipeline (and slot) of its own, or start all destinations afresh");
                 }
+                if (!report.publicationExists()) {
+                    // Only now, after the identity check: a start that fails it writes nothing to the source.
+                    try (Connection c = conns.open()) {
+                        slots.createPublication(c, report.tables());
+                    }
+                    LOG.info("created publication '{}' for {} table(s)", src.publication(), report.tables().size());
+                }
                 boolean interrupted = found.stream().anyMatch(c -> c.isPresent() && c.get().snapshot().state() == SnapshotProgress.State.RUNNING);
                 if (withCheckpoint == 0 || interrupted) {
                     freshStart(conns, slots, repl, report.slotExists(), interrupted, sinks, ids, tables, found);
                 } else {
                     repl.close();
-                    resume(report.slotExists(), sinks, found);
+                    resume(conns, slots, report.slotExists(), sinks, found);
                 }
             } catch (SQLException e) {
                 throw PgErrors.translate("replication connection", e);
@@ -434,7 +437,8 @@ public final class Engine {
         }
     }
 
-    private void resume(boolean slotExists, List<Sink> sinks, List<Optional<Checkpoint>> found) {
+    private void resume(PgConnections conns, SlotManager slots, boolean slotExists, List<Sink> sinks, List<Optional<Checkpoint>> found)
+            throws SQLException {
         if (!slotExists) {
             throw new MillraceException(Kind.SOURCE_SETUP, "replication slot '" + config.source().slot()
                     + "' does not exist, but the destinations hold checkpoints: it was dropped (or the server was replaced) while"
@@ -442,6 +446,22 @@ public final class Engine {
                     + " destinations (remove their checkpoints and tables) to take a new snapshot");
         }
         List<Checkpoint> cps = found.stream().map(Optional::get).toList();
+        Lsn resumeAt = cps.stream().map(Checkpoint::flushLsn).reduce(Lsn::min).orElseThrow();
+        Lsn confirmed;
+        try (Connection c = conns.open()) {
+            confirmed = slots.confirmedFlush(c);
+        }
+        if (confirmed != null && confirmed.isAfter(resumeAt)) {
+            // INV: IDENTITY (and DURABLE) — this pipeline never confirms past what every destination holds, so a slot
+            // confirmed further is not the one these checkpoints were written against: the server would silently
+            // start at its confirmed position and the changes in between would be skipped.
+            throw new MillraceException(Kind.IDENTITY, "replication slot '" + config.source().slot() + "' is confirmed up to "
+                    + confirmed + ", past the destinations' checkpoint " + resumeAt + ": the slot was re-created or advanced by"
+                    + " another process (another pipeline with the same source.slot?) while Millrace was stopped, and the changes"
+                    + " between the two are no longer in it. Millrace does not skip them silently: give each pipeline its own"
+                    + " source.slot, and start this one again with empty destinations (remove their checkpoints and tables)"
+                    + " to take a new snapshot");
+        }
         Pipeline p = newPipeline(sinks, cps);
         p.startWriter();
         LOG.info("resuming at {} (destinations: {})", lowest(cps).flushLsn(),
@@ -494,8 +514,9 @@ public final class Engine {
         }), skip, () -> {
             ReplicationReader rr = reader;
             return rr == null ? Lsn.ZERO : rr.serverCaughtUp();
-        });
-        ReplicationReader r = new ReplicationReader(conns, new ReplicationReader.Options(start, 1, binary, serverVersion >= 140000,
+        }, config.spillDir());
+        boolean v14 = serverVersion >= 140000; // protocol v2: streamed in-progress transactions, messages, binary
+        ReplicationReader r = new ReplicationReader(conns, new ReplicationReader.Options(start, v14 ? 2 : 1, binary, v14, v14,
                 config.source().statusInterval().toMillis()), p.budget(), start, p::offer, p.failure()::report);
         this.reader = r;
         Thread t = new Thread(r, "millrace-reader");

@@ -1,6 +1,5 @@
 package io.millrace.pipeline;
 
-import io.millrace.core.ByteBudget;
 import io.millrace.core.Lsn;
 import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
@@ -8,12 +7,15 @@ import io.millrace.core.Position;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Op;
 import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.TypeResolver;
 import io.millrace.pgoutput.PgOutputFramer;
 import io.millrace.pgoutput.PgOutputMessage;
 import io.millrace.pgoutput.PgOutputMessage.Begin;
 import io.millrace.pgoutput.PgOutputMessage.Commit;
 import io.millrace.pgoutput.PgOutputMessage.Delete;
 import io.millrace.pgoutput.PgOutputMessage.Insert;
+import io.millrace.pgoutput.PgOutputMessage.StreamAbort;
+import io.millrace.pgoutput.PgOutputMessage.StreamCommit;
 import io.millrace.pgoutput.PgOutputMessage.Truncate;
 import io.millrace.pgoutput.PgOutputMessage.Update;
 import io.millrace.pgoutput.RawTuple;
@@ -56,9 +58,18 @@ final class Assembler {
     private long txCommitMicros;
     private long ordinal;
 
+    // Streamed transactions (protocol v2): the block being received, and the spill.
+    private static final long NO_STREAM = -1;
+    private long streamXid = NO_STREAM;
+    private final Spill spill;
+    private final TypeResolver types;
+
     // Current batch.
     private List<ChangeEvent> events = new ArrayList<>();
+    /** Bytes taken from the reader's budget, to give back when the batch is durable. */
     private long bytes;
+    /** Bytes replayed from the spill: they count toward the batch size but not the budget. */
+    private long unbudgeted;
     private Lsn flushLsn;
     private Position last;
     private long batchStartNanos;
@@ -67,9 +78,11 @@ final class Assembler {
     /** The newest flush position handed on. */
     private Lsn lastFlush = Lsn.ZERO;
 
-    Assembler(PgOutputFramer framer, RelationKeys keys, Position skipUpTo, long batchBytes, long maxBatchBytes,
+    Assembler(TypeResolver types, Spill spill, RelationKeys keys, Position skipUpTo, long batchBytes, long maxBatchBytes,
               long lingerMillis, Output output) {
-        this.framer = framer;
+        this.types = types;
+        this.spill = spill;
+        this.framer = new PgOutputFramer(types);
         this.keys = keys;
         this.skipUpTo = skipUpTo;
         this.batchBytes = batchBytes;
@@ -84,22 +97,90 @@ final class Assembler {
 
     /** Handles one message from the reader; {@code len} bytes were taken from the budget for it. */
     void onMessage(Lsn walStart, byte[] data, int off, int len) throws Channel.Stopped, InterruptedException {
-        if (bytes == 0 && events.isEmpty() && flushLsn == null) {
+        if (bytes == 0 && unbudgeted == 0 && events.isEmpty() && flushLsn == null) {
             batchStartNanos = System.nanoTime();
         }
         bytes += len;
+        byte type = data[off];
+        if (streamXid != NO_STREAM) {
+            // Inside a block of a streamed (in-progress) transaction: hold it on disk until its commit.
+            if (type == 'E') {
+                streamXid = NO_STREAM;
+            } else if (type == 'S') {
+                throw new MillraceException(Kind.DECODE, "pgoutput started a stream block at " + walStart
+                        + " inside the block of streamed transaction " + streamXid);
+            } else {
+                spill.append(streamXid, walStart, subXid(data, off, len), data, off, len);
+            }
+            cutForSize();
+            return;
+        }
+        if (type == 'S' && len >= 6) {
+            long xid = u32(data, off + 1);
+            if (data[off + 5] == 1 && !spill.has(xid)) {
+                spill.begin(xid);
+            }
+            streamXid = xid;
+            return;
+        }
         PgOutputMessage m = framer.frame(data, off, len);
         if (m instanceof Begin b) {
             if (inTx) {
                 throw new MillraceException(Kind.DECODE, "pgoutput sent BEGIN of transaction " + b.xid() + " at " + walStart
                         + " while transaction " + txXid + " was still open");
             }
-            inTx = true;
-            txCommitLsn = b.finalLsn();
-            txXid = b.xid();
-            txCommitMicros = b.commitTimeMicros();
-            ordinal = 0;
-        } else if (m instanceof Insert i) {
+            begin(b.finalLsn(), b.xid(), b.commitTimeMicros());
+        } else if (m instanceof Commit c) {
+            requireTx(walStart, "COMMIT");
+            if (!c.commitLsn().equals(txCommitLsn)) {
+                throw new MillraceException(Kind.DECODE, "pgoutput COMMIT at " + c.commitLsn() + " does not match BEGIN's final LSN "
+                        + txCommitLsn + " (transaction " + txXid + ")");
+            }
+            commit(c.endLsn());
+            return;
+        } else if (m instanceof StreamCommit sc) {
+            replay(sc);
+            return;
+        } else if (m instanceof StreamAbort sa) {
+            if (sa.subXid() == sa.xid()) {
+                spill.discard(sa.xid()); // an aborted streamed transaction leaves no trace
+            } else {
+                spill.abortSub(sa.xid(), sa.subXid());
+            }
+        } else {
+            change(m, walStart);
+        }
+        // Relation, Type, Origin and logical messages change framer state only.
+        cutForSize();
+    }
+
+    private void begin(Lsn commitLsn, long xid, long commitMicros) {
+        inTx = true;
+        txCommitLsn = commitLsn;
+        txXid = xid;
+        txCommitMicros = commitMicros;
+        ordinal = 0;
+    }
+
+    private void commit(Lsn endLsn) throws Channel.Stopped, InterruptedException {
+        inTx = false;
+        flushLsn = endLsn;
+        if (bytes + unbudgeted >= batchBytes || System.nanoTime() - batchStartNanos >= lingerNanos) {
+            cut();
+        }
+    }
+
+    private void cutForSize() throws Channel.Stopped, InterruptedException {
+        if (bytes + unbudgeted >= maxBatchBytes) {
+            // INV: BOUNDED — a large transaction is cut inside (flushLsn stays at the last complete one);
+            // bytes of skipped or spilled changes are handed on too, so the reader's budget comes back.
+            cut();
+        }
+    }
+
+    /** A row change or truncate, from the stream or from a replayed spill. */
+    private void change(PgOutputMessage m, Lsn walStart) {
+        if (m instanceof Insert i) {
             row(Op.CREATE, i.relation(), null, i.newTuple(), walStart);
         } else if (m instanceof Update u) {
             row(Op.UPDATE, u.relation(), u.oldKind() == 0 ? null : u.oldTuple(), u.newTuple(), walStart);
@@ -113,25 +194,48 @@ final class Assembler {
                     add(new ChangeEvent(Op.TRUNCATE, keys.of(r), null, null, walStart, p, txXid, txCommitMicros, false));
                 }
             }
-        } else if (m instanceof Commit c) {
-            requireTx(walStart, "COMMIT");
-            if (!c.commitLsn().equals(txCommitLsn)) {
-                throw new MillraceException(Kind.DECODE, "pgoutput COMMIT at " + c.commitLsn() + " does not match BEGIN's final LSN "
-                        + txCommitLsn + " (transaction " + txXid + ")");
-            }
-            inTx = false;
-            flushLsn = c.endLsn();
-            if (bytes >= batchBytes || System.nanoTime() - batchStartNanos >= lingerNanos) {
-                cut();
-            }
-            return;
         }
-        // Relation, Type, Origin and logical messages change framer state only.
-        if (bytes >= maxBatchBytes) {
-            // INV: BOUNDED — a large transaction is cut inside (flushLsn stays at the last complete one);
-            // bytes of skipped changes are handed on too, so the reader's budget comes back.
-            cut();
+    }
+
+    /**
+     * A streamed transaction committed: its spilled messages are framed again in order, by a framer
+     * of their own (every streamed transaction carries the Relation messages it needs), and become
+     * one transaction at its commit position, exactly as if it had been sent whole. Changes of
+     * aborted sub-transactions are skipped. Memory stays bounded: batches are cut as it is read.
+     */
+    private void replay(StreamCommit sc) throws Channel.Stopped, InterruptedException {
+        if (inTx) {
+            throw new MillraceException(Kind.DECODE, "pgoutput committed streamed transaction " + sc.xid() + " inside transaction " + txXid);
         }
+        begin(sc.commitLsn(), sc.xid(), sc.commitTimeMicros());
+        PgOutputFramer f = new PgOutputFramer(types);
+        byte[] start = {'S', (byte) (sc.xid() >>> 24), (byte) (sc.xid() >>> 16), (byte) (sc.xid() >>> 8), (byte) sc.xid(), 1};
+        f.frame(start, 0, start.length);
+        try (Spill.Reader r = spill.replay(sc.xid())) {
+            for (Spill.Record rec = r.next(); rec != null; rec = r.next()) {
+                byte t = rec.data()[0];
+                boolean row = t == 'I' || t == 'U' || t == 'D' || t == 'T';
+                if (row && spill.aborted(sc.xid(), rec.subXid())) {
+                    continue;
+                }
+                PgOutputMessage m = f.frame(rec.data(), 0, rec.data().length);
+                unbudgeted += rec.data().length;
+                change(m, rec.walStart());
+                cutForSize();
+            }
+        }
+        spill.discard(sc.xid());
+        commit(sc.endLsn());
+    }
+
+    private static long subXid(byte[] data, int off, int len) {
+        byte t = data[off];
+        boolean carriesXid = t == 'I' || t == 'U' || t == 'D' || t == 'T' || t == 'R' || t == 'Y' || t == 'M';
+        return carriesXid && len >= 5 ? u32(data, off + 1) : 0;
+    }
+
+    private static long u32(byte[] b, int at) {
+        return ((b[at] & 0xFFL) << 24) | ((b[at + 1] & 0xFFL) << 16) | ((b[at + 2] & 0xFFL) << 8) | (b[at + 3] & 0xFFL);
     }
 
     private void requireTx(Lsn at, String what) {
@@ -160,6 +264,7 @@ final class Assembler {
     /** Hands the batch over when it holds anything; also called on a timer when the stream is idle. */
     void cut() throws Channel.Stopped, InterruptedException {
         if (events.isEmpty() && flushLsn == null && bytes == 0) {
+            unbudgeted = 0;
             return;
         }
         if (flushLsn != null) {
@@ -169,6 +274,7 @@ final class Assembler {
         eventsOut += events.size();
         events = new ArrayList<>();
         bytes = 0;
+        unbudgeted = 0;
         flushLsn = null;
         last = null;
         batchStartNanos = System.nanoTime();
@@ -183,7 +289,7 @@ final class Assembler {
      * before it are durable.
      */
     void idle(Lsn caughtUp) throws Channel.Stopped, InterruptedException {
-        if (inTx || caughtUp == null || !caughtUp.isAfter(lastFlush)) {
+        if (inTx || streamXid != NO_STREAM || spill.openTransactions() > 0 || caughtUp == null || !caughtUp.isAfter(lastFlush)) {
             return;
         }
         flushLsn = caughtUp;

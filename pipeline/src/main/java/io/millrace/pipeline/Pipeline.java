@@ -6,7 +6,6 @@ import io.millrace.core.Position;
 import io.millrace.core.change.Checkpoint;
 import io.millrace.core.schema.TypeResolver;
 import io.millrace.core.sink.Sink;
-import io.millrace.pgoutput.PgOutputFramer;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -93,29 +92,34 @@ public final class Pipeline implements AutoCloseable {
     /**
      * Starts the assembler: {@link #offer} then takes the replication stream.
      *
-     * @param skipUpTo changes at or before this position are already in every destination
+     * @param skipUpTo       changes at or before this position are already in every destination
+     * @param serverCaughtUp the reader's {@code serverCaughtUp()}: lets an idle slot advance
+     * @param spillDir       where streamed (large, in-progress) transactions wait for their commit
      */
     public void startStreaming(TypeResolver types, IntFunction<List<String>> keyLookup, Position skipUpTo,
-                               java.util.function.Supplier<Lsn> serverCaughtUp) {
-        Assembler a = new Assembler(new PgOutputFramer(types), new RelationKeys(keyLookup, types), skipUpTo,
+                               java.util.function.Supplier<Lsn> serverCaughtUp, java.nio.file.Path spillDir) {
+        Spill spill = new Spill(spillDir, stats);
+        Assembler a = new Assembler(types, spill, new RelationKeys(keyLookup, types), skipUpTo,
                 options.batchBytes(), options.maxBatchBytes(), options.lingerMillis(), b -> {
                     submitted.incrementAndGet();
                     batches.send(b);
                 });
         this.assembler = a;
         start("millrace-assembler", () -> {
-            while (true) {
-                Raw m = raw.receive(Math.max(1, options.lingerMillis() / 4));
-                if (m != null) {
-                    a.onMessage(m.at(), m.data(), m.off(), m.len());
-                } else if (a.due()) {
-                    a.cut();
-                } else {
-                    // Read the server's position first, then check that nothing is queued: everything
-                    // before that position was queued before it was published, so it has been consumed.
-                    Lsn caughtUp = serverCaughtUp.get();
-                    if (raw.size() == 0) {
-                        a.idle(caughtUp);
+            try (spill) {
+                while (true) {
+                    Raw m = raw.receive(Math.max(1, options.lingerMillis() / 4));
+                    if (m != null) {
+                        a.onMessage(m.at(), m.data(), m.off(), m.len());
+                    } else if (a.due()) {
+                        a.cut();
+                    } else {
+                        // Read the server's position first, then check that nothing is queued: everything
+                        // before that position was queued before it was published, so it has been consumed.
+                        Lsn caughtUp = serverCaughtUp.get();
+                        if (raw.size() == 0) {
+                            a.idle(caughtUp);
+                        }
                     }
                 }
             }

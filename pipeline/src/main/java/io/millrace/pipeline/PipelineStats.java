@@ -39,6 +39,7 @@ public final class PipelineStats {
 
     private final AtomicLong eventsWritten = new AtomicLong();
     private final AtomicLong batchesWritten = new AtomicLong();
+    private final LongAdder spilledBytes = new LongAdder();
     private final AtomicReference<Lsn> durable = new AtomicReference<>(Lsn.ZERO);
     private final Map<TableRef, TableCounters> tables = new ConcurrentHashMap<>();
     private volatile long lastCommitMicros;
@@ -79,6 +80,15 @@ public final class PipelineStats {
     void durable(Lsn lsn) {
         durable.set(lsn);
         lastDurableAtMillis = System.currentTimeMillis();
+    }
+
+    void spilled(long bytes) {
+        spilledBytes.add(bytes);
+    }
+
+    /** Bytes of streamed (in-progress) transactions written to the spill so far. */
+    public long spilledBytes() {
+        return spilledBytes.sum();
     }
 
     public void listener(DurableListener l) {

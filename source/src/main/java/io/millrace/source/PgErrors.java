@@ -27,7 +27,7 @@ public final class PgErrors {
                     + ". Check pg_hba.conf allows this user (for replication: a 'replication' line) and the user name.", e);
         }
         if (state.equals("3D000")) {
-            return new MillraceException(Kind.CONFIG, what + " failed: " + msg + ". Check the database name.", e);
+            return new MillraceException(Kind.CONFIG, what + " failed: " + msg + ". Check the database name (source.database).", e);
         }
         if (state.equals("42501")) {
             return new MillraceException(Kind.PERMISSION, what + " failed: " + msg, e);

@@ -151,7 +151,8 @@ public final class Preflight {
                             "choose another source.slot, or drop it: SELECT pg_drop_replication_slot(" + Ident.literal(config.slot()) + ");");
                 } else if (!config.database().equals(rs.getString(3))) {
                     fail(name, Kind.SOURCE_SETUP, "slot '" + config.slot() + "' belongs to database '" + rs.getString(3)
-                            + "', not '" + config.database() + "'", "choose another source.slot");
+                            + "', not '" + config.database() + "' (slot names are shared by all databases of a server)",
+                            "check source.database (this slot was created for '" + rs.getString(3) + "'), or choose another source.slot");
                 } else if (rs.getBoolean(4)) {
                     fail(name, Kind.SLOT_IN_USE, "slot '" + config.slot() + "' is in use by process " + rs.getInt(5)
                             + " (another Millrace or replication client)",
@@ -236,11 +237,55 @@ public final class Preflight {
         }
     }
 
+    /**
+     * What the current role lacks to run CREATE PUBLICATION for {@code tables} (the CREATE privilege on
+     * the database, ownership of each table; a superuser lacks nothing), or null.
+     */
+    private static String publicationPrivilegesMissing(Connection c, List<TableRef> tables) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT rolsuper, has_database_privilege(current_database(), 'CREATE'),"
+                + " current_database() FROM pg_roles WHERE rolname = current_user");
+             ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            if (rs.getBoolean(1)) {
+                return null;
+            }
+            List<String> missing = new ArrayList<>();
+            if (!rs.getBoolean(2)) {
+                missing.add("the CREATE privilege on database " + Ident.quote(rs.getString(3)));
+            }
+            List<String> notOwned = new ArrayList<>();
+            try (PreparedStatement own = c.prepareStatement("SELECT pg_has_role(c.relowner, 'USAGE') FROM pg_class c"
+                    + " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ? AND c.relname = ?")) {
+                for (TableRef t : tables) {
+                    own.setString(1, t.schema());
+                    own.setString(2, t.table());
+                    try (ResultSet o = own.executeQuery()) {
+                        if (o.next() && !o.getBoolean(1)) {
+                            notOwned.add(t.sql());
+                        }
+                    }
+                }
+            }
+            if (!notOwned.isEmpty()) {
+                missing.add("ownership of " + String.join(", ", notOwned));
+            }
+            return missing.isEmpty() ? null : String.join(" and ", missing);
+        }
+    }
+
     private void checkPublication(Connection c, boolean exists, List<TableRef> tables) throws SQLException {
         String pub = config.publication();
         if (!exists) {
             if (config.createPublication() && !tables.isEmpty()) {
-                ok("publication", "'" + pub + "' will be created for " + tables.size() + " table(s)");
+                String missing = publicationPrivilegesMissing(c, tables);
+                if (missing != null) {
+                    fail("publication", Kind.PERMISSION, "publication '" + pub + "' does not exist, and role '" + config.user()
+                                    + "' cannot create it: that needs " + missing,
+                            "as a superuser or the tables' owner, run CREATE PUBLICATION " + Ident.quote(pub) + " FOR TABLE "
+                                    + tables.stream().map(TableRef::sql).collect(Collectors.joining(", ")) + ";");
+                } else {
+                    ok("publication", "'" + pub + "' will be created for " + tables.size() + " table(s)");
+                }
             } else if (!tables.isEmpty()) {
                 fail("publication", Kind.SOURCE_SETUP, "publication '" + pub + "' does not exist",
                         "CREATE PUBLICATION " + Ident.quote(pub) + " FOR TABLE "

@@ -41,7 +41,7 @@ public final class ReplicationReader implements Runnable {
     }
 
     /** Stream options. */
-    public record Options(Lsn startLsn, int protoVersion, boolean binary, boolean messages, long statusIntervalMillis) {
+    public record Options(Lsn startLsn, int protoVersion, boolean binary, boolean messages, boolean streaming, long statusIntervalMillis) {
     }
 
     private final PgConnections connections;
@@ -94,8 +94,8 @@ public final class ReplicationReader implements Runnable {
         String slot = connections.config().slot();
         try (Connection c = connections.openReplication()) {
             PGReplicationStream stream = open(c);
-            LOG.info("streaming from slot '{}' at {} (pgoutput proto_version {}, {} values)", slot, options.startLsn(),
-                    options.protoVersion(), options.binary() ? "binary" : "text");
+            LOG.info("streaming from slot '{}' at {} (pgoutput proto_version {}, {} values{})", slot, options.startLsn(),
+                    options.protoVersion(), options.binary() ? "binary" : "text", options.streaming() ? ", large transactions streamed" : "");
             Lsn reported = Lsn.ZERO;
             long lastStatus = System.nanoTime();
             long statusNanos = TimeUnit.MILLISECONDS.toNanos(options.statusIntervalMillis());
@@ -162,6 +162,9 @@ public final class ReplicationReader implements Runnable {
         }
         if (options.messages()) {
             b = b.withSlotOption("messages", "true");
+        }
+        if (options.streaming()) {
+            b = b.withSlotOption("streaming", "on"); // large transactions arrive while in progress (protocol v2)
         }
         try {
             return b.start();

@@ -101,6 +101,9 @@ public final class ConfigLoader {
                     + (budget >> 20) + " MB)");
         }
         Pipeline.Options pipeline = new Pipeline.Options(budget, batch, Math.min(budget / 2, batch * 4), linger);
+        String spill = p.string("spill_dir", null);
+        java.nio.file.Path spillDir = spill != null ? base.resolve(spill)
+                : java.nio.file.Path.of(System.getProperty("java.io.tmpdir"), "millrace-spill-" + source.slot());
         p.done();
 
         Node o = r.child("operations");
@@ -126,7 +129,7 @@ public final class ConfigLoader {
             destinations.add(dest);
         }
         r.done();
-        return new EngineConfig(name, source, mode, snapshot, destinations, pipeline, ops);
+        return new EngineConfig(name, source, mode, snapshot, destinations, pipeline, ops, spillDir);
     }
 
     /**

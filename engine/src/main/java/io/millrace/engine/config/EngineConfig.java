@@ -18,9 +18,11 @@ import java.util.List;
  * @param destinations one or more destinations (names unique)
  * @param pipeline     batching and memory budget
  * @param operations   monitoring and the HTTP endpoint
+ * @param spillDir     where large in-progress transactions wait on disk for their commit
  */
 public record EngineConfig(String name, SourceConfig source, SnapshotMode snapshotMode, SnapshotRunner.Options snapshot,
-                           List<Destination> destinations, Pipeline.Options pipeline, Operations operations) {
+                           List<Destination> destinations, Pipeline.Options pipeline, Operations operations,
+                           java.nio.file.Path spillDir) {
 
     /**
      * How the engine is watched.
