@@ -99,8 +99,8 @@ final class DateTimeText {
     }
 
     /**
-     * Parses {@code Y+-MM-DD} from position 0; returns the epoch day and stores the end position in
-     * {@code end[0]}... avoided: the date part always ends 6 characters after the first '-'.
+     * Parses {@code Y+-MM-DD} (year of 1 to 8 digits) from position 0 and returns the epoch day; the
+     * date part ends 6 characters after the first '-' ({@link #dateEnd}).
      */
     static long parseDate(String s, int limit, boolean bc) {
         int dash = s.indexOf('-', 1);

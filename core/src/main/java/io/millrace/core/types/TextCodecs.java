@@ -150,7 +150,7 @@ final class TextCodecs {
                 } else if (i + 1 < n && s.charAt(i + 1) == '\\') {
                     out[j++] = '\\';
                     i += 2;
-                } else if (i + 3 < n + 0 && isOct(s.charAt(i + 1)) && s.charAt(i + 1) <= '3' && isOct(s.charAt(i + 2))
+                } else if (i + 3 < n && isOct(s.charAt(i + 1)) && s.charAt(i + 1) <= '3' && isOct(s.charAt(i + 2))
                         && isOct(s.charAt(i + 3))) {
                     out[j++] = (byte) (((s.charAt(i + 1) - '0') << 6) | ((s.charAt(i + 2) - '0') << 3) | (s.charAt(i + 3) - '0'));
                     i += 4;
