@@ -162,6 +162,28 @@ final class E2e {
         }
     }
 
+    /**
+     * Waits until {@code sql} (a count) returns a positive number on {@code c}: for a postgres
+     * destination, which applies transactions whole and in order, a row of the source's last
+     * transaction being there means every earlier one is applied.
+     */
+    static void awaitRow(Connection c, String sql, Duration timeout) throws Exception {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            try {
+                if (queryLong(c, sql) > 0) {
+                    return;
+                }
+            } catch (SQLException e) {
+                // the table may not exist yet
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("destination: no row for " + sql + " after " + timeout);
+            }
+            Thread.sleep(50);
+        }
+    }
+
     /** The table's live columns in order, from the source catalog. */
     static List<String> columns(Connection c, TableRef t) throws SQLException {
         List<String> out = new ArrayList<>();

@@ -259,11 +259,23 @@ class TypesEndToEndIT {
         String dst = "types_" + binary + "_dst";
         pg.createDatabase(src);
         pg.createDatabase(dst);
+        // Session defaults far from the usual ones, on both sides: the engine must read and write the
+        // same values whatever the databases' settings (pgjdbc fixes DateStyle and extra_float_digits
+        // at connect; these others it leaves to the server).
+        for (String db : List.of(src, dst)) {
+            pg.execute("postgres", "ALTER DATABASE " + db + " SET IntervalStyle = 'iso_8601'",
+                    "ALTER DATABASE " + db + " SET bytea_output = 'escape'",
+                    "ALTER DATABASE " + db + " SET TimeZone = 'Asia/Kathmandu'",
+                    "ALTER DATABASE " + db + " SET DateStyle = 'SQL, DMY'",
+                    "ALTER DATABASE " + db + " SET extra_float_digits = 0");
+        }
         boolean withOther = binary.equals("off");
         List<String> tables = withOther ? List.of("public.all_types", "public.other_types") : List.of("public.all_types");
         Path events = dir.resolve("events");
 
         try (Connection s = pg.connect(src); Connection d = pg.connect(dst)) {
+            assertThat(E2e.queryString(d, "SHOW bytea_output")).isEqualTo("escape");
+            assertThat(E2e.queryString(s, "SHOW IntervalStyle")).isEqualTo("iso_8601");
             E2e.exec(s, "CREATE TYPE public.e2e_mood AS ENUM ('sad', 'it''s \"complicated\", really', 'happy')",
                     "CREATE DOMAIN public.e2e_posint AS int4 CHECK (VALUE > 0)",
                     "CREATE DOMAIN public.e2e_label AS text",

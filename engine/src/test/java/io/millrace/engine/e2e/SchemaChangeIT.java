@@ -1,0 +1,211 @@
+package io.millrace.engine.e2e;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.millrace.embedded.EmbeddedPg;
+import io.millrace.engine.RunningEngine;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Shape changes and identity corner cases while streaming: columns added (rows written after),
+ * dropped and retyped; a table with a primary key and REPLICA IDENTITY FULL (an update updates, never
+ * duplicates); a table without a primary key (REPLICA IDENTITY FULL) with identical rows of which one
+ * is deleted or updated; TRUNCATE. The postgres destination must equal the source.
+ */
+class SchemaChangeIT {
+    private static final Duration WAIT = Duration.ofSeconds(60);
+    private static EmbeddedPg pg;
+
+    @BeforeAll
+    static void start() {
+        E2e.init();
+        pg = EmbeddedPg.builder().major(17).start();
+    }
+
+    @AfterAll
+    static void stop() {
+        if (pg != null) {
+            pg.close();
+        }
+    }
+
+    @Test
+    void shapeChangesAndIdentityCornersKeepTheDestinationEqual(@TempDir Path dir) throws Exception {
+        pg.createDatabase("shape");
+        pg.createDatabase("shape_dst");
+        List<String> tables = List.of("public.evolve", "public.full_pk", "public.nopk", "public.trunc", "public.trunc2");
+        Path events = dir.resolve("events");
+        try (Connection s = pg.connect("shape"); Connection d = pg.connect("shape_dst")) {
+            E2e.exec(s, "CREATE TABLE public.evolve (id int PRIMARY KEY, a text, b int)",
+                    "CREATE TABLE public.full_pk (id int PRIMARY KEY, v text, n int)",
+                    "ALTER TABLE public.full_pk REPLICA IDENTITY FULL",
+                    "CREATE TABLE public.nopk (a int, b text)",
+                    "ALTER TABLE public.nopk REPLICA IDENTITY FULL",
+                    "CREATE TABLE public.trunc (id int PRIMARY KEY, v text)",
+                    "CREATE TABLE public.trunc2 (id int PRIMARY KEY, v text)",
+                    "INSERT INTO public.evolve SELECT g, 'a' || g, g FROM generate_series(1, 5) g",
+                    "INSERT INTO public.full_pk SELECT g, 'v' || g, g FROM generate_series(1, 5) g",
+                    "INSERT INTO public.nopk VALUES (1, 'x'), (1, 'x'), (2, 'y'), (NULL, 'n'), (NULL, 'n')",
+                    "INSERT INTO public.trunc SELECT g, 'snap' || g FROM generate_series(1, 20) g",
+                    "INSERT INTO public.trunc2 SELECT g, 'snap' || g FROM generate_series(1, 3) g");
+            String yaml = E2e.yaml(pg, "shape", "shape", tables, "auto", "shape_dst", events);
+            try (RunningEngine engine = RunningEngine.start(yaml, dir)) {
+                engine.awaitStreaming(WAIT);
+
+                // a column added, then written: in new rows and in old ones
+                E2e.exec(s, "INSERT INTO public.evolve VALUES (6, 'a6', 6)",
+                        "ALTER TABLE public.evolve ADD COLUMN c text",
+                        "INSERT INTO public.evolve VALUES (7, 'a7', 7, 'c7')",
+                        "UPDATE public.evolve SET c = 'c' || id WHERE id IN (1, 2)");
+                // a column dropped, then rows written
+                E2e.exec(s, "ALTER TABLE public.evolve DROP COLUMN b",
+                        "INSERT INTO public.evolve VALUES (8, 'a8', 'c8')",
+                        "UPDATE public.evolve SET a = 'a3 changed' WHERE id = 3",
+                        "DELETE FROM public.evolve WHERE id = 4");
+                // a column added and retyped in one transaction, then written
+                E2e.tx(s, "ALTER TABLE public.evolve ADD COLUMN d int",
+                        "UPDATE public.evolve SET d = id * 1000 WHERE id <= 6",
+                        "ALTER TABLE public.evolve ALTER COLUMN d TYPE bigint",
+                        "INSERT INTO public.evolve VALUES (9, 'a9', 'c9', 9000000000)");
+                E2e.awaitSame(s, d, E2e.refs(List.of("public.evolve")), WAIT);
+
+                // primary key and REPLICA IDENTITY FULL: updates update (also of the key), deletes delete
+                E2e.exec(s, "UPDATE public.full_pk SET v = 'changed' WHERE id = 1",
+                        "UPDATE public.full_pk SET n = NULL WHERE id = 2",
+                        "UPDATE public.full_pk SET id = 100 WHERE id = 3",
+                        "UPDATE public.full_pk SET v = v || '!'",
+                        "DELETE FROM public.full_pk WHERE id = 4",
+                        "INSERT INTO public.full_pk VALUES (4, 'again', 4)");
+
+                // no primary key, REPLICA IDENTITY FULL: one of two identical rows deleted, one updated
+                E2e.exec(s, "DELETE FROM public.nopk WHERE ctid = (SELECT min(ctid) FROM public.nopk WHERE a = 1)",
+                        "DELETE FROM public.nopk WHERE ctid = (SELECT min(ctid) FROM public.nopk WHERE a IS NULL)",
+                        "INSERT INTO public.nopk VALUES (3, 'z'), (3, 'z'), (3, 'z')",
+                        "UPDATE public.nopk SET b = 'z2' WHERE ctid = (SELECT max(ctid) FROM public.nopk WHERE a = 3)",
+                        "INSERT INTO public.nopk VALUES (2, 'y')",
+                        "UPDATE public.nopk SET b = 'yy' WHERE a = 2");
+
+                // TRUNCATE: alone; of two tables at once; followed by rows in the same transaction
+                E2e.exec(s, "INSERT INTO public.trunc VALUES (21, 'streamed')",
+                        "TRUNCATE public.trunc",
+                        "INSERT INTO public.trunc VALUES (1, 'after the truncate')");
+                E2e.exec(s, "TRUNCATE public.trunc, public.trunc2");
+                E2e.tx(s, "INSERT INTO public.trunc VALUES (2, 'in the truncating tx, before')",
+                        "TRUNCATE public.trunc2",
+                        "INSERT INTO public.trunc2 VALUES (5, 'in the truncating tx, after')",
+                        "UPDATE public.trunc SET v = 'updated after' WHERE id = 2");
+                E2e.exec(s, "INSERT INTO public.trunc VALUES (3, 'last')");
+
+                E2e.awaitSame(s, d, E2e.refs(tables), WAIT);
+                assertThat(E2e.queryLong(s, "SELECT count(*) FROM public.nopk")).isEqualTo(7);
+                assertThat(E2e.queryLong(d, "SELECT count(*) FROM public.nopk WHERE a = 1")).isEqualTo(1);
+
+                List<JsonNode> all = E2e.awaitEvent(events, e -> E2e.isTable(e, "trunc") && E2e.row(e).path("id").asInt() == 3,
+                        "for the last insert", WAIT);
+                // the jsonl events: truncates as 't', a keyless delete carries the whole old row
+                assertThat(all.stream().filter(e -> e.path("op").asText().equals("t") && E2e.isTable(e, "trunc"))).hasSize(2);
+                assertThat(all.stream().filter(e -> e.path("op").asText().equals("t") && E2e.isTable(e, "trunc2"))).hasSize(2);
+                JsonNode del = all.stream().filter(e -> e.path("op").asText().equals("d") && E2e.isTable(e, "nopk")).findFirst()
+                        .orElseThrow();
+                assertThat(del.path("before").path("a").asInt()).isEqualTo(1);
+                assertThat(del.path("before").path("b").asText()).isEqualTo("x");
+                JsonNode added = all.stream().filter(e -> E2e.isTable(e, "evolve") && e.path("op").asText().equals("c")
+                        && e.path("after").path("id").asInt() == 9).findFirst().orElseThrow();
+                assertThat(added.path("after").has("b")).as("dropped column b is gone from later events").isFalse();
+                assertThat(added.path("after").path("d").asLong()).isEqualTo(9_000_000_000L);
+            }
+        }
+    }
+
+    /**
+     * ADD COLUMN ... DEFAULT fills every existing row in the source without writing them (no WAL, no
+     * change event): the destination's copy of those rows must get the default too.
+     *
+     * <p>KNOWN BUG (reported by the e2e tests, not fixed): the postgres destination adds the column
+     * without its default (sink-postgres TargetTables.addColumn), so rows 1..6 keep NULL there while
+     * the source has 7 — a silent difference.
+     */
+    @Test
+    void aColumnAddedWithADefaultHasItInTheOldRowsToo(@TempDir Path dir) throws Exception {
+        pg.createDatabase("dflt");
+        pg.createDatabase("dflt_dst");
+        List<String> tables = List.of("public.t");
+        try (Connection s = pg.connect("dflt"); Connection d = pg.connect("dflt_dst")) {
+            E2e.exec(s, "CREATE TABLE public.t (id int PRIMARY KEY, a text)",
+                    "INSERT INTO public.t SELECT g, 'a' || g FROM generate_series(1, 5) g");
+            String yaml = E2e.yaml(pg, "dflt", "dflt", tables, "auto", "dflt_dst", dir.resolve("events"));
+            try (RunningEngine engine = RunningEngine.start(yaml, dir)) {
+                engine.awaitStreaming(WAIT);
+                E2e.exec(s, "INSERT INTO public.t VALUES (6, 'a6')",
+                        "ALTER TABLE public.t ADD COLUMN flag int NOT NULL DEFAULT 7",
+                        "INSERT INTO public.t VALUES (7, 'a7', 8)");
+                E2e.awaitRow(d, "SELECT count(*) FROM public.t WHERE id = 7", WAIT);
+                E2e.assertColumnsEqual(s, d, E2e.refs(tables).get(0));
+            }
+        }
+    }
+
+    /**
+     * RENAME COLUMN keeps every row's value in the source; the destination must keep them too.
+     *
+     * <p>KNOWN BUG (reported by the e2e tests, not fixed): the postgres destination sees a column gone
+     * and a new one (sink-postgres TargetTables.follow), drops {@code a} and adds {@code a_renamed}
+     * empty, losing the value of every row not written since — a silent difference.
+     */
+    @Test
+    void aRenamedColumnKeepsItsValues(@TempDir Path dir) throws Exception {
+        pg.createDatabase("ren");
+        pg.createDatabase("ren_dst");
+        List<String> tables = List.of("public.t");
+        try (Connection s = pg.connect("ren"); Connection d = pg.connect("ren_dst")) {
+            E2e.exec(s, "CREATE TABLE public.t (id int PRIMARY KEY, a text)",
+                    "INSERT INTO public.t SELECT g, 'a' || g FROM generate_series(1, 5) g");
+            String yaml = E2e.yaml(pg, "ren", "ren", tables, "auto", "ren_dst", dir.resolve("events"));
+            try (RunningEngine engine = RunningEngine.start(yaml, dir)) {
+                engine.awaitStreaming(WAIT);
+                E2e.exec(s, "INSERT INTO public.t VALUES (6, 'a6')",
+                        "ALTER TABLE public.t RENAME COLUMN a TO a_renamed",
+                        "INSERT INTO public.t VALUES (7, 'a7')");
+                E2e.awaitRow(d, "SELECT count(*) FROM public.t WHERE id = 7", WAIT);
+                E2e.assertColumnsEqual(s, d, E2e.refs(tables).get(0));
+            }
+        }
+    }
+
+    /**
+     * ALTER COLUMN ... TYPE ... USING rewrites every row in the source without a change event; the
+     * destination must end with the same values.
+     *
+     * <p>KNOWN BUG (reported by the e2e tests, not fixed): the postgres destination retypes the column
+     * with {@code USING col::type} (sink-postgres TargetTables.follow), not the source's expression,
+     * so rows not written since keep a different value — a silent difference.
+     */
+    @Test
+    void aRetypeThatRewritesValuesKeepsThem(@TempDir Path dir) throws Exception {
+        pg.createDatabase("retype");
+        pg.createDatabase("retype_dst");
+        List<String> tables = List.of("public.t");
+        try (Connection s = pg.connect("retype"); Connection d = pg.connect("retype_dst")) {
+            E2e.exec(s, "CREATE TABLE public.t (id int PRIMARY KEY, n int)",
+                    "INSERT INTO public.t SELECT g, g FROM generate_series(1, 5) g");
+            String yaml = E2e.yaml(pg, "retype", "retype", tables, "auto", "retype_dst", dir.resolve("events"));
+            try (RunningEngine engine = RunningEngine.start(yaml, dir)) {
+                engine.awaitStreaming(WAIT);
+                E2e.exec(s, "INSERT INTO public.t VALUES (6, 6)",
+                        "ALTER TABLE public.t ALTER COLUMN n TYPE text USING 'n=' || n",
+                        "INSERT INTO public.t VALUES (7, 'n=7')");
+                E2e.awaitRow(d, "SELECT count(*) FROM public.t WHERE id = 7", WAIT);
+                E2e.assertColumnsEqual(s, d, E2e.refs(tables).get(0));
+            }
+        }
+    }
+}
