@@ -349,6 +349,32 @@ class BadInputIT {
     }
 
     @Test
+    void aDestinationDownAfterAJsonlOneLeavesOnlyAnEmptyStateAndTheNextStartWorks() throws Exception {
+        // Destinations are opened in order, before any is written to: a jsonl destination listed first has
+        // prepared its (empty) state when the postgres one fails. That state holds no checkpoint and no event,
+        // so it does not change what the next start does.
+        int port = closedPort();
+        Path events = dir.resolve("dst_down2-events");
+        BadInput.Config c = new BadInput.Config(pg, SRC, "dst_down2").jsonl("files", events)
+                .postgres("replica", pg.host(), port, DST, "dst_down2", null);
+        MillraceException e = startFails(c.yaml(), dir, ENV);
+        assertThat(e.kind()).isEqualTo(Kind.CONNECTION);
+        assertThat(slotExists(pg, "dst_down2")).isFalse();
+        assertThat(publicationExists(pg, SRC, "dst_down2_pub")).isFalse();
+        assertThat(files(events)).containsExactly("checkpoint.json", "events-000001.jsonl");
+        assertThat(new ObjectMapper().readTree(events.resolve("checkpoint.json").toFile()).get("checkpoint").isNull()).isTrue();
+        assertThat(Files.size(events.resolve("events-000001.jsonl"))).isZero();
+
+        BadInput.Config fixed = new BadInput.Config(pg, SRC, "dst_down2").jsonl("files", events)
+                .postgres("replica", pg.host(), pg.port(), DST, "dst_down2", null);
+        try (RunningEngine r = RunningEngine.start(fixed.yaml(), dir, ENV)) {
+            r.awaitStreaming(Duration.ofSeconds(60));
+        }
+        assertThat(Files.readAllLines(events.resolve("events-000001.jsonl"))).hasSize(10); // the snapshot of items
+        pg.execute(SRC, "SELECT pg_drop_replication_slot('dst_down2')");
+    }
+
+    @Test
     void aDestinationPasswordThatIsWrongIsAuthentication() throws Exception {
         BadInput.Config c = new BadInput.Config(pg, SRC, "dst_pw")
                 .postgres("replica", pg.host(), pg.port(), DST, "dst_pw", "    password_env: WRONG_PW\n")
