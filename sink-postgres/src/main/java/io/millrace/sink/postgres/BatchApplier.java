@@ -130,10 +130,12 @@ final class BatchApplier {
     // ---------------------------------------------------------------- keyed
 
     private void applyKeyed(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
+        long t0 = System.nanoTime();
         KeyedReduction red = new KeyedReduction(rel, target, run.size());
         for (ChangeEvent e : run) {
             red.add(e);
         }
+        long t1 = System.nanoTime();
         if (red.rows.isEmpty()) {
             return;
         }
@@ -212,6 +214,7 @@ final class BatchApplier {
             out.cancel();
             throw e;
         }
+        long t2 = System.nanoTime();
         // Unchanged TOAST values: take them from the destination rows as they were before this run,
         // before the run's deletes and upserts touch those rows.
         for (int m = 0; m < maskColumns.size(); m++) {
@@ -234,14 +237,21 @@ final class BatchApplier {
                         + " The destination no longer matches the source; re-snapshot table " + rel.table() + ".");
             }
         }
+        long t3 = System.nanoTime();
         if (deletes > 0) {
             executeUpdate(stage.deleteSql);
         }
+        long t4 = System.nanoTime();
         if (upserts > 0) {
             executeUpdate(stage.upsertSql);
         }
-        LOG.debug("destination '{}': {} change(s) to {} applied as {} upsert(s), {} delete(s)", destination,
-                red.events(), target, upserts, deletes);
+        long t5 = System.nanoTime();
+        if (LOG.isDebugEnabled()) {
+            LOG.debug("destination '{}': {} change(s) to {} applied as {} upsert(s), {} delete(s); ms: reduce {},"
+                    + " copy {}, toast {}, delete {}, upsert {}", destination, red.events(), target, upserts, deletes,
+                    (t1 - t0) / 1_000_000, (t2 - t1) / 1_000_000, (t3 - t2) / 1_000_000, (t4 - t3) / 1_000_000,
+                    (t5 - t4) / 1_000_000);
+        }
     }
 
     private Stage stage(TableRef target, RelationInfo rel) throws SQLException {

@@ -431,6 +431,42 @@ class PostgresSinkIT {
         }
     }
 
+    // ------------------------------------------------------------------ throughput (printed, not asserted)
+
+    @Test
+    void throughputOfHundredThousandRowBatches() throws Exception {
+        RelationInfo rel = Events.rel("perf", "orders", 'd', key("id", INT8), col("customer", TEXT), col("qty", INT4),
+                col("price", NUMERIC, ((12 << 16) | 2) + 4), col("placed_at", Events.TIMESTAMPTZ));
+        int n = 100_000;
+        java.time.Instant t0 = java.time.Instant.parse("2024-01-01T00:00:00Z");
+        try (PostgresSink sink = sink("perf")) {
+            sink.open();
+            for (int round = 0; round < 3; round++) {
+                List<ChangeEvent> batch = new ArrayList<>(n);
+                for (long i = 1; i <= n; i++) {
+                    Object[] row = row(i, "customer " + (i % 5000) + " round " + round, (int) (i % 17),
+                            BigDecimal.valueOf(i * 7 + round, 2), t0.plusSeconds(i));
+                    batch.add(round == 0 ? ev.read(rel, row) : ev.update(rel, row));
+                }
+                long start = System.nanoTime();
+                sink.write(batch, ev.checkpoint("perf"));
+                double secs = (System.nanoTime() - start) / 1e9;
+                System.out.printf("PostgresSinkIT throughput: %,d-row %s batch in %.3f s = %,.0f rows/s%n", n,
+                        round == 0 ? "insert" : "update", secs, n / secs);
+            }
+            assertThat(rows("SELECT count(*), min(customer), sum(qty) FROM perf.orders"))
+                    .containsExactly("100000|customer 0 round 2|" + sumQty(n));
+        }
+    }
+
+    private static long sumQty(int n) {
+        long s = 0;
+        for (long i = 1; i <= n; i++) {
+            s += i % 17;
+        }
+        return s;
+    }
+
     // ------------------------------------------------------------------ connection errors
 
     @Test
