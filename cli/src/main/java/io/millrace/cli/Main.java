@@ -4,6 +4,8 @@ import io.millrace.core.MillraceException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
+import java.io.PrintWriter;
+
 /**
  * The {@code millrace} command.
  *
@@ -23,7 +25,23 @@ public final class Main {
 
     /** Runs the command line and returns its exit code (for tests). */
     public static int execute(String... args) {
+        PrintWriter out = null;
+        PrintWriter err = null;
+        return execute(out, err, args);
+    }
+
+    /**
+     * Runs the command line with picocli's output and errors (usage, the one-line error message) going to
+     * {@code out} and {@code err} ({@code null}: standard output and error), and returns its exit code.
+     */
+    public static int execute(PrintWriter out, PrintWriter err, String... args) {
         CommandLine cl = new CommandLine(new Main());
+        if (out != null) {
+            cl.setOut(out);
+        }
+        if (err != null) {
+            cl.setErr(err);
+        }
         cl.setExecutionExceptionHandler((ex, cmd, parsed) -> {
             if (ex instanceof MillraceException me) {
                 cmd.getErr().println("millrace: " + me.getMessage());

@@ -1,0 +1,148 @@
+package io.millrace.cli.badinput;
+
+import io.millrace.cli.Main;
+import io.millrace.embedded.EmbeddedPg;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * {@code millrace run config.yaml} on bad input, in-process: the exit code of the README's table and one
+ * line on standard error that names the problem and the fix — no stack trace, no password.
+ */
+class RunBadInputIT {
+    private static final String RIGHT_PW = "cli-Right-Pw-31";
+    private static final String WRONG_PW = "cli-Wrong-Pw-42";
+
+    private static EmbeddedPg pg;
+
+    @TempDir
+    Path dir;
+
+    @BeforeAll
+    static void start() {
+        pg = EmbeddedPg.builder().start();
+        pg.createDatabase("src");
+        pg.createDatabase("dst");
+        pg.execute("src", "CREATE TABLE public.items (id int PRIMARY KEY, v text)",
+                "CREATE ROLE cli_role LOGIN REPLICATION PASSWORD '" + RIGHT_PW + "'",
+                "GRANT SELECT ON public.items TO cli_role");
+    }
+
+    @AfterAll
+    static void stop() {
+        if (pg != null) {
+            pg.close();
+        }
+    }
+
+    /** The outcome of one command. */
+    record Run(int exitCode, String out, String err) {
+    }
+
+    private static Run millrace(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int code;
+        try (PrintWriter o = new PrintWriter(out, true); PrintWriter e = new PrintWriter(err, true)) {
+            code = Main.execute(o, e, args);
+        }
+        return new Run(code, out.toString(), err.toString());
+    }
+
+    private Path config(String name, String sourceLines) throws IOException {
+        Path f = dir.resolve(name + ".yaml");
+        Files.writeString(f, "name: cli\nsource:\n  host: 127.0.0.1\n" + sourceLines
+                + "  database: src\n  slot: " + name + "\n  publication: " + name + "_pub\n  tables: [public.items]\n"
+                + "destinations:\n  - name: replica\n    type: postgres\n    port: " + pg.port() + "\n    database: dst\n"
+                + "    user: postgres\n    state_schema: " + name + "_state\n"
+                + "  - name: files\n    type: jsonl\n    directory: ./" + name + "-events\n");
+        return f;
+    }
+
+    private static void assertOneLineError(Run r, String... parts) {
+        assertThat(r.err()).startsWith("millrace: ").contains(parts).doesNotContain("\tat ").doesNotContain(RIGHT_PW).doesNotContain(WRONG_PW);
+        assertThat(r.err().strip().lines()).hasSize(1);
+    }
+
+    private void assertNothingWritten(String name) throws Exception {
+        try (Connection c = pg.connect("src"); Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("SELECT (SELECT count(*) FROM pg_replication_slots WHERE slot_name = '" + name + "'),"
+                     + " (SELECT count(*) FROM pg_publication WHERE pubname = '" + name + "_pub')")) {
+            rs.next();
+            assertThat(rs.getLong(1)).as("slot").isZero();
+            assertThat(rs.getLong(2)).as("publication").isZero();
+        }
+        try (Connection c = pg.connect("dst"); Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("SELECT count(*) FROM pg_namespace WHERE nspname = '" + name + "_state'")) {
+            rs.next();
+            assertThat(rs.getLong(1)).as("destination state").isZero();
+        }
+        assertThat(dir.resolve(name + "-events")).doesNotExist();
+    }
+
+    @Test
+    void aMisspeltKeyExitsWith2() throws Exception {
+        Path f = config("typo", "  port: " + pg.port() + "\n  user: postgres\n  pasword_env: X\n");
+        Run r = millrace("run", f.toString());
+        assertThat(r.exitCode()).isEqualTo(2);
+        assertOneLineError(r, "config: source.pasword_env is not a known setting; did you mean 'password_env'?");
+        assertNothingWritten("typo");
+    }
+
+    @Test
+    void aMissingConfigFileExitsWith2() {
+        Run r = millrace("run", dir.resolve("nope.yaml").toString());
+        assertThat(r.exitCode()).isEqualTo(2);
+        assertOneLineError(r, "nope.yaml", "does not exist");
+    }
+
+    @Test
+    void anUnreachableSourceExitsWith3() throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        Path f = config("unreachable", "  port: " + port + "\n  user: postgres\n");
+        Run r = millrace("run", f.toString());
+        assertThat(r.exitCode()).isEqualTo(3);
+        assertOneLineError(r, "127.0.0.1:" + port + "/src", "Check that the server is running");
+        assertNothingWritten("unreachable");
+    }
+
+    @Test
+    void aWrongPasswordExitsWith4() throws Exception {
+        Files.writeString(dir.resolve("pw.txt"), WRONG_PW + "\n");
+        Path f = config("wrongpw", "  port: " + pg.port() + "\n  user: cli_role\n  password_file: pw.txt\n");
+        Run r = millrace("run", f.toString());
+        assertThat(r.exitCode()).isEqualTo(4);
+        assertOneLineError(r, "'cli_role'", "the password was rejected", "source.password_file");
+        assertNothingWritten("wrongpw");
+    }
+
+    @Test
+    void aTableThatDoesNotExistExitsWith2() throws Exception {
+        Path f = config("notable", "  port: " + pg.port() + "\n  user: postgres\n");
+        Files.writeString(f, Files.readString(f).replace("[public.items]", "[public.items, public.missing]"));
+        Run r = millrace("run", f.toString());
+        assertThat(r.exitCode()).isEqualTo(2);
+        assertOneLineError(r, "table \"public\".\"missing\" does not exist in database 'src'", "source.tables");
+        assertNothingWritten("notable");
+    }
+}
