@@ -335,6 +335,21 @@ class BadInputIT {
     }
 
     @Test
+    void theSamePipelineStartedTwiceIsSlotInUseAndTheFirstGoesOn() throws Exception {
+        String yaml = config("twice").yaml();
+        try (RunningEngine first = RunningEngine.start(yaml, dir, ENV); Connection src = pg.connect(SRC); Connection dst = pg.connect(DST)) {
+            first.awaitStreaming(Duration.ofSeconds(60));
+            MillraceException e = startFails(yaml, dir, ENV);
+            assertThat(e.kind()).isEqualTo(Kind.SLOT_IN_USE);
+            assertThat(e.getMessage()).contains("slot 'twice' is in use by process").contains("choose another source.slot");
+            // The first one is undisturbed.
+            pg.execute(SRC, "UPDATE public.items SET v = 'seen by the first' WHERE id = 3");
+            RunningEngine.awaitEqual(src, dst, List.of(new TableRef("public", "items")), "twice_t", Duration.ofSeconds(30));
+        }
+        pg.execute(SRC, "SELECT pg_drop_replication_slot('twice')");
+    }
+
+    @Test
     void aDestinationThatIsDownIsConnectionAndNothingIsCreatedAtTheSource() throws Exception {
         int port = closedPort();
         BadInput.Config c = new BadInput.Config(pg, SRC, "dst_down")
