@@ -312,41 +312,84 @@ final class E2e {
 
     /** Every complete line of the events files, in file order, each parsed (a line that is not JSON fails). */
     static List<JsonNode> events(Path dir) throws IOException {
-        List<Path> files;
-        try (Stream<Path> s = Files.list(dir)) {
-            files = s.filter(p -> p.getFileName().toString().matches("events-\\d+\\.jsonl")).sorted().toList();
+        return new EventReader(dir).poll();
+    }
+
+    /**
+     * Reads the events files incrementally: each {@link #poll()} parses only the complete lines
+     * written since the last one (files are only appended to while the engine runs).
+     */
+    static final class EventReader {
+        private final Path dir;
+        private final java.util.Map<Path, Long> offsets = new java.util.HashMap<>();
+        private final java.util.Map<Path, Integer> lines = new java.util.HashMap<>();
+        private final List<JsonNode> events = new ArrayList<>();
+
+        EventReader(Path dir) {
+            this.dir = dir;
         }
-        List<JsonNode> out = new ArrayList<>();
-        for (Path f : files) {
-            String text = Files.readString(f, StandardCharsets.UTF_8);
-            int start = 0;
-            int lineNo = 1;
-            for (int nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
-                String line = text.substring(start, nl);
-                try {
-                    JsonNode n = JSON.readTree(line);
-                    if (n == null || !n.isObject()) {
-                        throw new AssertionError(f.getFileName() + ":" + lineNo + " is not a JSON object: " + shorten(line));
-                    }
-                    out.add(n);
-                } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-                    throw new AssertionError(f.getFileName() + ":" + lineNo + " is not JSON (" + e.getOriginalMessage() + "): "
-                            + shorten(line), e);
-                }
-                start = nl + 1;
-                lineNo++;
+
+        /** All events read so far, the new ones included. */
+        List<JsonNode> poll() throws IOException {
+            if (!Files.isDirectory(dir)) {
+                return events;
             }
+            List<Path> files;
+            try (Stream<Path> s = Files.list(dir)) {
+                files = s.filter(p -> p.getFileName().toString().matches("events-\\d+\\.jsonl")).sorted().toList();
+            }
+            for (Path f : files) {
+                long off = offsets.getOrDefault(f, 0L);
+                byte[] bytes;
+                try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(f)) {
+                    long size = ch.size();
+                    if (size <= off) {
+                        continue;
+                    }
+                    java.nio.ByteBuffer buf = java.nio.ByteBuffer.allocate((int) (size - off));
+                    while (buf.hasRemaining() && ch.read(buf, off + buf.position()) > 0) {
+                        // read to the end
+                    }
+                    bytes = java.util.Arrays.copyOf(buf.array(), buf.position());
+                }
+                int start = 0;
+                int lineNo = lines.getOrDefault(f, 0);
+                for (int i = 0; i < bytes.length; i++) {
+                    if (bytes[i] != '\n') {
+                        continue;
+                    }
+                    String line = new String(bytes, start, i - start, StandardCharsets.UTF_8);
+                    lineNo++;
+                    try {
+                        JsonNode n = JSON.readTree(line);
+                        if (n == null || !n.isObject()) {
+                            throw new AssertionError(f.getFileName() + ":" + lineNo + " is not a JSON object: " + shorten(line));
+                        }
+                        events.add(n);
+                    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+                        throw new AssertionError(f.getFileName() + ":" + lineNo + " is not JSON (" + e.getOriginalMessage() + "): "
+                                + shorten(line), e);
+                    }
+                    start = i + 1;
+                }
+                offsets.put(f, off + start); // an incomplete last line is read again next time
+                lines.put(f, lineNo);
+            }
+            return events;
         }
-        return out;
     }
 
     /** Waits until an event matching {@code p} has been written; returns all events then. */
     static List<JsonNode> awaitEvent(Path dir, Predicate<JsonNode> p, String what, Duration timeout) throws Exception {
         long deadline = System.nanoTime() + timeout.toNanos();
+        EventReader reader = new EventReader(dir);
+        int checked = 0;
         while (true) {
-            List<JsonNode> all = Files.isDirectory(dir) ? events(dir) : List.of();
-            if (all.stream().anyMatch(p)) {
-                return all;
+            List<JsonNode> all = reader.poll();
+            for (; checked < all.size(); checked++) {
+                if (p.test(all.get(checked))) {
+                    return all;
+                }
             }
             if (System.nanoTime() > deadline) {
                 throw new AssertionError("no event " + what + " in " + dir + " after " + timeout + " (" + all.size() + " events)");
