@@ -1,0 +1,202 @@
+package io.millrace.cli.crash;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.millrace.core.Lsn;
+import io.millrace.embedded.EmbeddedPg;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Samples INV: DURABLE every {@code ~50 ms}: the slot's {@code confirmed_flush_lsn} must never pass
+ * the durable checkpoint of any destination.
+ *
+ * <p>Order matters: the slot is read FIRST, the checkpoints after. Durable checkpoints only move
+ * forward, so {@code confirmed(t1) <= durable(t1) <= durable(t2)}: a sample can only miss a
+ * violation, never invent one.
+ *
+ * <p>Skipped samples: no slot yet (or it has no confirmed position); a destination without a
+ * checkpoint yet; a checkpoint whose snapshot is {@code RUNNING} — such a checkpoint is never resumed
+ * from (the engine re-copies everything on a new slot), and while the engine drops and re-creates the
+ * slot for that re-copy the new slot is legitimately ahead of the old, abandoned checkpoint. Those
+ * samples are counted, and the largest overshoot over a RUNNING checkpoint is reported for information.
+ */
+final class DurableSampler implements Runnable {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** A destination's durable checkpoint as read from where it is stored. */
+    record Durable(Lsn flushLsn, String snapshotState) {
+    }
+
+    private final EmbeddedPg pg;
+    private final String sourceDb;
+    private final String destinationDb;
+    private final String slot;
+    private final String pgDestination;
+    private final Path jsonlState;
+    private volatile boolean stop;
+    private final List<String> violations = new ArrayList<>();
+    private final List<String> errors = new ArrayList<>();
+    private long samples;
+    private long checked;
+    private long noSlot;
+    private long noCheckpoint;
+    private long running;
+    private long maxGap = -1;
+    private long maxRunningOvershoot;
+
+    DurableSampler(EmbeddedPg pg, String sourceDb, String destinationDb, String slot, String pgDestination, Path jsonlState) {
+        this.pg = pg;
+        this.sourceDb = sourceDb;
+        this.destinationDb = destinationDb;
+        this.slot = slot;
+        this.pgDestination = pgDestination;
+        this.jsonlState = jsonlState;
+    }
+
+    void stop() {
+        stop = true;
+    }
+
+    @Override
+    public void run() {
+        while (!stop) {
+            try (Connection src = pg.connect(sourceDb); Connection dst = pg.connect(destinationDb)) {
+                while (!stop) {
+                    sample(src, dst);
+                    Thread.sleep(50);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            } catch (SQLException | IOException | RuntimeException e) {
+                synchronized (this) {
+                    errors.add(e.toString());
+                    if (errors.size() > 20) {
+                        return; // reported as a failure by the test
+                    }
+                }
+            }
+        }
+    }
+
+    private void sample(Connection src, Connection dst) throws SQLException, IOException {
+        // 1. the slot, first (see the class comment)
+        Lsn confirmed = confirmedFlush(src, slot);
+        // 2. then every durable checkpoint
+        Durable inPg = postgresCheckpoint(dst, pgDestination);
+        Durable inJsonl = jsonlCheckpoint(jsonlState);
+        synchronized (this) {
+            samples++;
+            if (confirmed == null) {
+                noSlot++;
+                return;
+            }
+            if (inPg == null || inJsonl == null) {
+                noCheckpoint++;
+                return;
+            }
+            Lsn min = Lsn.min(inPg.flushLsn(), inJsonl.flushLsn());
+            if ("RUNNING".equals(inPg.snapshotState()) || "RUNNING".equals(inJsonl.snapshotState())) {
+                running++;
+                if (confirmed.isAfter(min)) {
+                    maxRunningOvershoot = Math.max(maxRunningOvershoot, confirmed.value() - min.value());
+                }
+                return;
+            }
+            checked++;
+            if (confirmed.compareTo(min) > 0) {
+                // INV: DURABLE
+                String v = String.format("slot '%s' confirmed_flush_lsn %s > durable checkpoint %s (postgres %s, jsonl %s)",
+                        slot, confirmed, min, inPg, inJsonl);
+                violations.add(v);
+                System.err.println("CrashIT DURABLE VIOLATION: " + v);
+            } else {
+                maxGap = Math.max(maxGap, min.value() - confirmed.value());
+            }
+        }
+    }
+
+    static Lsn confirmedFlush(Connection src, String slot) throws SQLException {
+        try (PreparedStatement ps = src.prepareStatement(
+                "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = ?")) {
+            ps.setString(1, slot);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next() || rs.getString(1) == null) {
+                    return null;
+                }
+                return Lsn.parse(rs.getString(1));
+            }
+        }
+    }
+
+    /** The postgres destination's checkpoint row, or null when there is none (yet). */
+    static Durable postgresCheckpoint(Connection dst, String destination) throws SQLException {
+        try (PreparedStatement exists = dst.prepareStatement("SELECT to_regclass('millrace.checkpoints') IS NOT NULL");
+             ResultSet rs = exists.executeQuery()) {
+            rs.next();
+            if (!rs.getBoolean(1)) {
+                return null;
+            }
+        }
+        try (PreparedStatement ps = dst.prepareStatement("SELECT checkpoint->>'flush_lsn', checkpoint->'snapshot'->>'state'"
+                + " FROM millrace.checkpoints WHERE destination = ?")) {
+            ps.setString(1, destination);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    return null;
+                }
+                return new Durable(Lsn.parse(rs.getString(1)), rs.getString(2));
+            }
+        }
+    }
+
+    /** The jsonl destination's checkpoint from its state file, or null when there is none (yet). */
+    static Durable jsonlCheckpoint(Path stateFile) throws IOException {
+        JsonNode root = jsonlState(stateFile);
+        if (root == null || root.path("checkpoint").isNull() || root.path("checkpoint").isMissingNode()) {
+            return null;
+        }
+        JsonNode cp = root.get("checkpoint");
+        return new Durable(Lsn.parse(cp.get("flush_lsn").asText()), cp.path("snapshot").path("state").asText());
+    }
+
+    /** The whole state file, or null when it does not exist. It is replaced by rename, so never torn. */
+    static JsonNode jsonlState(Path stateFile) throws IOException {
+        byte[] bytes;
+        try {
+            bytes = Files.readAllBytes(stateFile);
+        } catch (NoSuchFileException e) {
+            return null;
+        }
+        return JSON.readTree(bytes);
+    }
+
+    synchronized List<String> violations() {
+        return List.copyOf(violations);
+    }
+
+    synchronized List<String> errors() {
+        return List.copyOf(errors);
+    }
+
+    synchronized String summary() {
+        return String.format("samples=%d checked=%d (skipped: no slot %d, no checkpoint %d, snapshot RUNNING %d)"
+                        + " violations=%d max gap durable-confirmed=%d bytes (largest overshoot over an abandoned RUNNING"
+                        + " checkpoint: %d bytes)", samples, checked, noSlot, noCheckpoint, running, violations.size(), maxGap,
+                maxRunningOvershoot);
+    }
+
+    synchronized long checked() {
+        return checked;
+    }
+}
