@@ -35,6 +35,7 @@ final class RunCommand implements Callable<Integer> {
             }
         }, "millrace-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
+        onStopSignals(engine);
         try {
             engine.run();
         } finally {
@@ -44,5 +45,28 @@ final class RunCommand implements Callable<Integer> {
             done.countDown();
         }
         return 0;
+    }
+
+    /**
+     * SIGTERM and SIGINT (Ctrl-C) ask the engine to stop; {@code run()} then returns after the last durable
+     * checkpoint and the command exits 0, "stopped on request". Left to the JVM's own handlers, the signal
+     * would start the JVM's shutdown, and the process would end with 128 + signal (143, 130) whatever this
+     * command returns. A second signal while stopping ends the process at once, with 128 + signal; that is
+     * safe, as after any crash (INV: RESUME). The shutdown hook stays for every other way the JVM may end.
+     */
+    private static void onStopSignals(Engine engine) {
+        java.util.concurrent.atomic.AtomicBoolean asked = new java.util.concurrent.atomic.AtomicBoolean();
+        for (String name : new String[] {"TERM", "INT"}) {
+            try {
+                sun.misc.Signal.handle(new sun.misc.Signal(name), s -> {
+                    if (asked.getAndSet(true)) {
+                        Runtime.getRuntime().halt(128 + s.getNumber());
+                    }
+                    engine.stop();
+                });
+            } catch (IllegalArgumentException e) {
+                // the signal is reserved here (e.g. java -Xrs): the shutdown hook stops the engine instead
+            }
+        }
     }
 }
