@@ -17,7 +17,10 @@ public final class PgErrors {
      */
     public static MillraceException translate(String what, SQLException e) {
         String state = e.getSQLState() == null ? "" : e.getSQLState();
-        String msg = e.getMessage() == null ? "" : e.getMessage();
+        String msg = e.getMessage() == null ? "" : e.getMessage().strip();
+        if (msg.endsWith(".")) {
+            msg = msg.substring(0, msg.length() - 1); // a sentence of ours follows: no "..".
+        }
         if (state.equals("28P01") || msg.contains("password authentication failed")) {
             return new MillraceException(Kind.AUTHENTICATION, what + " failed: the password was rejected."
                     + " Check the user name and the password (source.password_env / source.password_file).", e);
