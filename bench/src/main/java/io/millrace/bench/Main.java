@@ -7,7 +7,8 @@ import java.util.List;
 
 /**
  * Entry point of {@code millrace-bench.jar}: the side-by-side run (default), one contestant
- * ({@code child}, started by the run itself), or JMH ({@code jmh}). See docs/BENCHMARKS.md.
+ * ({@code child}, started by the run itself), JMH ({@code jmh}), or a summary of a JFR profile
+ * ({@code jfr-top FILE}). See docs/BENCHMARKS.md.
  */
 public final class Main {
     private Main() {
@@ -17,6 +18,10 @@ public final class Main {
         List<String> args = Arrays.asList(argv);
         if (!args.isEmpty() && args.get(0).equals("child")) {
             System.exit(Child.main(args.subList(1, args.size())));
+        }
+        if (!args.isEmpty() && args.get(0).equals("jfr-top")) {
+            JfrTop.main(args.subList(1, args.size()));
+            return;
         }
         if (!args.isEmpty() && args.get(0).equals("jmh")) {
             org.openjdk.jmh.Main.main(args.subList(1, args.size()).toArray(new String[0]));

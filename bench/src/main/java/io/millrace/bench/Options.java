@@ -11,6 +11,7 @@ record Options(long rows, int txRows, String xmx, List<String> only, List<String
     static final String USAGE = """
             usage: java -jar bench/target/millrace-bench.jar [options]          the side-by-side run
                    java -jar bench/target/millrace-bench.jar jmh [JMH options]  the decoder micro-benchmarks
+                   java -jar bench/target/millrace-bench.jar jfr-top FILE.jfr    CPU samples of a profile, by thread and frame
             options:
               --rows N            rows per phase (default 1000000)
               --tx-rows N         rows per transaction when pre-filling the slots (default 10000)
@@ -21,7 +22,7 @@ record Options(long rows, int txRows, String xmx, List<String> only, List<String
               --keep              keep the scratch folder
               --out FILE          results in Markdown (default: results.md next to the jar, i.e. bench/target/)
               --recvlogical PATH  pg_recvlogical of the same major (default /usr/lib/postgresql/15/bin/pg_recvlogical)
-              --jfr ID            record a JFR profile of contestant ID (ID.jfr next to --out)
+              --jfr ID[,ID]       record a JFR profile (settings=profile) of these contestants (ID.jfr next to --out)
               --timeout S         per contestant (default 1800)
               --pg-major N        embedded PostgreSQL major (default 15, to match pg_recvlogical)
             """;

@@ -217,7 +217,7 @@ final class Orchestrator {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-Xmx" + o.xmx());
-        if (x.id().equals(o.jfr())) {
+        if (o.jfr() != null && List.of(o.jfr().split(",")).contains(x.id())) {
             Path jfr = o.out().toAbsolutePath().getParent().resolve(x.id() + ".jfr");
             cmd.add("-XX:StartFlightRecording=filename=" + jfr + ",settings=profile");
             log.info("%-30s recording a profile into %s", x.id(), jfr);
