@@ -229,8 +229,10 @@ final class E2e {
             }
             return;
         }
-        for (int i = 0; i < Math.min(a.size(), b.size()); i++) {
-            compareRow(t, cols, a.get(i), b.get(i));
+        if (!a.equals(b)) {
+            // no key to pair rows by: show both sides, sorted
+            throw new AssertionError("table " + t + " " + cols + ": source rows " + shorten(a.toString()) + " but destination rows "
+                    + shorten(b.toString()));
         }
         if (a.size() != b.size()) {
             List<List<String>> longer = a.size() > b.size() ? a : b;
