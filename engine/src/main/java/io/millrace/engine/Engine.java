@@ -9,6 +9,7 @@ import io.millrace.core.change.Checkpoint;
 import io.millrace.core.change.Identity;
 import io.millrace.core.change.Op;
 import io.millrace.core.change.SnapshotProgress;
+import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.NullSink;
@@ -52,9 +53,10 @@ import java.util.concurrent.atomic.AtomicReference;
  * <p>Start decisions, from the destinations' checkpoints (INV: IDENTITY is checked first, before
  * anything is written):
  * <ul>
- *   <li>no destination has a checkpoint: a fresh start — the slot is (re)created with an exported
- *       snapshot; in snapshot mode {@code never} an existing slot is taken as it is (streaming from its
- *       confirmed position), a missing one created;</li>
+ *   <li>no destination has a checkpoint: a fresh start — the destinations first record a claim
+ *       (a checkpoint in state RUNNING at 0/0), then the slot is created with an exported snapshot.
+ *       An existing slot nobody claimed is refused (it may be another pipeline's), except in snapshot
+ *       mode {@code never}, which streams from it as it is;</li>
  *   <li>a checkpoint says the snapshot was interrupted: the snapshot restarts from the beginning on a
  *       new slot, each table truncated in the destinations first (logged as a warning);</li>
  *   <li>otherwise streaming resumes at the lowest durable position over the destinations
@@ -393,16 +395,26 @@ public final class Engine {
             return;
         }
         if (slotExists) {
-            if (interrupted) {
-                LOG.warn("the initial snapshot was interrupted before it landed; restarting it from the beginning:"
-                        + " dropping slot '{}', re-creating it and copying every table again (destination tables are truncated first)",
-                        config.source().slot());
-            } else {
-                LOG.warn("slot '{}' exists but no destination has a checkpoint: dropping and re-creating it so the copy and the stream"
-                        + " meet exactly", config.source().slot());
+            if (!interrupted) {
+                // INV: IDENTITY — a slot no destination has claimed may belong to another pipeline: never drop it.
+                throw new MillraceException(Kind.SOURCE_SETUP, "replication slot '" + config.source().slot() + "' exists, but no"
+                        + " destination holds a checkpoint of it, so it may belong to another pipeline. If it is left over from an earlier"
+                        + " attempt of this one, drop it: SELECT pg_drop_replication_slot(" + Ident.literal(config.source().slot())
+                        + "); to stream from it without copying the tables, set snapshot.mode: never; otherwise choose another source.slot");
             }
+            LOG.warn("the initial snapshot was interrupted before it landed; restarting it from the beginning:"
+                    + " dropping slot '{}', re-creating it and copying every table again (destination tables are truncated first)",
+                    config.source().slot());
             try (Connection c = conns.open()) {
                 slots.dropSlot(c);
+            }
+        }
+        // Claim the slot before it exists: a checkpoint "setting up" (RUNNING at 0/0) in every destination, so a crash
+        // between creating the slot and recording its position leaves proof that the slot is this pipeline's.
+        for (int i = 0; i < sinks.size(); i++) {
+            if (found.get(i).isEmpty()) {
+                sinks.get(i).write(List.of(), new Checkpoint(Checkpoint.VERSION, ids.get(i), Lsn.ZERO, Position.START,
+                        new SnapshotProgress(SnapshotProgress.State.RUNNING, Lsn.ZERO, List.of())));
             }
         }
         SlotManager.CreatedSlot created = slots.createSlot(repl, snapshot);

@@ -53,7 +53,8 @@ public final class SlotManager {
             return new CreatedSlot(rs.getString("slot_name"), Lsn.parse(rs.getString("consistent_point")), rs.getString("snapshot_name"));
         } catch (SQLException e) {
             if ("42710".equals(e.getSQLState())) {
-                throw new MillraceException(Kind.SOURCE_SETUP, "replication slot '" + config.slot() + "' already exists", e);
+                throw new MillraceException(Kind.SLOT_IN_USE, "replication slot '" + config.slot() + "' was created by another process at"
+                        + " the same time (another Millrace with this source.slot?); stop it or choose another source.slot", e);
             }
             if ("53400".equals(e.getSQLState())) {
                 throw new MillraceException(Kind.SOURCE_SETUP, "cannot create slot '" + config.slot() + "': " + e.getMessage()

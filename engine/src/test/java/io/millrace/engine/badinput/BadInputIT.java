@@ -351,6 +351,19 @@ class BadInputIT {
     }
 
     @Test
+    void anUnclaimedExistingSlotIsNeverDroppedAndTheMessageSaysWhatToDo() throws Exception {
+        // INV: IDENTITY — a slot that no destination's checkpoint claims may be another pipeline's.
+        pg.execute(SRC, "SELECT pg_create_logical_replication_slot('someone_elses', 'pgoutput')");
+        String yaml = config("someone_elses").yaml();
+        MillraceException e = startFails(yaml, dir, ENV);
+        assertThat(e.kind()).isEqualTo(Kind.SOURCE_SETUP);
+        assertThat(e.getMessage()).contains("slot 'someone_elses' exists, but no destination holds a checkpoint of it")
+                .contains("SELECT pg_drop_replication_slot('someone_elses')").contains("snapshot.mode: never");
+        assertThat(slotExists(pg, "someone_elses")).as("the slot is left alone").isTrue();
+        pg.execute(SRC, "SELECT pg_drop_replication_slot('someone_elses')");
+    }
+
+    @Test
     void aDestinationThatIsDownIsConnectionAndNothingIsCreatedAtTheSource() throws Exception {
         int port = closedPort();
         BadInput.Config c = new BadInput.Config(pg, SRC, "dst_down")

@@ -203,7 +203,7 @@ public final class PostgresSink implements Sink {
             c = new org.postgresql.Driver().connect(config.jdbcUrl(), p);
             if (c == null) {
                 throw new MillraceException(Kind.CONFIG, "destination '" + config.name()
-                        + "': jdbcUrl is not a PostgreSQL JDBC URL (expected jdbc:postgresql://host:5432/database)");
+                        + "': url is not a PostgreSQL JDBC URL (expected jdbc:postgresql://host:5432/database)");
             }
         } catch (SQLException e) {
             throw connectError(e);
@@ -335,11 +335,11 @@ public final class PostgresSink implements Sink {
         }
         if (state.equals("3D000")) {
             return new MillraceException(Kind.CONFIG, head + "PostgreSQL at " + where + ": " + msg
-                    + ". Create the database there, or fix the database name in the destination's jdbcUrl.", e);
+                    + ". Create the database there, or fix the destination's database (or url).", e);
         }
         return new MillraceException(Kind.CONNECTION, head + "cannot connect to PostgreSQL at " + where + " as user '"
                 + config.user() + "': " + msg + ". Check that the server is running and accepts TCP connections"
-                + " there, and that the destination's jdbcUrl names the right host, port and database.", e);
+                + " there, and that the destination's host, port and database (or url) are right.", e);
     }
 
     /** An error while preparing the state table or reading the checkpoint. */
