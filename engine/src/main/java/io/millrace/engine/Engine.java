@@ -258,7 +258,12 @@ public final class Engine {
                     }
                 }
                 long withCheckpoint = found.stream().filter(Optional::isPresent).count();
-                if (withCheckpoint != 0 && withCheckpoint != sinks.size()) {
+                boolean interrupted = found.stream().anyMatch(c -> c.isPresent() && c.get().snapshot().state() == SnapshotProgress.State.RUNNING);
+                // A crash while the first checkpoints are written one destination after the other leaves some with a
+                // RUNNING checkpoint and some with none. A RUNNING snapshot starts over for every destination on a new
+                // slot, so a destination without a checkpoint misses nothing then: that is an interrupted start (INV: RESUME).
+                boolean allRunning = found.stream().allMatch(c -> c.isEmpty() || c.get().snapshot().state() == SnapshotProgress.State.RUNNING);
+                if (withCheckpoint != 0 && withCheckpoint != sinks.size() && !allRunning) {
                     throw new MillraceException(Kind.CONFIG, "some destinations have a checkpoint and some do not ("
                             + describe(sinks, found) + "). A destination added to a running pipeline would miss the changes before it;"
                             + " give the new destination a pipeline (and slot) of its own, or start all destinations afresh");
@@ -270,7 +275,6 @@ public final class Engine {
                     }
                     LOG.info("created publication '{}' for {} table(s)", src.publication(), report.tables().size());
                 }
-                boolean interrupted = found.stream().anyMatch(c -> c.isPresent() && c.get().snapshot().state() == SnapshotProgress.State.RUNNING);
                 if (withCheckpoint == 0 || interrupted) {
                     freshStart(conns, slots, repl, report.slotExists(), interrupted, sinks, ids, tables, found);
                 } else {
