@@ -163,22 +163,29 @@ final class TargetTables {
 
     /** Follows a shape change between the last relation applied and {@code rel}. */
     private void follow(Table t, RelationInfo rel) throws SQLException {
-        Map<String, ColumnInfo> before = byName(t.shape);
+        List<ColumnInfo> oldColumns = renames(t, rel);
+        Map<String, ColumnInfo> before = new java.util.HashMap<>();
+        oldColumns.forEach(c -> before.put(c.name(), c));
         Map<String, ColumnInfo> after = byName(rel);
         for (ColumnInfo c : rel.columns()) {
             ColumnInfo old = before.get(c.name());
             if (old == null) {
                 if (t.columns.add(c.name())) {
                     addColumn(t.target, c);
+                    LOG.warn("destination '{}': column {}.{} was added in the source; rows not changed since keep NULL there. If the"
+                            + " source filled existing rows (ADD COLUMN ... DEFAULT), copy the table again to match", destination,
+                            t.target, c.name());
                 }
             } else if (!TypeMapping.sqlType(old).equals(TypeMapping.sqlType(c)) && t.columns.contains(c.name())) {
                 String type = TypeMapping.sqlType(c);
                 execute("ALTER TABLE " + t.target.sql() + " ALTER COLUMN " + Ident.quote(c.name()) + " TYPE " + type
                         + " USING " + Ident.quote(c.name()) + "::" + type);
-                LOG.info("destination '{}': column {}.{} is now {}", destination, t.target, c.name(), type);
+                LOG.warn("destination '{}': column {}.{} is now {}; values the source rewrote with a USING expression are not"
+                        + " streamed (no change events): copy the table again if they differ from a plain cast", destination, t.target,
+                        c.name(), type);
             }
         }
-        for (ColumnInfo old : t.shape.columns()) {
+        for (ColumnInfo old : oldColumns) {
             if (!after.containsKey(old.name()) && t.columns.remove(old.name())) {
                 execute("ALTER TABLE " + t.target.sql() + " DROP COLUMN IF EXISTS " + Ident.quote(old.name()));
                 LOG.info("destination '{}': dropped column {}.{} (dropped in the source)", destination, t.target,
@@ -191,6 +198,36 @@ final class TargetTables {
         if (keyed(rel) && !keyNames(rel).equals(t.uniqueKey)) {
             verifyKey(t, regclass(t.target), keyNames(rel));
         }
+    }
+
+    /**
+     * A column renamed in the source arrives as a Relation message where, at the same position, one
+     * name gave way to another of the same type (pgoutput sends columns in attribute order). Renaming
+     * it in the destination keeps the values of rows that do not change afterwards.
+     */
+    private List<ColumnInfo> renames(Table t, RelationInfo rel) throws SQLException {
+        List<ColumnInfo> old = t.shape.columns();
+        List<ColumnInfo> now = rel.columns();
+        if (old.size() != now.size()) {
+            return old;
+        }
+        Map<String, ColumnInfo> oldByName = byName(t.shape);
+        Map<String, ColumnInfo> nowByName = byName(rel);
+        List<ColumnInfo> out = new java.util.ArrayList<>(old);
+        for (int i = 0; i < old.size(); i++) {
+            ColumnInfo a = old.get(i);
+            ColumnInfo b = now.get(i);
+            if (!a.name().equals(b.name()) && !nowByName.containsKey(a.name()) && !oldByName.containsKey(b.name())
+                    && TypeMapping.sqlType(a).equals(TypeMapping.sqlType(b)) && t.columns.contains(a.name())
+                    && !t.columns.contains(b.name())) {
+                execute("ALTER TABLE " + t.target.sql() + " RENAME COLUMN " + Ident.quote(a.name()) + " TO " + Ident.quote(b.name()));
+                t.columns.remove(a.name());
+                t.columns.add(b.name());
+                out.set(i, new ColumnInfo(b.name(), a.type(), a.typeMod(), a.key()));
+                LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source)", destination, t.target, a.name(), b.name());
+            }
+        }
+        return out;
     }
 
     private void addColumn(TableRef target, ColumnInfo c) throws SQLException {
