@@ -2,31 +2,96 @@ package io.millrace.cli;
 
 import io.millrace.core.schema.TableRef;
 import io.millrace.snapshot.SnapshotRunner;
+import me.tongfei.progressbar.ProgressBar;
+import me.tongfei.progressbar.ProgressBarBuilder;
+import me.tongfei.progressbar.ProgressBarStyle;
 
 import java.io.PrintStream;
+import java.time.Duration;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 
-/** Prints snapshot progress per table: rows copied of the estimate, and when a table lands. */
+/**
+ * Snapshot progress in the terminal: one progress bar over all tables (rows copied of the
+ * estimate, rate, ETA; the tables being copied as its message), and a line per table as it lands.
+ * Without a terminal (logs, CI) only the per-table lines are printed. Called from snapshot reader
+ * threads.
+ */
 final class ProgressDisplay implements SnapshotRunner.Listener {
     private final PrintStream out;
-    private final Map<TableRef, Long> estimates = new ConcurrentHashMap<>();
+    private final boolean terminal;
     private final Map<TableRef, Long> started = new ConcurrentHashMap<>();
+    private final Set<TableRef> copying = ConcurrentHashMap.newKeySet();
+    private final AtomicLong estimated = new AtomicLong();
+    private final AtomicLong done = new AtomicLong();
+    private volatile ProgressBar bar;
 
     ProgressDisplay(PrintStream out) {
+        this(out, System.console() != null);
+    }
+
+    ProgressDisplay(PrintStream out, boolean terminal) {
         this.out = out;
+        this.terminal = terminal;
     }
 
     @Override
     public void tableStarted(TableRef table, long estimatedRows) {
-        estimates.put(table, estimatedRows);
         started.put(table, System.nanoTime());
+        estimated.addAndGet(Math.max(0, estimatedRows));
+        ProgressBar b = bar();
+        if (b != null) {
+            b.maxHint(Math.max(1, estimated.get()));
+        }
+    }
+
+    private synchronized ProgressBar bar() {
+        if (!terminal) {
+            return null;
+        }
+        if (bar == null) {
+            bar = new ProgressBarBuilder().setTaskName("snapshot").setInitialMax(Math.max(1, estimated.get()))
+                    .setStyle(ProgressBarStyle.ASCII).setUnit(" rows", 1).showSpeed().setUpdateIntervalMillis(250)
+                    .setMaxRenderedLength(110).setConsumer(new me.tongfei.progressbar.ConsoleProgressBarConsumer(out))
+                    .setSpeedUnit(java.time.temporal.ChronoUnit.SECONDS).build();
+        }
+        return bar;
+    }
+
+    @Override
+    public void rowsCopied(TableRef table, long rows) {
+        copying.add(table);
+        ProgressBar b = bar();
+        if (b != null) {
+            b.stepBy(rows);
+            if (b.getCurrent() > b.getMax()) {
+                b.maxHint(b.getCurrent());
+            }
+            b.setExtraMessage(" " + String.join(", ", copying.stream().map(TableRef::toString).sorted().toList()));
+        }
     }
 
     @Override
     public void tableDone(TableRef table, long rows) {
-        double secs = (System.nanoTime() - started.getOrDefault(table, System.nanoTime())) / 1e9;
-        out.printf("  snapshot     %-24s %9d rows copied in %.1f s (%d rows/s)%n", table, rows, secs,
+        copying.remove(table);
+        double secs = Duration.ofNanos(System.nanoTime() - started.getOrDefault(table, System.nanoTime())).toMillis() / 1000.0;
+        String line = String.format("  snapshot     %-24s %9d rows copied in %.1f s (%d rows/s)", table, rows, secs,
                 Math.round(rows / Math.max(secs, 1e-3)));
+        ProgressBar b = bar;
+        if (b != null) {
+            synchronized (this) {
+                out.print("\r" + " ".repeat(110) + "\r");
+                out.println(line);
+                if (done.incrementAndGet() == started.size()) {
+                    b.close();
+                    bar = null;
+                }
+            }
+        } else {
+            done.incrementAndGet();
+            out.println(line);
+        }
     }
 }

@@ -22,7 +22,7 @@ final class RunCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         EngineConfig cfg = ConfigLoader.fromSystem().load(config);
-        Engine engine = new Engine(cfg);
+        Engine engine = new Engine(cfg, new ProgressDisplay(System.out));
         StatusServer status = cfg.operations().httpPort() > 0
                 ? StatusServer.start(engine, cfg.operations().httpHost(), cfg.operations().httpPort()) : null;
         CountDownLatch done = new CountDownLatch(1);
@@ -43,6 +43,11 @@ final class RunCommand implements Callable<Integer> {
                 status.close();
             }
             done.countDown();
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException shuttingDown) {
+                // the JVM is already ending: the hook has run
+            }
         }
         return 0;
     }
