@@ -195,6 +195,8 @@ final class Child {
             if (error.get() != null) {
                 throw new IllegalStateException("engine failed: " + error.get(), error.get());
             }
+            System.err.printf("millrace: %d events in %d batches, first row after %.2f s%n", engine.stats().eventsWritten(),
+                    engine.stats().batchesWritten(), first / 1e9);
             return new long[]{engine.stats().eventsWritten(), nanos, first};
         }
         long nanos;
@@ -218,6 +220,8 @@ final class Child {
             Thread.sleep(1);
         }
         long written = engine.stats().eventsWritten();
+        System.err.printf("millrace: %d events in %d batches, durable %s (end %s), first row after %.2f s%n", written,
+                engine.stats().batchesWritten(), engine.stats().durable(), endLsn, first / 1e9);
         engine.stop();
         t.join();
         if (error.get() != null) {

@@ -26,9 +26,12 @@ public record Contestant(String id, Phase phase, Kind kind, String label, String
         return id.equals(limit);
     }
 
-    /** The replication slot this contestant reads (created by the orchestrator for streaming, by the contestant for snapshots). */
-    public String slot() {
-        return "bench_" + id.replace('-', '_');
+    /**
+     * The replication slot this contestant reads in repetition {@code run} (1-based): created by the
+     * orchestrator for streaming, by the contestant itself for snapshots.
+     */
+    public String slot(int run) {
+        return "bench_" + id.replace('-', '_') + "_" + run;
     }
 
     /** Every contestant of a full run, in the order they run. */

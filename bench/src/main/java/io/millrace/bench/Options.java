@@ -5,7 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /** Command-line options of a benchmark run (see {@link #USAGE}). */
-record Options(long rows, int txRows, String xmx, List<String> only, List<String> skip, Path work, boolean keep, Path out,
+record Options(long rows, int repeat, int txRows, String xmx, List<String> only, List<String> skip, Path work, boolean keep, Path out,
                Path recvlogical, String jfr, int timeoutSeconds, int pgMajor) {
 
     static final String USAGE = """
@@ -14,6 +14,7 @@ record Options(long rows, int txRows, String xmx, List<String> only, List<String
                    java -jar bench/target/millrace-bench.jar jfr-top FILE.jfr    CPU samples of a profile, by thread and frame
             options:
               --rows N            rows per phase (default 1000000)
+              --repeat K          run every contestant K times, interleaved; the table shows the median (default 1)
               --tx-rows N         rows per transaction when pre-filling the slots (default 10000)
               --xmx SIZE          heap limit of every contestant JVM (default 2g)
               --only a,b          run only contestants whose id starts with one of these (ids: see below)
@@ -29,6 +30,7 @@ record Options(long rows, int txRows, String xmx, List<String> only, List<String
 
     static Options parse(List<String> args, Path defaultOut) {
         long rows = 1_000_000;
+        int repeat = 1;
         int txRows = 10_000;
         String xmx = "2g";
         List<String> only = new ArrayList<>();
@@ -56,6 +58,7 @@ record Options(long rows, int txRows, String xmx, List<String> only, List<String
             switch (a) {
                 case "--rows" -> rows = Long.parseLong(v.replace("_", "").replace(",", ""));
                 case "--tx-rows" -> txRows = Integer.parseInt(v);
+                case "--repeat" -> repeat = Integer.parseInt(v);
                 case "--xmx" -> xmx = v;
                 case "--only" -> only = List.of(v.split(","));
                 case "--skip" -> skip = List.of(v.split(","));
@@ -68,10 +71,10 @@ record Options(long rows, int txRows, String xmx, List<String> only, List<String
                 default -> throw new IllegalArgumentException("unknown option " + a);
             }
         }
-        if (rows < 1 || txRows < 1) {
-            throw new IllegalArgumentException("--rows and --tx-rows must be positive");
+        if (rows < 1 || txRows < 1 || repeat < 1) {
+            throw new IllegalArgumentException("--rows, --repeat and --tx-rows must be positive");
         }
-        return new Options(rows, txRows, xmx, only, skip, work, keep, out, recv, jfr, timeout, major);
+        return new Options(rows, repeat, txRows, xmx, only, skip, work, keep, out, recv, jfr, timeout, major);
     }
 
     boolean selected(Contestant c) {

@@ -91,9 +91,11 @@ final class Orchestrator {
                     rowSizes = Workload.rowSizes(c);
                     log.info("snapshot phase: loaded %,d rows in %.1f s (%s)", Workload.count(c), (System.nanoTime() - t) / 1e9, rowSizes);
                 }
-                for (Contestant x : snap) {
-                    results.add(x, runOne(pg, x, work, logs, null));
-                    dropSlots(pg);
+                for (int run = 1; run <= o.repeat(); run++) {
+                    for (Contestant x : snap) {
+                        results.add(x, runOne(pg, x, run, work, logs, null));
+                        dropSlot(pg, x.slot(run));
+                    }
                 }
             }
             if (!stream.isEmpty()) {
@@ -101,8 +103,10 @@ final class Orchestrator {
                 try (Connection c = pg.connect("bench"); Statement s = c.createStatement()) {
                     s.execute("TRUNCATE bench");
                     s.execute("CHECKPOINT");
-                    for (Contestant x : stream) {
-                        s.execute("SELECT pg_create_logical_replication_slot('" + x.slot() + "', 'pgoutput')");
+                    for (int run = 1; run <= o.repeat(); run++) {
+                        for (Contestant x : stream) {
+                            s.execute("SELECT pg_create_logical_replication_slot('" + x.slot(run) + "', 'pgoutput')");
+                        }
                     }
                     long t = System.nanoTime();
                     Workload.insert(c, 1, o.rows(), o.txRows(), n -> {
@@ -116,11 +120,13 @@ final class Orchestrator {
                         rowSizes = Workload.rowSizes(c);
                     }
                     log.info("streaming phase: %d slots, then %,d rows inserted in transactions of %,d in %.1f s; end LSN %s",
-                            stream.size(), o.rows(), o.txRows(), (System.nanoTime() - t) / 1e9, endLsn);
+                            stream.size() * o.repeat(), o.rows(), o.txRows(), (System.nanoTime() - t) / 1e9, endLsn);
                 }
-                for (Contestant x : stream) {
-                    results.add(x, runOne(pg, x, work, logs, endLsn));
-                    dropSlot(pg, x.slot());
+                for (int run = 1; run <= o.repeat(); run++) {
+                    for (Contestant x : stream) {
+                        results.add(x, runOne(pg, x, run, work, logs, endLsn));
+                        dropSlot(pg, x.slot(run));
+                    }
                 }
             }
         } finally {
@@ -137,18 +143,22 @@ final class Orchestrator {
                 + "- " + machine + "\n"
                 + "- rows: " + String.format(Locale.ROOT, "%,d", o.rows()) + " per phase (" + rowSizes + "); streaming transactions of "
                 + String.format(Locale.ROOT, "%,d", o.txRows()) + " rows\n"
-                + "- every contestant in its own process; JVM contestants with -Xmx" + o.xmx() + "; seconds from the contestant's start"
+                + "- every contestant in its own process, each run " + o.repeat() + " time(s) (interleaved: all contestants of a phase, then again);"
+                + " the table shows the run with the median rows/s; JVM contestants with -Xmx" + o.xmx() + "; seconds from the contestant's start"
                 + " (after JVM start-up) to its last row, 'first row s' to its first; ratios of rows/s, > 1 is faster than the"
                 + " reference; CPU s of the contestant's process over its whole life; load = 1-minute load average at its start\n\n"
                 + results.markdown();
         Files.createDirectories(o.out().toAbsolutePath().getParent());
         Files.writeString(o.out(), md, StandardCharsets.UTF_8);
         log.info("results written to %s", o.out());
-        return results.measured().values().stream().allMatch(Measurement::ok) ? 0 : 1;
+        return results.allOk() ? 0 : 1;
     }
 
     private List<String> argsForDoc() {
         List<String> a = new ArrayList<>(List.of("--rows", Long.toString(o.rows())));
+        if (o.repeat() != 1) {
+            a.addAll(List.of("--repeat", Integer.toString(o.repeat())));
+        }
         if (o.txRows() != 10_000) {
             a.addAll(List.of("--tx-rows", Integer.toString(o.txRows())));
         }
@@ -187,16 +197,17 @@ final class Orchestrator {
                 System.getProperty("java.runtime.version"), System.getProperty("java.vendor"), Proc.load1());
     }
 
-    private Measurement runOne(EmbeddedPg pg, Contestant x, Path work, Path logs, String endLsn) throws Exception {
-        Path dir = work.resolve(x.id());
+    private Measurement runOne(EmbeddedPg pg, Contestant x, int run, Path work, Path logs, String endLsn) throws Exception {
+        Path dir = work.resolve(x.id() + "-" + run);
         Files.createDirectories(dir);
-        Path logFile = logs.resolve(x.id() + ".log");
+        String name = o.repeat() == 1 ? x.id() : x.id() + " #" + run;
+        Path logFile = logs.resolve(x.id() + (o.repeat() == 1 ? "" : "-" + run) + ".log");
         double load = Proc.load1();
-        log.info("%-30s starting (load %.2f)", x.id(), load);
+        log.info("%-32s starting (load %.2f)", name, load);
         Measurement m;
         try {
-            m = x.kind() == Contestant.Kind.RECVLOGICAL ? recvlogical(pg, x, endLsn, logFile, load)
-                    : child(pg, x, dir, endLsn, logFile, load);
+            m = x.kind() == Contestant.Kind.RECVLOGICAL ? recvlogical(pg, x, x.slot(run), endLsn, logFile, load)
+                    : child(pg, x, x.slot(run), dir, endLsn, logFile, load);
         } catch (Exception e) {
             m = Measurement.failed(e.getMessage(), load);
         }
@@ -204,26 +215,27 @@ final class Orchestrator {
             m = Measurement.failed("counted " + m.rows() + " rows, expected " + o.rows(), load);
         }
         if (m.ok()) {
-            log.info("%-30s %,d rows in %.2f s = %,.0f rows/s, peak RSS %d MB", x.id(), m.rows(), m.seconds(), m.rowsPerSecond(),
+            log.info("%-32s %,d rows in %.2f s = %,.0f rows/s, peak RSS %d MB", name, m.rows(), m.seconds(), m.rowsPerSecond(),
                     m.peakRssKb() / 1024);
         } else {
-            log.info("%-30s FAILED: %s (log: %s)", x.id(), m.error(), logFile);
+            log.info("%-32s FAILED: %s (log: %s)", name, m.error(), logFile);
         }
         deleteTree(dir);
         return m;
     }
 
-    private Measurement child(EmbeddedPg pg, Contestant x, Path dir, String endLsn, Path logFile, double load) throws Exception {
+    private Measurement child(EmbeddedPg pg, Contestant x, String slot, Path dir, String endLsn, Path logFile, double load)
+            throws Exception {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-Xmx" + o.xmx());
         if (o.jfr() != null && List.of(o.jfr().split(",")).contains(x.id())) {
-            Path jfr = o.out().toAbsolutePath().getParent().resolve(x.id() + ".jfr");
+            Path jfr = o.out().toAbsolutePath().getParent().resolve(logFile.getFileName().toString().replace(".log", ".jfr"));
             cmd.add("-XX:StartFlightRecording=filename=" + jfr + ",settings=profile");
-            log.info("%-30s recording a profile into %s", x.id(), jfr);
+            log.info("%-32s recording a profile into %s", x.id(), jfr);
         }
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(), "child", x.id(),
-                "port=" + pg.port(), "rows=" + o.rows(), "slot=" + x.slot(), "dir=" + dir, "timeoutSeconds=" + o.timeoutSeconds()));
+                "port=" + pg.port(), "rows=" + o.rows(), "slot=" + slot, "dir=" + dir, "timeoutSeconds=" + o.timeoutSeconds()));
         if (endLsn != null) {
             cmd.add("endLsn=" + endLsn);
         }
@@ -249,12 +261,12 @@ final class Orchestrator {
      * PostgreSQL's streaming limit: pg_recvlogical (the system binary of the same major) drains the slot
      * into /dev/null up to the end LSN. Its peak RSS and CPU are polled from /proc while it runs.
      */
-    private Measurement recvlogical(EmbeddedPg pg, Contestant x, String endLsn, Path logFile, double load) throws Exception {
+    private Measurement recvlogical(EmbeddedPg pg, Contestant x, String slot, String endLsn, Path logFile, double load) throws Exception {
         if (!Files.isExecutable(o.recvlogical())) {
             return Measurement.failed(o.recvlogical() + " not found (apt-get install postgresql-client-15, or --recvlogical PATH)", load);
         }
         List<String> cmd = new ArrayList<>(List.of(o.recvlogical().toString(), "-h", "127.0.0.1", "-p", Integer.toString(pg.port()),
-                "-U", "postgres", "-d", "bench", "-S", x.slot(), "--start", "--no-loop", "--endpos=" + endLsn,
+                "-U", "postgres", "-d", "bench", "-S", slot, "--start", "--no-loop", "--endpos=" + endLsn,
                 "-o", "proto_version=1", "-o", "publication_names=" + Workload.PUBLICATION));
         if (x.binary()) {
             cmd.addAll(List.of("-o", "binary=true"));
@@ -282,7 +294,7 @@ final class Orchestrator {
         String confirmed;
         try (Connection c = pg.connect("bench");
              PreparedStatement s = c.prepareStatement("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = ?")) {
-            s.setString(1, x.slot());
+            s.setString(1, slot);
             try (ResultSet rs = s.executeQuery()) {
                 rs.next();
                 confirmed = rs.getString(1);
@@ -292,15 +304,6 @@ final class Orchestrator {
                 + "\n", java.nio.file.StandardOpenOption.APPEND);
         // pg_recvlogical counts no rows: exit 0 at --endpos means it received the whole stream up to the last insert.
         return new Measurement(o.rows(), nanos, -1, cpu, rss, load, null);
-    }
-
-    /** Drops every inactive slot of the snapshot contestants (each created its own). */
-    private void dropSlots(EmbeddedPg pg) throws SQLException, InterruptedException {
-        for (Contestant x : Contestant.all()) {
-            if (x.phase() == Contestant.Phase.SNAPSHOT) {
-                dropSlot(pg, x.slot());
-            }
-        }
     }
 
     private static void dropSlot(EmbeddedPg pg, String slot) throws SQLException, InterruptedException {

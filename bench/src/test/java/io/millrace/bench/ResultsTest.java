@@ -23,14 +23,40 @@ class ResultsTest {
         List<String[]> rows = r.rows();
         String[] millrace = rows.get(1);
         assertThat(millrace[1]).isEqualTo("Millrace → null");
-        assertThat(millrace[5]).isEqualTo("500");
-        assertThat(millrace[6]).isEqualTo("0.50×");
-        assertThat(millrace[7]).isEqualTo("2.00×");
-        assertThat(millrace[8]).isEqualTo("300");
-        assertThat(rows.get(3)[7]).isEqualTo("0.50×");
-        assertThat(rows.get(0)[6]).isEqualTo("1.00×");
-        assertThat(r.markdown()).contains("| snapshot | Millrace → null | 1,000 | 2.00 | 0.25 | 500 | 0.50× | 2.00× | 300 | 2.0 | 1.5 |");
+        assertThat(millrace[6]).isEqualTo("500");
+        assertThat(millrace[8]).isEqualTo("0.50×");
+        assertThat(millrace[9]).isEqualTo("2.00×");
+        assertThat(millrace[10]).isEqualTo("300");
+        assertThat(rows.get(3)[9]).isEqualTo("0.50×");
+        assertThat(rows.get(0)[8]).isEqualTo("1.00×");
+        assertThat(r.markdown()).contains("| snapshot | Millrace → null | 1/1 | 1,000 | 2.00 | 0.25 | 500 | - | 0.50× | 2.00× | 300 | 2.0 | 1.5 |")
+                .doesNotContain("Every run");
         assertThat(r.text()).contains("PostgreSQL COPY TO STDOUT (limit)");
+    }
+
+    @Test
+    void repetitionsReportTheMedianRunItsRangeAndEveryRun() {
+        Results r = new Results();
+        Contestant copy = Contestant.byId("snap-copy");
+        Contestant millrace = Contestant.byId("snap-millrace-null");
+        r.add(copy, m(1000, 1.0, 10));
+        r.add(copy, m(1000, 0.5, 12));
+        r.add(copy, m(1000, 2.0, 11)); // median 1000 rows/s
+        r.add(millrace, m(1000, 4.0, 300));
+        r.add(millrace, Measurement.failed("boom", 2.0));
+        r.add(millrace, m(1000, 1.0, 350)); // successful: 250 and 1000 rows/s, the lower middle is 250
+        String[] c = r.rows().get(0);
+        assertThat(c[2]).isEqualTo("3/3");
+        assertThat(c[6]).isEqualTo("1,000");
+        assertThat(c[7]).isEqualTo("500–2,000");
+        assertThat(c[10]).isEqualTo("12"); // peak RSS: the highest of the runs
+        String[] m = r.rows().get(1);
+        assertThat(m[2]).isEqualTo("2/3");
+        assertThat(m[6]).isEqualTo("250");
+        assertThat(m[8]).isEqualTo("0.25×");
+        assertThat(m[12]).contains("1 failed: boom");
+        assertThat(r.allOk()).isFalse();
+        assertThat(r.markdown()).contains("Every run").contains("| snap-millrace-null | 2 | - | FAILED: boom | - | 2.0 |");
     }
 
     @Test
@@ -41,9 +67,9 @@ class ResultsTest {
         r.add(Contestant.byId("stream-millrace-null-binary"), m(100, 1.0, 200));
         r.add(Contestant.byId("stream-debezium-schema"), Measurement.failed("timed out", 3.0));
         List<String[]> rows = r.rows();
-        assertThat(rows.get(2)[6]).isEqualTo("0.50×"); // vs the binary limit (200 rows/s), not the text one
-        assertThat(rows.get(2)[7]).isEqualTo("-");     // no Debezium succeeded
-        assertThat(rows.get(3)[10]).contains("FAILED: timed out");
+        assertThat(rows.get(2)[8]).isEqualTo("0.50×"); // vs the binary limit (200 rows/s), not the text one
+        assertThat(rows.get(2)[9]).isEqualTo("-");     // no Debezium succeeded
+        assertThat(rows.get(3)[12]).contains("FAILED: timed out");
     }
 
     @Test
@@ -57,9 +83,10 @@ class ResultsTest {
 
     @Test
     void optionsSelectByPrefixAndRejectUnknownOptions() {
-        Options o = Options.parse(List.of("--rows", "200_000", "--only", "snap-,stream-recv", "--skip", "snap-debezium-schema"),
+        Options o = Options.parse(List.of("--rows", "200_000", "--repeat", "3", "--only", "snap-,stream-recv", "--skip", "snap-debezium-schema"),
                 Path.of("r.md"));
         assertThat(o.rows()).isEqualTo(200_000);
+        assertThat(o.repeat()).isEqualTo(3);
         assertThat(Contestant.all().stream().filter(o::selected).map(Contestant::id))
                 .containsExactly("snap-copy", "snap-millrace-null", "snap-millrace-jsonl", "snap-debezium-noschema",
                         "stream-recvlogical", "stream-recvlogical-binary");
