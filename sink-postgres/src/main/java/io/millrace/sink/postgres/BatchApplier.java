@@ -55,6 +55,9 @@ final class BatchApplier {
     private final Map<TableRef, Stage> stages = new HashMap<>();
     private final Set<Stage> usedInTransaction = new HashSet<>();
     private int stageCounter;
+    /** Tables where a direct COPY of inserts met keys already present; they are upserted from then on. */
+    private final Set<TableRef> conflicted = new HashSet<>();
+    private static final String UNIQUE_VIOLATION = "23505";
 
     BatchApplier(Connection conn, String destination, String targetSchema) throws SQLException {
         this.conn = conn;
@@ -139,6 +142,13 @@ final class BatchApplier {
         if (red.rows.isEmpty()) {
             return;
         }
+        if (red.insertsOnly() && !conflicted.contains(target) && copyDirectly(target, rel, red)) {
+            if (LOG.isDebugEnabled()) {
+                LOG.debug("destination '{}': {} insert(s) into {} copied directly; ms: reduce {}, copy {}", destination,
+                        red.events(), target, (t1 - t0) / 1_000_000, (System.nanoTime() - t1) / 1_000_000);
+            }
+            return;
+        }
         Stage stage = stage(target, rel);
         if (!usedInTransaction.add(stage)) {
             execute("TRUNCATE TABLE " + stage.name);
@@ -168,6 +178,14 @@ final class BatchApplier {
                     for (int j = 0; j < keyIdx.length; j++) {
                         out.field(CopyText.NULL);
                     }
+                } else if (row.line != null) {
+                    upserts++;
+                    out.fields(row.line);
+                    out.field("f");
+                    out.field("0");
+                    for (int j = 0; j < keyIdx.length; j++) {
+                        out.field(CopyText.NULL);
+                    }
                 } else {
                     upserts++;
                     for (int i = 0; i < n; i++) {
@@ -175,36 +193,29 @@ final class BatchApplier {
                         out.field(v == null ? CopyText.NULL : v);
                     }
                     out.field("f");
-                    if (row.from == null) {
-                        out.field("0");
-                        for (int j = 0; j < keyIdx.length; j++) {
-                            out.field(CopyText.NULL);
+                    StringBuilder sig = new StringBuilder();
+                    for (int i = 0; i < n; i++) {
+                        if (row.vals[i] == null) {
+                            sig.append(i).append(',');
                         }
-                    } else {
-                        StringBuilder sig = new StringBuilder();
+                    }
+                    Integer id = maskIds.get(sig.toString());
+                    if (id == null) {
+                        id = maskIds.size() + 1;
+                        maskIds.put(sig.toString(), id);
+                        List<Integer> cols = new ArrayList<>();
                         for (int i = 0; i < n; i++) {
                             if (row.vals[i] == null) {
-                                sig.append(i).append(',');
+                                cols.add(i);
                             }
                         }
-                        Integer id = maskIds.get(sig.toString());
-                        if (id == null) {
-                            id = maskIds.size() + 1;
-                            maskIds.put(sig.toString(), id);
-                            List<Integer> cols = new ArrayList<>();
-                            for (int i = 0; i < n; i++) {
-                                if (row.vals[i] == null) {
-                                    cols.add(i);
-                                }
-                            }
-                            maskColumns.add(cols.stream().mapToInt(Integer::intValue).toArray());
-                            maskCounts.add(0);
-                        }
-                        maskCounts.set(id - 1, maskCounts.get(id - 1) + 1);
-                        out.field(Integer.toString(id));
-                        for (String k : row.from) {
-                            out.field(k);
-                        }
+                        maskColumns.add(cols.stream().mapToInt(Integer::intValue).toArray());
+                        maskCounts.add(0);
+                    }
+                    maskCounts.set(id - 1, maskCounts.get(id - 1) + 1);
+                    out.field(Integer.toString(id));
+                    for (String k : row.from) {
+                        out.field(k);
                     }
                 }
                 out.endRow();
@@ -252,6 +263,43 @@ final class BatchApplier {
                     (t1 - t0) / 1_000_000, (t2 - t1) / 1_000_000, (t3 - t2) / 1_000_000, (t4 - t3) / 1_000_000,
                     (t5 - t4) / 1_000_000);
         }
+    }
+
+    /**
+     * A run of new rows only: COPY them straight into the table, under a savepoint. When a key is
+     * already there (unique violation) the savepoint is rolled back and the caller upserts through
+     * the staging table instead; the table is then remembered so later runs go there first.
+     */
+    private boolean copyDirectly(TableRef target, RelationInfo rel, KeyedReduction red) throws SQLException {
+        List<String> names = new ArrayList<>();
+        for (ColumnInfo c : rel.columns()) {
+            names.add(Ident.quote(c.name()));
+        }
+        execute("SAVEPOINT millrace_direct");
+        CopyText out = new CopyText(copy.copyIn("COPY " + target.sql() + " (" + String.join(", ", names) + ") FROM STDIN"));
+        try {
+            for (KeyedReduction.Row row : red.rows.values()) {
+                out.fields(row.line); // inserts only: every row is complete
+                out.endRow();
+            }
+            out.finish();
+        } catch (SQLException e) {
+            out.cancel();
+            if (!UNIQUE_VIOLATION.equals(e.getSQLState())) {
+                throw e;
+            }
+            execute("ROLLBACK TO SAVEPOINT millrace_direct");
+            execute("RELEASE SAVEPOINT millrace_direct");
+            conflicted.add(target);
+            LOG.debug("destination '{}': {} already holds some of the inserted keys; upserting instead", destination,
+                    target);
+            return false;
+        } catch (RuntimeException e) {
+            out.cancel();
+            throw e;
+        }
+        execute("RELEASE SAVEPOINT millrace_direct");
+        return true;
     }
 
     private Stage stage(TableRef target, RelationInfo rel) throws SQLException {

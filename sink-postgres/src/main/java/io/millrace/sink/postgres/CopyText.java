@@ -75,6 +75,17 @@ final class CopyText {
         }
     }
 
+    /** Appends already encoded fields: escaped values separated by tabs, UTF-8. */
+    void fields(byte[] encoded) throws SQLException {
+        if (!firstField) {
+            put((byte) '\t');
+        }
+        firstField = false;
+        ensure(encoded.length);
+        System.arraycopy(encoded, 0, buf, pos, encoded.length);
+        pos += encoded.length;
+    }
+
     void endRow() throws SQLException {
         put((byte) '\n');
         firstField = true;

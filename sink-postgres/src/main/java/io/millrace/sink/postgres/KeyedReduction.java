@@ -2,11 +2,13 @@ package io.millrace.sink.postgres;
 
 import io.millrace.core.MillraceException;
 import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.Op;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.types.UnchangedToast;
 
-import java.util.HashMap;
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
@@ -25,22 +27,35 @@ import java.util.Map;
  *       in this run when there is one; otherwise it remembers the old key whose destination row holds
  *       them ({@link Row#from}).</li>
  * </ul>
- * Values are kept already rendered for COPY ({@link CopyText#escape}); {@code null} in
- * {@link Row#vals} marks an unchanged TOAST value, {@link CopyText#NULL} is SQL NULL.
+ * Values are kept already rendered for COPY ({@link CopyText#escape}); a complete row is kept as
+ * one encoded COPY line, so a large batch holds few objects (the garbage collector copies live
+ * objects, and a 100k-row batch is live until it is applied).
  */
 final class KeyedReduction {
     /** One key's outcome. */
     static final class Row {
-        /** Delete: the key values (key order). Otherwise: all columns; null = unchanged TOAST. */
+        /** A complete row: its columns as a COPY text line (UTF-8, tab-separated, no newline); else null. */
+        final byte[] line;
+        /** Delete: the key values (key order). Partial row: all columns, null = unchanged TOAST. Else null. */
         final String[] vals;
-        /** Key (key order) of the pre-run destination row holding the unchanged values; null when complete. */
+        /** Key (key order) of the pre-run destination row holding the unchanged values; null unless partial. */
         final String[] from;
         final boolean delete;
 
-        Row(String[] vals, String[] from, boolean delete) {
+        private Row(byte[] line, String[] vals, String[] from, boolean delete) {
+            this.line = line;
             this.vals = vals;
             this.from = from;
             this.delete = delete;
+        }
+
+        /** The row's column values, escaped; null entries are unchanged TOAST values. Not for deletes. */
+        String[] values() {
+            if (vals != null) {
+                return vals;
+            }
+            // Escaped values contain no raw tab: splitting the line gives them back.
+            return new String(line, StandardCharsets.UTF_8).split("\t", -1);
         }
     }
 
@@ -48,19 +63,27 @@ final class KeyedReduction {
     private final TableRef target;
     private final int[] keyIdx;
     private final int columns;
+    /** Outcomes in the order keys were first seen: source order, which keeps index inserts local. */
     final Map<String, Row> rows;
+    private final LineBuffer buf = new LineBuffer();
     private int events;
+    private boolean insertsOnly = true;
 
     KeyedReduction(RelationInfo rel, TableRef target, int expected) {
         this.rel = rel;
         this.target = target;
         this.keyIdx = rel.keyIndexes();
         this.columns = rel.columnCount();
-        this.rows = new HashMap<>(Math.max(16, expected * 4 / 3 + 1));
+        this.rows = new LinkedHashMap<>(Math.max(16, expected * 4 / 3 + 1));
     }
 
     int events() {
         return events;
+    }
+
+    /** Whether the run held only complete inserts and reads: every outcome is a complete new row. */
+    boolean insertsOnly() {
+        return insertsOnly;
     }
 
     void add(ChangeEvent e) {
@@ -68,16 +91,18 @@ final class KeyedReduction {
         switch (e.op()) {
             case CREATE, READ -> upsert(e, null, image(e, e.after(), "after"));
             case UPDATE -> {
+                insertsOnly = false;
                 String[] after = image(e, e.after(), "after");
                 String[] oldKey = e.before() == null ? null : key(e, e.before(), "before");
                 upsert(e, oldKey, after);
             }
             case DELETE -> {
+                insertsOnly = false;
                 if (e.before() == null) {
                     throw bad(e, "a delete without the old key");
                 }
                 String[] k = key(e, e.before(), "before");
-                rows.put(join(k), new Row(k, null, true));
+                rows.put(join(k), new Row(null, k, null, true));
             }
             default -> throw new MillraceException(MillraceException.Kind.INTERNAL, "unexpected " + e.op()
                     + " in a keyed run of " + target);
@@ -99,26 +124,33 @@ final class KeyedReduction {
         } else {
             oldKeyVals = newKeyVals;
         }
+        if (!hasUnchanged(vals)) {
+            if (!oldKey.equals(newKey)) {
+                rows.put(oldKey, new Row(null, oldKeyVals, null, true));
+            }
+            rows.put(newKey, new Row(buf.line(vals), null, null, false));
+            return;
+        }
+        insertsOnly = false;
         Row prev = rows.get(oldKey);
         if (!oldKey.equals(newKey)) {
-            rows.put(oldKey, new Row(oldKeyVals, null, true));
+            rows.put(oldKey, new Row(null, oldKeyVals, null, true));
         }
-        String[] from = null;
-        if (hasUnchanged(vals)) {
-            if (prev == null) {
-                from = oldKeyVals; // the destination row as it was before this run holds the values
-            } else if (prev.delete) {
-                throw bad(e, "an update with unchanged TOAST values of a row deleted earlier in the same batch");
-            } else {
-                for (int i = 0; i < columns; i++) {
-                    if (vals[i] == null) {
-                        vals[i] = prev.vals[i];
-                    }
+        String[] from;
+        if (prev == null) {
+            from = oldKeyVals; // the destination row as it was before this run holds the values
+        } else if (prev.delete) {
+            throw bad(e, "an update with unchanged TOAST values of a row deleted earlier in the same batch");
+        } else {
+            String[] earlier = prev.values();
+            for (int i = 0; i < columns; i++) {
+                if (vals[i] == null) {
+                    vals[i] = earlier[i];
                 }
-                from = hasUnchanged(vals) ? prev.from : null;
             }
+            from = prev.from;
         }
-        rows.put(newKey, new Row(vals, from, false));
+        rows.put(newKey, hasUnchanged(vals) ? new Row(null, vals, from, false) : new Row(buf.line(vals), null, null, false));
     }
 
     private String[] image(ChangeEvent e, Object[] values, String which) {
@@ -170,5 +202,38 @@ final class KeyedReduction {
     private MillraceException bad(ChangeEvent e, String what) {
         return new MillraceException(MillraceException.Kind.SINK, "table " + target + ": change at " + e.position()
                 + " (" + e.op().code() + ") carries " + what + "; cannot apply it");
+    }
+
+    /** Encodes escaped values as one tab-separated UTF-8 line, reusing one scratch buffer. */
+    private static final class LineBuffer {
+        private byte[] scratch = new byte[256];
+
+        byte[] line(String[] vals) {
+            int pos = 0;
+            for (int i = 0; i < vals.length; i++) {
+                String v = vals[i];
+                int n = v.length();
+                if (pos + n + 1 > scratch.length) {
+                    scratch = java.util.Arrays.copyOf(scratch, Math.max(scratch.length * 2, pos + n * 3 + 1));
+                }
+                if (i > 0) {
+                    scratch[pos++] = '\t';
+                }
+                for (int c = 0; c < n; c++) {
+                    char ch = v.charAt(c);
+                    if (ch >= 0x80) {
+                        byte[] b = v.substring(c).getBytes(StandardCharsets.UTF_8);
+                        if (pos + b.length + 1 > scratch.length) {
+                            scratch = java.util.Arrays.copyOf(scratch, Math.max(scratch.length * 2, pos + b.length + 1));
+                        }
+                        System.arraycopy(b, 0, scratch, pos, b.length);
+                        pos += b.length;
+                        break;
+                    }
+                    scratch[pos++] = (byte) ch;
+                }
+            }
+            return java.util.Arrays.copyOf(scratch, pos);
+        }
     }
 }

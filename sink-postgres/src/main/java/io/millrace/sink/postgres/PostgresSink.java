@@ -111,8 +111,11 @@ public final class PostgresSink implements Sink {
             return;
         }
         String json = CheckpointJson.write(checkpoint);
+        long start = System.nanoTime();
+        long applied;
         try {
             applier.apply(events);
+            applied = System.nanoTime();
             try (PreparedStatement ps = conn.prepareStatement("INSERT INTO " + checkpointTable
                     + " (destination, checkpoint, updated_at) VALUES (?, CAST(? AS jsonb), now())"
                     + " ON CONFLICT (destination) DO UPDATE SET checkpoint = EXCLUDED.checkpoint,"
@@ -152,6 +155,12 @@ public final class PostgresSink implements Sink {
         }
         inDoubt = null;
         applier.committed();
+        if (LOG.isDebugEnabled()) {
+            long end = System.nanoTime();
+            LOG.debug("destination '{}': batch of {} change(s) durable at {}; ms: apply {}, checkpoint and commit {}",
+                    config.name(), events.size(), checkpoint.applied(), (applied - start) / 1_000_000,
+                    (end - applied) / 1_000_000);
+        }
     }
 
     @Override

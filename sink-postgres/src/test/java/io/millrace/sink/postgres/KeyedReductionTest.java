@@ -36,22 +36,23 @@ class KeyedReductionTest {
         assertThat(r.rows).hasSize(1);
         KeyedReduction.Row row = r.rows.get("1");
         assertThat(row.delete).isFalse();
-        assertThat(row.vals).containsExactly("1", "c", "y");
+        assertThat(row.values()).containsExactly("1", "c", "y");
     }
 
     @Test
     void keyChangeDeletesTheOldKey() {
         KeyedReduction r = reduce(ev.update(rel, keyImage(rel, 1), row(2, "a", "x")));
         assertThat(r.rows.get("1").delete).isTrue();
-        assertThat(r.rows.get("2").vals).containsExactly("2", "a", "x");
+        assertThat(r.rows.get("2").values()).containsExactly("2", "a", "x");
     }
 
     @Test
     void unchangedToastMergesWithAnEarlierImageOfTheKey() {
         KeyedReduction r = reduce(ev.insert(rel, 1, "a", "big value"), ev.update(rel, 1, "b", U));
         KeyedReduction.Row row = r.rows.get("1");
-        assertThat(row.vals).containsExactly("1", "b", "big value");
+        assertThat(row.values()).containsExactly("1", "b", "big value");
         assertThat(row.from).isNull();
+        assertThat(row.line).isNotNull();
     }
 
     @Test
@@ -71,8 +72,10 @@ class KeyedReductionTest {
 
     @Test
     void nullsAndSpecialCharactersAreRenderedForCopy() {
-        KeyedReduction r = reduce(ev.insert(rel, 1, null, "tab\there"));
-        assertThat(r.rows.get("1").vals).containsExactly("1", "\\N", "tab\\there");
+        KeyedReduction r = reduce(ev.insert(rel, 1, null, "tab\there ünï"));
+        assertThat(r.rows.get("1").values()).containsExactly("1", "\\N", "tab\\there ünï");
+        assertThat(new String(r.rows.get("1").line, java.nio.charset.StandardCharsets.UTF_8))
+                .isEqualTo("1\t\\N\ttab\\there ünï");
     }
 
     @Test
