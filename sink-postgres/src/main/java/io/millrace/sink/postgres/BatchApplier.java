@@ -50,6 +50,8 @@ final class BatchApplier {
     private final Connection conn;
     private final CopyManager copy;
     private final String destination;
+    /** host:port/database, for messages. */
+    private final String where;
     private final TargetTables tables;
     /** Staging table per destination table, for its current shape; created ON COMMIT DELETE ROWS. */
     private final Map<TableRef, Stage> stages = new HashMap<>();
@@ -59,8 +61,9 @@ final class BatchApplier {
     private final Set<TableRef> conflicted = new HashSet<>();
     private static final String UNIQUE_VIOLATION = "23505";
 
-    BatchApplier(Connection conn, String destination, String targetSchema) throws SQLException {
+    BatchApplier(Connection conn, String destination, String where, String targetSchema) throws SQLException {
         this.conn = conn;
+        this.where = where;
         this.copy = conn.unwrap(PGConnection.class).getCopyAPI();
         this.destination = destination;
         this.tables = new TargetTables(conn, destination, targetSchema);
@@ -119,7 +122,7 @@ final class BatchApplier {
                 }
                 i = j;
             } catch (SQLException e) {
-                throw Errors.apply(destination, target, rel.table(), first, e);
+                throw Errors.apply(destination, where, target, rel.table(), first, e);
             } catch (MillraceException e) {
                 throw e;
             } catch (RuntimeException e) {

@@ -18,13 +18,14 @@ final class Errors {
         return state != null && (state.startsWith("08") || state.startsWith("57P"));
     }
 
-    static MillraceException apply(String destination, TableRef target, TableRef source, ChangeEvent first,
-                                   SQLException e) {
+    static MillraceException apply(String destination, String where, TableRef target, TableRef source,
+                                   ChangeEvent first, SQLException e) {
         String what = "destination '" + destination + "': could not apply changes to table " + target + " (source "
                 + source + ", run from " + first.position() + "): " + message(e);
         if (connectionLost(e)) {
-            return new MillraceException(Kind.CONNECTION, what + ". The connection to the destination was lost;"
-                    + " the batch was not committed and will be retried.", e);
+            return new MillraceException(Kind.CONNECTION, what + ". The connection to PostgreSQL at " + where
+                    + " was lost; the batch was not committed. Check that the server there is up; the next attempt"
+                    + " reconnects.", e);
         }
         if ("42501".equals(e.getSQLState())) {
             return new MillraceException(Kind.PERMISSION, what + ". Grant the destination user the privileges"

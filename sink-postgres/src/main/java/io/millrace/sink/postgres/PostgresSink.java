@@ -225,7 +225,7 @@ public final class PostgresSink implements Sink {
             }
             c.commit();
             this.conn = c;
-            this.applier = new BatchApplier(c, config.name(), config.targetSchema());
+            this.applier = new BatchApplier(c, config.name(), where, config.targetSchema());
         } catch (SQLException e) {
             try {
                 c.close();

@@ -24,10 +24,6 @@ final class TypeMapping {
             "regnamespace", "regrole", "regcollation", "aclitem", "pg_node_tree", "pg_ndistinct", "pg_dependencies",
             "pg_mcv_list", "pg_brin_bloom_summary", "pg_brin_minmax_multi_summary", "unknown");
 
-    /** Types without a usable equality operator: rows are matched by their text form instead. */
-    private static final Set<String> NO_EQUALITY = Set.of(
-            "json", "xml", "point", "lseg", "box", "path", "polygon", "line", "circle");
-
     static String sqlType(ColumnInfo c) {
         return sqlType(c.type(), c.typeMod());
     }
@@ -104,22 +100,5 @@ final class TypeMapping {
             default:
                 return "";
         }
-    }
-
-    /** Whether rows can be matched on this column with {@code IS NOT DISTINCT FROM} on the typed value. */
-    static boolean hasEquality(ColumnInfo c) {
-        TypeInfo t = c.type();
-        if (t == null) {
-            return true;
-        }
-        if (t.isArray()) {
-            TypeInfo element = element(t);
-            return element == null || !"pg_catalog".equals(element.schema()) || !NO_EQUALITY.contains(element.name());
-        }
-        if (t.isDomain()) {
-            TypeInfo base = t.baseOid() == 0 ? null : Codecs.builtin(t.baseOid());
-            return base == null || base.isDomain() || hasEquality(new ColumnInfo(c.name(), base, -1, c.key()));
-        }
-        return !("pg_catalog".equals(t.schema()) && NO_EQUALITY.contains(t.name()));
     }
 }

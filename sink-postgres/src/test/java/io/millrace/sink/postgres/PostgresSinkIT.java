@@ -519,6 +519,27 @@ class PostgresSinkIT {
         return s;
     }
 
+    @Test
+    void lostConnectionBetweenWritesFailsTheBatchAndTheNextWriteReconnects() throws Exception {
+        RelationInfo rel = Events.rel("reconnect", "t", 'd', key("id", INT4), col("v", TEXT));
+        try (PostgresSink sink = sink("reconnect")) {
+            sink.open();
+            sink.write(List.of(ev.insert(rel, 1, "a")), ev.checkpoint("reconnect"));
+            Checkpoint before = storedCheckpoint("reconnect").orElseThrow();
+            pg.execute(DB, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    + " WHERE application_name = 'millrace-sink-reconnect'");
+            List<ChangeEvent> batch = List.of(ev.update(rel, 1, "b"), ev.insert(rel, 2, "c"));
+            Checkpoint next = ev.checkpoint("reconnect");
+            assertThatThrownBy(() -> sink.write(batch, next)).isInstanceOf(MillraceException.class)
+                    .satisfies(e -> assertThat(((MillraceException) e).kind()).isEqualTo(MillraceException.Kind.CONNECTION))
+                    .hasMessageContaining("reconnect.t").hasMessageContaining("127.0.0.1:" + pg.port() + "/" + DB);
+            assertThat(storedCheckpoint("reconnect")).contains(before);
+            sink.write(batch, next);
+            assertThat(rows("SELECT id, v FROM reconnect.t ORDER BY id")).containsExactly("1|b", "2|c");
+            assertThat(storedCheckpoint("reconnect")).contains(next);
+        }
+    }
+
     // ------------------------------------------------------------------ connection errors
 
     @Test

@@ -1,6 +1,5 @@
 package io.millrace.sink.postgres;
 
-import io.millrace.core.schema.ColumnInfo;
 import io.millrace.core.schema.TypeInfo;
 import io.millrace.core.types.Codecs;
 import org.junit.jupiter.api.Test;
@@ -56,10 +55,5 @@ class TypeMappingTest {
         assertThat(TypeMapping.sqlType(point, -1)).isEqualTo("pg_catalog.\"point\"");
         assertThat(TypeMapping.sqlType(pointArray, -1)).isEqualTo("pg_catalog.\"point\"[]");
         assertThat(TypeMapping.sqlType(regclass, -1)).isEqualTo("text");
-        assertThat(TypeMapping.hasEquality(new ColumnInfo("p", point, -1, false))).isFalse();
-        assertThat(TypeMapping.hasEquality(new ColumnInfo("p", pointArray, -1, false))).isFalse();
-        assertThat(TypeMapping.hasEquality(new ColumnInfo("j", Codecs.builtin(114), -1, false))).isFalse();
-        assertThat(TypeMapping.hasEquality(new ColumnInfo("j", Codecs.builtin(3802), -1, false))).isTrue();
-        assertThat(TypeMapping.hasEquality(new ColumnInfo("m", mood, -1, false))).isTrue();
     }
 }
