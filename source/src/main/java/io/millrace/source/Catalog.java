@@ -101,6 +101,20 @@ public final class Catalog {
         return keys;
     }
 
+    /** Every user table (and partitioned root; no partitions), in name order. */
+    public static List<TableRef> userTables(Connection c) throws SQLException {
+        List<TableRef> out = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement("SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                + " WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND n.nspname NOT IN ('pg_catalog', 'information_schema')"
+                + " AND n.nspname NOT LIKE 'pg\\_%' ORDER BY 1, 2");
+             ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                out.add(new TableRef(rs.getString(1), rs.getString(2)));
+            }
+        }
+        return out;
+    }
+
     /** Tables of a publication (as published: partitions through their root when publish_via_partition_root). */
     public static List<TableRef> publicationTables(Connection c, String publication) throws SQLException {
         List<TableRef> out = new ArrayList<>();

@@ -112,14 +112,15 @@ public final class Preflight {
 
         boolean slotExists = checkSlot(c);
         boolean pubExists = publicationExists(c);
-        List<TableRef> tables = config.tables();
-        if (tables.isEmpty()) {
+        List<TableRef> tables = expand(c, config.tables());
+        if (config.tables().isEmpty()) {
             if (!pubExists) {
                 fail("tables", Kind.CONFIG, "no tables are configured and publication '" + config.publication() + "' does not exist",
                         "list the tables under source.tables, or create the publication: CREATE PUBLICATION "
                                 + Ident.quote(config.publication()) + " FOR TABLE ...;");
             } else {
                 tables = Catalog.publicationTables(c, config.publication());
+                tables = tables.stream().filter(t -> config.excludeTables().stream().noneMatch(x -> TableRef.matches(x, t))).toList();
                 if (tables.isEmpty()) {
                     fail("tables", Kind.SOURCE_SETUP, "publication '" + config.publication() + "' publishes no table",
                             "ALTER PUBLICATION " + Ident.quote(config.publication()) + " ADD TABLE ...; or list tables under source.tables");
@@ -129,6 +130,32 @@ public final class Preflight {
         checkTables(c, tables);
         checkPublication(c, pubExists, tables);
         return new Report(List.copyOf(checks), version, tables, slotExists, pubExists);
+    }
+
+    /**
+     * Replaces each pattern ({@code public.*}, {@code sales.order_?}) by the tables it matches (not
+     * partitions: those are published through their root), then removes the excluded ones. Plain
+     * names stay as they are, so a missing table is reported by name.
+     */
+    private List<TableRef> expand(Connection c, List<TableRef> configured) throws SQLException {
+        List<TableRef> all = null;
+        java.util.LinkedHashSet<TableRef> out = new java.util.LinkedHashSet<>();
+        for (TableRef t : configured) {
+            if (!t.isPattern()) {
+                out.add(t);
+                continue;
+            }
+            if (all == null) {
+                all = Catalog.userTables(c);
+            }
+            List<TableRef> hits = all.stream().filter(x -> TableRef.matches(t, x)).toList();
+            if (hits.isEmpty()) {
+                warn("tables", "pattern '" + t + "' in source.tables matches no table", "check the pattern (* matches any characters, ? one)");
+            }
+            out.addAll(hits);
+        }
+        out.removeIf(t -> config.excludeTables().stream().anyMatch(x -> TableRef.matches(x, t)));
+        return List.copyOf(out);
     }
 
     private boolean checkSlot(Connection c) throws SQLException {

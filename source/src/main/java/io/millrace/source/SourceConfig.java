@@ -17,14 +17,15 @@ import java.util.Map;
  * @param password          the role's password (never printed)
  * @param slot              logical replication slot name
  * @param publication       publication name
- * @param tables            tables to capture; empty = every table of an existing publication
+ * @param tables            tables to capture (names or patterns with * and ?); empty = every table of an existing publication
+ * @param excludeTables     tables (names or patterns) left out of {@code tables}
  * @param createPublication create the publication for {@code tables} when it is missing
  * @param binary            ask pgoutput for binary values (PG14+)
  * @param statusInterval    how often the reader reports its flushed position to the server
  * @param jdbcProperties    extra pgjdbc properties (sslmode, sslrootcert, ...)
  */
 public record SourceConfig(String host, int port, String database, String user, Secret password, String slot,
-                           String publication, List<TableRef> tables, boolean createPublication, BinaryMode binary,
+                           String publication, List<TableRef> tables, List<TableRef> excludeTables, boolean createPublication, BinaryMode binary,
                            Duration statusInterval, Map<String, String> jdbcProperties) {
 
     public enum BinaryMode {
@@ -36,6 +37,7 @@ public record SourceConfig(String host, int port, String database, String user, 
 
     public SourceConfig {
         tables = List.copyOf(tables);
+        excludeTables = List.copyOf(excludeTables);
         jdbcProperties = Map.copyOf(jdbcProperties);
     }
 

@@ -58,6 +58,40 @@ public record TableRef(String schema, String table) implements Comparable<TableR
                 + " (quote a part that contains a dot: \"my.schema\".\"t\")");
     }
 
+    /** Whether the schema or table part is a pattern ({@code *} any characters, {@code ?} one). */
+    public boolean isPattern() {
+        return schema.indexOf('*') >= 0 || schema.indexOf('?') >= 0 || table.indexOf('*') >= 0 || table.indexOf('?') >= 0;
+    }
+
+    /** Whether {@code table} matches {@code pattern} (a plain name matches only itself). */
+    public static boolean matches(TableRef pattern, TableRef table) {
+        return glob(pattern.schema, table.schema) && glob(pattern.table, table.table);
+    }
+
+    private static boolean glob(String p, String s) {
+        return glob(p, 0, s, 0);
+    }
+
+    private static boolean glob(String p, int i, String s, int j) {
+        while (i < p.length()) {
+            char c = p.charAt(i);
+            if (c == '*') {
+                for (int k = j; k <= s.length(); k++) {
+                    if (glob(p, i + 1, s, k)) {
+                        return true;
+                    }
+                }
+                return false;
+            }
+            if (j >= s.length() || (c != '?' && c != s.charAt(j))) {
+                return false;
+            }
+            i++;
+            j++;
+        }
+        return j == s.length();
+    }
+
     /** {@code "schema"."table"}, quoted for SQL. */
     public String sql() {
         return Ident.qualified(schema, table);

@@ -40,7 +40,7 @@ public final class ConfigLoader {
     /** The top-level sections, and the keys of each mapping that checks required settings while reading. */
     private static final String[] SECTIONS = {"name", "source", "snapshot", "pipeline", "operations", "destinations"};
     private static final String[] SOURCE_KEYS = {"host", "port", "database", "user", "password", "password_env", "password_file", "slot",
-            "publication", "tables", "create_publication", "binary", "status_interval_ms", "ssl"};
+            "publication", "tables", "exclude_tables", "create_publication", "binary", "status_interval_ms", "ssl"};
     private static final String[] POSTGRES_KEYS = {"name", "type", "url", "host", "port", "database", "user", "password", "password_env",
             "password_file", "schema", "state_schema"};
     private static final String[] JSONL_KEYS = {"name", "type", "stdout", "directory", "state_file", "rotate_mb"};
@@ -159,14 +159,8 @@ public final class ConfigLoader {
             throw Node.error(s.key("slot"), "must be 1 to 63 lower-case letters, digits or underscores (a PostgreSQL slot name), got '" + slot + "'");
         }
         String publication = s.string("publication", "millrace");
-        List<TableRef> tables = new ArrayList<>();
-        for (String t : s.strings("tables")) {
-            try {
-                tables.add(TableRef.parse(t));
-            } catch (IllegalArgumentException e) {
-                throw Node.error(s.key("tables"), e.getMessage());
-            }
-        }
+        List<TableRef> tables = tableList(s, "tables");
+        List<TableRef> exclude = tableList(s, "exclude_tables");
         boolean create = s.bool("create_publication", true);
         SourceConfig.BinaryMode binary = s.choice("binary", SourceConfig.BinaryMode.AUTO, SourceConfig.BinaryMode.class);
         int status = s.integer("status_interval_ms", 10_000, 100, 600_000);
@@ -185,8 +179,20 @@ public final class ConfigLoader {
         }
         ssl.done();
         s.done();
-        return new SourceConfig(host, port, database, user, password, slot, publication, tables, create, binary,
+        return new SourceConfig(host, port, database, user, password, slot, publication, tables, exclude, create, binary,
                 Duration.ofMillis(status), jdbc);
+    }
+
+    private static List<TableRef> tableList(Node s, String key) {
+        List<TableRef> out = new ArrayList<>();
+        for (String t : s.strings(key)) {
+            try {
+                out.add(TableRef.parse(t));
+            } catch (IllegalArgumentException e) {
+                throw Node.error(s.key(key), e.getMessage());
+            }
+        }
+        return out;
     }
 
     private Secret password(Node n, Path base) {
