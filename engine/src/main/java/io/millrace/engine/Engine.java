@@ -276,7 +276,36 @@ public final class Engine {
                     LOG.info("created publication '{}' for {} table(s)", src.publication(), report.tables().size());
                 }
                 if (withCheckpoint == 0 || interrupted) {
-                    freshStart(conns, slots, repl, report.slotExists(), interrupted, sinks, ids, tables, found);
+                    boolean slotExists = report.slotExists();
+                    List<Optional<Checkpoint>> current = found;
+                    for (int attempt = 1; ; attempt++) {
+                        try {
+                            freshStart(conns, slots, repl, slotExists, interrupted, sinks, ids, tables, current);
+                            break;
+                        } catch (SnapshotRunner.Invalidated e) {
+                            if (attempt >= 3) {
+                                throw new MillraceException(Kind.SOURCE_SETUP, e.getMessage() + " (" + attempt + " times in a row)."
+                                        + " Avoid TRUNCATE and table rewrites (ALTER TABLE ... TYPE, VACUUM FULL, CLUSTER) on the captured"
+                                        + " tables while the initial snapshot starts, then start again", e);
+                            }
+                            // INV: HANDOVER — a copy that missed rows never stands: start over on a new slot.
+                            LOG.warn("{}; starting the snapshot again on a new slot (attempt {})", e.getMessage(), attempt + 1);
+                            Pipeline old = pipeline;
+                            old.stop();
+                            try {
+                                old.join();
+                            } catch (RuntimeException ignored) {
+                                // the writer stopped on request
+                            }
+                            current = new ArrayList<>();
+                            for (int i = 0; i < sinks.size(); i++) {
+                                current.add(Optional.of(old.checkpoint(i)));
+                            }
+                            slotExists = true;
+                            interrupted = true;
+                            transition(State.SNAPSHOTTING, State.STARTING);
+                        }
+                    }
                 } else {
                     repl.close();
                     resume(conns, slots, report.slotExists(), sinks, found);

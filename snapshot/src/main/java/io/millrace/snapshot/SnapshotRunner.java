@@ -186,7 +186,11 @@ public final class SnapshotRunner {
                 s.execute("SET TRANSACTION SNAPSHOT " + Ident.literal(snapshotName)); // INV: HANDOVER
             }
             Chunk chunk;
+            java.util.Set<RelationInfo> checked = new java.util.HashSet<>();
             while (failure.get() == null && (chunk = queue.poll()) != null) {
+                if (checked.add(chunk.relation())) {
+                    lockAndCheck(c, chunk.relation());
+                }
                 copy(c, chunk);
             }
             c.rollback();
@@ -194,6 +198,39 @@ public final class SnapshotRunner {
             failure.compareAndSet(null, PgErrors.translate("reading the snapshot", e));
         } catch (Throwable t) {
             failure.compareAndSet(null, t);
+        }
+    }
+
+    /**
+     * INV: HANDOVER — TRUNCATE and table-rewriting ALTERs are not MVCC-safe: committed after the
+     * consistent point, they leave the snapshot reading the new (empty or rewritten) file, and the
+     * copy would silently miss rows. So each reader locks the table (ACCESS SHARE, as pg_dump does:
+     * no rewrite can start until the copy ends) and then checks that its file is still the one the
+     * snapshot knows; if not, the snapshot is invalid and starts again.
+     */
+    private void lockAndCheck(Connection c, RelationInfo r) throws SQLException {
+        try (Statement s = c.createStatement()) {
+            s.execute("LOCK TABLE " + r.table().sql() + " IN ACCESS SHARE MODE");
+        }
+        try (PreparedStatement ps = c.prepareStatement("SELECT bool_or(c.relfilenode <> pg_relation_filenode(c.oid)) FROM pg_class c"
+                + " WHERE c.oid = ? OR c.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = ?)")) {
+            ps.setInt(1, r.oid());
+            ps.setInt(2, r.oid());
+            try (ResultSet rs = ps.executeQuery()) {
+                if (rs.next() && rs.getBoolean(1)) {
+                    throw new Invalidated("table " + r.table() + " was truncated or rewritten after the snapshot began, so the"
+                            + " snapshot cannot show its rows");
+                }
+            }
+        }
+    }
+
+    /** The snapshot no longer shows a table as it was at the consistent point: it must start again on a new slot. */
+    public static final class Invalidated extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        Invalidated(String message) {
+            super(message);
         }
     }
 
