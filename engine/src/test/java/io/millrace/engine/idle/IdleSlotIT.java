@@ -1,0 +1,90 @@
+package io.millrace.engine.idle;
+
+import io.millrace.core.Lsn;
+import io.millrace.embedded.EmbeddedPg;
+import io.millrace.engine.RunningEngine;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * An idle source must not fill the disk with WAL: while another database on the same server writes
+ * heavily and none of the captured tables change, the slot still advances (the engine confirms the
+ * server's keepalive position once everything before it is durable), so the WAL it retains stays
+ * bounded — without any write to the source.
+ */
+class IdleSlotIT {
+    private static EmbeddedPg pg;
+
+    @BeforeAll
+    static void start() {
+        // Keepalives at least every second (wal_sender_timeout / 2), so the test need not wait long.
+        pg = EmbeddedPg.builder().major(17).setting("wal_sender_timeout", "2s").setting("max_wal_size", "1GB").start();
+        pg.createDatabase("quiet");
+        pg.createDatabase("busy");
+        pg.execute("quiet", "CREATE TABLE public.t (id int PRIMARY KEY)", "INSERT INTO public.t VALUES (1)");
+        pg.execute("busy", "CREATE TABLE public.churn (id bigint, pad text)");
+    }
+
+    @AfterAll
+    static void stop() {
+        pg.close();
+    }
+
+    @Test
+    void retainedWalStaysBoundedWhileAnotherDatabaseWritesHeavily(@TempDir Path dir) throws Exception {
+        String yaml = String.join("\n",
+                "source: {host: 127.0.0.1, port: " + pg.port() + ", database: quiet, user: postgres, slot: idle, publication: idle,",
+                "         tables: [public.t], status_interval_ms: 500}",
+                "destinations:",
+                "  - {name: files, type: jsonl, directory: events}",
+                "");
+        try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(60));
+             Connection quiet = pg.connect("quiet"); Connection busy = pg.connect("busy")) {
+            Lsn start = lsn(quiet, "SELECT pg_current_wal_lsn()::text");
+            long written = 0;
+            long maxRetainedLate = 0;
+            try (Statement s = busy.createStatement()) {
+                for (int round = 0; round < 24; round++) {
+                    s.execute("INSERT INTO churn SELECT g, repeat('w', 200) FROM generate_series(1, 20000) g");
+                    s.execute("CHECKPOINT"); // logs running transactions too, which lets the slot's restart_lsn move
+                    Thread.sleep(400);
+                    if (round >= 12) {
+                        maxRetainedLate = Math.max(maxRetainedLate, retained(quiet));
+                    }
+                }
+            }
+            written = lsn(quiet, "SELECT pg_current_wal_lsn()::text").value() - start.value();
+            Lsn confirmed = lsn(quiet, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'idle'");
+            System.out.printf("IdleSlotIT: %d MiB of WAL written by another database; slot retained at most %d MiB in the second half;"
+                    + " confirmed %s%n", written >> 20, maxRetainedLate >> 20, confirmed);
+            assertThat(written).as("the other database wrote a lot of WAL").isGreaterThan(60L << 20);
+            assertThat(confirmed.value()).as("the idle slot advanced").isGreaterThan(start.value() + (written / 2));
+            assertThat(maxRetainedLate).as("retained WAL stays bounded, far below what was written").isLessThan(written / 3);
+        }
+    }
+
+    private static Lsn lsn(Connection c, String sql) throws Exception {
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+            rs.next();
+            return Lsn.parse(rs.getString(1));
+        }
+    }
+
+    private static long retained(Connection c) throws Exception {
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(
+                "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint FROM pg_replication_slots WHERE slot_name = 'idle'")) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+}
