@@ -46,9 +46,9 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <p>Lifecycle (changed only by compare-and-set; an illegal move throws):
  * {@code CREATED → STARTING → [SNAPSHOTTING →] STREAMING → STOPPING → STOPPED}, or {@code → FAILED}
- * from any running state. {@link #run()} runs it on the calling thread; {@link #stop()} may be
- * called from any thread (a signal handler) and makes {@code run()} return after the last durable
- * checkpoint.
+ * from any running state ({@code SNAPSHOTTING → STOPPING} when stopped during the snapshot). {@link #run()}
+ * runs it on the calling thread; {@link #stop()} may be called from any thread (a signal handler) and
+ * makes {@code run()} return after the last durable checkpoint.
  *
  * <p>Start decisions, from the destinations' checkpoints (INV: IDENTITY is checked first, before
  * anything is written):
@@ -280,7 +280,14 @@ public final class Engine {
                     List<Optional<Checkpoint>> current = found;
                     for (int attempt = 1; ; attempt++) {
                         try {
-                            freshStart(conns, slots, repl, slotExists, interrupted, sinks, ids, tables, current);
+                            if (!freshStart(conns, slots, repl, slotExists, interrupted, sinks, ids, tables, current)) {
+                                // stop() during the snapshot: a stop, not a failure. The checkpoints still say the snapshot
+                                // is running, so the next start copies the tables again (INV: RESUME).
+                                transition(State.SNAPSHOTTING, State.STOPPING);
+                                transition(State.STOPPING, State.STOPPED);
+                                LOG.info("stopped during the snapshot; the next start copies the tables again");
+                                return;
+                            }
                             break;
                         } catch (SnapshotRunner.Invalidated e) {
                             if (attempt >= 3) {
@@ -407,9 +414,10 @@ public final class Engine {
         };
     }
 
-    private void freshStart(PgConnections conns, SlotManager slots, Connection repl, boolean slotExists, boolean interrupted,
-                            List<Sink> sinks, List<Identity> ids, List<SnapshotRunner.Table> tables,
-                            List<Optional<Checkpoint>> found) throws SQLException, InterruptedException {
+    /** Returns false when {@link #stop()} ended the snapshot before it landed (the pipeline has stopped then). */
+    private boolean freshStart(PgConnections conns, SlotManager slots, Connection repl, boolean slotExists, boolean interrupted,
+                               List<Sink> sinks, List<Identity> ids, List<SnapshotRunner.Table> tables,
+                               List<Optional<Checkpoint>> found) throws SQLException, InterruptedException {
         boolean snapshot = config.snapshotMode() != EngineConfig.SnapshotMode.NEVER;
         if (slotExists && !snapshot && !interrupted) {
             // Stream only: take the slot as it is, from its confirmed position.
@@ -425,7 +433,7 @@ public final class Engine {
                 initial.add(c);
             }
             newPipeline(sinks, initial).startWriter();
-            return;
+            return true;
         }
         if (slotExists) {
             if (!interrupted) {
@@ -474,12 +482,27 @@ public final class Engine {
             transition(State.STARTING, State.SNAPSHOTTING);
             SnapshotRunner runner = new SnapshotRunner(conns, created.snapshotName(), cp, tables, config.snapshot(), p::submit,
                     snapshotListener);
-            runner.run(); // the exporting connection (repl) stays open until every chunk is read
+            try {
+                runner.run(); // the exporting connection (repl) stays open until every chunk is read
+            } catch (InterruptedException e) {
+                // The readers end with "pipeline stopping" when the pipeline stops: on stop(), or because a stage (a
+                // destination) failed. INV: NO-SILENT-ERROR — that failure is the error to report, not the readers'.
+                p.stop();
+                p.join(); // rethrows the first failure of any stage
+                if (stopping()) {
+                    return false;
+                }
+                throw e;
+            }
             if (!p.awaitDrained(Long.MAX_VALUE / 4)) {
                 p.join(); // rethrows the writer's failure
+                if (stopping()) {
+                    return false;
+                }
                 throw new InterruptedException("stopped during the snapshot");
             }
         }
+        return true;
     }
 
     private void resume(PgConnections conns, SlotManager slots, boolean slotExists, List<Sink> sinks, List<Optional<Checkpoint>> found)
@@ -562,7 +585,17 @@ public final class Engine {
         }, config.spillDir());
         boolean v14 = serverVersion >= 140000; // protocol v2: streamed in-progress transactions, messages, binary
         ReplicationReader r = new ReplicationReader(conns, new ReplicationReader.Options(start, v14 ? 2 : 1, binary, v14, v14,
-                config.source().statusInterval().toMillis()), p.budget(), start, p::offer, p.failure()::report);
+                config.source().statusInterval().toMillis()), p.budget(), start, new ReplicationReader.Handler() {
+                    @Override
+                    public void onMessage(Lsn walStart, byte[] data, int offset, int length) throws InterruptedException {
+                        p.offer(walStart, data, offset, length);
+                    }
+
+                    @Override
+                    public void flush() throws InterruptedException {
+                        p.flush();
+                    }
+                }, p.failure()::report);
         this.reader = r;
         Thread t = new Thread(r, "millrace-reader");
         t.setDaemon(true);
