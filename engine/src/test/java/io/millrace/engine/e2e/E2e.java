@@ -28,10 +28,11 @@ import java.util.stream.Stream;
 /**
  * Shared support of the end-to-end tests: the pipeline's YAML, reading the JSON-lines events, and
  * comparing a destination with the source — first with {@link Verifier} (row digests), then column by
- * column so that a failure names the table, the row and the column.
+ * column so that a failure names the table, the row and the column. Public for the tests of other
+ * packages (io.millrace.engine.snapshot).
  */
-final class E2e {
-    static final ObjectMapper JSON = new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+public final class E2e {
+    public static final ObjectMapper JSON = new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
     static {
         // Without a logback-test.xml logback logs at DEBUG; the engine's INFO lines are what helps here.
@@ -44,19 +45,19 @@ final class E2e {
     }
 
     /** Loads this class (and its logging set-up) before a server starts. */
-    static void init() {
+    public static void init() {
     }
 
     /**
      * A pipeline from {@code srcDb} into a postgres destination {@code dstDb} on the same server (named
      * {@code replica}) and a jsonl destination in {@code jsonlDir} (named {@code files}).
      */
-    static String yaml(EmbeddedPg pg, String srcDb, String slot, List<String> tables, String binary, String dstDb, Path jsonlDir) {
+    public static String yaml(EmbeddedPg pg, String srcDb, String slot, List<String> tables, String binary, String dstDb, Path jsonlDir) {
         return yaml(pg, srcDb, slot, tables, binary, dstDb, jsonlDir, "");
     }
 
     /** As above, with more {@code pipeline:} settings, e.g. {@code "  batch_kb: 8\n"}. */
-    static String yaml(EmbeddedPg pg, String srcDb, String slot, List<String> tables, String binary, String dstDb, Path jsonlDir,
+    public static String yaml(EmbeddedPg pg, String srcDb, String slot, List<String> tables, String binary, String dstDb, Path jsonlDir,
                        String pipelineExtra) {
         return String.join("\n",
                 "name: e2e",
@@ -88,13 +89,13 @@ final class E2e {
                 pipelineExtra);
     }
 
-    static List<TableRef> refs(List<String> tables) {
+    public static List<TableRef> refs(List<String> tables) {
         return tables.stream().map(TableRef::parse).toList();
     }
 
     // ---------------------------------------------------------------- SQL
 
-    static void exec(Connection c, String... sql) throws SQLException {
+    public static void exec(Connection c, String... sql) throws SQLException {
         try (Statement s = c.createStatement()) {
             for (String q : sql) {
                 s.execute(q);
@@ -103,7 +104,7 @@ final class E2e {
     }
 
     /** Runs the statements in one transaction (the connection is in autocommit mode). */
-    static void tx(Connection c, String... sql) throws SQLException {
+    public static void tx(Connection c, String... sql) throws SQLException {
         c.setAutoCommit(false);
         try (Statement s = c.createStatement()) {
             for (String q : sql) {
@@ -118,13 +119,13 @@ final class E2e {
         }
     }
 
-    static String queryString(Connection c, String sql) throws SQLException {
+    public static String queryString(Connection c, String sql) throws SQLException {
         try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
             return rs.next() ? rs.getString(1) : null;
         }
     }
 
-    static long queryLong(Connection c, String sql) throws SQLException {
+    public static long queryLong(Connection c, String sql) throws SQLException {
         try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
             if (!rs.next()) {
                 throw new AssertionError("no row from " + sql);
@@ -134,7 +135,7 @@ final class E2e {
     }
 
     /** A string as an SQL literal (standard_conforming_strings is on: only quotes are doubled). */
-    static String q(String s) {
+    public static String q(String s) {
         return "'" + s.replace("'", "''") + "'";
     }
 
@@ -144,7 +145,7 @@ final class E2e {
      * Waits until {@link Verifier} finds every table equal (or the time is up), then compares every
      * table column by column as text, failing with the first difference named by table, row and column.
      */
-    static void awaitSame(Connection src, Connection dst, List<TableRef> tables, Duration timeout) throws Exception {
+    public static void awaitSame(Connection src, Connection dst, List<TableRef> tables, Duration timeout) throws Exception {
         long deadline = System.nanoTime() + timeout.toNanos();
         List<Verifier.TableResult> last;
         do {
@@ -167,7 +168,7 @@ final class E2e {
      * destination, which applies transactions whole and in order, a row of the source's last
      * transaction being there means every earlier one is applied.
      */
-    static void awaitRow(Connection c, String sql, Duration timeout) throws Exception {
+    public static void awaitRow(Connection c, String sql, Duration timeout) throws Exception {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {
             try {
@@ -185,7 +186,7 @@ final class E2e {
     }
 
     /** The table's live columns in order, from the source catalog. */
-    static List<String> columns(Connection c, TableRef t) throws SQLException {
+    public static List<String> columns(Connection c, TableRef t) throws SQLException {
         List<String> out = new ArrayList<>();
         try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT attname FROM pg_attribute WHERE attrelid = "
                 + q(t.sql()) + "::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum")) {
@@ -201,7 +202,7 @@ final class E2e {
      * (as a multiset), each column's {@code ::text} equal. Rows are paired in the order of their whole
      * text, which pairs rows by their first column (the key) where there is one.
      */
-    static void assertColumnsEqual(Connection src, Connection dst, TableRef t) throws SQLException {
+    public static void assertColumnsEqual(Connection src, Connection dst, TableRef t) throws SQLException {
         List<String> cols = columns(src, t);
         List<String> dcols = columns(dst, t);
         if (!cols.equals(dcols)) {
@@ -303,7 +304,7 @@ final class E2e {
         return a.compareTo(b);
     }
 
-    static String shorten(String s) {
+    public static String shorten(String s) {
         if (s == null) {
             return "NULL";
         }
@@ -313,7 +314,7 @@ final class E2e {
     // ---------------------------------------------------------------- JSON lines
 
     /** Every complete line of the events files, in file order, each parsed (a line that is not JSON fails). */
-    static List<JsonNode> events(Path dir) throws IOException {
+    public static List<JsonNode> events(Path dir) throws IOException {
         return new EventReader(dir).poll();
     }
 
@@ -321,18 +322,18 @@ final class E2e {
      * Reads the events files incrementally: each {@link #poll()} parses only the complete lines
      * written since the last one (files are only appended to while the engine runs).
      */
-    static final class EventReader {
+    public static final class EventReader {
         private final Path dir;
         private final java.util.Map<Path, Long> offsets = new java.util.HashMap<>();
         private final java.util.Map<Path, Integer> lines = new java.util.HashMap<>();
         private final List<JsonNode> events = new ArrayList<>();
 
-        EventReader(Path dir) {
+        public EventReader(Path dir) {
             this.dir = dir;
         }
 
         /** All events read so far, the new ones included. */
-        List<JsonNode> poll() throws IOException {
+        public List<JsonNode> poll() throws IOException {
             if (!Files.isDirectory(dir)) {
                 return events;
             }
@@ -382,7 +383,7 @@ final class E2e {
     }
 
     /** Waits until an event matching {@code p} has been written; returns all events then. */
-    static List<JsonNode> awaitEvent(Path dir, Predicate<JsonNode> p, String what, Duration timeout) throws Exception {
+    public static List<JsonNode> awaitEvent(Path dir, Predicate<JsonNode> p, String what, Duration timeout) throws Exception {
         long deadline = System.nanoTime() + timeout.toNanos();
         EventReader reader = new EventReader(dir);
         int checked = 0;
@@ -400,18 +401,18 @@ final class E2e {
         }
     }
 
-    static boolean isTable(JsonNode e, String table) {
+    public static boolean isTable(JsonNode e, String table) {
         return table.equals(e.path("source").path("table").asText());
     }
 
     /** The row image of an event: {@code after}, or {@code before} for a delete. */
-    static JsonNode row(JsonNode e) {
+    public static JsonNode row(JsonNode e) {
         return e.path("op").asText().equals("d") ? e.path("before") : e.path("after");
     }
 
     /** Position (commit_lsn, ordinal) of an event, for ordering checks. */
-    record Pos(long commitLsn, long ordinal) implements Comparable<Pos> {
-        static Pos of(JsonNode e) {
+    public record Pos(long commitLsn, long ordinal) implements Comparable<Pos> {
+        public static Pos of(JsonNode e) {
             JsonNode s = e.path("source");
             if (!s.path("commit_lsn").canConvertToLong() || !s.path("ordinal").canConvertToLong()) {
                 throw new AssertionError("event without a numeric source.commit_lsn / source.ordinal: " + e);
