@@ -1,6 +1,7 @@
 package io.millrace.core;
 
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -9,17 +10,16 @@ import java.util.concurrent.locks.ReentrantLock;
  * bytes for each message it reads; the sink writer gives them back once the message's batch is
  * durable. When the budget is spent the reader stops reading (but keeps talking to the server).
  *
- * <p>Thread-safe. One message may overshoot the budget (a message is never split), so the bound is
- * budget + largest message.
+ * <p>Thread-safe and lock-free on the hot path (take, release, exhausted); the lock is only for
+ * waiting. One message may overshoot the budget (a message is never split), so the bound is budget +
+ * largest message.
  */
 public final class ByteBudget {
     private final long limit;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition released = lock.newCondition();
-    // @GuardedBy("lock")
-    private long used;
-    // @GuardedBy("lock")
-    private long peak;
+    private final AtomicLong used = new AtomicLong();
+    private final AtomicLong peak = new AtomicLong();
 
     public ByteBudget(long limit) {
         if (limit <= 0) {
@@ -34,25 +34,19 @@ public final class ByteBudget {
 
     /** Takes {@code bytes} without waiting (the caller checked {@link #exhausted()} first). */
     public void take(long bytes) {
-        lock.lock();
-        try {
-            used += bytes;
-            peak = Math.max(peak, used);
-        } finally {
-            lock.unlock();
-        }
+        long now = used.addAndGet(bytes);
+        peak.accumulateAndGet(now, Math::max);
     }
 
     public void release(long bytes) {
         if (bytes == 0) {
             return;
         }
+        if (used.addAndGet(-bytes) < 0) {
+            throw new IllegalStateException("byte budget released more than was taken");
+        }
         lock.lock();
         try {
-            used -= bytes;
-            if (used < 0) {
-                throw new IllegalStateException("byte budget released more than was taken");
-            }
             released.signalAll();
         } finally {
             lock.unlock();
@@ -60,12 +54,7 @@ public final class ByteBudget {
     }
 
     public boolean exhausted() {
-        lock.lock();
-        try {
-            return used >= limit;
-        } finally {
-            lock.unlock();
-        }
+        return used.get() >= limit;
     }
 
     /** Waits up to {@code millis} for the budget to have room; returns whether it has. */
@@ -73,30 +62,20 @@ public final class ByteBudget {
         lock.lock();
         try {
             long nanos = TimeUnit.MILLISECONDS.toNanos(millis);
-            while (used >= limit && nanos > 0) {
+            while (used.get() >= limit && nanos > 0) {
                 nanos = released.awaitNanos(nanos);
             }
-            return used < limit;
+            return used.get() < limit;
         } finally {
             lock.unlock();
         }
     }
 
     public long used() {
-        lock.lock();
-        try {
-            return used;
-        } finally {
-            lock.unlock();
-        }
+        return used.get();
     }
 
     public long peak() {
-        lock.lock();
-        try {
-            return peak;
-        } finally {
-            lock.unlock();
-        }
+        return peak.get();
     }
 }

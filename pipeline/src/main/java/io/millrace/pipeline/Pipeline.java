@@ -42,7 +42,11 @@ public final class Pipeline implements AutoCloseable {
     private final Options options;
     private final Failure failure = new Failure();
     private final ByteBudget budget;
-    private final Channel<Raw> raw;
+    /** Messages cross from the reader to the assembler in batches: one hand-off per batch, not per message. */
+    private final Channel<List<Raw>> raw;
+    /** Reader thread only: messages read since the last hand-off. */
+    private List<Raw> pendingRaw = new ArrayList<>(RAW_BATCH);
+    private static final int RAW_BATCH = 512;
     private final Channel<Batch> batches;
     private final SinkWriter writer;
     private final PipelineStats stats = new PipelineStats();
@@ -54,7 +58,7 @@ public final class Pipeline implements AutoCloseable {
     public Pipeline(Options options, List<Sink> sinks, List<Checkpoint> checkpoints, Consumer<Lsn> onDurable) {
         this.options = options;
         this.budget = new ByteBudget(options.budgetBytes());
-        this.raw = new Channel<>(1 << 16, failure);
+        this.raw = new Channel<>(256, failure);
         this.batches = new Channel<>(4, failure);
         this.writer = new SinkWriter(sinks, checkpoints, budget, onDurable, stats);
     }
@@ -108,9 +112,11 @@ public final class Pipeline implements AutoCloseable {
         start("millrace-assembler", () -> {
             try (spill) {
                 while (true) {
-                    Raw m = raw.receive(Math.max(1, options.lingerMillis() / 4));
-                    if (m != null) {
-                        a.onMessage(m.at(), m.data(), m.off(), m.len());
+                    List<Raw> ms = raw.receive(Math.max(1, options.lingerMillis() / 4));
+                    if (ms != null) {
+                        for (Raw m : ms) {
+                            a.onMessage(m.at(), m.data(), m.off(), m.len());
+                        }
                     } else if (a.due()) {
                         a.cut();
                     } else {
@@ -126,10 +132,22 @@ public final class Pipeline implements AutoCloseable {
         });
     }
 
-    /** Hands the pipeline one replication message (reader thread). Blocks only while the pipeline runs. */
+    /** Hands the pipeline one replication message (reader thread only). Blocks only while the pipeline runs. */
     public void offer(Lsn at, byte[] data, int off, int len) throws InterruptedException {
+        pendingRaw.add(new Raw(at, data, off, len));
+        if (pendingRaw.size() >= RAW_BATCH) {
+            flush();
+        }
+    }
+
+    /** Hands on the messages offered so far (reader thread only; called when nothing more is pending to read). */
+    public void flush() throws InterruptedException {
+        if (pendingRaw.isEmpty()) {
+            return;
+        }
         try {
-            raw.send(new Raw(at, data, off, len));
+            raw.send(pendingRaw);
+            pendingRaw = new ArrayList<>(RAW_BATCH);
         } catch (Channel.Stopped s) {
             Thread.currentThread().interrupt(); // the reader sees the stop and leaves its loop
         }

@@ -38,6 +38,13 @@ public final class ReplicationReader implements Runnable {
          * @param data     the message bytes (owned by the handler from now on)
          */
         void onMessage(Lsn walStart, byte[] data, int offset, int length) throws InterruptedException;
+
+        /**
+         * Called when nothing more is pending to read, before the reader waits: a handler that
+         * collects messages into batches (to cross threads in batches, not one by one) hands them on here.
+         */
+        default void flush() throws InterruptedException {
+        }
     }
 
     /** Stream options. */
@@ -112,6 +119,7 @@ public final class ReplicationReader implements Runnable {
                     reported = d;
                 }
                 if (budget.exhausted()) {
+                    handler.flush();
                     // INV: BOUNDED — stop reading, but keep the walsender from timing us out.
                     if (System.nanoTime() - lastStatus >= statusNanos) {
                         stream.forceUpdateStatus();
@@ -122,6 +130,7 @@ public final class ReplicationReader implements Runnable {
                 }
                 ByteBuffer buf = stream.readPending();
                 if (buf == null) {
+                    handler.flush();
                     // All messages read so far were handed over; keepalives moved lastReceiveLSN to the
                     // server's decoding position (what pg_recvlogical confirms when idle).
                     serverCaughtUp = Lsn.of(stream.getLastReceiveLSN().asLong());
