@@ -220,8 +220,10 @@ final class Child {
             Thread.sleep(1);
         }
         long written = engine.stats().eventsWritten();
-        System.err.printf("millrace: %d events in %d batches, durable %s (end %s), first row after %.2f s%n", written,
-                engine.stats().batchesWritten(), engine.stats().durable(), endLsn, first / 1e9);
+        long[] switches = Proc.contextSwitches(); // the engine's threads are still alive here
+        System.err.printf("millrace: %d events in %d batches, durable %s (end %s), first row after %.2f s;"
+                        + " context switches of the live threads: %d voluntary, %d involuntary%n", written,
+                engine.stats().batchesWritten(), engine.stats().durable(), endLsn, first / 1e9, switches[0], switches[1]);
         engine.stop();
         t.join();
         if (error.get() != null) {

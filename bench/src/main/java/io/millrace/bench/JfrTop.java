@@ -32,7 +32,19 @@ final class JfrTop {
         Map<String, Map<String, Integer>> total = new HashMap<>();
         Map<String, Map<String, Integer>> caller = new HashMap<>();
         int samples = 0;
+        long maxAfterGc = 0;
+        long maxCommitted = 0;
+        int gcs = 0;
         for (RecordedEvent e : RecordingFile.readAllEvents(file)) {
+            if (e.getEventType().getName().equals("jdk.GCHeapSummary")) {
+                if ("After GC".equals(e.getString("when"))) {
+                    gcs++;
+                    maxAfterGc = Math.max(maxAfterGc, e.getLong("heapUsed"));
+                }
+                maxCommitted = Math.max(maxCommitted, e.getValue("heapSpace") instanceof jdk.jfr.consumer.RecordedObject o
+                        ? o.getLong("committedSize") : 0);
+                continue;
+            }
             if (!e.getEventType().getName().equals("jdk.ExecutionSample")) {
                 continue;
             }
@@ -57,7 +69,8 @@ final class JfrTop {
                 }
             }
         }
-        System.out.printf(Locale.ROOT, "%s: %d CPU samples%n%nsamples per thread:%n", file.getFileName(), samples);
+        System.out.printf(Locale.ROOT, "%s: %d CPU samples; %d GCs, heap used after GC at most %d MB, heap committed at most %d MB%n%n"
+                + "samples per thread:%n", file.getFileName(), samples, gcs, maxAfterGc >> 20, maxCommitted >> 20);
         Map<String, Integer> threads = sorted(perThread);
         for (Map.Entry<String, Integer> t : threads.entrySet()) {
             System.out.printf(Locale.ROOT, "  %5.1f%%  %s%n", 100.0 * t.getValue() / samples, t.getKey());

@@ -43,4 +43,27 @@ final class Proc {
             return -1;
         }
     }
+
+    /** Voluntary and involuntary context switches summed over the live threads of this process, or {-1, -1}. */
+    static long[] contextSwitches() {
+        long[] sum = {0, 0};
+        try (java.util.stream.Stream<Path> tasks = Files.list(Path.of("/proc/self/task"))) {
+            for (Path t : tasks.toList()) {
+                try {
+                    for (String l : Files.readAllLines(t.resolve("status"))) {
+                        if (l.startsWith("voluntary_ctxt_switches:")) {
+                            sum[0] += Long.parseLong(l.replaceAll("[^0-9]", ""));
+                        } else if (l.startsWith("nonvoluntary_ctxt_switches:")) {
+                            sum[1] += Long.parseLong(l.replaceAll("[^0-9]", ""));
+                        }
+                    }
+                } catch (IOException e) {
+                    // the thread ended meanwhile
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            return new long[]{-1, -1};
+        }
+        return sum;
+    }
 }
