@@ -1,0 +1,448 @@
+package io.millrace.sink.duckdb;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.Op;
+import io.millrace.core.schema.Ident;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.TableRef;
+import io.millrace.core.types.UnchangedToast;
+import org.duckdb.DuckDBAppender;
+import org.duckdb.DuckDBConnection;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Applies one batch of change events inside the caller's open DuckDB transaction, set-wise.
+ *
+ * <p><b>Grouping.</b> Events are split by destination table, each table's events kept in order
+ * (INV: ORDER), and into runs that end at a truncate or a change of relation shape. Tables are applied
+ * one after another: they are independent and the batch commits at once, so the committed state is
+ * the same as applying the events interleaved.
+ *
+ * <p><b>Keyed runs</b> are reduced per key ({@link Reduction}), loaded through DuckDB's Appender into a
+ * staging table of VARCHAR columns holding PostgreSQL text forms, then merged with one
+ * {@code INSERT ... SELECT ... ON CONFLICT DO UPDATE} (casting each column, taking unchanged TOAST
+ * values from the destination row as it was before the statement) and one {@code DELETE ... USING}.
+ * Upserted and deleted keys are disjoint after the reduction, so the order of the two statements does
+ * not matter; upserting first lets a changed key's new row read its unchanged values from the old row.
+ *
+ * <p><b>Runs without a key</b> append inserts through the staging table and apply each update or delete
+ * to one row whose columns all equal the old image (DuckDB's {@code rowid}).
+ *
+ * <p>Staging tables are created in schema {@code millrace} inside the transaction and dropped before
+ * it commits ({@link #dropStages()}). Owned by the sink's writer thread; after a rollback call
+ * {@link #rolledBack()}.
+ */
+final class BatchApplier {
+    private static final Logger LOG = LoggerFactory.getLogger(BatchApplier.class);
+
+    private final Connection conn;
+    private final DuckDBConnection duck;
+    private final String destination;
+    private final DuckTables tables;
+    /** Staging tables created in the current transaction, per destination table. */
+    private final Map<TableRef, Stage> stages = new HashMap<>();
+    private int stageCounter;
+
+    BatchApplier(Connection conn, String destination, String targetSchema) throws SQLException {
+        this.conn = conn;
+        this.duck = conn.unwrap(DuckDBConnection.class);
+        this.destination = destination;
+        this.tables = new DuckTables(conn, destination, targetSchema);
+    }
+
+    /** After a rollback: DDL and staging tables of the transaction are gone. */
+    void rolledBack() {
+        tables.forget();
+        stages.clear();
+    }
+
+    void apply(List<ChangeEvent> events) {
+        Map<TableRef, List<ChangeEvent>> byTable = new LinkedHashMap<>();
+        for (ChangeEvent e : events) {
+            byTable.computeIfAbsent(tables.targetOf(e.relation().table()), t -> new ArrayList<>()).add(e);
+        }
+        for (Map.Entry<TableRef, List<ChangeEvent>> t : byTable.entrySet()) {
+            applyTable(t.getKey(), t.getValue());
+        }
+    }
+
+    /** Drops this transaction's staging tables; call before the commit. */
+    void dropStages() throws SQLException {
+        for (Stage s : stages.values()) {
+            execute("DROP TABLE IF EXISTS " + s.sql);
+        }
+        stages.clear();
+    }
+
+    private void applyTable(TableRef target, List<ChangeEvent> events) {
+        int i = 0;
+        int n = events.size();
+        while (i < n) {
+            ChangeEvent first = events.get(i);
+            RelationInfo rel = first.relation();
+            int j = i + 1;
+            try {
+                tables.ensure(target, rel);
+                if (first.op() == Op.TRUNCATE) {
+                    execute("DELETE FROM " + target.sql());
+                } else {
+                    while (j < n) {
+                        ChangeEvent e = events.get(j);
+                        if (e.op() == Op.TRUNCATE || (e.relation() != rel && !e.relation().sameShape(rel))) {
+                            break;
+                        }
+                        j++;
+                    }
+                    List<ChangeEvent> run = events.subList(i, j);
+                    if (DuckTables.keyed(rel)) {
+                        applyKeyed(target, rel, run);
+                    } else {
+                        applyKeyless(target, rel, run);
+                    }
+                }
+            } catch (SQLException e) {
+                throw new MillraceException(MillraceException.Kind.SINK, "destination '" + destination + "': could not"
+                        + " apply " + (j - i) + " change(s) to table " + target + " (source " + rel.table() + "), the first at "
+                        + first.position() + ": " + e.getMessage(), e);
+            }
+            i = j;
+        }
+    }
+
+    // ---------------------------------------------------------------- keyed
+
+    private void applyKeyed(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
+        long t0 = System.nanoTime();
+        Reduction red = new Reduction(rel, target);
+        for (ChangeEvent e : run) {
+            red.add(e);
+        }
+        red.finish();
+        Stage stage = stage(target, rel);
+        int[] keyIdx = rel.keyIndexes();
+        int n = rel.columnCount();
+        long t1 = System.nanoTime();
+        try (DuckDBAppender app = duck.createAppender(DuckDbSink.STATE_SCHEMA, stage.name)) {
+            String[] keyOnly = new String[n];
+            for (Reduction.Row row : red.rows.values()) {
+                String[] vals = row.vals;
+                if (row.delete) {
+                    java.util.Arrays.fill(keyOnly, null);
+                    for (int k = 0; k < keyIdx.length; k++) {
+                        keyOnly[keyIdx[k]] = vals[k];
+                    }
+                    vals = keyOnly;
+                }
+                app.beginRow();
+                for (int i = 0; i < n; i++) {
+                    String v = vals[i];
+                    if (v == null || v == Reduction.UNCHANGED) {
+                        app.appendNull();
+                    } else {
+                        app.append(v);
+                    }
+                }
+                app.append(row.delete);
+                if (row.from == null) {
+                    app.appendNull();
+                    for (int k = 0; k < keyIdx.length; k++) {
+                        app.appendNull();
+                    }
+                } else {
+                    StringBuilder mask = new StringBuilder(n);
+                    for (int i = 0; i < n; i++) {
+                        mask.append(vals[i] == Reduction.UNCHANGED ? '1' : '0');
+                    }
+                    app.append(mask.toString());
+                    for (int k = 0; k < keyIdx.length; k++) {
+                        app.append(row.from[k]);
+                    }
+                }
+                app.endRow();
+            }
+        }
+        long t2 = System.nanoTime();
+        int upserts = red.rows.size() - red.deletes;
+        if (red.partials > 0) {
+            try (Statement s = conn.createStatement(); ResultSet rs = s.executeQuery(stage.missingFromSql)) {
+                rs.next();
+                long missing = rs.getLong(1);
+                if (missing > 0) {
+                    throw new MillraceException(MillraceException.Kind.SINK, "destination '" + destination + "': table "
+                            + target + ": " + missing + " updated row(s) keep unchanged TOAST values, but the destination"
+                            + " has no row to take them from. The destination no longer matches the source; re-snapshot"
+                            + " table " + rel.table() + ".");
+                }
+            }
+        }
+        if (upserts > 0) {
+            execute(red.partials > 0 ? stage.upsertToastSql : stage.upsertSql);
+        }
+        long t3 = System.nanoTime();
+        if (red.deletes > 0) {
+            execute(stage.deleteSql);
+        }
+        execute("DELETE FROM " + stage.sql);
+        long t4 = System.nanoTime();
+        if (LOG.isDebugEnabled()) {
+            LOG.debug("destination '{}': {} change(s) to {} as {} upsert(s), {} delete(s); ms: reduce {}, append {},"
+                    + " upsert {}, delete {}", destination, run.size(), target, upserts, red.deletes, (t1 - t0) / 1_000_000,
+                    (t2 - t1) / 1_000_000, (t3 - t2) / 1_000_000, (t4 - t3) / 1_000_000);
+        }
+    }
+
+    private Stage stage(TableRef target, RelationInfo rel) throws SQLException {
+        Stage s = stages.get(target);
+        if (s != null && (s.shape == rel || s.shape.sameShape(rel))) {
+            return s;
+        }
+        if (s != null) {
+            execute("DROP TABLE IF EXISTS " + s.sql);
+        }
+        s = new Stage("stage_" + (++stageCounter) + "_" + Long.toHexString(System.nanoTime()), target, rel);
+        execute(s.createSql);
+        stages.put(target, s);
+        return s;
+    }
+
+    /** A staging table shaped like a relation: c0..cN-1, _mr_del, _mr_unch (mask), f0..fK-1 (old key); all text. */
+    private static final class Stage {
+        final String name;
+        final String sql;
+        final RelationInfo shape;
+        final String createSql;
+        final String upsertSql;
+        final String upsertToastSql;
+        final String missingFromSql;
+        final String deleteSql;
+        final String insertSql;
+
+        Stage(String name, TableRef target, RelationInfo rel) {
+            this.name = name;
+            this.sql = Ident.qualified(DuckDbSink.STATE_SCHEMA, name);
+            this.shape = rel;
+            int n = rel.columnCount();
+            int[] keyIdx = rel.keyIndexes();
+            String[] types = new String[n];
+            String[] names = new String[n];
+            List<String> defs = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                types[i] = DuckTypes.sqlType(rel.column(i));
+                names[i] = Ident.quote(rel.column(i).name());
+                defs.add("c" + i + " VARCHAR");
+            }
+            defs.add("_mr_del BOOLEAN");
+            defs.add("_mr_unch VARCHAR");
+            for (int k = 0; k < keyIdx.length; k++) {
+                defs.add("f" + k + " VARCHAR");
+            }
+            createSql = "CREATE TABLE " + sql + " (" + String.join(", ", defs) + ")";
+
+            List<String> plain = new ArrayList<>();
+            List<String> toast = new ArrayList<>();
+            List<String> set = new ArrayList<>();
+            java.util.Set<Integer> keys = new java.util.HashSet<>();
+            for (int k : keyIdx) {
+                keys.add(k);
+            }
+            for (int i = 0; i < n; i++) {
+                String cast = DuckTypes.fromText(types[i], "s.c" + i);
+                plain.add(cast);
+                toast.add("CASE WHEN s._mr_unch IS NOT NULL AND substr(s._mr_unch, " + (i + 1) + ", 1) = '1' THEN o."
+                        + names[i] + " ELSE " + cast + " END");
+                if (!keys.contains(i)) {
+                    set.add(names[i] + " = EXCLUDED." + names[i]);
+                }
+            }
+            List<String> keyNames = new ArrayList<>();
+            List<String> fromJoin = new ArrayList<>();
+            List<String> delJoin = new ArrayList<>();
+            for (int k = 0; k < keyIdx.length; k++) {
+                int i = keyIdx[k];
+                keyNames.add(names[i]);
+                fromJoin.add("o." + names[i] + " = " + DuckTypes.fromText(types[i], "s.f" + k));
+                delJoin.add("d." + names[i] + " = " + DuckTypes.fromText(types[i], "s.c" + i));
+            }
+            String conflict = " ON CONFLICT (" + String.join(", ", keyNames) + ") DO "
+                    + (set.isEmpty() ? "NOTHING" : "UPDATE SET " + String.join(", ", set));
+            String cols = " (" + String.join(", ", names) + ")";
+            upsertSql = "INSERT INTO " + target.sql() + cols + " SELECT " + String.join(", ", plain) + " FROM " + sql
+                    + " s WHERE NOT s._mr_del" + conflict;
+            upsertToastSql = "INSERT INTO " + target.sql() + cols + " SELECT " + String.join(", ", toast) + " FROM " + sql
+                    + " s LEFT JOIN " + target.sql() + " o ON s._mr_unch IS NOT NULL AND " + String.join(" AND ", fromJoin)
+                    + " WHERE NOT s._mr_del" + conflict;
+            missingFromSql = "SELECT count(*) FROM " + sql + " s WHERE s._mr_unch IS NOT NULL AND NOT s._mr_del AND NOT EXISTS"
+                    + " (SELECT 1 FROM " + target.sql() + " o WHERE " + String.join(" AND ", fromJoin) + ")";
+            deleteSql = "DELETE FROM " + target.sql() + " d USING " + sql + " s WHERE s._mr_del AND "
+                    + String.join(" AND ", delJoin);
+            insertSql = "INSERT INTO " + target.sql() + cols + " SELECT " + String.join(", ", plain) + " FROM " + sql + " s";
+        }
+    }
+
+    // ---------------------------------------------------------------- without key
+
+    private void applyKeyless(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
+        int n = rel.columnCount();
+        int keys = rel.keyIndexes().length;
+        Stage stage = stage(target, rel);
+        String[] types = new String[n];
+        for (int i = 0; i < n; i++) {
+            types[i] = DuckTypes.sqlType(rel.column(i));
+        }
+        Map<String, PreparedStatement> statements = new HashMap<>();
+        DuckDBAppender app = null;
+        int missed = 0;
+        try {
+            for (ChangeEvent e : run) {
+                switch (e.op()) {
+                    case CREATE, READ -> {
+                        Object[] after = image(e, rel, e.after(), "after");
+                        if (app == null) {
+                            app = duck.createAppender(DuckDbSink.STATE_SCHEMA, stage.name);
+                        }
+                        app.beginRow();
+                        for (int i = 0; i < n; i++) {
+                            Object v = after[i];
+                            if (v == UnchangedToast.INSTANCE) {
+                                throw new MillraceException(MillraceException.Kind.SINK, "table " + target + ": insert at "
+                                        + e.position() + " carries an unchanged TOAST value");
+                            }
+                            if (v == null) {
+                                app.appendNull();
+                            } else {
+                                app.append(rel.codec(i).toPgText(v));
+                            }
+                        }
+                        app.append(false);
+                        app.appendNull();
+                        for (int k = 0; k < keys; k++) {
+                            app.appendNull();
+                        }
+                        app.endRow();
+                    }
+                    case UPDATE, DELETE -> {
+                        if (app != null) {
+                            flushInserts(app, stage);
+                            app = null;
+                        }
+                        Object[] before = e.before();
+                        if (before == null) {
+                            throw new MillraceException(MillraceException.Kind.SINK, "table " + target + ": "
+                                    + (e.op() == Op.UPDATE ? "update" : "delete") + " at " + e.position()
+                                    + " carries no old row and the table has no key, so the row cannot be found."
+                                    + " Fix: ALTER TABLE " + rel.table().sql() + " REPLICA IDENTITY FULL on the source"
+                                    + " (or give it a primary key), then re-snapshot it.");
+                        }
+                        image(e, rel, before, "before");
+                        Object[] after = e.op() == Op.UPDATE ? image(e, rel, e.after(), "after") : null;
+                        String sql = keylessSql(target, rel, types, before, after);
+                        PreparedStatement ps = statements.get(sql);
+                        if (ps == null) {
+                            ps = conn.prepareStatement(sql);
+                            statements.put(sql, ps);
+                        }
+                        int p = 1;
+                        if (after != null) {
+                            for (int i = 0; i < n; i++) {
+                                if (after[i] != UnchangedToast.INSTANCE) {
+                                    ps.setString(p++, after[i] == null ? null : rel.codec(i).toPgText(after[i]));
+                                }
+                            }
+                        }
+                        for (int i = 0; i < n; i++) {
+                            if (before[i] != UnchangedToast.INSTANCE) {
+                                ps.setString(p++, before[i] == null ? null : rel.codec(i).toPgText(before[i]));
+                            }
+                        }
+                        if (ps.executeUpdate() == 0) {
+                            missed++;
+                        }
+                    }
+                    default -> throw new MillraceException(MillraceException.Kind.INTERNAL, "unexpected " + e.op()
+                            + " in a run of " + target);
+                }
+            }
+            if (app != null) {
+                flushInserts(app, stage);
+                app = null;
+            }
+        } finally {
+            if (app != null) {
+                app.close();
+            }
+            for (PreparedStatement ps : statements.values()) {
+                ps.close();
+            }
+        }
+        if (missed > 0) {
+            LOG.warn("destination '{}': {} update(s)/delete(s) of table {} (no key) matched no row in the destination;"
+                    + " it no longer matches the source, consider re-snapshotting {}", destination, missed, target, rel.table());
+        }
+    }
+
+    private void flushInserts(DuckDBAppender app, Stage stage) throws SQLException {
+        app.close();
+        execute(stage.insertSql);
+        execute("DELETE FROM " + stage.sql);
+    }
+
+    /** {@code UPDATE/DELETE ... WHERE rowid = (SELECT rowid ... one row whose columns all equal the old image)}. */
+    private static String keylessSql(TableRef target, RelationInfo rel, String[] types, Object[] before, Object[] after) {
+        StringBuilder sql = new StringBuilder();
+        if (after == null) {
+            sql.append("DELETE FROM ").append(target.sql());
+        } else {
+            sql.append("UPDATE ").append(target.sql()).append(" SET ");
+            boolean first = true;
+            for (int i = 0; i < rel.columnCount(); i++) {
+                if (after[i] != UnchangedToast.INSTANCE) {
+                    sql.append(first ? "" : ", ").append(Ident.quote(rel.column(i).name())).append(" = ")
+                            .append(DuckTypes.fromText(types[i], "CAST(? AS VARCHAR)"));
+                    first = false;
+                }
+            }
+        }
+        sql.append(" WHERE rowid = (SELECT rowid FROM ").append(target.sql()).append(" WHERE ");
+        boolean first = true;
+        for (int i = 0; i < rel.columnCount(); i++) {
+            if (before[i] == UnchangedToast.INSTANCE) {
+                continue;
+            }
+            sql.append(first ? "" : " AND ").append(Ident.quote(rel.column(i).name())).append(" IS NOT DISTINCT FROM ")
+                    .append(DuckTypes.fromText(types[i], "CAST(? AS VARCHAR)"));
+            first = false;
+        }
+        if (first) {
+            sql.append("true");
+        }
+        return sql.append(" LIMIT 1)").toString();
+    }
+
+    private static Object[] image(ChangeEvent e, RelationInfo rel, Object[] values, String which) {
+        if (values == null || values.length != rel.columnCount()) {
+            throw new MillraceException(MillraceException.Kind.SINK, "table " + rel.table() + ": change at "
+                    + e.position() + " (" + e.op().code() + ") carries " + (values == null ? "no " + which + " image"
+                    : "an " + which + " image of " + values.length + " values for " + rel.columnCount() + " columns"));
+        }
+        return values;
+    }
+
+    private void execute(String sql) throws SQLException {
+        try (Statement s = conn.createStatement()) {
+            s.execute(sql);
+        }
+    }
+}

@@ -1,0 +1,32 @@
+package io.millrace.sink.duckdb;
+
+import io.millrace.core.MillraceException;
+
+import java.nio.file.Path;
+
+/**
+ * Settings of a {@code duckdb} destination.
+ *
+ * @param name   the destination's name in the configuration (part of the checkpoint identity)
+ * @param file   the DuckDB database file; created when missing (its directory must exist)
+ * @param schema the schema that receives every table, or {@code null} to keep each source table's schema
+ */
+public record DuckDbSinkConfig(String name, Path file, String schema) {
+    public DuckDbSinkConfig {
+        if (name == null || name.isBlank()) {
+            throw new MillraceException(MillraceException.Kind.CONFIG, "duckdb destination: 'name' must not be empty");
+        }
+        if (file == null) {
+            throw new MillraceException(MillraceException.Kind.CONFIG, "destination '" + name
+                    + "': 'file' must name the DuckDB database file, e.g. /var/lib/millrace/mirror.duckdb");
+        }
+        if (schema != null && schema.isBlank()) {
+            throw new MillraceException(MillraceException.Kind.CONFIG, "destination '" + name
+                    + "': 'schema' must not be blank (leave it unset to keep each source table's schema)");
+        }
+        if (DuckDbSink.STATE_SCHEMA.equals(schema)) {
+            throw new MillraceException(MillraceException.Kind.CONFIG, "destination '" + name + "': schema '"
+                    + schema + "' holds Millrace's own bookkeeping; choose another");
+        }
+    }
+}
