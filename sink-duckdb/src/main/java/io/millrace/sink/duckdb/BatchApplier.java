@@ -32,7 +32,7 @@ import java.util.Map;
  * the same as applying the events interleaved.
  *
  * <p><b>Keyed runs</b> are reduced per key ({@link Reduction}), loaded through DuckDB's Appender into a
- * staging table of VARCHAR columns holding PostgreSQL text forms, then merged with one
+ * staging table (simple types as their Java values, the rest as PostgreSQL text forms), then merged with one
  * {@code INSERT ... SELECT ... ON CONFLICT DO UPDATE} (casting each column, taking unchanged TOAST
  * values from the destination row as it was before the statement) and one {@code DELETE ... USING}.
  * Upserted and deleted keys are disjoint after the reduction, so the order of the two statements does
@@ -136,9 +136,9 @@ final class BatchApplier {
         int n = rel.columnCount();
         long t1 = System.nanoTime();
         try (DuckDBAppender app = duck.createAppender(DuckDbSink.STATE_SCHEMA, stage.name)) {
-            String[] keyOnly = new String[n];
+            Object[] keyOnly = new Object[n];
             for (Reduction.Row row : red.rows.values()) {
-                String[] vals = row.vals;
+                Object[] vals = row.vals;
                 if (row.delete) {
                     java.util.Arrays.fill(keyOnly, null);
                     for (int k = 0; k < keyIdx.length; k++) {
@@ -148,11 +148,11 @@ final class BatchApplier {
                 }
                 app.beginRow();
                 for (int i = 0; i < n; i++) {
-                    String v = vals[i];
+                    Object v = vals[i];
                     if (v == null || v == Reduction.UNCHANGED) {
                         app.appendNull();
                     } else {
-                        app.append(v);
+                        DuckTypes.append(app, stage.kinds[i], rel.codec(i), v);
                     }
                 }
                 app.append(row.delete);
@@ -168,7 +168,7 @@ final class BatchApplier {
                     }
                     app.append(mask.toString());
                     for (int k = 0; k < keyIdx.length; k++) {
-                        app.append(row.from[k]);
+                        DuckTypes.append(app, stage.kinds[keyIdx[k]], rel.codec(keyIdx[k]), row.from[k]);
                     }
                 }
                 app.endRow();
@@ -223,6 +223,8 @@ final class BatchApplier {
         final String name;
         final String sql;
         final RelationInfo shape;
+        /** Per column: how its values are staged ({@link DuckTypes#stageKind}). */
+        final char[] kinds;
         final String createSql;
         final String upsertSql;
         final String upsertToastSql;
@@ -238,16 +240,18 @@ final class BatchApplier {
             int[] keyIdx = rel.keyIndexes();
             String[] types = new String[n];
             String[] names = new String[n];
+            kinds = new char[n];
             List<String> defs = new ArrayList<>();
             for (int i = 0; i < n; i++) {
                 types[i] = DuckTypes.sqlType(rel.column(i));
+                kinds[i] = DuckTypes.stageKind(types[i]);
                 names[i] = Ident.quote(rel.column(i).name());
-                defs.add("c" + i + " VARCHAR");
+                defs.add("c" + i + " " + DuckTypes.stageType(types[i]));
             }
             defs.add("_mr_del BOOLEAN");
             defs.add("_mr_unch VARCHAR");
             for (int k = 0; k < keyIdx.length; k++) {
-                defs.add("f" + k + " VARCHAR");
+                defs.add("f" + k + " " + DuckTypes.stageType(types[keyIdx[k]]));
             }
             createSql = "CREATE TABLE " + sql + " (" + String.join(", ", defs) + ")";
 
@@ -259,7 +263,7 @@ final class BatchApplier {
                 keys.add(k);
             }
             for (int i = 0; i < n; i++) {
-                String cast = DuckTypes.fromText(types[i], "s.c" + i);
+                String cast = DuckTypes.fromStage(types[i], "s.c" + i);
                 plain.add(cast);
                 toast.add("CASE WHEN s._mr_unch IS NOT NULL AND substr(s._mr_unch, " + (i + 1) + ", 1) = '1' THEN o."
                         + names[i] + " ELSE " + cast + " END");
@@ -273,8 +277,8 @@ final class BatchApplier {
             for (int k = 0; k < keyIdx.length; k++) {
                 int i = keyIdx[k];
                 keyNames.add(names[i]);
-                fromJoin.add("o." + names[i] + " = " + DuckTypes.fromText(types[i], "s.f" + k));
-                delJoin.add("d." + names[i] + " = " + DuckTypes.fromText(types[i], "s.c" + i));
+                fromJoin.add("o." + names[i] + " = " + DuckTypes.fromStage(types[i], "s.f" + k));
+                delJoin.add("d." + names[i] + " = " + DuckTypes.fromStage(types[i], "s.c" + i));
             }
             String conflict = " ON CONFLICT (" + String.join(", ", keyNames) + ") DO "
                     + (set.isEmpty() ? "NOTHING" : "UPDATE SET " + String.join(", ", set));
@@ -323,7 +327,7 @@ final class BatchApplier {
                             if (v == null) {
                                 app.appendNull();
                             } else {
-                                app.append(rel.codec(i).toPgText(v));
+                                DuckTypes.append(app, stage.kinds[i], rel.codec(i), v);
                             }
                         }
                         app.append(false);

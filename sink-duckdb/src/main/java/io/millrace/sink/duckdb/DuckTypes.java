@@ -67,4 +67,48 @@ final class DuckTypes {
             default -> "CAST(" + expr + " AS " + type + ")";
         };
     }
+
+    /**
+     * How a value of a column of DuckDB type {@code type} is staged: typed types travel through the
+     * Appender as their Java value ({@code h} SMALLINT, {@code i} INTEGER, {@code l} BIGINT, {@code b}
+     * BOOLEAN, {@code f} REAL, {@code d} DOUBLE, {@code u} UUID), everything else as PostgreSQL text
+     * ({@code t}) that the merge casts with {@link #fromText}.
+     */
+    static char stageKind(String type) {
+        return switch (type) {
+            case "SMALLINT" -> 'h';
+            case "INTEGER" -> 'i';
+            case "BIGINT" -> 'l';
+            case "BOOLEAN" -> 'b';
+            case "REAL" -> 'f';
+            case "DOUBLE" -> 'd';
+            case "UUID" -> 'u';
+            default -> 't';
+        };
+    }
+
+    /** The staging column's type for a column of DuckDB type {@code type}. */
+    static String stageType(String type) {
+        return stageKind(type) == 't' ? "VARCHAR" : type;
+    }
+
+    /** SQL turning staging column {@code expr} into a value of {@code type}. */
+    static String fromStage(String type, String expr) {
+        return stageKind(type) == 't' ? fromText(type, expr) : expr;
+    }
+
+    /** Appends one non-null value the way {@link #stageKind} says. */
+    static void append(org.duckdb.DuckDBAppender app, char kind, io.millrace.core.types.TypeCodec codec, Object v)
+            throws java.sql.SQLException {
+        switch (kind) {
+            case 'h' -> app.append(((Number) v).shortValue());
+            case 'i' -> app.append(((Number) v).intValue());
+            case 'l' -> app.append(((Number) v).longValue());
+            case 'b' -> app.append(((Boolean) v).booleanValue());
+            case 'f' -> app.append(((Number) v).floatValue());
+            case 'd' -> app.append(((Number) v).doubleValue());
+            case 'u' -> app.append((java.util.UUID) v);
+            default -> app.append(codec.toPgText(v));
+        }
+    }
 }

@@ -20,22 +20,23 @@ import java.util.Map;
  * earlier image of the same (old) key in this run, else remembers the old key whose destination row
  * holds them ({@link Row#from}).
  *
- * <p>Values are PostgreSQL text forms ({@code toPgText}); {@code null} is SQL NULL and {@link #UNCHANGED}
- * marks an unchanged TOAST value.
+ * <p>Values are the codecs' Java values; {@code null} is SQL NULL and {@link #UNCHANGED} marks an
+ * unchanged TOAST value. Keys are compared by their PostgreSQL text form ({@code toPgText}), which
+ * denotes the value exactly.
  */
 final class Reduction {
     /** Marks an unchanged TOAST value (compared by identity). */
-    static final String UNCHANGED = new String("<unchanged-toast>");
+    static final Object UNCHANGED = UnchangedToast.INSTANCE;
 
     /** One key's outcome. */
     static final class Row {
         /** Delete: the key values (key order). Otherwise all column values. */
-        final String[] vals;
+        final Object[] vals;
         /** Partial row: the key (key order) of the pre-run destination row holding the unchanged values; else null. */
-        final String[] from;
+        final Object[] from;
         final boolean delete;
 
-        Row(String[] vals, String[] from, boolean delete) {
+        Row(Object[] vals, Object[] from, boolean delete) {
             this.vals = vals;
             this.from = from;
             this.delete = delete;
@@ -66,7 +67,7 @@ final class Reduction {
                 if (e.before() == null) {
                     throw bad(e, "a delete without the old key");
                 }
-                String[] k = key(e, e.before());
+                Object[] k = key(e, e.before());
                 rows.put(join(k), new Row(k, null, true));
             }
             default -> throw new MillraceException(MillraceException.Kind.INTERNAL, "unexpected " + e.op()
@@ -85,8 +86,8 @@ final class Reduction {
         }
     }
 
-    private void upsert(ChangeEvent e, String[] oldKeyVals, String[] vals) {
-        String[] newKeyVals = new String[keyIdx.length];
+    private void upsert(ChangeEvent e, Object[] oldKeyVals, Object[] vals) {
+        Object[] newKeyVals = new Object[keyIdx.length];
         for (int j = 0; j < keyIdx.length; j++) {
             newKeyVals[j] = vals[keyIdx[j]];
             if (newKeyVals[j] == null || newKeyVals[j] == UNCHANGED) {
@@ -111,7 +112,7 @@ final class Reduction {
         if (!oldKey.equals(newKey)) {
             rows.put(oldKey, new Row(oldKeyVals, null, true));
         }
-        String[] from;
+        Object[] from;
         if (prev == null) {
             from = oldKeyVals; // the destination row as it was before this run holds the values
         } else if (prev.delete) {
@@ -127,36 +128,32 @@ final class Reduction {
         rows.put(newKey, new Row(vals, hasUnchanged(vals) ? from : null, false));
     }
 
-    private String[] image(ChangeEvent e, Object[] values, String which) {
+    /** A copy of the image (ChangeEvent arrays are never mutated; unchanged values get filled in here). */
+    private Object[] image(ChangeEvent e, Object[] values, String which) {
         if (values == null || values.length != columns) {
             throw bad(e, values == null ? "no " + which + " image" : "an " + which + " image of " + values.length
                     + " values for " + columns + " columns");
         }
-        String[] out = new String[columns];
-        for (int i = 0; i < columns; i++) {
-            Object v = values[i];
-            out[i] = v == null ? null : v == UnchangedToast.INSTANCE ? UNCHANGED : rel.codec(i).toPgText(v);
-        }
-        return out;
+        return values.clone();
     }
 
-    private String[] key(ChangeEvent e, Object[] values) {
+    private Object[] key(ChangeEvent e, Object[] values) {
         if (values.length != columns) {
             throw bad(e, "a before image of " + values.length + " values for " + columns + " columns");
         }
-        String[] out = new String[keyIdx.length];
+        Object[] out = new Object[keyIdx.length];
         for (int j = 0; j < keyIdx.length; j++) {
             Object v = values[keyIdx[j]];
             if (v == null || v == UnchangedToast.INSTANCE) {
                 throw bad(e, "a before image without a value for key column " + rel.column(keyIdx[j]).name());
             }
-            out[j] = rel.codec(keyIdx[j]).toPgText(v);
+            out[j] = v;
         }
         return out;
     }
 
-    static boolean hasUnchanged(String[] vals) {
-        for (String v : vals) {
+    static boolean hasUnchanged(Object[] vals) {
+        for (Object v : vals) {
             if (v == UNCHANGED) {
                 return true;
             }
@@ -165,8 +162,15 @@ final class Reduction {
     }
 
     /** PostgreSQL text never contains NUL, so joining with it is unambiguous. */
-    private static String join(String[] key) {
-        return key.length == 1 ? key[0] : String.join("\0", key);
+    private String join(Object[] key) {
+        if (key.length == 1) {
+            return rel.codec(keyIdx[0]).toPgText(key[0]);
+        }
+        StringBuilder sb = new StringBuilder();
+        for (int j = 0; j < key.length; j++) {
+            sb.append(j > 0 ? "\0" : "").append(rel.codec(keyIdx[j]).toPgText(key[j]));
+        }
+        return sb.toString();
     }
 
     private MillraceException bad(ChangeEvent e, String what) {
