@@ -271,6 +271,34 @@ class DuckDbSinkIT {
     }
 
     @Test
+    void compositeKeysMergeByEveryKeyColumn() throws Exception {
+        RelationInfo t = Ev.rel(111, "public.ck", 'd', "*tenant:23", "*code:25", "v:25", "big:25");
+        try (DuckDbSink sink = open("d12")) {
+            Ev ev = new Ev(10);
+            sink.write(List.of(ev.ins(t, 1, "a", "x", "B1"), ev.ins(t, 1, "b", "y", "B2"), ev.ins(t, 2, "a", "z", "B3")),
+                    Ev.cp("d12", 10));
+            Ev ev2 = new Ev(20);
+            sink.write(List.of(ev2.del(t, 1, "a", null, null),                                   // same code, other tenant stays
+                    ev2.upd(t, new Object[] {1, "b", null, null}, 1, "c", "y2", TOAST),           // key change keeps big
+                    ev2.upd(t, null, 2, "a", "z2", TOAST)), Ev.cp("d12", 20));
+            assertEquals(List.of("1|c|y2|B2", "2|a|z2|B3"), query("SELECT * FROM public.ck ORDER BY tenant, code"));
+        }
+    }
+
+    @Test
+    void aRestartedSinkAddsColumnsToTheTableItFinds() throws Exception {
+        RelationInfo v1 = Ev.rel(112, "public.re", 'd', "*id:23", "a:25");
+        RelationInfo v2 = Ev.rel(112, "public.re", 'd', "*id:23", "a:25", "b:23");
+        try (DuckDbSink sink = open("d13")) {
+            sink.write(List.of(new Ev(10).ins(v1, 1, "one")), Ev.cp("d13", 10));
+        }
+        try (DuckDbSink sink = open("d13")) {
+            sink.write(List.of(new Ev(20).ins(v2, 2, "two", 22), new Ev(20).upd(v2, null, 1, "uno", 11)), Ev.cp("d13", 20));
+        }
+        assertEquals(List.of("1|uno|11", "2|two|22"), query("SELECT * FROM public.re ORDER BY id"));
+    }
+
+    @Test
     void throughputOf100kRowBatch() throws Exception {
         RelationInfo t = Ev.rel(110, "public.bench", 'd', "*id:20", "name:25", "amount:1700:" + ((12 << 16 | 2) + 4),
                 "at:1184", "flag:16");
