@@ -233,6 +233,8 @@ public final class Engine {
                     sinks.add(new PostgresSink(p.config()));
                 } else if (d instanceof EngineConfig.JsonlDestination j) {
                     sinks.add(new JsonlSink(j.config()));
+                } else if (d instanceof EngineConfig.DuckDbDestination k) {
+                    sinks.add(new io.millrace.sink.duckdb.DuckDbSink(k.config()));
                 } else if (d instanceof EngineConfig.NullDestination n) {
                     sinks.add(new NullSink(n.name()));
                 }

@@ -231,12 +231,14 @@ public final class ConfigLoader {
     private EngineConfig.Destination destination(Node d, Path base, SourceMeta meta) {
         Set<String> all = new java.util.LinkedHashSet<>(List.of(POSTGRES_KEYS));
         all.addAll(List.of(JSONL_KEYS));
+        all.add("file");
         d.allow(all.toArray(String[]::new)); // a misspelt "type" is named as such, not reported missing
         String type = d.requireString("type", "jsonl");
         switch (type) {
             case "postgres" -> d.allow(POSTGRES_KEYS);
             case "jsonl" -> d.allow(JSONL_KEYS);
             case "discard", "null" -> d.allow("name", "type");
+            case "duckdb" -> d.allow("name", "type", "file", "schema");
             default -> {
                 // reported below
             }
@@ -286,7 +288,9 @@ public final class ConfigLoader {
                         state == null ? null : base.resolve(state), rotate, meta));
             }
             case "discard", "null" -> out = new EngineConfig.NullDestination(name); // for benchmarks; "null" must be quoted in YAML
-            default -> throw Node.error(d.key("type"), "must be one of postgres, jsonl, discard; got '" + type + "'");
+            case "duckdb" -> out = new EngineConfig.DuckDbDestination(new io.millrace.sink.duckdb.DuckDbSinkConfig(name,
+                    base.resolve(d.requireString("file", "mirror.duckdb")), d.string("schema", null)));
+            default -> throw Node.error(d.key("type"), "must be one of postgres, jsonl, duckdb, discard; got '" + type + "'");
         }
         d.done();
         return out;

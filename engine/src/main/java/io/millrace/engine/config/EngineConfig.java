@@ -66,6 +66,13 @@ public record EngineConfig(String name, SourceConfig source, SnapshotMode snapsh
         }
     }
 
+    public record DuckDbDestination(io.millrace.sink.duckdb.DuckDbSinkConfig config) implements Destination {
+        @Override
+        public String name() {
+            return config.name();
+        }
+    }
+
     /** Discards events; for benchmarks. */
     public record NullDestination(String name) implements Destination {
     }
