@@ -126,7 +126,7 @@ final class BatchApplier {
 
     private void applyKeyed(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
         long t0 = System.nanoTime();
-        Reduction red = new Reduction(rel, target);
+        Reduction red = new Reduction(rel, target, run.size());
         for (ChangeEvent e : run) {
             red.add(e);
         }

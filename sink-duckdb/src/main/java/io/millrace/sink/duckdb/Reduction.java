@@ -48,11 +48,12 @@ final class Reduction {
     private final int[] keyIdx;
     private final int columns;
     /** Outcomes in the order keys were first seen. */
-    final Map<String, Row> rows = new LinkedHashMap<>();
+    final Map<String, Row> rows;
     int deletes;
     int partials;
 
-    Reduction(RelationInfo rel, TableRef target) {
+    Reduction(RelationInfo rel, TableRef target, int expected) {
+        this.rows = new LinkedHashMap<>(Math.max(16, expected * 4 / 3 + 1));
         this.rel = rel;
         this.target = target;
         this.keyIdx = rel.keyIndexes();

@@ -51,8 +51,8 @@ class CrashIT {
             try (DuckDbSink sink = new DuckDbSink(new DuckDbSinkConfig("crash", file, null))) {
                 checkpoint = sink.open().orElseThrow().flushLsn().value();
             }
-            // every batch reported committed is durable; at most the one in flight may have landed too
-            assertTrue(checkpoint >= committed && checkpoint <= committed + 1, "checkpoint " + checkpoint + ", committed " + committed);
+            // every batch reported committed is durable (the child may have committed more before the kill landed)
+            assertTrue(checkpoint >= committed, "checkpoint " + checkpoint + ", committed " + committed);
             try (Connection c = DriverManager.getConnection("jdbc:duckdb:" + file.toAbsolutePath());
                  Statement s = c.createStatement();
                  ResultSet rs = s.executeQuery("SELECT count(*), count(DISTINCT batch), max(batch),"
