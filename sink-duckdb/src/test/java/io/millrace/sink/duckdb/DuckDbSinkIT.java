@@ -183,8 +183,7 @@ class DuckDbSinkIT {
             assertEquals(Optional.empty(), sink.open());
             sink.write(List.of(), cp);
         }
-        try (DuckDbSink sink = new DuckDbSink(new DuckDbSinkConfig("d7", file, null));
-             DuckDbSink other = null) {
+        try (DuckDbSink sink = new DuckDbSink(new DuckDbSinkConfig("d7", file, null))) {
             assertEquals(Optional.of(cp), sink.open()); // INV: RESUME
         }
         try (DuckDbSink sink = new DuckDbSink(new DuckDbSinkConfig("another", file, null))) {
