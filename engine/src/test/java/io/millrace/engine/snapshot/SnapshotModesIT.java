@@ -147,7 +147,7 @@ class SnapshotModesIT {
         pg.createDatabase("sinkfail_dst");
         try (Connection s = pg.connect("sinkfail"); Connection d = pg.connect("sinkfail_dst")) {
             E2e.exec(s, "CREATE TABLE public.big (id int PRIMARY KEY, v text, pad text)",
-                    "INSERT INTO public.big SELECT g, 'v', repeat(md5(g::text), 3) FROM generate_series(1, 150000) g");
+                    "INSERT INTO public.big SELECT g, 'v', repeat(md5(g::text), 3) FROM generate_series(1, 200000) g");
             String yaml = Snap.yaml(pg, "sinkfail", "sinkfail", List.of("public.big"), "sinkfail_dst", dir.resolve("events"), "initial", 64);
             RunningEngine e = RunningEngine.start(yaml, dir);
             E2e.awaitRow(d, "SELECT count(*) FROM public.big", WAIT); // the copy is landing
@@ -160,6 +160,7 @@ class SnapshotModesIT {
             assertThat(((io.millrace.core.MillraceException) t).kind()).isEqualTo(io.millrace.core.MillraceException.Kind.SINK);
             assertThat(t.getMessage()).contains("replica").contains("refuse_more");
             assertThat(e.engine().state()).isEqualTo(Engine.State.FAILED);
+            assertThat(E2e.queryLong(d, "SELECT count(*) FROM public.big")).as("rows that landed: the copy was cut short").isLessThan(200000);
         }
     }
 
