@@ -154,7 +154,7 @@ final class Child {
                 "  mode: " + (snapshot ? "initial_only" : "never"),
                 "destinations:",
                 "  - name: out",
-                "    type: \"" + c.dest() + "\"", // quoted: a bare null is YAML's null
+                "    type: " + (c.dest().equals("null") ? "discard" : c.dest()), // discard: the engine's null destination
                 c.dest().equals("jsonl") ? "    directory: " + dir.resolve("events") : "",
                 "");
     }
@@ -197,6 +197,7 @@ final class Child {
             }
             System.err.printf("millrace: %d events in %d batches, first row after %.2f s%n", engine.stats().eventsWritten(),
                     engine.stats().batchesWritten(), first / 1e9);
+            System.err.println("millrace: CPU by thread of the threads still alive: " + Proc.busiestThreads(12));
             return new long[]{engine.stats().eventsWritten(), nanos, first};
         }
         long nanos;
@@ -224,6 +225,8 @@ final class Child {
         System.err.printf("millrace: %d events in %d batches, durable %s (end %s), first row after %.2f s;"
                         + " context switches of the live threads: %d voluntary, %d involuntary%n", written,
                 engine.stats().batchesWritten(), engine.stats().durable(), endLsn, first / 1e9, switches[0], switches[1]);
+        System.err.println("millrace: CPU by thread (threads of one name summed; Linux truncates names to 15 characters): "
+                + Proc.busiestThreads(12));
         engine.stop();
         t.join();
         if (error.get() != null) {
@@ -299,6 +302,7 @@ final class Child {
         ExecutorService ex = Executors.newSingleThreadExecutor();
         ex.execute(engine);
         boolean finished = done.await(timeoutNanos, TimeUnit.NANOSECONDS);
+        String threads = Proc.busiestThreads(12); // before close: the engine's threads are still alive
         engine.close();
         ex.shutdown();
         ex.awaitTermination(60, TimeUnit.SECONDS);
@@ -307,6 +311,7 @@ final class Child {
                     + " rows" + (error.get() == null ? "" : ": " + error.get()), error.get());
         }
         System.err.println("debezium: " + count.get() + " records, " + bytes.get() + " chars of key+value JSON");
+        System.err.println("debezium: CPU by thread (threads of one name summed): " + threads);
         return new long[]{count.get(), doneAt.get() - start, firstAt.get() - start};
     }
 }

@@ -12,7 +12,8 @@ import java.util.List;
  * @param label    what the results table shows
  * @param limit    id of the PostgreSQL limit this contestant is compared with (itself for a limit)
  * @param binary   for streaming: values in binary (pgoutput {@code binary 'true'}) instead of text
- * @param dest     for Millrace: the destination type ({@code null} or {@code jsonl})
+ * @param dest     for Millrace: the destination, {@code null} (configured as {@code type: discard}, which drops every
+ *                 event) or {@code jsonl}
  * @param schemas  for Debezium: JsonConverter {@code schemas.enable}
  */
 public record Contestant(String id, Phase phase, Kind kind, String label, String limit, boolean binary, String dest,

@@ -66,4 +66,28 @@ final class Proc {
         }
         return sum;
     }
+
+    /** This process's threads by CPU time (utime + stime), the busiest first: "name cpu-seconds" each, at most {@code n}. */
+    static String busiestThreads(int n) {
+        java.util.Map<String, Long> byName = new java.util.HashMap<>();
+        try (java.util.stream.Stream<Path> tasks = Files.list(Path.of("/proc/self/task"))) {
+            for (Path t : tasks.toList()) {
+                try {
+                    String stat = Files.readString(t.resolve("stat"));
+                    String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replaceAll("[#-]?\\d+$", "");
+                    String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                    byName.merge(name, (Long.parseLong(f[11]) + Long.parseLong(f[12])) * 10L, Long::sum);
+                } catch (IOException | RuntimeException e) {
+                    // the thread ended meanwhile
+                }
+            }
+        } catch (IOException e) {
+            return "?";
+        }
+        StringBuilder sb = new StringBuilder();
+        byName.entrySet().stream().sorted(java.util.Map.Entry.<String, Long>comparingByValue().reversed()).limit(n)
+                .forEach(e -> sb.append(sb.length() == 0 ? "" : ", ").append(e.getKey()).append(' ')
+                        .append(String.format(java.util.Locale.ROOT, "%.1f s", e.getValue() / 1000.0)));
+        return sb.toString();
+    }
 }
