@@ -124,7 +124,7 @@ final class DemoCommand implements Callable<Integer> {
             out.println("  change events (Debezium envelope): " + work.resolve("events"));
             out.println("  the pipeline's configuration:      " + configFile);
             out.println("  your own database: copy that file, point source: at your server and run 'bin/millrace preflight <file>',");
-            out.println("  then 'bin/millrace run <file>' (README.md, "Running it on your database").");
+            out.println("  then 'bin/millrace run <file>' (README.md, section 'Running it on your database').");
             statusPage.close();
             return ok ? 0 : 1;
         }
