@@ -92,6 +92,8 @@ public final class SnapshotRunner {
     private final Set<String> tablesDone;
     // @GuardedBy("progressLock")
     private final Map<TableRef, Integer> chunksLeft = new HashMap<>();
+    // @GuardedBy("progressLock") — chunks landed of tables not yet done, recorded in the checkpoint
+    private final List<String> chunksDone = new ArrayList<>();
     // @GuardedBy("progressLock")
     private final Map<TableRef, Long> rowsByTable = new HashMap<>();
 
@@ -290,13 +292,20 @@ public final class SnapshotRunner {
         hand(events, ref, rows);
         synchronized (progressLock) {
             int left = chunksLeft.merge(ref, -1, Integer::sum);
+            String prefix = ref + "#";
             if (left == 0) {
                 tablesDone.add(ref.toString());
-                // Sent under the lock, so progress batches reach the writer in the order they grow.
-                if (!output.submit(new Batch(List.of(), null, null, 0,
-                        new SnapshotProgress(SnapshotProgress.State.RUNNING, consistentPoint, List.copyOf(tablesDone))))) {
-                    throw new InterruptedException("pipeline stopping");
-                }
+                chunksDone.removeIf(done -> done.startsWith(prefix));
+            } else {
+                chunksDone.add(prefix + chunk.index() + "/" + chunk.of());
+            }
+            // Every landed chunk is recorded; sent under the lock, so progress reaches the writer in the order it grows,
+            // after the rows it counts (the writer applies batches in order).
+            if (!output.submit(new Batch(List.of(), null, null, 0, new SnapshotProgress(SnapshotProgress.State.RUNNING, consistentPoint,
+                    List.copyOf(tablesDone), List.copyOf(chunksDone))))) {
+                throw new InterruptedException("pipeline stopping");
+            }
+            if (left == 0) {
                 listener.tableDone(ref, rowsByTable.get(ref));
                 LOG.info("snapshot of {} landed: {} rows", ref, rowsByTable.get(ref));
             }

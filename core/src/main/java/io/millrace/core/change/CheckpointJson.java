@@ -36,6 +36,8 @@ public final class CheckpointJson {
         snap.put("consistent_point", c.snapshot().consistentPoint().toString());
         ArrayNode done = snap.putArray("tables_done");
         c.snapshot().tablesDone().forEach(done::add);
+        ArrayNode chunks = snap.putArray("chunks_done");
+        c.snapshot().chunksDone().forEach(chunks::add);
         return root.toString();
     }
 
@@ -49,8 +51,10 @@ public final class CheckpointJson {
             JsonNode snap = root.required("snapshot");
             List<String> done = new ArrayList<>();
             snap.required("tables_done").forEach(n -> done.add(n.asText()));
+            List<String> chunks = new ArrayList<>();
+            snap.path("chunks_done").forEach(n -> chunks.add(n.asText()));
             SnapshotProgress progress = new SnapshotProgress(SnapshotProgress.State.valueOf(snap.required("state").asText()),
-                    Lsn.parse(snap.required("consistent_point").asText()), done);
+                    Lsn.parse(snap.required("consistent_point").asText()), done, chunks);
             return new Checkpoint(version, identity, Lsn.parse(root.required("flush_lsn").asText()),
                     new Position(Lsn.parse(root.required("applied_commit_lsn").asText()), root.required("applied_ordinal").asLong()),
                     progress);

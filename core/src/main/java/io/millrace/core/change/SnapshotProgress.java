@@ -10,8 +10,9 @@ import java.util.List;
  * @param state           see {@link State}
  * @param consistentPoint the slot's consistent point: streaming starts there (INV: HANDOVER)
  * @param tablesDone      tables ({@code schema.table}) whose copy has landed in full
+ * @param chunksDone      chunks ({@code schema.table#i/n}) landed of the tables not yet in {@code tablesDone}
  */
-public record SnapshotProgress(State state, Lsn consistentPoint, List<String> tablesDone) {
+public record SnapshotProgress(State state, Lsn consistentPoint, List<String> tablesDone, List<String> chunksDone) {
 
     public enum State {
         /** No snapshot was asked for (mode {@code never}): streaming only. Set at first start. */
@@ -25,6 +26,11 @@ public record SnapshotProgress(State state, Lsn consistentPoint, List<String> ta
 
     public SnapshotProgress {
         tablesDone = List.copyOf(tablesDone);
+        chunksDone = List.copyOf(chunksDone);
+    }
+
+    public SnapshotProgress(State state, Lsn consistentPoint, List<String> tablesDone) {
+        this(state, consistentPoint, tablesDone, List.of());
     }
 
     public static SnapshotProgress skipped(Lsn consistentPoint) {
