@@ -274,6 +274,7 @@ public final class SnapshotRunner {
                 rows++;
                 if (bytes >= options.batchBytes()) {
                     hand(events, ref, rows);
+                    io.millrace.core.fault.Faults.hit("snapshot.mid-chunk"); // fault point: docs/RELIABILITY.md
                     events = new ArrayList<>();
                     bytes = 0;
                     rows = 0;

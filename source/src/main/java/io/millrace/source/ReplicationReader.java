@@ -112,6 +112,7 @@ public final class ReplicationReader implements Runnable {
                 if (d.isAfter(reported)) {
                     // INV: DURABLE — only what every sink made durable is reported as flushed.
                     LogSequenceNumber l = LogSequenceNumber.valueOf(d.value());
+                    io.millrace.core.fault.Faults.hit("source.before-feedback"); // fault point: docs/RELIABILITY.md
                     stream.setFlushedLSN(l);
                     stream.setAppliedLSN(l);
                     stream.forceUpdateStatus();
