@@ -76,6 +76,7 @@ final class SinkWriter {
             durable = Lsn.min(durable, cp.flushLsn());
         }
         stats.durable(durable);
+        io.millrace.core.fault.Faults.hit("pipeline.before-durable"); // every sink wrote its checkpoint; the slot may not move yet
         onDurable.accept(durable);
         if (LOG.isTraceEnabled()) {
             LOG.trace("batch of {} events durable; durable position {}", batch.events().size(), durable);

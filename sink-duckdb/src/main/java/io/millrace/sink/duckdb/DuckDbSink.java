@@ -125,7 +125,9 @@ public final class DuckDbSink implements Sink {
                 ps.setString(2, CheckpointJson.write(checkpoint));
                 ps.executeUpdate();
             }
+            io.millrace.core.fault.Faults.hit("sink.duckdb.before-commit");
             conn.commit(); // INV: DURABLE — data and checkpoint become durable together, only now
+            io.millrace.core.fault.Faults.hit("sink.duckdb.after-commit");
         } catch (SQLException | RuntimeException e) {
             rollback(); // INV: RESUME — neither data nor checkpoint of a failed batch remains
             if (e instanceof MillraceException m) {

@@ -259,7 +259,9 @@ public final class JsonlSink implements Sink {
                 gen.flush();
                 channel.force(false); // INV: DURABLE: the lines reach the disk before the checkpoint names them
                 faults.reached(FAULT_BEFORE_CHECKPOINT);
+                io.millrace.core.fault.Faults.hit("sink.jsonl.before-checkpoint");
                 writeState(new SinkState(fileName(fileNumber), out.position(), checkpoint));
+                io.millrace.core.fault.Faults.hit("sink.jsonl.after-checkpoint");
             }
             durable = checkpoint;
         } catch (IOException | UncheckedIOException e) {

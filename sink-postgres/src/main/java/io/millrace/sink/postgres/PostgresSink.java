@@ -138,7 +138,9 @@ public final class PostgresSink implements Sink {
         }
         try {
             faults.beforeCommit(conn);
+            io.millrace.core.fault.Faults.hit("sink.postgres.before-commit");
             conn.commit(); // INV: DURABLE — data and checkpoint become durable together, only now
+            io.millrace.core.fault.Faults.hit("sink.postgres.after-commit");
             faults.afterCommit(conn);
         } catch (SQLException e) {
             if (Errors.connectionLost(e)) {
