@@ -14,8 +14,10 @@ import io.millrace.core.Position;
  * @param applied  position of the last change applied (may be inside a transaction that a batch cut);
  *                 on restart, changes at or before it are skipped (INV: RESUME)
  * @param snapshot the initial snapshot's progress
+ * @param online   online (watermark) snapshots not yet landed in full, each with its remaining key ranges
  */
-public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position applied, SnapshotProgress snapshot) {
+public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position applied, SnapshotProgress snapshot,
+                         java.util.List<OnlineTask> online) {
     public static final int VERSION = 1;
 
     public Checkpoint {
@@ -23,13 +25,23 @@ public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position 
             throw new IllegalArgumentException("checkpoint format version " + version + " is not supported (this build reads "
                     + VERSION + ")");
         }
+        online = online == null ? java.util.List.of() : java.util.List.copyOf(online);
+    }
+
+    /** A checkpoint with no online snapshot under way. */
+    public Checkpoint(int version, Identity identity, Lsn flushLsn, Position applied, SnapshotProgress snapshot) {
+        this(version, identity, flushLsn, applied, snapshot, java.util.List.of());
     }
 
     public Checkpoint advance(Lsn newFlushLsn, Position newApplied) {
-        return new Checkpoint(version, identity, newFlushLsn, newApplied, snapshot);
+        return new Checkpoint(version, identity, newFlushLsn, newApplied, snapshot, online);
     }
 
     public Checkpoint withSnapshot(SnapshotProgress progress) {
-        return new Checkpoint(version, identity, flushLsn, applied, progress);
+        return new Checkpoint(version, identity, flushLsn, applied, progress, online);
+    }
+
+    public Checkpoint withOnline(java.util.List<OnlineTask> tasks) {
+        return new Checkpoint(version, identity, flushLsn, applied, snapshot, tasks);
     }
 }

@@ -38,13 +38,52 @@ public final class CheckpointJson {
         c.snapshot().tablesDone().forEach(done::add);
         ArrayNode chunks = snap.putArray("chunks_done");
         c.snapshot().chunksDone().forEach(chunks::add);
+        if (!c.online().isEmpty()) {
+            ArrayNode online = root.putArray("online");
+            for (OnlineTask t : c.online()) {
+                ObjectNode task = online.addObject();
+                task.put("table", t.table());
+                if (t.filter() != null) {
+                    task.put("filter", t.filter());
+                }
+                task.put("rows_done", t.rowsDone());
+                ArrayNode ranges = task.putArray("remaining");
+                for (OnlineTask.KeyRange r : t.remaining()) {
+                    ObjectNode range = ranges.addObject();
+                    key(range, "lo", r.lo());
+                    key(range, "hi", r.hi());
+                }
+            }
+        }
         return root.toString();
+    }
+
+    private static void key(ObjectNode range, String field, List<String> key) {
+        if (key == null) {
+            range.putNull(field);
+        } else {
+            ArrayNode a = range.putArray(field);
+            key.forEach(a::add);
+        }
+    }
+
+    private static List<String> key(JsonNode n) {
+        if (n == null || n.isNull()) {
+            return null;
+        }
+        List<String> out = new ArrayList<>();
+        n.forEach(v -> out.add(v.asText()));
+        return out;
     }
 
     public static Checkpoint read(String json) {
         try {
             JsonNode root = MAPPER.readTree(json);
             int version = root.required("version").asInt();
+            if (version != Checkpoint.VERSION) {
+                throw new IllegalArgumentException("checkpoint format version " + version + " is not supported (this build reads "
+                        + Checkpoint.VERSION + "); it was written by another Millrace version");
+            }
             JsonNode id = root.required("identity");
             Identity identity = new Identity(id.required("system_id").asText(), id.required("database").asText(),
                     id.required("slot").asText(), id.required("publication").asText(), id.required("destination").asText());
@@ -55,9 +94,18 @@ public final class CheckpointJson {
             snap.path("chunks_done").forEach(n -> chunks.add(n.asText()));
             SnapshotProgress progress = new SnapshotProgress(SnapshotProgress.State.valueOf(snap.required("state").asText()),
                     Lsn.parse(snap.required("consistent_point").asText()), done, chunks);
+            List<OnlineTask> online = new ArrayList<>();
+            for (JsonNode t : root.path("online")) {
+                List<OnlineTask.KeyRange> ranges = new ArrayList<>();
+                for (JsonNode r : t.required("remaining")) {
+                    ranges.add(new OnlineTask.KeyRange(key(r.get("lo")), key(r.get("hi"))));
+                }
+                online.add(new OnlineTask(t.required("table").asText(), t.hasNonNull("filter") ? t.get("filter").asText() : null,
+                        ranges, t.path("rows_done").asLong()));
+            }
             return new Checkpoint(version, identity, Lsn.parse(root.required("flush_lsn").asText()),
                     new Position(Lsn.parse(root.required("applied_commit_lsn").asText()), root.required("applied_ordinal").asLong()),
-                    progress);
+                    progress, online);
         } catch (Exception e) {
             throw new IllegalArgumentException("unreadable checkpoint: " + e.getMessage(), e);
         }

@@ -1,0 +1,43 @@
+package io.millrace.core.change;
+
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * One online (watermark) snapshot of a table that has not landed in full, persisted with every
+ * checkpoint so a restart resumes after the last landed chunk (INV: RESUME).
+ *
+ * @param table     {@code schema.table}, as {@link io.millrace.core.schema.TableRef#toString()}
+ * @param filter    an SQL condition limiting the rows copied, or null for all rows
+ * @param remaining the key ranges not yet landed, in key order (INV: COVER — together with the
+ *                  landed chunks they tile the key space)
+ * @param rowsDone  rows landed so far (for progress reports only)
+ */
+public record OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone) {
+
+    public OnlineTask {
+        Objects.requireNonNull(table, "table");
+        remaining = List.copyOf(remaining);
+    }
+
+    /** A new task covering the whole key space. */
+    public static OnlineTask whole(String table, String filter) {
+        return new OnlineTask(table, filter, List.of(KeyRange.ALL), 0);
+    }
+
+    /**
+     * A half-open range of primary-key values {@code (lo, hi]}, in the key's own order. A key is the
+     * text form of its columns' values (as PostgreSQL prints them), so it is fed back as literals.
+     *
+     * @param lo exclusive lower bound, null when open below
+     * @param hi inclusive upper bound, null when open above
+     */
+    public record KeyRange(List<String> lo, List<String> hi) {
+        public static final KeyRange ALL = new KeyRange(null, null);
+
+        public KeyRange {
+            lo = lo == null ? null : List.copyOf(lo);
+            hi = hi == null ? null : List.copyOf(hi);
+        }
+    }
+}

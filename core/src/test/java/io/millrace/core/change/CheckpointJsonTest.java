@@ -1,0 +1,45 @@
+package io.millrace.core.change;
+
+import io.millrace.core.Lsn;
+import io.millrace.core.Position;
+import org.junit.jupiter.api.Test;
+
+import java.util.Arrays;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class CheckpointJsonTest {
+    private static final Identity ID = new Identity("7312", "app", "millrace", "millrace_pub", "mirror");
+
+    @Test
+    void roundTripsEveryField() {
+        OnlineTask task = new OnlineTask("public.orders", "region = 'eu'", List.of(
+                new OnlineTask.KeyRange(null, List.of("10", "a\tb")),
+                new OnlineTask.KeyRange(List.of("20", "x"), null),
+                new OnlineTask.KeyRange(Arrays.asList("30", "\"quoted\""), List.of("40", "ü"))), 1234);
+        Checkpoint c = new Checkpoint(Checkpoint.VERSION, ID, Lsn.parse("0/16B3748"), new Position(Lsn.parse("0/16B3700"), 17),
+                new SnapshotProgress(SnapshotProgress.State.RUNNING, Lsn.parse("0/1000"), List.of("public.a"), List.of("public.b#1/4")),
+                List.of(task, OnlineTask.whole("public.items", null)));
+        Checkpoint back = CheckpointJson.read(CheckpointJson.write(c));
+        assertThat(back).isEqualTo(c);
+        assertThat(back.online().get(0).remaining().get(0).lo()).isNull();
+        assertThat(back.online().get(1).filter()).isNull();
+    }
+
+    @Test
+    void aCheckpointWithoutOnlineTasksReadsAsBefore() {
+        Checkpoint c = new Checkpoint(Checkpoint.VERSION, ID, Lsn.parse("0/10"), Position.START, SnapshotProgress.skipped(Lsn.parse("0/10")));
+        String json = CheckpointJson.write(c);
+        assertThat(json).doesNotContain("online");
+        assertThat(CheckpointJson.read(json)).isEqualTo(c);
+        assertThat(c.advance(Lsn.parse("0/20"), Position.START).withOnline(List.of(OnlineTask.whole("public.t", null)))
+                .advance(Lsn.parse("0/30"), Position.START).online()).hasSize(1);
+    }
+
+    @Test
+    void anUnknownVersionIsRefused() {
+        assertThatThrownBy(() -> CheckpointJson.read("{\"version\":2}")).hasMessageContaining("version 2 is not supported");
+    }
+}
