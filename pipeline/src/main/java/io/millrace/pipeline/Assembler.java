@@ -14,6 +14,7 @@ import io.millrace.pgoutput.PgOutputMessage.Begin;
 import io.millrace.pgoutput.PgOutputMessage.Commit;
 import io.millrace.pgoutput.PgOutputMessage.Delete;
 import io.millrace.pgoutput.PgOutputMessage.Insert;
+import io.millrace.pgoutput.PgOutputMessage.LogicalMessage;
 import io.millrace.pgoutput.PgOutputMessage.StreamAbort;
 import io.millrace.pgoutput.PgOutputMessage.StreamCommit;
 import io.millrace.pgoutput.PgOutputMessage.Truncate;
@@ -50,6 +51,9 @@ final class Assembler {
     private final long maxBatchBytes;
     private final long lingerNanos;
     private final Output output;
+    private final Watermarks watermarks;
+    /** Online snapshot progress to record with the next batch (null: unchanged). */
+    private List<io.millrace.core.change.OnlineTask> online;
 
     // Current transaction.
     private boolean inTx;
@@ -78,9 +82,10 @@ final class Assembler {
     /** The newest flush position handed on. */
     private Lsn lastFlush = Lsn.ZERO;
 
-    Assembler(TypeResolver types, Spill spill, RelationKeys keys, Position skipUpTo, long batchBytes, long maxBatchBytes,
-              long lingerMillis, Output output) {
+    Assembler(TypeResolver types, Spill spill, RelationKeys keys, Watermarks watermarks, Position skipUpTo, long batchBytes,
+              long maxBatchBytes, long lingerMillis, Output output) {
         this.types = types;
+        this.watermarks = watermarks;
         this.spill = spill;
         this.framer = new PgOutputFramer(types);
         this.keys = keys;
@@ -141,6 +146,10 @@ final class Assembler {
         } else if (m instanceof StreamCommit sc) {
             replay(sc);
             return;
+        } else if (m instanceof LogicalMessage lm) {
+            if (lm.transactional() && inTx && Watermarks.PREFIX.equals(lm.prefix())) {
+                watermark(lm, walStart);
+            }
         } else if (m instanceof StreamAbort sa) {
             if (sa.subXid() == sa.xid()) {
                 spill.discard(sa.xid()); // an aborted streamed transaction leaves no trace
@@ -189,6 +198,7 @@ final class Assembler {
         } else if (m instanceof Truncate t) {
             requireTx(walStart, "TRUNCATE");
             for (RelationInfo r : t.relations()) {
+                watermarks.truncated(r.table());
                 Position p = new Position(txCommitLsn, ++ordinal);
                 if (p.isAfter(skipUpTo)) {
                     add(new ChangeEvent(Op.TRUNCATE, keys.of(r), null, null, walStart, p, txXid, txCommitMicros, false));
@@ -253,7 +263,49 @@ final class Assembler {
         RelationInfo r = keys.of(streamed);
         Object[] before = beforeTuple == null ? null : beforeTuple.decode(r);
         Object[] after = newTuple == null ? null : newTuple.decode(r);
+        watermarks.changed(r, before, after);
         add(new ChangeEvent(op, r, before, after, at, p, txXid, txCommitMicros, false));
+    }
+
+    /**
+     * A watermark of an online snapshot chunk (INV: WATERMARK). Low: the stream starts recording the
+     * keys it changes in the chunk's table. High: the chunk's rows whose key the stream did not change
+     * since the low watermark are emitted here, inside the high watermark's transaction (positions
+     * {@code (commit, ordinal)} as for its own changes), before any change committed after it; the
+     * chunk's progress is recorded with them.
+     */
+    private void watermark(LogicalMessage lm, Lsn at) throws Channel.Stopped, InterruptedException {
+        byte[] c = lm.content();
+        Watermarks.Window low = watermarks.byMessage(c, 'L');
+        if (low != null) {
+            watermarks.low(low);
+            return;
+        }
+        Watermarks.Window w = watermarks.byMessage(c, 'H');
+        if (w == null) {
+            return; // not ours, or an earlier run's: that chunk is read again
+        }
+        List<Object[]> rows = w.rows();
+        watermarks.high(w);
+        if (rows == null) {
+            throw new MillraceException(Kind.INTERNAL, "online snapshot chunk " + w.id() + " of " + w.relation().table()
+                    + " reached its high watermark without its rows");
+        }
+        long emitted = 0;
+        RelationInfo r = w.relation();
+        for (Object[] row : rows) {
+            if (w.isStale(row)) {
+                continue;
+            }
+            add(new ChangeEvent(Op.READ, r, null, row, at, new Position(txCommitLsn, ++ordinal), txXid, txCommitMicros, true));
+            emitted++;
+            unbudgeted += 16L * row.length; // rough size: lets the batch be cut inside a large chunk
+            cutForSize();
+        }
+        List<io.millrace.core.change.OnlineTask> progress = w.done(emitted);
+        if (progress != null) {
+            online = progress; // recorded with the batch holding the chunk's last row, or a later one
+        }
     }
 
     private void add(ChangeEvent e) {
@@ -263,14 +315,15 @@ final class Assembler {
 
     /** Hands the batch over when it holds anything; also called on a timer when the stream is idle. */
     void cut() throws Channel.Stopped, InterruptedException {
-        if (events.isEmpty() && flushLsn == null && bytes == 0) {
+        if (events.isEmpty() && flushLsn == null && bytes == 0 && online == null) {
             unbudgeted = 0;
             return;
         }
         if (flushLsn != null) {
             lastFlush = flushLsn;
         }
-        Batch b = new Batch(events, flushLsn, last, bytes, null);
+        Batch b = new Batch(events, flushLsn, last, bytes, null, online);
+        online = null;
         eventsOut += events.size();
         events = new ArrayList<>();
         bytes = 0;
@@ -298,7 +351,7 @@ final class Assembler {
 
     /** True when a batch has waited its linger time and no transaction is open. */
     boolean due() {
-        return !inTx && (bytes > 0 || flushLsn != null) && System.nanoTime() - batchStartNanos >= lingerNanos;
+        return !inTx && (bytes > 0 || flushLsn != null || online != null) && System.nanoTime() - batchStartNanos >= lingerNanos;
     }
 
     /** Bytes held since the last cut that the budget must get back: used when the pipeline stops. */

@@ -3,6 +3,7 @@ package io.millrace.pipeline;
 import io.millrace.core.Lsn;
 import io.millrace.core.Position;
 import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.OnlineTask;
 import io.millrace.core.change.SnapshotProgress;
 
 import java.util.List;
@@ -16,6 +17,11 @@ import java.util.List;
  * @param last        position of the last streamed event (null: none streamed)
  * @param budgetBytes bytes to give back to the reader's budget once the batch is durable
  * @param snapshot    new snapshot progress to record with this batch (null: unchanged)
+ * @param online      new online snapshot progress to record with this batch (null: unchanged)
  */
-public record Batch(List<ChangeEvent> events, Lsn flushLsn, Position last, long budgetBytes, SnapshotProgress snapshot) {
+public record Batch(List<ChangeEvent> events, Lsn flushLsn, Position last, long budgetBytes, SnapshotProgress snapshot,
+                    List<OnlineTask> online) {
+    public Batch(List<ChangeEvent> events, Lsn flushLsn, Position last, long budgetBytes, SnapshotProgress snapshot) {
+        this(events, flushLsn, last, budgetBytes, snapshot, null);
+    }
 }

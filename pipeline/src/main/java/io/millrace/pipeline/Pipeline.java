@@ -54,6 +54,7 @@ public final class Pipeline implements AutoCloseable {
     private final java.util.concurrent.atomic.AtomicLong submitted = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong applied = new java.util.concurrent.atomic.AtomicLong();
     private Assembler assembler;
+    private final Watermarks watermarks = new Watermarks();
 
     public Pipeline(Options options, List<Sink> sinks, List<Checkpoint> checkpoints, Consumer<Lsn> onDurable) {
         this.options = options;
@@ -73,6 +74,11 @@ public final class Pipeline implements AutoCloseable {
 
     public PipelineStats stats() {
         return stats;
+    }
+
+    /** Where online snapshot readers meet the stream. */
+    public Watermarks watermarks() {
+        return watermarks;
     }
 
     /** The current checkpoint of sink {@code i} (as the writer last made it durable). Writer-consistent only after {@link #join()}. */
@@ -103,7 +109,7 @@ public final class Pipeline implements AutoCloseable {
     public void startStreaming(TypeResolver types, IntFunction<List<String>> keyLookup, Position skipUpTo,
                                java.util.function.Supplier<Lsn> serverCaughtUp, java.nio.file.Path spillDir) {
         Spill spill = new Spill(spillDir, stats);
-        Assembler a = new Assembler(types, spill, new RelationKeys(keyLookup, types), skipUpTo,
+        Assembler a = new Assembler(types, spill, new RelationKeys(keyLookup, types), watermarks, skipUpTo,
                 options.batchBytes(), options.maxBatchBytes(), options.lingerMillis(), b -> {
                     submitted.incrementAndGet();
                     batches.send(b);

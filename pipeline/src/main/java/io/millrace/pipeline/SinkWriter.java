@@ -63,6 +63,9 @@ final class SinkWriter {
             if (batch.snapshot() != null) {
                 next = next.withSnapshot(batch.snapshot());
             }
+            if (batch.online() != null) {
+                next = next.withOnline(batch.online()); // INV: RESUME — after the rows of the chunks it counts as landed
+            }
             if (events.isEmpty() && next.equals(cp)) {
                 continue;
             }

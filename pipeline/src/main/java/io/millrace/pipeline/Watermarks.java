@@ -1,0 +1,242 @@
+package io.millrace.pipeline;
+
+import io.millrace.core.change.OnlineTask;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.TableRef;
+
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+/**
+ * The meeting point of online snapshot readers and the stream (DBLog's watermark algorithm).
+ *
+ * <p>A reader {@link #open opens} a window, writes the low watermark (a transactional logical
+ * message {@code L <id>} with prefix {@link #PREFIX}), reads one chunk of rows in key order,
+ * {@link Window#fill fills} the window with them, and writes the high watermark {@code H <id>}.
+ * The assembler sees both messages in commit order: from {@code L} on it records every key the
+ * stream changes in that table; at {@code H} it emits the chunk's rows whose key the stream did not
+ * change (a truncate drops them all), at the high watermark's position, before any later change —
+ * INV: WATERMARK. A row the stream changed is stale in the chunk, and the stream's own event
+ * carries its newer state; every other row is exactly as the stream left it at {@code H}.
+ *
+ * <p>A watermark whose id is not registered (written by an earlier run, replayed after a restart)
+ * is ignored: that run's chunk did not land, and the chunk is read again.
+ *
+ * <p>Thread-safe: readers open and fill windows; the assembler thread alone reads their key sets.
+ */
+public final class Watermarks {
+    /** Prefix of Millrace's logical messages; messages with other prefixes are ignored. */
+    public static final String PREFIX = "millrace.watermark";
+
+    private final Map<String, Window> windows = new ConcurrentHashMap<>();
+    /** Assembler thread only: windows between their low and high watermark, by table. */
+    private final Map<TableRef, List<Window>> open = new HashMap<>();
+    private int openCount;
+
+    /**
+     * Registers a window for one chunk of {@code relation}, keyed by {@code keyColumns}.
+     *
+     * @param onEmitted called on the assembler thread right after the chunk's rows were emitted; returns
+     *                  the online snapshot progress to record with them (INV: RESUME), or null
+     */
+    public Window open(RelationInfo relation, List<String> keyColumns, Supplier<List<OnlineTask>> onEmitted) {
+        Window w = new Window(UUID.randomUUID().toString(), relation, keyColumns, onEmitted);
+        windows.put(w.id, w);
+        return w;
+    }
+
+    /** Number of rows held by windows (read and not yet emitted), for the peak-buffer figure. */
+    public long bufferedRows() {
+        long n = 0;
+        for (Window w : windows.values()) {
+            List<Object[]> rows = w.rows;
+            n += rows == null ? 0 : rows.size();
+        }
+        return n;
+    }
+
+    // ---- assembler side -------------------------------------------------------------------------
+
+    /** The window a watermark message names, or null (not ours, or from an earlier run). */
+    Window byMessage(byte[] content, char kind) {
+        if (content.length < 3 || content[0] != kind || content[1] != ' ') {
+            return null;
+        }
+        return windows.get(new String(content, 2, content.length - 2, java.nio.charset.StandardCharsets.US_ASCII));
+    }
+
+    void low(Window w) {
+        if (w.opened) {
+            return;
+        }
+        w.opened = true;
+        open.computeIfAbsent(w.relation.table(), t -> new java.util.ArrayList<>()).add(w);
+        openCount++;
+    }
+
+    /** The window's high watermark arrived: it leaves the open set; its surviving rows are emitted by the caller. */
+    void high(Window w) {
+        List<Window> ws = open.get(w.relation.table());
+        if (ws != null && ws.remove(w)) {
+            openCount--;
+            if (ws.isEmpty()) {
+                open.remove(w.relation.table());
+            }
+        }
+        windows.remove(w.id);
+    }
+
+    /** A streamed change of {@code r}: every open window on its table forgets the rows with these keys. */
+    void changed(RelationInfo r, Object[] before, Object[] after) {
+        if (openCount == 0) {
+            return;
+        }
+        List<Window> ws = open.get(r.table());
+        if (ws == null) {
+            return;
+        }
+        for (Window w : ws) {
+            int[] idx = w.indexesIn(r);
+            if (before != null) {
+                w.changed.add(Key.of(before, idx));
+            }
+            if (after != null) {
+                w.changed.add(Key.of(after, idx));
+            }
+        }
+    }
+
+    void truncated(TableRef table) {
+        List<Window> ws = open.get(table);
+        if (ws != null) {
+            ws.forEach(w -> w.truncated = true);
+        }
+    }
+
+    /** One chunk between its two watermarks. */
+    public static final class Window {
+        private final String id;
+        private final RelationInfo relation;
+        private final List<String> keyColumns;
+        private final int[] keyIndexes;
+        private final Supplier<List<OnlineTask>> onEmitted;
+        private final CountDownLatch emitted = new CountDownLatch(1);
+        private volatile List<Object[]> rows;
+        private volatile long emittedRows = -1;
+        // Assembler thread only.
+        private boolean opened;
+        private boolean truncated;
+        private final Set<Key> changed = new HashSet<>();
+        private RelationInfo lastShape;
+        private int[] lastIndexes;
+
+        private Window(String id, RelationInfo relation, List<String> keyColumns, Supplier<List<OnlineTask>> onEmitted) {
+            this.id = id;
+            this.relation = relation;
+            this.keyColumns = List.copyOf(keyColumns);
+            this.keyIndexes = indexes(relation, keyColumns);
+            this.onEmitted = onEmitted;
+        }
+
+        /** The id written in both watermarks. */
+        public String id() {
+            return id;
+        }
+
+        /** The low or high watermark message's content. */
+        public String message(boolean low) {
+            return (low ? "L " : "H ") + id;
+        }
+
+        /** Hands over the chunk's rows (in the relation's column order); call before writing the high watermark. */
+        public void fill(List<Object[]> chunkRows) {
+            this.rows = chunkRows;
+        }
+
+        /** Waits until the assembler emitted the chunk; returns the rows emitted (the others were stale), or -1 on timeout. */
+        public long awaitEmitted(long millis) throws InterruptedException {
+            return emitted.await(millis, TimeUnit.MILLISECONDS) ? emittedRows : -1;
+        }
+
+        RelationInfo relation() {
+            return relation;
+        }
+
+        List<Object[]> rows() {
+            return rows;
+        }
+
+        boolean isStale(Object[] row) {
+            return truncated || changed.contains(Key.of(row, keyIndexes));
+        }
+
+        List<OnlineTask> done(long rowsEmitted) {
+            List<OnlineTask> progress = onEmitted == null ? null : onEmitted.get();
+            emittedRows = rowsEmitted;
+            rows = null;
+            emitted.countDown();
+            return progress;
+        }
+
+        /** Key column positions in a streamed relation of the same table (columns may have moved since the chunk was read). */
+        private int[] indexesIn(RelationInfo r) {
+            if (r != lastShape) {
+                lastIndexes = r == relation ? keyIndexes : indexes(r, keyColumns);
+                lastShape = r;
+            }
+            return lastIndexes;
+        }
+
+        private static int[] indexes(RelationInfo r, List<String> names) {
+            int[] idx = new int[names.size()];
+            for (int k = 0; k < idx.length; k++) {
+                idx[k] = -1;
+                for (int i = 0; i < r.columnCount(); i++) {
+                    if (r.column(i).name().equals(names.get(k))) {
+                        idx[k] = i;
+                        break;
+                    }
+                }
+            }
+            return idx;
+        }
+    }
+
+    /** Key values compared by value (arrays too: bytea keys). */
+    static final class Key {
+        private final Object[] values;
+        private final int hash;
+
+        private Key(Object[] values) {
+            this.values = values;
+            this.hash = Arrays.deepHashCode(values);
+        }
+
+        static Key of(Object[] row, int[] idx) {
+            Object[] v = new Object[idx.length];
+            for (int k = 0; k < idx.length; k++) {
+                v[k] = idx[k] < 0 || idx[k] >= row.length ? null : row[idx[k]];
+            }
+            return new Key(v);
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Key k && hash == k.hash && Arrays.deepEquals(values, k.values);
+        }
+
+        @Override
+        public int hashCode() {
+            return hash;
+        }
+    }
+}
