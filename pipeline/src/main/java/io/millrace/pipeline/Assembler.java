@@ -52,8 +52,6 @@ final class Assembler {
     private final long lingerNanos;
     private final Output output;
     private final Watermarks watermarks;
-    /** Online snapshot progress to record with the next batch (null: unchanged). */
-    private List<io.millrace.core.change.OnlineTask> online;
 
     // Current transaction.
     private boolean inTx;
@@ -302,10 +300,8 @@ final class Assembler {
             unbudgeted += 16L * row.length; // rough size: lets the batch be cut inside a large chunk
             cutForSize();
         }
-        List<io.millrace.core.change.OnlineTask> progress = w.done(emitted);
-        if (progress != null) {
-            online = progress; // recorded with the batch holding the chunk's last row, or a later one
-        }
+        w.done(emitted);
+        watermarks.markDirty(); // its progress is recorded with the batch holding the chunk's last row, or a later one
     }
 
     private void add(ChangeEvent e) {
@@ -315,15 +311,14 @@ final class Assembler {
 
     /** Hands the batch over when it holds anything; also called on a timer when the stream is idle. */
     void cut() throws Channel.Stopped, InterruptedException {
-        if (events.isEmpty() && flushLsn == null && bytes == 0 && online == null) {
+        if (events.isEmpty() && flushLsn == null && bytes == 0 && !watermarks.dirty()) {
             unbudgeted = 0;
             return;
         }
         if (flushLsn != null) {
             lastFlush = flushLsn;
         }
-        Batch b = new Batch(events, flushLsn, last, bytes, null, online);
-        online = null;
+        Batch b = new Batch(events, flushLsn, last, bytes, null, watermarks.takeProgress());
         eventsOut += events.size();
         events = new ArrayList<>();
         bytes = 0;
@@ -351,7 +346,7 @@ final class Assembler {
 
     /** True when a batch has waited its linger time and no transaction is open. */
     boolean due() {
-        return !inTx && (bytes > 0 || flushLsn != null || online != null) && System.nanoTime() - batchStartNanos >= lingerNanos;
+        return !inTx && (bytes > 0 || flushLsn != null || watermarks.dirty()) && System.nanoTime() - batchStartNanos >= lingerNanos;
     }
 
     /** Bytes held since the last cut that the budget must get back: used when the pipeline stops. */

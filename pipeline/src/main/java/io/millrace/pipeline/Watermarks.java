@@ -38,17 +38,42 @@ public final class Watermarks {
     public static final String PREFIX = "millrace.watermark";
 
     private final Map<String, Window> windows = new ConcurrentHashMap<>();
+    private final java.util.concurrent.atomic.AtomicBoolean dirty = new java.util.concurrent.atomic.AtomicBoolean();
+    private volatile Supplier<List<OnlineTask>> progress = List::of;
     /** Assembler thread only: windows between their low and high watermark, by table. */
     private final Map<TableRef, List<Window>> open = new HashMap<>();
     private int openCount;
 
+    /** Where the online snapshot progress comes from; read by the assembler when it is {@link #markDirty() dirty}. */
+    public void progressSource(Supplier<List<OnlineTask>> source) {
+        this.progress = source;
+    }
+
+    /**
+     * The online snapshot progress changed (a task was added, or a chunk emitted): the assembler records
+     * it with its next batch. INV: RESUME — it is read on the assembler thread, so it counts as landed only
+     * chunks whose rows the assembler already emitted into this or an earlier batch.
+     */
+    public void markDirty() {
+        dirty.set(true);
+    }
+
+    boolean dirty() {
+        return dirty.get();
+    }
+
+    /** The progress to record with the batch being cut, or null when unchanged. Assembler thread. */
+    List<OnlineTask> takeProgress() {
+        return dirty.getAndSet(false) ? progress.get() : null;
+    }
+
     /**
      * Registers a window for one chunk of {@code relation}, keyed by {@code keyColumns}.
      *
-     * @param onEmitted called on the assembler thread right after the chunk's rows were emitted; returns
-     *                  the online snapshot progress to record with them (INV: RESUME), or null
+     * @param onEmitted called on the assembler thread right after the chunk's rows were emitted (before the
+     *                  progress is taken), with the number of rows emitted
      */
-    public Window open(RelationInfo relation, List<String> keyColumns, Supplier<List<OnlineTask>> onEmitted) {
+    public Window open(RelationInfo relation, List<String> keyColumns, java.util.function.LongConsumer onEmitted) {
         Window w = new Window(UUID.randomUUID().toString(), relation, keyColumns, onEmitted);
         windows.put(w.id, w);
         return w;
@@ -128,7 +153,7 @@ public final class Watermarks {
         private final RelationInfo relation;
         private final List<String> keyColumns;
         private final int[] keyIndexes;
-        private final Supplier<List<OnlineTask>> onEmitted;
+        private final java.util.function.LongConsumer onEmitted;
         private final CountDownLatch emitted = new CountDownLatch(1);
         private volatile List<Object[]> rows;
         private volatile long emittedRows = -1;
@@ -139,7 +164,7 @@ public final class Watermarks {
         private RelationInfo lastShape;
         private int[] lastIndexes;
 
-        private Window(String id, RelationInfo relation, List<String> keyColumns, Supplier<List<OnlineTask>> onEmitted) {
+        private Window(String id, RelationInfo relation, List<String> keyColumns, java.util.function.LongConsumer onEmitted) {
             this.id = id;
             this.relation = relation;
             this.keyColumns = List.copyOf(keyColumns);
@@ -179,12 +204,13 @@ public final class Watermarks {
             return truncated || changed.contains(Key.of(row, keyIndexes));
         }
 
-        List<OnlineTask> done(long rowsEmitted) {
-            List<OnlineTask> progress = onEmitted == null ? null : onEmitted.get();
+        void done(long rowsEmitted) {
+            if (onEmitted != null) {
+                onEmitted.accept(rowsEmitted);
+            }
             emittedRows = rowsEmitted;
             rows = null;
             emitted.countDown();
-            return progress;
         }
 
         /** Key column positions in a streamed relation of the same table (columns may have moved since the chunk was read). */

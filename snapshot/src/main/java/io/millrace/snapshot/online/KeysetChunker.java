@@ -1,0 +1,168 @@
+package io.millrace.snapshot.online;
+
+import io.millrace.core.change.OnlineTask.KeyRange;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Cuts one table's key space into chunks for an online snapshot, in key order, and keeps track of
+ * what has landed.
+ *
+ * <p>INV: COVER — the ranges to copy start as a list that tiles the key space (the whole space
+ * {@code (-∞, +∞)} for a new task; what a checkpoint says remains after a restart). Each cut takes
+ * the front of the first range: {@code (lo, b]} where {@code b} is the {@code size}-th key after
+ * {@code lo}, or the whole range when fewer keys follow. So chunks are disjoint, leave no gap, the
+ * first is open below and the last open above; together with the chunks that landed they tile the
+ * key space, and the rows read sum to the table's rows.
+ *
+ * <p>Several readers may cut from one chunker. Cuts are serialised, but the figures read while a cut
+ * waits on its query ({@link #frontier()}, {@link #remaining()}) never wait on it. A cut whose query
+ * fails leaves the ranges as they were. A chunk given back (its read failed) is cut again first.
+ *
+ * <p>Size feedback: each read reports its duration; the next size is the size that chunk was cut with,
+ * scaled toward the target time by at most ×0.5…×2, within bounds. Reports size from the chunk they
+ * measured, so concurrent reports do not compound.
+ */
+public final class KeysetChunker {
+
+    /** Finds chunk boundaries in the source. */
+    @FunctionalInterface
+    public interface Boundaries {
+        /**
+         * The {@code n}-th key after {@code lo} (exclusive) and up to {@code hi} (inclusive), in key order,
+         * provided at least one more key follows it in that range; null otherwise (the range holds at most
+         * {@code n} keys). Null bounds are open.
+         */
+        List<String> nth(List<String> lo, List<String> hi, long n) throws Exception;
+    }
+
+    /** Chunk sizes in rows and the time a chunk read should take. */
+    public record Sizing(long initialRows, long minRows, long maxRows, long targetNanos) {
+        public Sizing {
+            if (minRows < 1 || maxRows < minRows || initialRows < minRows || initialRows > maxRows || targetNanos <= 0) {
+                throw new IllegalArgumentException("chunk sizes need 1 <= min <= initial <= max and a positive target time; got "
+                        + this);
+            }
+        }
+    }
+
+    /** One cut: read the rows in {@code range}; {@code size} is the row count it was cut for. */
+    public record Chunk(long seq, KeyRange range, long size) {
+    }
+
+    private final Boundaries boundaries;
+    private final Sizing sizing;
+    private final Object cutLock = new Object();
+    /** Ranges not cut yet, in key order. @GuardedBy("cutLock"), published to {@link #uncut} under {@code this}. */
+    private final Deque<KeyRange> todo;
+    /** Chunks given back for another read. @GuardedBy("this") */
+    private final Deque<Chunk> retry = new ArrayDeque<>();
+    /** Cut and not landed, by sequence (= key order). @GuardedBy("this") */
+    private final Map<Long, Chunk> inFlight = new TreeMap<>();
+    /** A copy of {@link #todo} for readers of the progress. @GuardedBy("this") */
+    private List<KeyRange> uncut;
+    private long seq;
+    private volatile long size;
+    private volatile List<String> frontier;
+
+    public KeysetChunker(List<KeyRange> remaining, Sizing sizing, Boundaries boundaries) {
+        this.todo = new ArrayDeque<>(remaining);
+        this.uncut = List.copyOf(remaining);
+        this.sizing = sizing;
+        this.size = sizing.initialRows();
+        this.boundaries = boundaries;
+    }
+
+    /**
+     * The next chunk to read, or null when every range is cut (the task is finished once the chunks in
+     * flight land). A failed boundary query throws and leaves the ranges as they were.
+     */
+    public Chunk next() throws Exception {
+        synchronized (this) {
+            Chunk again = retry.pollFirst();
+            if (again != null) {
+                inFlight.put(again.seq(), again);
+                return again;
+            }
+        }
+        synchronized (cutLock) {
+            KeyRange first = todo.peekFirst();
+            if (first == null) {
+                return null;
+            }
+            long n = size;
+            List<String> b = boundaries.nth(first.lo(), first.hi(), n); // may throw: nothing changed yet
+            KeyRange cut;
+            KeyRange rest;
+            if (b == null || b.equals(first.hi())) {
+                cut = first;
+                rest = null;
+            } else {
+                cut = new KeyRange(first.lo(), b);
+                rest = new KeyRange(b, first.hi());
+            }
+            synchronized (this) {
+                todo.pollFirst();
+                if (rest != null) {
+                    todo.addFirst(rest);
+                }
+                uncut = List.copyOf(todo);
+                Chunk c = new Chunk(seq++, cut, n);
+                inFlight.put(c.seq(), c);
+                frontier = cut.hi();
+                return c;
+            }
+        }
+    }
+
+    /** The upper bound of the last chunk cut (null before the first cut, or once the last, open-above chunk is cut). */
+    public List<String> frontier() {
+        return frontier;
+    }
+
+    /** The chunk's rows were emitted into the stream: it no longer counts as remaining. */
+    public synchronized void landed(Chunk c) {
+        inFlight.remove(c.seq());
+    }
+
+    /** The chunk's read failed: it is cut again (first) by the next {@link #next()}. */
+    public synchronized void giveBack(Chunk c) {
+        if (inFlight.remove(c.seq()) != null) {
+            retry.addFirst(c);
+        }
+    }
+
+    /** Reports that reading {@code c} took {@code nanos}; sets the size of the chunks cut next. */
+    public void report(Chunk c, long rows, long nanos) {
+        if (rows < c.size() / 2 || nanos <= 0) {
+            return; // a short chunk (the last) says little about the rate
+        }
+        double factor = Math.max(0.5, Math.min(2.0, (double) sizing.targetNanos() / nanos));
+        size = Math.max(sizing.minRows(), Math.min(sizing.maxRows(), Math.round(c.size() * factor)));
+    }
+
+    /** The size the next chunk is cut with. */
+    public long size() {
+        return size;
+    }
+
+    /** Ranges not landed, in key order: chunks in flight or given back, then the uncut ranges. */
+    public synchronized List<KeyRange> remaining() {
+        TreeMap<Long, KeyRange> bySeq = new TreeMap<>();
+        inFlight.values().forEach(c -> bySeq.put(c.seq(), c.range()));
+        retry.forEach(c -> bySeq.put(c.seq(), c.range()));
+        List<KeyRange> out = new ArrayList<>(bySeq.values());
+        out.addAll(uncut);
+        return out;
+    }
+
+    /** True when everything was cut and every chunk landed. */
+    public synchronized boolean finished() {
+        return uncut.isEmpty() && inFlight.isEmpty() && retry.isEmpty();
+    }
+}
