@@ -1,6 +1,6 @@
 package io.millrace.cli;
 
-import io.millrace.engine.Engine;
+import io.millrace.engine.Supervisor;
 import io.millrace.engine.config.ConfigLoader;
 import io.millrace.engine.config.EngineConfig;
 import io.millrace.ops.StatusServer;
@@ -22,7 +22,8 @@ final class RunCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         EngineConfig cfg = ConfigLoader.fromSystem().load(config);
-        Engine engine = new Engine(cfg, new ProgressDisplay(System.out));
+        // A Supervisor restarts the engine after transient failures (operations.retry); permanent ones end the run.
+        Supervisor engine = new Supervisor(cfg, new ProgressDisplay(System.out));
         StatusServer status = cfg.operations().httpPort() > 0
                 ? StatusServer.start(engine, cfg.operations().httpHost(), cfg.operations().httpPort()) : null;
         CountDownLatch done = new CountDownLatch(1);
@@ -59,7 +60,7 @@ final class RunCommand implements Callable<Integer> {
      * command returns. A second signal while stopping ends the process at once, with 128 + signal; that is
      * safe, as after any crash (INV: RESUME). The shutdown hook stays for every other way the JVM may end.
      */
-    private static void onStopSignals(Engine engine) {
+    private static void onStopSignals(Supervisor engine) {
         java.util.concurrent.atomic.AtomicBoolean asked = new java.util.concurrent.atomic.AtomicBoolean();
         for (String name : new String[] {"TERM", "INT"}) {
             try {

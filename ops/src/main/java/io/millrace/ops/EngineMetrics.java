@@ -7,6 +7,7 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.millrace.engine.Engine;
 import io.millrace.engine.EngineStatus;
+import io.millrace.engine.EngineView;
 import io.millrace.pipeline.PipelineStats;
 
 import java.util.Set;
@@ -20,7 +21,7 @@ import java.util.concurrent.TimeUnit;
  * ever holds a secret (the source is named by host, port and database only).
  */
 public final class EngineMetrics {
-    private final Engine engine;
+    private final EngineView engine;
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final Set<String> tables = ConcurrentHashMap.newKeySet();
     private final Timer latency;
@@ -28,6 +29,10 @@ public final class EngineMetrics {
     private volatile PipelineStats hooked;
 
     public EngineMetrics(Engine engine) {
+        this(EngineView.of(engine));
+    }
+
+    public EngineMetrics(EngineView engine) {
         this.engine = engine;
         String pipeline = engine.config().name();
         registry.config().commonTags("pipeline", pipeline);

@@ -8,6 +8,7 @@ import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import io.millrace.engine.Engine;
 import io.millrace.engine.EngineStatus;
+import io.millrace.engine.EngineView;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,7 +35,7 @@ public final class StatusServer implements AutoCloseable {
     private static final int HISTORY = 300;
     private static final ObjectMapper JSON = new ObjectMapper().setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE);
 
-    private final Engine engine;
+    private final EngineView engine;
     private final EngineMetrics metrics;
     private final HttpServer server;
     private final ScheduledExecutorService sampler;
@@ -47,7 +48,7 @@ public final class StatusServer implements AutoCloseable {
     private int samples;
     private long lastEvents = -1;
 
-    private StatusServer(Engine engine, HttpServer server) {
+    private StatusServer(EngineView engine, HttpServer server) {
         this.engine = engine;
         this.metrics = new EngineMetrics(engine);
         this.server = server;
@@ -60,6 +61,11 @@ public final class StatusServer implements AutoCloseable {
 
     /** Starts serving {@code engine} on {@code host:port} (port 0 picks a free one). */
     public static StatusServer start(Engine engine, String host, int port) {
+        return start(EngineView.of(engine), host, port);
+    }
+
+    /** Starts serving {@code engine} (an engine, or a {@code Supervisor} restarting engines) on {@code host:port}. */
+    public static StatusServer start(EngineView engine, String host, int port) {
         HttpServer http;
         try {
             http = HttpServer.create(new InetSocketAddress(host, port), 16);

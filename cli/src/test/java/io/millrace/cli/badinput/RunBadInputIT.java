@@ -120,8 +120,12 @@ class RunBadInputIT {
             throw new UncheckedIOException(e);
         }
         Path f = config("unreachable", "  port: " + port + "\n  user: postgres\n");
+        // an unreachable source is transient: retried (operations.retry.attempts times in a row), then exit 3
+        Files.writeString(f, Files.readString(f) + "operations:\n  retry: {initial_ms: 10, max_ms: 20, attempts: 2}\n");
+        long t0 = System.nanoTime();
         Run r = millrace("run", f.toString());
         assertThat(r.exitCode()).isEqualTo(3);
+        assertThat(System.nanoTime() - t0).as("two retries of 5-20 ms, not the default minutes").isLessThan(20_000_000_000L);
         assertOneLineError(r, "127.0.0.1:" + port + "/src", "Check that the server is running");
         assertNothingWritten("unreachable");
     }

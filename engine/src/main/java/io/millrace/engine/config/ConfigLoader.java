@@ -108,9 +108,18 @@ public final class ConfigLoader {
 
         Node o = r.child("operations");
         EngineConfig.Operations od = EngineConfig.Operations.defaults();
+        Node rn = o.child("retry");
+        EngineConfig.Retry rd = EngineConfig.Retry.defaults();
+        int initialMs = rn.integer("initial_ms", (int) rd.initialMillis(), 10, 3_600_000);
+        int maxMs = rn.integer("max_ms", (int) rd.maxMillis(), 10, 3_600_000);
+        if (maxMs < initialMs) {
+            throw Node.error("operations.retry.max_ms", "(" + maxMs + ") must be at least operations.retry.initial_ms (" + initialMs + ")");
+        }
+        EngineConfig.Retry retry = new EngineConfig.Retry(initialMs, maxMs, rn.integer("attempts", rd.attempts(), 0, 1_000_000));
+        rn.done();
         EngineConfig.Operations ops = new EngineConfig.Operations(o.integer("monitor_interval_ms", (int) od.monitorIntervalMillis(), 100, 3_600_000),
                 (long) o.integer("retained_wal_warn_mb", (int) (od.retainedWalWarnBytes() >> 20), 1, Integer.MAX_VALUE) << 20,
-                o.string("http_host", od.httpHost()), o.integer("http_port", od.httpPort(), 0, 65535));
+                o.string("http_host", od.httpHost()), o.integer("http_port", od.httpPort(), 0, 65535), retry);
         o.done();
 
         List<EngineConfig.Destination> destinations = new ArrayList<>();

@@ -31,10 +31,30 @@ public record EngineConfig(String name, SourceConfig source, SnapshotMode snapsh
      * @param retainedWalWarnBytes  retained WAL above which a warning is logged (and shown)
      * @param httpHost              where the status page, status API and metrics listen (loopback by default)
      * @param httpPort              their port; 0 = no HTTP endpoint
+     * @param retry                 how {@code io.millrace.engine.Supervisor} restarts after a transient failure
      */
-    public record Operations(long monitorIntervalMillis, long retainedWalWarnBytes, String httpHost, int httpPort) {
+    public record Operations(long monitorIntervalMillis, long retainedWalWarnBytes, String httpHost, int httpPort, Retry retry) {
+        public Operations(long monitorIntervalMillis, long retainedWalWarnBytes, String httpHost, int httpPort) {
+            this(monitorIntervalMillis, retainedWalWarnBytes, httpHost, httpPort, Retry.defaults());
+        }
+
         public static Operations defaults() {
-            return new Operations(5000, 1L << 30, "127.0.0.1", 0);
+            return new Operations(5000, 1L << 30, "127.0.0.1", 0, Retry.defaults());
+        }
+    }
+
+    /**
+     * Automatic restarts after a transient failure ({@code operations.retry}): the n-th restart in a row waits
+     * {@code min(max, initial * 2^(n-1))}, of which a random half to all (jitter).
+     *
+     * @param initialMillis the first wait ({@code initial_ms}, default 1000)
+     * @param maxMillis     the longest wait ({@code max_ms}, default 60000)
+     * @param attempts      restarts in a row before giving up ({@code attempts}, default 10: about 2.5 to 5 minutes of outage at the
+     *                      default waits); 0 = no limit
+     */
+    public record Retry(long initialMillis, long maxMillis, int attempts) {
+        public static Retry defaults() {
+            return new Retry(1000, 60_000, 10);
         }
     }
 

@@ -1,0 +1,38 @@
+package io.millrace.engine;
+
+import io.millrace.engine.config.EngineConfig;
+import io.millrace.pipeline.PipelineStats;
+
+/**
+ * What the status page, the status API and the metrics read of a running pipeline: an {@link Engine}, or a
+ * {@link Supervisor} that restarts engines. Every method may be called from any thread.
+ */
+public interface EngineView {
+    EngineConfig config();
+
+    /** A point-in-time status; never null. */
+    EngineStatus status();
+
+    /** Counters of the running pipeline, or null while none runs. */
+    PipelineStats stats();
+
+    /** A view of one engine. */
+    static EngineView of(Engine engine) {
+        return new EngineView() {
+            @Override
+            public EngineConfig config() {
+                return engine.config();
+            }
+
+            @Override
+            public EngineStatus status() {
+                return engine.status();
+            }
+
+            @Override
+            public PipelineStats stats() {
+                return engine.stats();
+            }
+        };
+    }
+}

@@ -1,0 +1,288 @@
+package io.millrace.engine;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.engine.config.EngineConfig;
+import io.millrace.pipeline.PipelineStats;
+import io.millrace.snapshot.SnapshotRunner;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.EOFException;
+import java.net.ConnectException;
+import java.net.SocketException;
+import java.net.SocketTimeoutException;
+import java.sql.SQLException;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+
+/**
+ * Runs a pipeline as a sequence of {@link Engine} attempts: after a <em>transient</em> failure it waits (exponential
+ * backoff with jitter, {@code operations.retry}) and starts a fresh engine, which resumes from the durable
+ * checkpoints of the destinations (INV: RESUME — restart from the checkpoints is always correct, so a retry never
+ * needs to know where the failed attempt was). A <em>permanent</em> failure stops at once with its error.
+ *
+ * <p>What is transient ({@link #classify}):
+ * <ul>
+ *   <li>{@link Kind#CONNECTION}: the source or a destination unreachable, a connection lost, PostgreSQL shutting
+ *       down or starting up (SQLSTATE 08xxx, 57P01–57P03) — retried up to {@code operations.retry.attempts}
+ *       times in a row (0 = no limit);</li>
+ *   <li>{@link Kind#SINK} when caused by a lost connection, a serialization failure or deadlock (40001, 40P01) or
+ *       too many connections (53300) — as above; any other destination error (a constraint, a type) is
+ *       permanent: repeating the same batch would fail the same way;</li>
+ *   <li>{@link Kind#SLOT_IN_USE}: at most {@value #SLOT_IN_USE_ATTEMPTS} restarts in a row — the walsender of a
+ *       crashed previous run may still be ending — then it stops: another process reads the slot.</li>
+ * </ul>
+ * Everything else — configuration, authentication, privileges, source set-up (a dropped slot included: no silent
+ * re-snapshot), identity, decoding, internal errors — is permanent. An attempt that ran for at least
+ * {@link #healthyMillis} before failing resets the count and the backoff.
+ *
+ * <p>Threads: {@link #run()} on one thread (the caller's); {@link #stop()}, {@link #status()}, {@link #stats()}
+ * from any thread. {@code stop()} ends a running engine after its last durable checkpoint, or a backoff wait at once.
+ */
+public final class Supervisor implements EngineView {
+    private static final Logger LOG = LoggerFactory.getLogger(Supervisor.class);
+    /** Restarts in a row allowed when the slot is in use. */
+    public static final int SLOT_IN_USE_ATTEMPTS = 5;
+    private static final Set<String> TRANSIENT_STATES = Set.of("57P01", "57P02", "57P03", "40001", "40P01", "53300");
+
+    /** What to do after a failure. */
+    public enum Verdict { RETRY, RETRY_FEW, STOP }
+
+    /** One engine attempt; package-private so that tests can drive the loop without a server. */
+    interface Attempt {
+        void run() throws InterruptedException;
+
+        void stop();
+
+        EngineStatus status();
+
+        PipelineStats stats();
+    }
+
+    /** The retry in progress: shown by {@link #status()}. */
+    private record Retrying(int attempt, long atNanos, String error) {
+    }
+
+    private final EngineConfig config;
+    private final java.util.function.Supplier<Attempt> attempts;
+    private final LongSupplier nanoClock;
+    private final long healthyMillis;
+    private final CountDownLatch stopRequested = new CountDownLatch(1);
+    private volatile Attempt current;
+    private volatile Retrying retrying;
+    private volatile EngineStatus lastStatus;
+    private volatile int restarts;
+
+    public Supervisor(EngineConfig config) {
+        this(config, new SnapshotRunner.Listener() {
+        });
+    }
+
+    public Supervisor(EngineConfig config, SnapshotRunner.Listener snapshotListener) {
+        this(config, () -> engineAttempt(new Engine(config, snapshotListener)), System::nanoTime,
+                Math.max(30_000, config.operations().retry().maxMillis()));
+    }
+
+    Supervisor(EngineConfig config, java.util.function.Supplier<Attempt> attempts, LongSupplier nanoClock, long healthyMillis) {
+        this.config = config;
+        this.attempts = attempts;
+        this.nanoClock = nanoClock;
+        this.healthyMillis = healthyMillis;
+    }
+
+    private static Attempt engineAttempt(Engine e) {
+        return new Attempt() {
+            @Override
+            public void run() throws InterruptedException {
+                e.run();
+            }
+
+            @Override
+            public void stop() {
+                e.stop();
+            }
+
+            @Override
+            public EngineStatus status() {
+                return e.status();
+            }
+
+            @Override
+            public PipelineStats stats() {
+                return e.stats();
+            }
+        };
+    }
+
+    @Override
+    public EngineConfig config() {
+        return config;
+    }
+
+    /** Engine restarts so far (0 while the first attempt runs). */
+    public int restarts() {
+        return restarts;
+    }
+
+    /**
+     * The current engine's status; while waiting to retry, the last engine's status with state {@code retrying}
+     * and {@code last_error} "retrying (attempt n, next in Xs): error". Any thread.
+     */
+    @Override
+    public EngineStatus status() {
+        Retrying r = retrying;
+        Attempt a = current;
+        if (r == null && a != null) {
+            EngineStatus s = a.status();
+            lastStatus = s;
+            return s;
+        }
+        EngineStatus s = lastStatus;
+        if (r == null) {
+            return s != null ? s : new EngineStatus(config.name(), "created", config.source().where(), config.source().slot(),
+                    config.source().publication(), null, null, null, -1, -1, -1, 0, 0, config.pipeline().budgetBytes(),
+                    java.util.List.of(), null);
+        }
+        String text = retryingText(r);
+        if (s == null) {
+            return new EngineStatus(config.name(), "retrying", config.source().where(), config.source().slot(),
+                    config.source().publication(), null, null, null, -1, -1, -1, 0, 0, config.pipeline().budgetBytes(),
+                    java.util.List.of(), text);
+        }
+        return new EngineStatus(s.name(), "retrying", s.source(), s.slot(), s.publication(), s.durableLsn(), s.serverLsn(),
+                s.confirmedLsn(), s.retainedWalBytes(), s.lagBytes(), s.lagMillis(), s.eventsWritten(), 0, s.budgetLimit(),
+                s.tables(), text);
+    }
+
+    private String retryingText(Retrying r) {
+        long inMillis = Math.max(0, TimeUnit.NANOSECONDS.toMillis(r.atNanos() - nanoClock.getAsLong()));
+        return String.format(java.util.Locale.ROOT, "retrying (attempt %d, next in %.1fs): %s", r.attempt(), inMillis / 1000.0, r.error());
+    }
+
+    @Override
+    public PipelineStats stats() {
+        Attempt a = current;
+        return a == null ? null : a.stats();
+    }
+
+    /** Asks the pipeline to stop: a running engine stops after its last durable checkpoint; a backoff wait ends. Any thread. */
+    public void stop() {
+        stopRequested.countDown();
+        Attempt a = current;
+        if (a != null) {
+            a.stop();
+        }
+    }
+
+    private boolean stopping() {
+        return stopRequested.getCount() == 0;
+    }
+
+    /**
+     * Runs engine attempts until {@link #stop()}, a permanent failure, or too many transient failures in a row.
+     *
+     * @throws MillraceException the error that stopped the pipeline
+     */
+    public void run() throws InterruptedException {
+        EngineConfig.Retry policy = config.operations().retry();
+        int inRow = 0;
+        int slotInRow = 0;
+        while (!stopping()) {
+            Attempt a = attempts.get();
+            current = a;
+            if (stopping()) {
+                return;
+            }
+            long began = nanoClock.getAsLong();
+            try {
+                a.run();
+                return; // stopped on request (or snapshot mode initial_only finished)
+            } catch (RuntimeException e) {
+                if (stopping()) {
+                    throw e;
+                }
+                Verdict v = classify(e);
+                long ranMillis = TimeUnit.NANOSECONDS.toMillis(nanoClock.getAsLong() - began);
+                if (ranMillis >= healthyMillis) {
+                    inRow = 0;
+                    slotInRow = 0;
+                }
+                inRow++;
+                if (v == Verdict.RETRY_FEW) {
+                    slotInRow++;
+                } else {
+                    slotInRow = 0;
+                }
+                String error = e.getMessage() == null ? e.toString() : e.getMessage();
+                if (v == Verdict.STOP) {
+                    throw e;
+                }
+                boolean exhausted = v == Verdict.RETRY_FEW ? slotInRow > Math.min(SLOT_IN_USE_ATTEMPTS,
+                        policy.attempts() == 0 ? Integer.MAX_VALUE : policy.attempts()) : policy.attempts() != 0 && inRow > policy.attempts();
+                if (exhausted) {
+                    LOG.error("giving up after {} failed attempt(s) in a row (operations.retry.attempts): {}", inRow, error);
+                    throw e;
+                }
+                lastStatus = a.status();
+                long wait = backoff(inRow, policy.initialMillis(), policy.maxMillis(), ThreadLocalRandom.current().nextDouble());
+                retrying = new Retrying(inRow, nanoClock.getAsLong() + TimeUnit.MILLISECONDS.toNanos(wait), error);
+                current = null;
+                LOG.warn("{} (attempt {}{}, next in {} ms; the next engine resumes from the durable checkpoints)",
+                        retryingText(retrying).replaceFirst("^retrying \\([^)]*\\): ", "transient failure: "), inRow,
+                        policy.attempts() == 0 ? "" : " of " + policy.attempts(), wait);
+                try {
+                    if (stopRequested.await(wait, TimeUnit.MILLISECONDS)) {
+                        LOG.info("stopped while waiting to retry");
+                        return;
+                    }
+                } finally {
+                    retrying = null;
+                }
+                restarts++;
+            }
+        }
+    }
+
+    /**
+     * The wait before the {@code n}-th restart in a row: {@code min(max, initial * 2^(n-1))}, scaled by
+     * {@code 0.5 + jitter/2} (jitter in [0, 1)), so that many pipelines do not return in step.
+     */
+    static long backoff(int n, long initialMillis, long maxMillis, double jitter) {
+        double base = Math.min((double) maxMillis, initialMillis * Math.pow(2, Math.max(0, n - 1)));
+        return Math.max(1, Math.round(base * (0.5 + jitter / 2)));
+    }
+
+    /** Whether a failure is worth a restart; see the class comment. */
+    public static Verdict classify(Throwable t) {
+        if (!(t instanceof MillraceException m)) {
+            return Verdict.STOP; // a bug: restarting would hide it
+        }
+        return switch (m.kind()) {
+            case CONNECTION -> Verdict.RETRY;
+            case SLOT_IN_USE -> Verdict.RETRY_FEW;
+            case SINK -> transientCause(m) ? Verdict.RETRY : Verdict.STOP;
+            default -> Verdict.STOP;
+        };
+    }
+
+    private static boolean transientCause(Throwable t) {
+        for (Throwable c = t.getCause(); c != null; c = c.getCause()) {
+            if (c instanceof SQLException s && s.getSQLState() != null
+                    && (s.getSQLState().startsWith("08") || TRANSIENT_STATES.contains(s.getSQLState()))) {
+                return true;
+            }
+            if (c instanceof ConnectException || c instanceof SocketTimeoutException || c instanceof EOFException
+                    || c instanceof SocketException) {
+                return true;
+            }
+            if (c instanceof MillraceException mc && mc.kind() == Kind.CONNECTION) {
+                return true;
+            }
+        }
+        return false;
+    }
+}

@@ -1,0 +1,219 @@
+package io.millrace.engine;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.engine.config.ConfigLoader;
+import io.millrace.engine.config.EngineConfig;
+import io.millrace.pipeline.PipelineStats;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Path;
+import java.sql.SQLException;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+/** The restart loop of {@link Supervisor} with scripted attempts (no server): what is retried, how often, how long it waits. */
+class SupervisorTest {
+    private static EngineConfig config(String retry) {
+        String yaml = "source:\n  database: app\n  user: postgres\n  tables: [public.t]\n"
+                + "destinations:\n  - type: jsonl\n    directory: out\n"
+                + (retry == null ? "" : "operations:\n  retry: " + retry + "\n");
+        return new ConfigLoader(Map.<String, String>of()::get).parse(yaml, Path.of("."));
+    }
+
+    /** Attempts that throw the scripted errors in turn, then run until stopped. */
+    private static final class Script implements java.util.function.Supplier<Supervisor.Attempt> {
+        final Deque<RuntimeException> errors;
+        final AtomicInteger started = new AtomicInteger();
+        final CountDownLatch lastRunning = new CountDownLatch(1);
+
+        Script(RuntimeException... errors) {
+            this.errors = new ArrayDeque<>(List.of(errors));
+        }
+
+        @Override
+        public Supervisor.Attempt get() {
+            RuntimeException e = errors.poll();
+            started.incrementAndGet();
+            CountDownLatch stop = new CountDownLatch(1);
+            return new Supervisor.Attempt() {
+                @Override
+                public void run() throws InterruptedException {
+                    if (e != null) {
+                        throw e;
+                    }
+                    lastRunning.countDown();
+                    stop.await();
+                }
+
+                @Override
+                public void stop() {
+                    stop.countDown();
+                }
+
+                @Override
+                public EngineStatus status() {
+                    return new EngineStatus("p", "streaming", "h:1/app", "s", "pub", "0/10", null, null, -1, -1, -1, 7, 0, 1, List.of(), null);
+                }
+
+                @Override
+                public PipelineStats stats() {
+                    return null;
+                }
+            };
+        }
+    }
+
+    private static MillraceException connection() {
+        return new MillraceException(Kind.CONNECTION, "streaming from slot 's' failed: An I/O error occurred",
+                new SQLException("An I/O error occurred while sending to the backend.", "08006"));
+    }
+
+    @Test
+    void transientFailuresAreRetriedThenTheEngineRunsUntilStopped() throws Exception {
+        Script script = new Script(connection(), connection(),
+                new MillraceException(Kind.SINK, "destination 'replica': lost", new SQLException("terminating connection", "57P01")));
+        Supervisor s = new Supervisor(config("{initial_ms: 10, max_ms: 40, attempts: 5}"), script, System::nanoTime, 60_000);
+        Thread t = runAsync(s, new AtomicReference<>());
+        assertThat(script.lastRunning.await(10, TimeUnit.SECONDS)).isTrue();
+        assertThat(script.started.get()).isEqualTo(4);
+        assertThat(s.restarts()).isEqualTo(3);
+        assertThat(s.status().state()).isEqualTo("streaming");
+        s.stop();
+        t.join(5_000);
+        assertThat(t.isAlive()).isFalse();
+    }
+
+    @Test
+    void permanentFailuresStopAtOnce() {
+        for (RuntimeException e : List.of(new MillraceException(Kind.CONFIG, "config: x"),
+                new MillraceException(Kind.SOURCE_SETUP, "replication slot 's' does not exist"),
+                new MillraceException(Kind.PERMISSION, "permission denied"), new MillraceException(Kind.IDENTITY, "other pipeline"),
+                new MillraceException(Kind.SINK, "duplicate key", new SQLException("duplicate key", "23505")),
+                new IllegalStateException("a bug"))) {
+            Script script = new Script(e);
+            Supervisor s = new Supervisor(config("{initial_ms: 10}"), script, System::nanoTime, 60_000);
+            Throwable thrown = catchThrowableOfType(RuntimeException.class, s::run);
+            assertThat(thrown).as("%s", e).isSameAs(e);
+            assertThat(script.started.get()).as("%s", e).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void aSlotInUseIsRetriedAFewTimesOnly() {
+        RuntimeException[] busy = new RuntimeException[20];
+        for (int i = 0; i < busy.length; i++) {
+            busy[i] = new MillraceException(Kind.SLOT_IN_USE, "replication slot 's' is in use by another process");
+        }
+        Script script = new Script(busy);
+        Supervisor s = new Supervisor(config("{initial_ms: 10, max_ms: 20, attempts: 0}"), script, System::nanoTime, 60_000);
+        MillraceException e = catchThrowableOfType(MillraceException.class, s::run);
+        assertThat(e.kind()).isEqualTo(Kind.SLOT_IN_USE);
+        assertThat(script.started.get()).isEqualTo(Supervisor.SLOT_IN_USE_ATTEMPTS + 1);
+    }
+
+    @Test
+    void retriesInARowAreBoundedByAttempts() {
+        Script script = new Script(connection(), connection(), connection(), connection(), connection());
+        Supervisor s = new Supervisor(config("{initial_ms: 10, max_ms: 10, attempts: 2}"), script, System::nanoTime, 60_000);
+        MillraceException e = catchThrowableOfType(MillraceException.class, s::run);
+        assertThat(e.kind()).isEqualTo(Kind.CONNECTION);
+        assertThat(script.started.get()).isEqualTo(3);
+    }
+
+    @Test
+    void aHealthyRunResetsTheCount() {
+        Script script = new Script(connection(), connection(), connection(), connection(), connection());
+        long[] now = {0};
+        // every attempt "runs" 100 s on this clock: each failure is the first in a row
+        Supervisor s = new Supervisor(config("{initial_ms: 10, max_ms: 10, attempts: 1}"), script, () -> now[0] += 100_000_000_000L, 60_000);
+        Thread t = runAsync(s, new AtomicReference<>());
+        try {
+            assertThat(script.lastRunning.await(10, TimeUnit.SECONDS)).isTrue();
+            assertThat(script.started.get()).isEqualTo(6);
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        } finally {
+            s.stop();
+        }
+    }
+
+    @Test
+    void stopEndsABackoffWaitAtOnceAndStatusShowsTheRetry() throws Exception {
+        Script script = new Script(connection());
+        Supervisor s = new Supervisor(config("{initial_ms: 600000, max_ms: 600000, attempts: 3}"), script, System::nanoTime, 60_000);
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        Thread t = runAsync(s, failed);
+        long deadline = System.currentTimeMillis() + 10_000;
+        while (!"retrying".equals(s.status().state()) && System.currentTimeMillis() < deadline) {
+            Thread.sleep(5);
+        }
+        EngineStatus st = s.status();
+        assertThat(st.state()).isEqualTo("retrying");
+        assertThat(st.lastError()).matches("retrying \\(attempt 1, next in \\d+\\.\\ds\\): streaming from slot 's' failed: An I/O error occurred");
+        assertThat(st.eventsWritten()).as("the last engine's figures stay visible").isEqualTo(7);
+        long t0 = System.nanoTime();
+        s.stop();
+        t.join(5_000);
+        assertThat(t.isAlive()).isFalse();
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)).isLessThan(2_000);
+        assertThat(failed.get()).isNull();
+        assertThat(script.started.get()).isEqualTo(1);
+    }
+
+    @Test
+    void backoffDoublesUpToTheMaximumWithJitter() {
+        assertThat(Supervisor.backoff(1, 1000, 60_000, 0.999999)).isEqualTo(1000);
+        assertThat(Supervisor.backoff(1, 1000, 60_000, 0)).isEqualTo(500);
+        assertThat(Supervisor.backoff(3, 1000, 60_000, 0.999999)).isEqualTo(4000);
+        assertThat(Supervisor.backoff(7, 1000, 60_000, 0.999999)).isEqualTo(60_000);
+        assertThat(Supervisor.backoff(40, 1000, 60_000, 0)).isEqualTo(30_000);
+    }
+
+    @Test
+    void classification() {
+        assertThat(Supervisor.classify(connection())).isEqualTo(Supervisor.Verdict.RETRY);
+        assertThat(Supervisor.classify(new MillraceException(Kind.SINK, "x", new java.net.ConnectException("refused"))))
+                .isEqualTo(Supervisor.Verdict.RETRY);
+        assertThat(Supervisor.classify(new MillraceException(Kind.SINK, "x", new SQLException("deadlock", "40P01"))))
+                .isEqualTo(Supervisor.Verdict.RETRY);
+        assertThat(Supervisor.classify(new MillraceException(Kind.SINK, "disk full", new java.io.IOException("No space left on device"))))
+                .isEqualTo(Supervisor.Verdict.STOP);
+        assertThat(Supervisor.classify(new MillraceException(Kind.AUTHENTICATION, "password"))).isEqualTo(Supervisor.Verdict.STOP);
+        assertThat(Supervisor.classify(new MillraceException(Kind.DECODE, "bad"))).isEqualTo(Supervisor.Verdict.STOP);
+        assertThat(Supervisor.classify(new MillraceException(Kind.SLOT_IN_USE, "busy"))).isEqualTo(Supervisor.Verdict.RETRY_FEW);
+    }
+
+    @Test
+    void retryKeysAreValidated() {
+        EngineConfig.Retry r = config("{initial_ms: 50, max_ms: 5000, attempts: 0}").operations().retry();
+        assertThat(r).isEqualTo(new EngineConfig.Retry(50, 5000, 0));
+        assertThat(config(null).operations().retry()).isEqualTo(EngineConfig.Retry.defaults());
+        MillraceException e = catchThrowableOfType(MillraceException.class, () -> config("{initial_ms: 500, max_ms: 100}"));
+        assertThat(e).hasMessage("config: operations.retry.max_ms (100) must be at least operations.retry.initial_ms (500)");
+        e = catchThrowableOfType(MillraceException.class, () -> config("{intial_ms: 500}"));
+        assertThat(e.getMessage()).startsWith("config: operations.retry.intial_ms is not a known setting; did you mean 'initial_ms'?");
+    }
+
+    private static Thread runAsync(Supervisor s, AtomicReference<Throwable> failed) {
+        Thread t = new Thread(() -> {
+            try {
+                s.run();
+            } catch (Throwable e) {
+                failed.set(e);
+            }
+        });
+        t.setDaemon(true);
+        t.start();
+        return t;
+    }
+}
