@@ -1,0 +1,534 @@
+package io.millrace.sink.kafka;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.util.ByteArrayBuilder;
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.Checkpoint;
+import io.millrace.core.change.CheckpointJson;
+import io.millrace.core.change.Op;
+import io.millrace.core.event.EnvelopeWriter;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.sink.Sink;
+import io.millrace.core.types.UnchangedToast;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.CreateTopicsOptions;
+import org.apache.kafka.clients.admin.ListTopicsOptions;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.InvalidProducerEpochException;
+import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.errors.TransactionalIdAuthorizationException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * The {@code kafka} destination, exactly once for {@code read_committed} consumers.
+ *
+ * <p><b>Records.</b> One topic per table ({@link KafkaSinkConfig#topicFormat()}); the key is the JSON of
+ * the replica identity columns ({@code {"id":1}}, {@code null} for a table without one), the value the
+ * Debezium-compatible envelope of {@link EnvelopeWriter} (docs/EVENTS.md). A delete is followed by a
+ * tombstone (same key, {@code null} value) when enabled. An update that changes the key becomes, as in
+ * Debezium, a delete of the old key (plus its tombstone) and a create of the new one, so that the old
+ * key's history ends and compaction can drop it.
+ *
+ * <p><b>Exactly once (INV: DURABLE, INV: RESUME).</b> Each {@link #write} is one Kafka transaction of a
+ * transactional, idempotent producer ({@code acks=all}): the batch's records and one record holding the
+ * checkpoint ({@link CheckpointJson}) in a compacted checkpoint topic, keyed by the transactional id.
+ * The write returns only after {@code commitTransaction}; a failure aborts the transaction, so neither
+ * records nor checkpoint of that batch become visible to {@code read_committed} readers. {@link #open()}
+ * calls {@code initTransactions}, which aborts the transaction a killed predecessor left open, and then
+ * reads the checkpoint topic to its end with {@code read_committed}: the checkpoint found is exactly the
+ * one committed with the last visible batch.
+ *
+ * <p><b>Fencing (INV: IDENTITY).</b> The transactional id is derived from the pipeline and destination;
+ * a second engine on the same pipeline bumps the producer epoch and the first one's next write fails
+ * with a clear error instead of interleaving records.
+ *
+ * <p><b>Lifecycle.</b> {@code NEW → OPEN → (FAILED) → CLOSED}, changed by compare-and-set. One writer
+ * thread owns the sink (see {@link Sink}).
+ */
+public final class KafkaSink implements Sink {
+    private static final Logger LOG = LoggerFactory.getLogger(KafkaSink.class);
+    private static final JsonFactory JSON = JsonFactory.builder().build();
+    private static final long DEFAULT_MAX_BLOCK_MS = 60_000;
+
+    private enum State { NEW, OPEN, FAILED, CLOSED }
+
+    private final KafkaSinkConfig config;
+    private final EnvelopeWriter envelope;
+    private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
+    private final byte[] checkpointKey;
+    private final long timeoutMs;
+
+    // Owned by the writer thread.
+    private Admin admin;
+    private Producer<byte[], byte[]> producer;
+    private final Set<String> topics = new HashSet<>();
+    private final Map<RelationInfo, String> topicOf = new IdentityHashMap<>();
+    private final ByteArrayBuilder buffer = new ByteArrayBuilder(1024);
+    private final JsonGenerator gen;
+    private long records;
+
+    public KafkaSink(KafkaSinkConfig config) {
+        this(config, new EnvelopeWriter(config.meta()));
+    }
+
+    /** With a given envelope writer (tests pin its clock and version). */
+    public KafkaSink(KafkaSinkConfig config, EnvelopeWriter envelope) {
+        this.config = Objects.requireNonNull(config, "config");
+        this.envelope = Objects.requireNonNull(envelope, "envelope");
+        this.checkpointKey = config.transactionalId().getBytes(StandardCharsets.UTF_8);
+        this.timeoutMs = parseLong(config.producer().get(ProducerConfig.MAX_BLOCK_MS_CONFIG), DEFAULT_MAX_BLOCK_MS);
+        try {
+            this.gen = JSON.createGenerator(buffer);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        gen.setRootValueSeparator(null);
+    }
+
+    @Override
+    public String name() {
+        return config.name();
+    }
+
+    @Override
+    public boolean transactional() {
+        return true;
+    }
+
+    /** The topic that receives the changes of {@code table}. */
+    public String topic(io.millrace.core.schema.TableRef table) {
+        return Topics.name(config.topicFormat(), config.topicPrefix(), table);
+    }
+
+    @Override
+    public Optional<Checkpoint> open() {
+        if (!state.compareAndSet(State.NEW, State.OPEN)) {
+            throw new IllegalStateException("Cannot open destination '" + config.name() + "': it is " + state.get());
+        }
+        try {
+            admin = Admin.create(clientProps(AdminClientConfig.configNames()));
+            try {
+                topics.addAll(admin.listTopics(new ListTopicsOptions().timeoutMs((int) timeoutMs)).names().get(timeoutMs + 5_000,
+                        TimeUnit.MILLISECONDS));
+            } catch (ExecutionException | TimeoutException e) {
+                throw unreachable("listing the topics", e);
+            }
+            createTopics(List.of(config.checkpointTopic()), true);
+            producer = new KafkaProducer<>(producerProps());
+            try {
+                // INV: RESUME — fences an older producer of this id and aborts the transaction it left open
+                producer.initTransactions();
+            } catch (org.apache.kafka.common.errors.TimeoutException e) {
+                throw unreachable("initialising the transactional producer", e);
+            }
+            Optional<Checkpoint> cp = readCheckpoint();
+            LOG.info("destination '{}': Kafka at {}, transactional id '{}', checkpoint {}", config.name(), config.bootstrapServers(),
+                    config.transactionalId(), cp.map(c -> "at " + c.applied()).orElse("none"));
+            return cp;
+        } catch (RuntimeException e) {
+            state.set(State.CLOSED);
+            closeClients();
+            if (e instanceof MillraceException m) {
+                throw m;
+            }
+            if (fenced(e)) {
+                throw fencedError(e);
+            }
+            throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': cannot open Kafka at " + config.bootstrapServers()
+                    + ": " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            state.set(State.CLOSED);
+            closeClients();
+            throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': interrupted while opening", e);
+        }
+    }
+
+    @Override
+    public void write(List<ChangeEvent> events, Checkpoint checkpoint) {
+        State s = state.get();
+        if (s != State.OPEN) {
+            throw new IllegalStateException("Cannot write to destination '" + config.name() + "': it is " + s);
+        }
+        Objects.requireNonNull(checkpoint, "checkpoint");
+        long start = System.nanoTime();
+        try {
+            ensureTopics(events);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': interrupted while creating topics", e);
+        }
+        boolean begun = false;
+        try {
+            producer.beginTransaction();
+            begun = true;
+            for (ChangeEvent e : events) {
+                send(e);
+            }
+            producer.send(new ProducerRecord<>(config.checkpointTopic(), checkpointKey,
+                    CheckpointJson.write(checkpoint).getBytes(StandardCharsets.UTF_8)));
+            producer.commitTransaction(); // INV: DURABLE — records and checkpoint become visible together, only now
+        } catch (RuntimeException e) {
+            throw failed(e, begun, events.size());
+        }
+        if (LOG.isDebugEnabled()) {
+            LOG.debug("destination '{}': batch of {} change(s) committed at {} in {} ms", config.name(), events.size(),
+                    checkpoint.applied(), (System.nanoTime() - start) / 1_000_000);
+        }
+    }
+
+    /** Records sent since open (data records and tombstones, not checkpoints). */
+    public long records() {
+        return records;
+    }
+
+    @Override
+    public void close() {
+        if (state.getAndSet(State.CLOSED) != State.CLOSED) {
+            closeClients();
+        }
+    }
+
+    private void send(ChangeEvent e) {
+        RelationInfo rel = e.relation();
+        String topic = topicOf.get(rel);
+        switch (e.op()) {
+            case TRUNCATE -> {
+                if (config.truncates()) {
+                    send(topic, null, value(e));
+                }
+            }
+            case DELETE -> {
+                byte[] key = key(e);
+                send(topic, key, value(e));
+                tombstone(topic, key);
+            }
+            case UPDATE -> {
+                if (keyChanged(e)) {
+                    // As Debezium: the old key's history ends with a delete (and tombstone), the new key starts with a create.
+                    ChangeEvent del = new ChangeEvent(Op.DELETE, rel, e.before(), null, e.lsn(), e.position(), e.xid(),
+                            e.commitTimeMicros(), e.snapshot());
+                    byte[] oldKey = key(del);
+                    send(topic, oldKey, value(del));
+                    tombstone(topic, oldKey);
+                    ChangeEvent ins = new ChangeEvent(Op.CREATE, rel, null, e.after(), e.lsn(), e.position(), e.xid(),
+                            e.commitTimeMicros(), e.snapshot());
+                    send(topic, key(ins), value(ins));
+                } else {
+                    send(topic, key(e), value(e));
+                }
+            }
+            default -> send(topic, key(e), value(e));
+        }
+    }
+
+    private void send(String topic, byte[] key, byte[] value) {
+        producer.send(new ProducerRecord<>(topic, key, value)); // errors surface in commitTransaction
+        records++;
+    }
+
+    private void tombstone(String topic, byte[] key) {
+        if (config.tombstones() && key != null) {
+            send(topic, key, null);
+        }
+    }
+
+    private byte[] key(ChangeEvent e) {
+        if (!e.relation().hasKey() || e.op() == Op.TRUNCATE) {
+            return null; // as Kafka Connect writes a null key: no bytes at all
+        }
+        envelope.writeKey(gen, e);
+        return drain();
+    }
+
+    private byte[] value(ChangeEvent e) {
+        envelope.writeValue(gen, e);
+        return drain();
+    }
+
+    private byte[] drain() {
+        try {
+            gen.flush();
+        } catch (IOException ex) {
+            throw new UncheckedIOException(ex);
+        }
+        byte[] out = buffer.toByteArray();
+        buffer.reset();
+        return out;
+    }
+
+    /** Whether an update moved the row to another key (PostgreSQL then sends the old key in {@code before}). */
+    private static boolean keyChanged(ChangeEvent e) {
+        Object[] before = e.before();
+        Object[] after = e.after();
+        if (before == null || after == null || !e.relation().hasKey()) {
+            return false;
+        }
+        for (int i : e.relation().keyIndexes()) {
+            Object a = after[i];
+            if (a == UnchangedToast.INSTANCE || before[i] == UnchangedToast.INSTANCE) {
+                continue; // an unchanged TOASTed key column did not change
+            }
+            if (!Objects.deepEquals(before[i], a)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void ensureTopics(List<ChangeEvent> events) throws InterruptedException {
+        if (topicOf.size() > 4096) {
+            topicOf.clear(); // relations replaced by schema changes would otherwise stay reachable
+        }
+        List<String> missing = null;
+        for (ChangeEvent e : events) {
+            RelationInfo rel = e.relation();
+            if (topicOf.containsKey(rel)) {
+                continue;
+            }
+            String t = topic(rel.table());
+            topicOf.put(rel, t);
+            if (!topics.contains(t)) {
+                if (missing == null) {
+                    missing = new ArrayList<>();
+                }
+                if (!missing.contains(t)) {
+                    missing.add(t);
+                }
+            }
+        }
+        if (missing != null) {
+            createTopics(missing, false);
+        }
+    }
+
+    private void createTopics(List<String> names, boolean compacted) throws InterruptedException {
+        List<NewTopic> create = new ArrayList<>();
+        for (String n : names) {
+            if (topics.contains(n)) {
+                continue;
+            }
+            NewTopic t = new NewTopic(n, Optional.of(compacted ? 1 : config.partitions()),
+                    config.replication() == -1 ? Optional.empty() : Optional.of(config.replication()));
+            if (compacted) {
+                t.configs(Map.of("cleanup.policy", "compact"));
+            }
+            create.add(t);
+        }
+        if (create.isEmpty()) {
+            return;
+        }
+        var result = admin.createTopics(create, new CreateTopicsOptions().timeoutMs((int) timeoutMs));
+        for (NewTopic t : create) {
+            try {
+                result.values().get(t.name()).get(timeoutMs + 5_000, TimeUnit.MILLISECONDS);
+                LOG.info("destination '{}': created topic {} ({} partition(s){})", config.name(), t.name(), t.numPartitions(),
+                        compacted ? ", compacted" : "");
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof TopicExistsException)) {
+                    throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': cannot create topic " + t.name()
+                            + " on " + config.bootstrapServers() + ": " + e.getCause().getMessage()
+                            + " (create it yourself, or give Millrace's principal the CREATE permission)", e.getCause());
+                }
+            } catch (TimeoutException e) {
+                throw unreachable("creating topic " + t.name(), e);
+            }
+            topics.add(t.name());
+        }
+    }
+
+    /** Reads the checkpoint topic to its end as a read_committed consumer; the last record of our key wins. */
+    private Optional<Checkpoint> readCheckpoint() {
+        Map<String, Object> props = clientProps(ConsumerConfig.configNames());
+        props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, config.transactionalId() + "-checkpoint-reader");
+        byte[] last = null;
+        boolean found = false;
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
+            List<TopicPartition> parts = new ArrayList<>();
+            for (PartitionInfo p : consumer.partitionsFor(config.checkpointTopic(), Duration.ofMillis(timeoutMs))) {
+                parts.add(new TopicPartition(p.topic(), p.partition()));
+            }
+            consumer.assign(parts);
+            consumer.seekToBeginning(parts);
+            Map<TopicPartition, Long> end = consumer.endOffsets(parts, Duration.ofMillis(timeoutMs)); // read_committed: the LSO
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+            while (!reached(consumer, end)) {
+                if (System.nanoTime() > deadline) {
+                    throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': could not read checkpoint topic "
+                            + config.checkpointTopic() + " to its end within " + timeoutMs + " ms");
+                }
+                for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
+                    if (Arrays.equals(r.key(), checkpointKey)) {
+                        last = r.value();
+                        found = true;
+                    }
+                }
+            }
+        }
+        if (!found || last == null) {
+            return Optional.empty();
+        }
+        try {
+            return Optional.of(CheckpointJson.read(new String(last, StandardCharsets.UTF_8)));
+        } catch (IllegalArgumentException e) {
+            throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': the checkpoint stored in topic "
+                    + config.checkpointTopic() + " under key '" + config.transactionalId() + "' is unreadable (" + e.getMessage() + ")", e);
+        }
+    }
+
+    private static boolean reached(KafkaConsumer<byte[], byte[]> consumer, Map<TopicPartition, Long> end) {
+        for (Map.Entry<TopicPartition, Long> e : end.entrySet()) {
+            if (consumer.position(e.getKey()) < e.getValue()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Aborts the open transaction where possible (INV: RESUME) and returns the error to throw. */
+    private MillraceException failed(RuntimeException e, boolean begun, int size) {
+        if (fenced(e)) {
+            state.set(State.FAILED);
+            closeClients();
+            return fencedError(e);
+        }
+        if (begun) {
+            try {
+                producer.abortTransaction(); // INV: RESUME — nothing of this batch, not its checkpoint, becomes visible
+            } catch (RuntimeException abort) {
+                state.set(State.FAILED); // the producer is unusable: a new engine start re-initialises it
+                e.addSuppressed(abort);
+                closeClients();
+            }
+        }
+        if (e instanceof MillraceException m) {
+            return m;
+        }
+        return new MillraceException(Kind.SINK, "destination '" + config.name() + "': could not write a batch of " + size
+                + " change(s) to Kafka at " + config.bootstrapServers() + ": " + e.getMessage()
+                + " (the transaction was aborted and the checkpoint has not advanced; check that the brokers are up)", e);
+    }
+
+    private static boolean fenced(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof ProducerFencedException || t instanceof InvalidProducerEpochException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private MillraceException fencedError(Throwable e) {
+        return new MillraceException(Kind.IDENTITY, "destination '" + config.name() + "': another Millrace engine took over this"
+                + " pipeline (a producer with transactional id '" + config.transactionalId() + "' started after this one and fenced it)."
+                + " Run one engine per pipeline; if this was a restart, this engine's process is stale and must stop", e);
+    }
+
+    private MillraceException unreachable(String doing, Exception e) {
+        Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+        if (cause instanceof TransactionalIdAuthorizationException) {
+            return new MillraceException(Kind.PERMISSION, "destination '" + config.name() + "': the Kafka principal may not use"
+                    + " transactional id '" + config.transactionalId() + "': grant WRITE and DESCRIBE on it", cause);
+        }
+        return new MillraceException(Kind.SINK, "destination '" + config.name() + "': cannot reach Kafka at " + config.bootstrapServers()
+                + " (" + doing + ": " + cause.getMessage() + "). Check 'bootstrap_servers' and that the brokers are up and reachable"
+                + " from this host; security settings (security.protocol, sasl.*, ssl.*) go under 'producer'", cause);
+    }
+
+    private Map<String, Object> producerProps() {
+        Map<String, Object> p = new LinkedHashMap<>();
+        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
+        p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+        p.put(ProducerConfig.BATCH_SIZE_CONFIG, 256 * 1024);
+        p.put(ProducerConfig.BUFFER_MEMORY_CONFIG, 64L * 1024 * 1024);
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, config.transactionalId());
+        p.putAll(config.producer()); // the user's settings win, except the reserved ones below
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, config.bootstrapServers());
+        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, config.transactionalId());
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        return p;
+    }
+
+    /** The user's producer settings that the other client also knows (security, timeouts), plus the servers. */
+    private Map<String, Object> clientProps(Set<String> known) {
+        Map<String, Object> p = new HashMap<>();
+        for (Map.Entry<String, String> e : config.producer().entrySet()) {
+            if (known.contains(e.getKey()) && !e.getKey().equals("client.id")) {
+                p.put(e.getKey(), e.getValue());
+            }
+        }
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, config.bootstrapServers());
+        return p;
+    }
+
+    private void closeClients() {
+        if (producer != null) {
+            try {
+                producer.close(Duration.ofSeconds(5));
+            } catch (KafkaException e) {
+                LOG.warn("destination '{}': closing the producer failed: {}", config.name(), e.getMessage());
+            }
+            producer = null;
+        }
+        if (admin != null) {
+            admin.close(Duration.ofSeconds(5));
+            admin = null;
+        }
+    }
+
+    private static long parseLong(String v, long dflt) {
+        if (v == null) {
+            return dflt;
+        }
+        try {
+            return Long.parseLong(v.strip());
+        } catch (NumberFormatException e) {
+            throw new MillraceException(Kind.CONFIG, "producer setting max.block.ms must be a whole number of milliseconds, got '" + v + "'");
+        }
+    }
+}

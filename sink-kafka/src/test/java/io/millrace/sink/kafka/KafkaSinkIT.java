@@ -1,0 +1,188 @@
+package io.millrace.sink.kafka;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.millrace.core.MillraceException;
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.Checkpoint;
+import io.millrace.core.event.SourceMeta;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.sink.kafka.testing.KafkaBroker;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.net.ServerSocket;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class KafkaSinkIT {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final RelationInfo ITEMS = Ev.rel(100, "shop.items", 'd', "*id:23", "name:25", "n:20");
+    private static final RelationInfo LOG = Ev.rel(101, "shop.log", 'n', "line:25");
+    private static KafkaBroker kafka;
+
+    @BeforeAll
+    static void start() throws Exception {
+        kafka = KafkaBroker.start();
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        kafka.close();
+    }
+
+    private static KafkaSinkConfig config(String pipeline) {
+        return KafkaSinkConfig.of("k", kafka.bootstrapServers(), "millrace." + pipeline, new SourceMeta(pipeline, "db"));
+    }
+
+    private static String json(String s) throws Exception {
+        return s == null ? null : JSON.readTree(s).toString();
+    }
+
+    /** "key -> op after" lines, or "key -> tombstone". */
+    private static List<String> summary(String topic) throws Exception {
+        List<String> out = new ArrayList<>();
+        for (ConsumerRecord<String, String> r : kafka.readCommitted(topic)) {
+            if (r.value() == null) {
+                out.add(r.key() + " -> tombstone");
+                continue;
+            }
+            JsonNode v = JSON.readTree(r.value());
+            out.add(r.key() + " -> " + v.get("op").asText() + " " + v.get("before") + " " + v.get("after"));
+        }
+        return out;
+    }
+
+    @Test
+    void batchesLandInOrderWithKeysTombstonesAndTheCheckpointComesBack() throws Exception {
+        Checkpoint last = Ev.cp("k", 300);
+        try (KafkaSink sink = new KafkaSink(config("p1"))) {
+            assertEquals(Optional.empty(), sink.open());
+            Ev ev = new Ev(100);
+            sink.write(List.of(ev.ins(ITEMS, 1, "a", 10), ev.ins(ITEMS, 2, "b", 20), ev.ins(LOG, "hello")), Ev.cp("k", 100));
+            Ev ev2 = new Ev(200);
+            sink.write(List.of(ev2.upd(ITEMS, null, 1, "a2", 11), ev2.del(ITEMS, 2, null, null), ev2.upd(ITEMS, new Object[] {1, null, null}, 3, "a3", 12)),
+                    Ev.cp("k", 200));
+            sink.write(List.of(new Ev(300).trunc(ITEMS)), last); // a truncate: op t, null key
+            sink.write(List.of(), last.advance(io.millrace.core.Lsn.of(301), last.applied())); // the checkpoint alone
+        }
+        assertEquals(List.of(
+                "{\"id\":1} -> c null {\"id\":1,\"name\":\"a\",\"n\":10}",
+                "{\"id\":2} -> c null {\"id\":2,\"name\":\"b\",\"n\":20}",
+                "{\"id\":1} -> u null {\"id\":1,\"name\":\"a2\",\"n\":11}",
+                "{\"id\":2} -> d {\"id\":2,\"name\":null,\"n\":null} null",
+                "{\"id\":2} -> tombstone",
+                // a key change: delete + tombstone of the old key, create of the new one (as Debezium)
+                "{\"id\":1} -> d {\"id\":1,\"name\":null,\"n\":null} null",
+                "{\"id\":1} -> tombstone",
+                "{\"id\":3} -> c null {\"id\":3,\"name\":\"a3\",\"n\":12}",
+                "null -> t null null"), summary("p1.shop.items"));
+        List<ConsumerRecord<String, String>> log = kafka.readCommitted("p1.shop.log");
+        assertEquals(1, log.size());
+        assertNull(log.get(0).key(), "a table without a key: records without a key");
+        JsonNode v = JSON.readTree(log.get(0).value());
+        assertEquals("p1", v.at("/source/name").asText());
+        assertEquals("log", v.at("/source/table").asText());
+        assertEquals(100, v.at("/source/commit_lsn").asLong());
+
+        try (KafkaSink again = new KafkaSink(config("p1"))) {
+            Checkpoint cp = again.open().orElseThrow();
+            assertEquals(301, cp.flushLsn().value());
+            assertEquals(last.applied(), cp.applied());
+            assertEquals(last.identity(), cp.identity());
+        }
+        // the checkpoint topic is compacted, keyed by the transactional id
+        assertEquals("millrace.p1", kafka.readCommitted(KafkaSinkConfig.DEFAULT_CHECKPOINT_TOPIC).stream()
+                .filter(r -> r.key().equals("millrace.p1")).findFirst().orElseThrow().key());
+    }
+
+    @Test
+    void withoutTombstonesAndTruncatesOnlyTheEventsLand() throws Exception {
+        KafkaSinkConfig c = config("p2").withTombstones(false);
+        c = new KafkaSinkConfig(c.name(), c.bootstrapServers(), "cdc-{table}", c.topicPrefix(), false, false, 2, (short) 1,
+                "p2.checkpoints", c.transactionalId(), Map.of("compression.type", "zstd"), c.meta());
+        try (KafkaSink sink = new KafkaSink(c)) {
+            sink.open();
+            Ev ev = new Ev(100);
+            sink.write(List.of(ev.ins(ITEMS, 1, "a", 10), ev.del(ITEMS, 1, null, null), ev.trunc(ITEMS)), Ev.cp("k", 100));
+        }
+        assertEquals(List.of("{\"id\":1} -> c null {\"id\":1,\"name\":\"a\",\"n\":10}", "{\"id\":1} -> d {\"id\":1,\"name\":null,\"n\":null} null"),
+                summary("cdc-items"));
+        assertTrue(kafka.topics().contains("p2.checkpoints"));
+    }
+
+    @Test
+    void aSecondSinkWithTheSameIdentityFencesTheFirst() throws Exception {
+        try (KafkaSink first = new KafkaSink(config("p3"))) {
+            first.open();
+            first.write(List.of(new Ev(100).ins(ITEMS, 1, "first", 1)), Ev.cp("k", 100));
+            try (KafkaSink second = new KafkaSink(config("p3"))) {
+                assertEquals(100, second.open().orElseThrow().flushLsn().value());
+                MillraceException e = assertThrows(MillraceException.class,
+                        () -> first.write(List.of(new Ev(200).ins(ITEMS, 2, "stale", 2)), Ev.cp("k", 200)));
+                assertEquals(MillraceException.Kind.IDENTITY, e.kind());
+                assertTrue(e.getMessage().contains("another Millrace engine took over this pipeline"), e.getMessage());
+                second.write(List.of(new Ev(200).ins(ITEMS, 3, "second", 3)), Ev.cp("k", 200));
+            }
+        }
+        assertEquals(List.of("{\"id\":1} -> c null {\"id\":1,\"name\":\"first\",\"n\":1}", "{\"id\":3} -> c null {\"id\":3,\"name\":\"second\",\"n\":3}"),
+                summary("p3.shop.items"));
+    }
+
+    @Test
+    void aFailedWriteIsAbortedAndTheCheckpointDoesNotAdvance() throws Exception {
+        KafkaSinkConfig c = config("p4").withProducer(Map.of("max.request.size", "20000"));
+        try (KafkaSink sink = new KafkaSink(c)) {
+            sink.open();
+            sink.write(List.of(new Ev(100).ins(ITEMS, 1, "ok", 1)), Ev.cp("k", 100));
+            Ev ev = new Ev(200);
+            List<ChangeEvent> batch = List.of(ev.ins(ITEMS, 2, "fits", 2), ev.ins(ITEMS, 3, "x".repeat(50_000), 3));
+            MillraceException e = assertThrows(MillraceException.class, () -> sink.write(batch, Ev.cp("k", 200)));
+            assertEquals(MillraceException.Kind.SINK, e.kind());
+            assertTrue(e.getMessage().contains("the checkpoint has not advanced"), e.getMessage());
+            // the sink goes on after an aborted transaction
+            sink.write(List.of(new Ev(300).ins(ITEMS, 4, "after", 4)), Ev.cp("k", 300));
+        }
+        try (KafkaSink again = new KafkaSink(c)) {
+            assertEquals(300, again.open().orElseThrow().flushLsn().value());
+        }
+        List<String> rows = summary("p4.shop.items");
+        assertEquals(2, rows.size(), rows.toString());
+        assertTrue(rows.get(0).contains("\"ok\"") && rows.get(1).contains("\"after\""), rows.toString());
+    }
+
+    @Test
+    void anUnreachableBrokerIsAClearError() throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        KafkaSinkConfig c = KafkaSinkConfig.of("k", "127.0.0.1:" + port, "millrace.none", new SourceMeta("none", "db"))
+                .withProducer(Map.of("max.block.ms", "2000"));
+        try (KafkaSink sink = new KafkaSink(c)) {
+            MillraceException e = assertThrows(MillraceException.class, sink::open);
+            assertEquals(MillraceException.Kind.SINK, e.kind());
+            assertTrue(e.getMessage().contains("cannot reach Kafka at 127.0.0.1:" + port), e.getMessage());
+            assertTrue(e.getMessage().contains("bootstrap_servers"), e.getMessage());
+        }
+    }
+
+    @Test
+    void settingsThatWouldBreakExactlyOnceAreRefused() {
+        MillraceException e = assertThrows(MillraceException.class, () -> config("p5").withProducer(Map.of("acks", "1")));
+        assertEquals(MillraceException.Kind.CONFIG, e.kind());
+        assertTrue(e.getMessage().contains("'acks'"), e.getMessage());
+        assertFalse(Topics.valid("a b"));
+        assertEquals("p.my_schema.t_1", Topics.name(KafkaSinkConfig.DEFAULT_TOPIC_FORMAT, "p", new io.millrace.core.schema.TableRef("my schema", "t$1")));
+    }
+}
