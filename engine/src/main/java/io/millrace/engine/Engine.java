@@ -235,6 +235,8 @@ public final class Engine {
                     sinks.add(new JsonlSink(j.config()));
                 } else if (d instanceof EngineConfig.DuckDbDestination k) {
                     sinks.add(new io.millrace.sink.duckdb.DuckDbSink(k.config()));
+                } else if (d instanceof EngineConfig.KafkaDestination k) {
+                    sinks.add(new io.millrace.sink.kafka.KafkaSink(k.config()));
                 } else if (d instanceof EngineConfig.NullDestination n) {
                     sinks.add(new NullSink(n.name()));
                 }

@@ -44,6 +44,8 @@ public final class ConfigLoader {
     private static final String[] POSTGRES_KEYS = {"name", "type", "url", "host", "port", "database", "user", "password", "password_env",
             "password_file", "schema", "state_schema"};
     private static final String[] JSONL_KEYS = {"name", "type", "stdout", "directory", "state_file", "rotate_mb"};
+    private static final String[] KAFKA_KEYS = {"name", "type", "bootstrap_servers", "topic", "topic_prefix", "tombstones", "truncates",
+            "partitions", "replication_factor", "checkpoint_topic", "transactional_id", "producer"};
 
     private final Function<String, String> env;
 
@@ -130,7 +132,7 @@ public final class ConfigLoader {
                     + "destinations:\n  - name: files\n    type: jsonl\n    directory: ./out");
         }
         for (Node dn : ds) {
-            EngineConfig.Destination dest = destination(dn, base, new SourceMeta(name, source.database()));
+            EngineConfig.Destination dest = destination(dn, base, new SourceMeta(name, source.database()), source.slot());
             if (!names.add(dest.name())) {
                 throw Node.error(dn.key("name"), "'" + dest.name() + "' is used by two destinations; names must be unique"
                         + " (a destination without a name is named after its type): give each destination its own name");
@@ -237,10 +239,11 @@ public final class ConfigLoader {
         return Secret.NONE;
     }
 
-    private EngineConfig.Destination destination(Node d, Path base, SourceMeta meta) {
+    private EngineConfig.Destination destination(Node d, Path base, SourceMeta meta, String slot) {
         Set<String> all = new java.util.LinkedHashSet<>(List.of(POSTGRES_KEYS));
         all.addAll(List.of(JSONL_KEYS));
         all.add("file");
+        all.addAll(List.of(KAFKA_KEYS));
         d.allow(all.toArray(String[]::new)); // a misspelt "type" is named as such, not reported missing
         String type = d.requireString("type", "jsonl");
         switch (type) {
@@ -248,6 +251,7 @@ public final class ConfigLoader {
             case "jsonl" -> d.allow(JSONL_KEYS);
             case "discard", "null" -> d.allow("name", "type");
             case "duckdb" -> d.allow("name", "type", "file", "schema");
+            case "kafka" -> d.allow(KAFKA_KEYS);
             default -> {
                 // reported below
             }
@@ -299,7 +303,16 @@ public final class ConfigLoader {
             case "discard", "null" -> out = new EngineConfig.NullDestination(name); // for benchmarks; "null" must be quoted in YAML
             case "duckdb" -> out = new EngineConfig.DuckDbDestination(new io.millrace.sink.duckdb.DuckDbSinkConfig(name,
                     base.resolve(d.requireString("file", "mirror.duckdb")), d.string("schema", null)));
-            default -> throw Node.error(d.key("type"), "must be one of postgres, jsonl, duckdb, discard; got '" + type + "'");
+            case "kafka" -> {
+                // One transactional id per pipeline, slot and destination: a second engine on the same pipeline fences the first.
+                String txId = d.string("transactional_id", "millrace." + meta.name() + "." + slot + "." + name);
+                out = new EngineConfig.KafkaDestination(new io.millrace.sink.kafka.KafkaSinkConfig(name,
+                        d.requireString("bootstrap_servers", "kafka1:9092,kafka2:9092"), d.string("topic", null),
+                        d.string("topic_prefix", null), d.bool("tombstones", true), d.bool("truncates", true),
+                        d.integer("partitions", 1, 1, 100_000), (short) d.integer("replication_factor", -1, -1, Short.MAX_VALUE),
+                        d.string("checkpoint_topic", null), txId, d.stringMap("producer"), meta));
+            }
+            default -> throw Node.error(d.key("type"), "must be one of postgres, jsonl, duckdb, kafka, discard; got '" + type + "'");
         }
         d.done();
         return out;

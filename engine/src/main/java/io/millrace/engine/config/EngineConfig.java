@@ -93,6 +93,13 @@ public record EngineConfig(String name, SourceConfig source, SnapshotMode snapsh
         }
     }
 
+    public record KafkaDestination(io.millrace.sink.kafka.KafkaSinkConfig config) implements Destination {
+        @Override
+        public String name() {
+            return config.name();
+        }
+    }
+
     /** Discards events; for benchmarks. */
     public record NullDestination(String name) implements Destination {
     }

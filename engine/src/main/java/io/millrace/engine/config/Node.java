@@ -141,6 +141,27 @@ final class Node {
         return out;
     }
 
+    /** A mapping of settings passed through as text (e.g. Kafka producer properties); scalars only. */
+    java.util.Map<String, String> stringMap(String name) {
+        JsonNode v = get(name);
+        java.util.Map<String, String> out = new java.util.LinkedHashMap<>();
+        if (v == null || v.isNull()) {
+            return out;
+        }
+        if (!v.isObject()) {
+            throw error(key(name), "must be a mapping of settings to values, e.g. {compression.type: zstd}, got " + describe(v));
+        }
+        Iterator<java.util.Map.Entry<String, JsonNode>> it = v.fields();
+        while (it.hasNext()) {
+            java.util.Map.Entry<String, JsonNode> e = it.next();
+            if (!e.getValue().isValueNode() || e.getValue().isNull()) {
+                throw error(key(name) + "." + e.getKey(), "must be a single value, got " + describe(e.getValue()));
+            }
+            out.put(e.getKey(), e.getValue().asText());
+        }
+        return out;
+    }
+
     Node child(String name) {
         return new Node(get(name), key(name));
     }
