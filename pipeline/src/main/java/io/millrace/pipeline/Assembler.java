@@ -171,6 +171,7 @@ final class Assembler {
 
     private void commit(Lsn endLsn) throws Channel.Stopped, InterruptedException {
         inTx = false;
+        watermarks.committed(txXid);
         flushLsn = endLsn;
         if (bytes + unbudgeted >= batchBytes || System.nanoTime() - batchStartNanos >= lingerNanos) {
             cut();
@@ -288,6 +289,10 @@ final class Assembler {
         if (rows == null) {
             throw new MillraceException(Kind.INTERNAL, "online snapshot chunk " + w.id() + " of " + w.relation().table()
                     + " reached its high watermark without its rows");
+        }
+        if (watermarks.missedBeforeLow(w)) {
+            w.done(Watermarks.Window.RETRY);
+            return;
         }
         long emitted = 0;
         RelationInfo r = w.relation();

@@ -28,6 +28,14 @@ import java.util.function.Supplier;
  * INV: WATERMARK. A row the stream changed is stale in the chunk, and the stream's own event
  * carries its newer state; every other row is exactly as the stream left it at {@code H}.
  *
+ * <p>Visibility is not WAL order: a transaction's commit record is written before it becomes visible,
+ * so one committed just before the low watermark may still be invisible to the chunk's read, and the
+ * stream would emit its change before the stale row. The reader therefore reads in a snapshot whose
+ * in-progress transactions it hands over ({@link Window#fill}); the assembler remembers the last
+ * {@value #RECENT} committed transaction ids, and a chunk whose snapshot missed a transaction the
+ * stream had already passed before the low watermark is not emitted but read again
+ * ({@link Window#RETRY}).
+ *
  * <p>A watermark whose id is not registered (written by an earlier run, replayed after a restart)
  * is ignored: that run's chunk did not land, and the chunk is read again.
  *
@@ -43,6 +51,14 @@ public final class Watermarks {
     /** Assembler thread only: windows between their low and high watermark, by table. */
     private final Map<TableRef, List<Window>> open = new HashMap<>();
     private int openCount;
+
+    /** How many recent commits the assembler remembers to check chunk snapshots against. */
+    static final int RECENT = 1 << 16;
+    private volatile boolean active;
+    // Assembler thread only: the ids (low 32 bits) of the last RECENT commits, and their sequence numbers.
+    private final long[] recent = new long[RECENT];
+    private final Map<Long, Long> recentSeq = new HashMap<>();
+    private long commits;
 
     /** Where the online snapshot progress comes from; read by the assembler when it is {@link #markDirty() dirty}. */
     public void progressSource(Supplier<List<OnlineTask>> source) {
@@ -89,7 +105,45 @@ public final class Watermarks {
         return n;
     }
 
+    /** Whether online snapshots are under way: the assembler then remembers recent commits (see class comment). */
+    public void active(boolean on) {
+        this.active = on;
+    }
+
     // ---- assembler side -------------------------------------------------------------------------
+
+    /** A transaction committed in the stream. */
+    void committed(long xid) {
+        if (!active) {
+            return;
+        }
+        int slot = (int) (commits % RECENT);
+        if (commits >= RECENT) {
+            Long old = recent[slot];
+            Long seq = recentSeq.get(old);
+            if (seq != null && seq == commits - RECENT) {
+                recentSeq.remove(old);
+            }
+        }
+        long x = xid & 0xFFFF_FFFFL;
+        recent[slot] = x;
+        recentSeq.put(x, commits);
+        commits++;
+    }
+
+    /**
+     * True when the chunk's snapshot did not see a transaction that the stream passed before the low
+     * watermark: its change would be emitted before the chunk's stale row, so the chunk must be read again.
+     */
+    boolean missedBeforeLow(Window w) {
+        for (long x : w.invisible) {
+            Long seq = recentSeq.get(x & 0xFFFF_FFFFL);
+            if (seq != null && seq < w.commitsAtLow) {
+                return true;
+            }
+        }
+        return false;
+    }
 
     /** The window a watermark message names, or null (not ours, or from an earlier run). */
     Window byMessage(byte[] content, char kind) {
@@ -104,6 +158,7 @@ public final class Watermarks {
             return;
         }
         w.opened = true;
+        w.commitsAtLow = commits;
         open.computeIfAbsent(w.relation.table(), t -> new java.util.ArrayList<>()).add(w);
         openCount++;
     }
@@ -149,6 +204,8 @@ public final class Watermarks {
 
     /** One chunk between its two watermarks. */
     public static final class Window {
+        /** {@link #awaitEmitted} result: the chunk was not emitted and must be read again. */
+        public static final long RETRY = -2;
         private final String id;
         private final RelationInfo relation;
         private final List<String> keyColumns;
@@ -156,9 +213,11 @@ public final class Watermarks {
         private final java.util.function.LongConsumer onEmitted;
         private final CountDownLatch emitted = new CountDownLatch(1);
         private volatile List<Object[]> rows;
+        private volatile long[] invisible = new long[0];
         private volatile long emittedRows = -1;
         // Assembler thread only.
         private boolean opened;
+        private long commitsAtLow;
         private boolean truncated;
         private final Set<Key> changed = new HashSet<>();
         private RelationInfo lastShape;
@@ -182,12 +241,19 @@ public final class Watermarks {
             return (low ? "L " : "H ") + id;
         }
 
-        /** Hands over the chunk's rows (in the relation's column order); call before writing the high watermark. */
-        public void fill(List<Object[]> chunkRows) {
+        /**
+         * Hands over the chunk's rows (in the relation's column order) and the ids of the transactions in
+         * progress in the snapshot that read them; call before writing the high watermark.
+         */
+        public void fill(List<Object[]> chunkRows, long[] inProgress) {
+            this.invisible = inProgress.clone();
             this.rows = chunkRows;
         }
 
-        /** Waits until the assembler emitted the chunk; returns the rows emitted (the others were stale), or -1 on timeout. */
+        /**
+         * Waits until the assembler emitted the chunk; returns the rows emitted (the others were stale),
+         * {@link #RETRY} when the chunk must be read again, or -1 on timeout.
+         */
         public long awaitEmitted(long millis) throws InterruptedException {
             return emitted.await(millis, TimeUnit.MILLISECONDS) ? emittedRows : -1;
         }

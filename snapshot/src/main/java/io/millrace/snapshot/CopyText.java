@@ -6,12 +6,12 @@ import java.nio.charset.StandardCharsets;
  * Splits one row of {@code COPY ... TO STDOUT} text format into column strings: tab-separated,
  * {@code \N} for NULL, backslash escapes undone. Stateless.
  */
-final class CopyText {
+public final class CopyText {
     private CopyText() {
     }
 
     /** Fills {@code out} with the row's values ({@code null} for NULL); returns the column count. */
-    static int split(byte[] row, int len, String[] out) {
+    public static int split(byte[] row, int len, String[] out) {
         if (len > 0 && row[len - 1] == '\n') {
             len--;
         }

@@ -32,7 +32,11 @@ public final class Preflight {
 
     /** What the source looks like; failures first. */
     public record Report(List<Check> checks, int serverVersion, List<TableRef> tables, boolean slotExists,
-                         boolean publicationExists) {
+                         boolean publicationExists, List<TableRef> unpublished) {
+        public Report(List<Check> checks, int serverVersion, List<TableRef> tables, boolean slotExists, boolean publicationExists) {
+            this(checks, serverVersion, tables, slotExists, publicationExists, List.of());
+        }
+
         public boolean ok() {
             return checks.stream().noneMatch(c -> c.status() == Status.FAIL);
         }
@@ -128,8 +132,8 @@ public final class Preflight {
             }
         }
         checkTables(c, tables);
-        checkPublication(c, pubExists, tables);
-        return new Report(List.copyOf(checks), version, tables, slotExists, pubExists);
+        List<TableRef> unpublished = checkPublication(c, pubExists, slotExists, tables);
+        return new Report(List.copyOf(checks), version, tables, slotExists, pubExists, unpublished);
     }
 
     /**
@@ -300,7 +304,8 @@ public final class Preflight {
         }
     }
 
-    private void checkPublication(Connection c, boolean exists, List<TableRef> tables) throws SQLException {
+    /** Returns the configured tables the existing publication lacks, when Millrace may add them (they are then copied online). */
+    private List<TableRef> checkPublication(Connection c, boolean exists, boolean slotExists, List<TableRef> tables) throws SQLException {
         String pub = config.publication();
         if (!exists) {
             if (config.createPublication() && !tables.isEmpty()) {
@@ -319,10 +324,17 @@ public final class Preflight {
                                 + tables.stream().map(TableRef::sql).collect(Collectors.joining(", "))
                                 + "; or set source.create_publication: true");
             }
-            return;
+            return List.of();
         }
         List<TableRef> published = Catalog.publicationTables(c, pub);
         List<TableRef> missing = tables.stream().filter(t -> !published.contains(t)).toList();
+        if (!missing.isEmpty() && config.createPublication() && slotExists && publicationPrivilegesMissing(c, missing) == null) {
+            // Tables added to the configuration of a pipeline that already streams: added to the publication, then
+            // copied online while the stream runs (the engine decides; a fresh start copies them in the initial snapshot).
+            warn("publication", "'" + pub + "' does not publish " + missing.stream().map(TableRef::toString).collect(Collectors.joining(", "))
+                    + " yet: Millrace adds them and copies them while streaming", null);
+            return missing;
+        }
         if (!missing.isEmpty()) {
             fail("publication", Kind.SOURCE_SETUP, "publication '" + pub + "' does not publish " + missing.stream().map(TableRef::toString)
                             .collect(Collectors.joining(", ")),
@@ -330,5 +342,6 @@ public final class Preflight {
         } else {
             ok("publication", "'" + pub + "' publishes " + published.size() + " table(s)");
         }
+        return List.of();
     }
 }
