@@ -1,0 +1,146 @@
+package io.millrace.engine.faults;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.embedded.EmbeddedPg;
+import io.millrace.engine.RunningEngine;
+import io.millrace.engine.e2e.E2e;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.time.Duration;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Servers that go away under a supervised pipeline: the source PostgreSQL restarted mid-stream, the destination
+ * PostgreSQL down for about 20 s (both stopped and started again on the same data directory and port), and a jsonl
+ * directory that disappears. The first two must recover by themselves (with backoff) with the destination equal to
+ * the source and no transaction applied twice; the third must stop with an error that names the directory.
+ */
+class RestartFaultsIT {
+    private static Path srcData;
+    private static Path dstData;
+    private static EmbeddedPg src;
+    private static EmbeddedPg dst;
+
+    @TempDir
+    Path dir;
+
+    @BeforeAll
+    static void start() throws Exception {
+        E2e.init();
+        srcData = Files.createTempDirectory("millrace-restart-src");
+        dstData = Files.createTempDirectory("millrace-restart-dst");
+        src = EmbeddedPg.builder().major(17).dataDirectory(srcData, false).start();
+        dst = EmbeddedPg.builder().major(17).dataDirectory(dstData, false).start();
+    }
+
+    @AfterAll
+    static void stop() {
+        if (src != null) {
+            src.close();
+        }
+        if (dst != null) {
+            dst.close();
+        }
+    }
+
+    private static EmbeddedPg restart(EmbeddedPg pg, Path data, long downMillis) throws InterruptedException {
+        int port = pg.port();
+        pg.close(); // a clean shutdown: what a restart by the operator or a minor-version upgrade does
+        Thread.sleep(downMillis);
+        return EmbeddedPg.builder().major(17).dataDirectory(data, false).port(port).start();
+    }
+
+    private void databases(String name) throws Exception {
+        src.createDatabase(name + "_src");
+        dst.createDatabase(name + "_dst");
+        try (Connection c = src.connect(name + "_src")) {
+            FaultRig.schema(c, 2000);
+        }
+    }
+
+    private static void assertEqualAndOnce(String name, FaultRig.Load load) throws Exception {
+        load.close();
+        try (Connection s = src.connect(name + "_src"); Connection d = dst.connect(name + "_dst")) {
+            RunningEngine.awaitEqual(s, d, FaultRig.REFS, null, Duration.ofSeconds(90));
+            assertThat(FaultRig.duplicateTxIds(d)).as("transactions applied twice").isEmpty();
+            assertThat(FaultRig.count(d, "SELECT count(*) FROM txlog")).isEqualTo(FaultRig.count(s, "SELECT count(*) FROM txlog"))
+                    .isGreaterThan(10);
+        }
+    }
+
+    @Test
+    void theSourceRestartedMidStreamIsReconnected() throws Exception {
+        databases("srcrestart");
+        try (FaultRig.Running run = new FaultRig.Running(FaultRig.yaml("srcrestart", src.port(), "srcrestart_src", dst.port(),
+                "srcrestart_dst", dir.resolve("events"), "{initial_ms: 200, max_ms: 2000, attempts: 0}"), dir)) {
+            run.awaitState("streaming", Duration.ofSeconds(60));
+            FaultRig.Load load = new FaultRig.Load(src.jdbcUrl("srcrestart_src"), 5, 1);
+            Thread.sleep(1500);
+            src = restart(src, srcData, 1000);
+            run.awaitState("streaming", Duration.ofSeconds(60));
+            Thread.sleep(1500); // the load reconnects and writes on
+            assertEqualAndOnce("srcrestart", load);
+            assertThat(run.supervisor.restarts()).isGreaterThanOrEqualTo(1);
+            assertThat(load.failures.get()).as("the load saw the restart too").isPositive();
+        }
+    }
+
+    @Test
+    void theDestinationDownFor20SecondsIsRetriedWithBackoffAndResumes() throws Exception {
+        databases("dstdown");
+        try (FaultRig.Running run = new FaultRig.Running(FaultRig.yaml("dstdown", src.port(), "dstdown_src", dst.port(),
+                "dstdown_dst", dir.resolve("events"), "{initial_ms: 500, max_ms: 4000, attempts: 0}"), dir)) {
+            run.awaitState("streaming", Duration.ofSeconds(60));
+            FaultRig.Load load = new FaultRig.Load(src.jdbcUrl("dstdown_src"), 6, 1);
+            Thread.sleep(1500);
+            int port = dst.port();
+            dst.close();
+            long down = System.currentTimeMillis();
+            String retrying = null;
+            while (System.currentTimeMillis() - down < 20_000) {
+                var st = run.supervisor.status();
+                if ("retrying".equals(st.state())) {
+                    retrying = st.lastError();
+                }
+                Thread.sleep(100);
+            }
+            int restartsWhileDown = run.supervisor.restarts();
+            dst = EmbeddedPg.builder().major(17).dataDirectory(dstData, false).port(port).start();
+            run.awaitState("streaming", Duration.ofSeconds(60));
+            assertEqualAndOnce("dstdown", load);
+            assertThat(retrying).as("status while the destination was down").isNotNull()
+                    .matches("retrying \\(attempt \\d+, next in \\d+\\.\\ds\\): .*").contains("destination 'replica'")
+                    .contains("127.0.0.1:" + port);
+            // backoff 0.5, 1, 2, 4, 4 ... s (each ×0.5–1): 20 s down is about 5–12 attempts, not a tight loop
+            assertThat(restartsWhileDown).isBetween(4, 16);
+        }
+    }
+
+    @Test
+    void aJsonlDirectoryThatDisappearsStopsWithAnErrorNamingIt() throws Exception {
+        databases("jsonlgone");
+        Path events = dir.resolve("events");
+        FaultRig.Running run = new FaultRig.Running(FaultRig.yaml("jsonlgone", src.port(), "jsonlgone_src", dst.port(),
+                "jsonlgone_dst", events, "{initial_ms: 50, max_ms: 100}"), dir);
+        run.awaitState("streaming", Duration.ofSeconds(60));
+        // the directory goes away and a plain file takes its name (root ignores permissions, so this is the way
+        // to make it unwritable here): the next checkpoint cannot be written
+        Files.move(events, dir.resolve("events-moved"));
+        Files.writeString(events, "not a directory");
+        src.execute("jsonlgone_src", "INSERT INTO txlog VALUES (1, 'after the directory went')");
+        Throwable end = run.awaitEnd(Duration.ofSeconds(30));
+        assertThat(end).isInstanceOf(MillraceException.class);
+        assertThat(((MillraceException) end).kind()).isEqualTo(Kind.SINK);
+        assertThat(end.getMessage()).contains("jsonl destination 'files'").contains(events.toString()).contains("Not a directory")
+                .contains("check that its directory is writable");
+        assertThat(run.supervisor.restarts()).as("a destination that cannot write is not retried").isZero();
+    }
+}
