@@ -74,6 +74,10 @@ public final class Engine {
     private final SnapshotRunner.Listener snapshotListener;
     private volatile Pipeline pipeline;
     private volatile ReplicationReader reader;
+    private volatile io.millrace.snapshot.online.OnlineSnapshotter online;
+    /** Tables to copy online once streaming runs (added to the configuration, or left by an interrupted initial snapshot). */
+    private final List<TableRef> copyOnline = new ArrayList<>();
+    private volatile List<TableRef> captured = List.of();
     private volatile String lastError;
     private volatile SlotMonitor.Sample slotSample;
     /** Snapshot progress per table, for the status page: [rows copied, rows estimated, done 0/1]. */
@@ -278,6 +282,19 @@ public final class Engine {
                         slots.createPublication(c, report.tables());
                     }
                     LOG.info("created publication '{}' for {} table(s)", src.publication(), report.tables().size());
+                } else if (!report.unpublished().isEmpty()) {
+                    try (Connection c = conns.open()) {
+                        slots.addToPublication(c, report.unpublished());
+                    }
+                    LOG.info("added {} to publication '{}'", report.unpublished(), src.publication());
+                    if (withCheckpoint == sinks.size() && !interrupted && config.snapshotMode() != EngineConfig.SnapshotMode.NEVER) {
+                        copyOnline.addAll(report.unpublished()); // tables added to a pipeline that streams: copied while it streams
+                    }
+                }
+                captured = report.tables();
+                if (interrupted && resumeOnline(report, tables, sinks, found)) {
+                    interrupted = false;
+                    withCheckpoint = sinks.size();
                 }
                 if (withCheckpoint == 0 || interrupted) {
                     boolean slotExists = report.slotExists();
@@ -334,6 +351,7 @@ public final class Engine {
                 return;
             }
             readerThread = stream(conns, types, binary, report.serverVersion());
+            startOnline(conns, types, report.serverVersion());
             Pipeline p = pipeline;
             while (!stopping() && !p.failure().await(200)) {
                 // wait for a stop or a failure
@@ -355,6 +373,10 @@ public final class Engine {
         } finally {
             if (monitor != null) {
                 monitor.interrupt();
+            }
+            io.millrace.snapshot.online.OnlineSnapshotter o = online;
+            if (o != null) {
+                o.close();
             }
             ReplicationReader r = reader;
             if (r != null) {
@@ -380,6 +402,133 @@ public final class Engine {
                 }
             }
         }
+    }
+
+    /**
+     * An initial snapshot was interrupted while its slot (and so its consistent point) survives: instead of
+     * starting over on a new slot, the tables that landed stay, and the others are copied online while the
+     * stream replays from the consistent point (INV: RESUME, WATERMARK). Needs PostgreSQL 14+ (logical
+     * messages) and a key on every unfinished table; otherwise returns false and the snapshot starts over.
+     * The destinations' checkpoints are rewritten first (snapshot done, the tables as online tasks).
+     */
+    private boolean resumeOnline(Preflight.Report report, List<SnapshotRunner.Table> tables, List<Sink> sinks,
+                                 List<Optional<Checkpoint>> found) {
+        if (!report.slotExists() || report.serverVersion() < 140000 || config.snapshotMode() == EngineConfig.SnapshotMode.NEVER
+                || found.stream().anyMatch(Optional::isEmpty)) {
+            return false;
+        }
+        List<Checkpoint> cps = found.stream().map(Optional::get).toList();
+        Lsn cp = cps.get(0).snapshot().consistentPoint();
+        if (cp.equals(Lsn.ZERO) || cps.stream().anyMatch(c -> c.snapshot().state() != SnapshotProgress.State.RUNNING
+                || !c.snapshot().consistentPoint().equals(cp) || !c.flushLsn().equals(cp))) {
+            return false; // a claim without a slot position, or destinations that disagree: start over
+        }
+        java.util.Set<String> done = new java.util.HashSet<>(cps.get(0).snapshot().tablesDone());
+        cps.forEach(c -> done.retainAll(c.snapshot().tablesDone()));
+        List<TableRef> left = new ArrayList<>();
+        for (SnapshotRunner.Table t : tables) {
+            if (!done.contains(t.relation().table().toString())) {
+                if (!t.relation().hasKey()) {
+                    LOG.info("table {} has no key, so it cannot be copied online: the snapshot starts over", t.relation().table());
+                    return false;
+                }
+                left.add(t.relation().table());
+            }
+        }
+        LOG.warn("the initial snapshot was interrupted: {} table(s) landed and stay; the other {} ({}) are copied online while"
+                + " streaming from the consistent point {}, chunk by chunk (landed chunks are not read again)", done.size(), left.size(),
+                left, cp);
+        for (int i = 0; i < sinks.size(); i++) {
+            Checkpoint next = cps.get(i).withSnapshot(new SnapshotProgress(SnapshotProgress.State.DONE, cp, List.copyOf(done)))
+                    .withOnline(left.stream().map(t -> io.millrace.core.change.OnlineTask.whole(t.toString(), null)).toList());
+            sinks.get(i).write(List.of(), next); // the writer has not started: this thread owns the sinks
+            found.set(i, Optional.of(next));
+        }
+        return true;
+    }
+
+    /** Starts the online snapshot readers when a checkpoint left tasks or tables wait to be copied. */
+    private void startOnline(PgConnections conns, CatalogTypeResolver types, int serverVersion) {
+        Pipeline p = pipeline;
+        Checkpoint low = p.checkpoint(0);
+        for (int i = 1; i < config.destinations().size(); i++) {
+            if (p.checkpoint(i).applied().compareTo(low.applied()) < 0) {
+                low = p.checkpoint(i); // its tasks have the most left: a chunk another destination holds is read again
+            }
+        }
+        List<io.millrace.core.change.OnlineTask> resumed = low.online();
+        if (serverVersion < 140000) {
+            if (!resumed.isEmpty() || !copyOnline.isEmpty()) {
+                throw new MillraceException(Kind.SOURCE_SETUP, "online snapshots need PostgreSQL 14 or newer (logical messages in"
+                        + " pgoutput); this server is " + serverVersion + ". Copy the tables with a fresh pipeline instead");
+            }
+            return;
+        }
+        io.millrace.snapshot.online.OnlineSnapshotter o = new io.millrace.snapshot.online.OnlineSnapshotter(conns, p.watermarks(),
+                table -> {
+                    try (Connection c = conns.open()) {
+                        Catalog.TableInfo info = Catalog.table(c, table);
+                        if (info == null) {
+                            throw new MillraceException(Kind.CONFIG, "table " + table.sql() + " does not exist in the source database");
+                        }
+                        RelationInfo r = Catalog.relation(c, table, types);
+                        return new io.millrace.snapshot.online.OnlineSnapshotter.Target(r, Catalog.keyColumns(c, info.oid()),
+                                info.partitioned());
+                    } catch (SQLException e) {
+                        throw PgErrors.translate("reading table " + table, e);
+                    }
+                }, config.online(), snapshotListener, p.failure()::report);
+        online = o;
+        o.start(resumed);
+        for (TableRef t : copyOnline) {
+            o.submit(t, null);
+        }
+    }
+
+    /**
+     * Copies {@code tables} again while streaming (an online snapshot), limited to rows matching {@code filter}
+     * (an SQL condition, or null). Any thread; the engine must be streaming.
+     */
+    public void snapshot(List<TableRef> tables, String filter) {
+        io.millrace.snapshot.online.OnlineSnapshotter o = online;
+        if (o == null || state.get() != State.STREAMING) {
+            throw new MillraceException(Kind.CONFIG, "the engine is " + state.get().name().toLowerCase(java.util.Locale.ROOT)
+                    + (o == null && state.get() == State.STREAMING ? " from PostgreSQL older than 14, which cannot run online snapshots" : "")
+                    + "; a table can be copied again only while it streams");
+        }
+        for (TableRef t : tables) {
+            if (!captured.contains(t)) {
+                throw new MillraceException(Kind.CONFIG, "table " + t + " is not captured by this pipeline (captured: " + captured
+                        + "); add it to source.tables and restart, and it is copied while streaming");
+            }
+        }
+        for (TableRef t : tables) {
+            o.submit(t, filter);
+        }
+    }
+
+    /** Pauses ({@code true}) or resumes online snapshots. */
+    public void pauseSnapshots(boolean pause) {
+        io.millrace.snapshot.online.OnlineSnapshotter o = online;
+        if (o == null) {
+            throw new MillraceException(Kind.CONFIG, "no online snapshot can run: the engine is not streaming");
+        }
+        if (pause) {
+            o.pause();
+        } else {
+            o.resume();
+        }
+    }
+
+    /** The online snapshots under way (empty when none), for status and tests. */
+    public List<io.millrace.core.change.OnlineTask> onlineSnapshots() {
+        io.millrace.snapshot.online.OnlineSnapshotter o = online;
+        return o == null ? List.of() : o.progress();
+    }
+
+    /** The online snapshotter, or null before streaming. */
+    public io.millrace.snapshot.online.OnlineSnapshotter onlineSnapshotter() {
+        return online;
     }
 
     private static String describe(List<Sink> sinks, List<Optional<Checkpoint>> found) {

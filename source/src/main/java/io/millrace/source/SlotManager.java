@@ -86,6 +86,21 @@ public final class SlotManager {
     }
 
     /** Creates the publication for {@code tables} (partitions published through their root). */
+    /** Adds tables configured after the pipeline started to its publication (they are then copied online). */
+    public void addToPublication(Connection c, List<TableRef> tables) {
+        String sql = "ALTER PUBLICATION " + Ident.quote(config.publication()) + " ADD TABLE "
+                + tables.stream().map(TableRef::sql).collect(Collectors.joining(", "));
+        try (Statement s = c.createStatement()) {
+            s.execute(sql);
+        } catch (SQLException e) {
+            if ("42501".equals(e.getSQLState())) {
+                throw new MillraceException(Kind.PERMISSION, "cannot add " + tables + " to publication '" + config.publication() + "': "
+                        + e.getMessage() + ". Ask the tables' owner or a superuser to run: " + sql + ";", e);
+            }
+            throw PgErrors.translate("adding tables to publication '" + config.publication() + "'", e);
+        }
+    }
+
     public void createPublication(Connection c, List<TableRef> tables) {
         String sql = "CREATE PUBLICATION " + Ident.quote(config.publication()) + " FOR TABLE "
                 + tables.stream().map(TableRef::sql).collect(Collectors.joining(", "));

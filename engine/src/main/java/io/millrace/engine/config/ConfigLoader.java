@@ -91,6 +91,21 @@ public final class ConfigLoader {
         SnapshotRunner.Options d = SnapshotRunner.Options.defaults();
         SnapshotRunner.Options snapshot = new SnapshotRunner.Options(snap.integer("readers", d.readers(), 1, 64),
                 snap.integer("chunk_pages", (int) d.pagesPerChunk(), 1, Integer.MAX_VALUE), d.batchBytes());
+        Node on = snap.child("online");
+        io.millrace.snapshot.online.OnlineSnapshotter.Options od0 = io.millrace.snapshot.online.OnlineSnapshotter.Options.defaults();
+        io.millrace.snapshot.online.KeysetChunker.Sizing sz = od0.sizing();
+        int onReaders = on.integer("readers", od0.readers(), 1, 64);
+        int minRows = on.integer("min_chunk_rows", (int) sz.minRows(), 1, Integer.MAX_VALUE);
+        int maxRows = on.integer("max_chunk_rows", (int) sz.maxRows(), 1, Integer.MAX_VALUE);
+        int chunkRows = on.integer("chunk_rows", (int) Math.max(minRows, Math.min(maxRows, sz.initialRows())), 1, Integer.MAX_VALUE);
+        int targetMs = on.integer("target_chunk_ms", (int) (sz.targetNanos() / 1_000_000), 1, 3_600_000);
+        if (minRows > chunkRows || chunkRows > maxRows) {
+            throw Node.error("snapshot.online", "needs min_chunk_rows (" + minRows + ") <= chunk_rows (" + chunkRows
+                    + ") <= max_chunk_rows (" + maxRows + ")");
+        }
+        on.done();
+        io.millrace.snapshot.online.OnlineSnapshotter.Options online = new io.millrace.snapshot.online.OnlineSnapshotter.Options(onReaders,
+                new io.millrace.snapshot.online.KeysetChunker.Sizing(chunkRows, minRows, maxRows, targetMs * 1_000_000L));
         snap.done();
 
         Node p = r.child("pipeline");
@@ -140,7 +155,7 @@ public final class ConfigLoader {
             destinations.add(dest);
         }
         r.done();
-        return new EngineConfig(name, source, mode, snapshot, destinations, pipeline, ops, spillDir);
+        return new EngineConfig(name, source, mode, snapshot, destinations, pipeline, ops, spillDir, online);
     }
 
     /**

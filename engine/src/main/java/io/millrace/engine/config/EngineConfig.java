@@ -19,10 +19,17 @@ import java.util.List;
  * @param pipeline     batching and memory budget
  * @param operations   monitoring and the HTTP endpoint
  * @param spillDir     where large in-progress transactions wait on disk for their commit
+ * @param online       online (watermark) snapshot readers and chunk sizes ({@code snapshot.online})
  */
 public record EngineConfig(String name, SourceConfig source, SnapshotMode snapshotMode, SnapshotRunner.Options snapshot,
                            List<Destination> destinations, Pipeline.Options pipeline, Operations operations,
-                           java.nio.file.Path spillDir) {
+                           java.nio.file.Path spillDir, io.millrace.snapshot.online.OnlineSnapshotter.Options online) {
+
+    public EngineConfig(String name, SourceConfig source, SnapshotMode snapshotMode, SnapshotRunner.Options snapshot,
+                        List<Destination> destinations, Pipeline.Options pipeline, Operations operations, java.nio.file.Path spillDir) {
+        this(name, source, snapshotMode, snapshot, destinations, pipeline, operations, spillDir,
+                io.millrace.snapshot.online.OnlineSnapshotter.Options.defaults());
+    }
 
     /**
      * How the engine is watched.
