@@ -16,6 +16,12 @@ public interface EngineView {
     /** Counters of the running pipeline, or null while none runs. */
     PipelineStats stats();
 
+    /** Copies {@code tables} again while streaming, limited by {@code filter} (or null); see {@link Engine#snapshot}. */
+    void snapshot(java.util.List<io.millrace.core.schema.TableRef> tables, String filter);
+
+    /** Pauses or resumes online snapshots; see {@link Engine#pauseSnapshots}. */
+    void pauseSnapshots(boolean pause);
+
     /** A view of one engine. */
     static EngineView of(Engine engine) {
         return new EngineView() {
@@ -32,6 +38,16 @@ public interface EngineView {
             @Override
             public PipelineStats stats() {
                 return engine.stats();
+            }
+
+            @Override
+            public void snapshot(java.util.List<io.millrace.core.schema.TableRef> tables, String filter) {
+                engine.snapshot(tables, filter);
+            }
+
+            @Override
+            public void pauseSnapshots(boolean pause) {
+                engine.pauseSnapshots(pause);
             }
         };
     }

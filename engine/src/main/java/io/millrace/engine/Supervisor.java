@@ -61,6 +61,11 @@ public final class Supervisor implements EngineView {
         EngineStatus status();
 
         PipelineStats stats();
+
+        /** The engine itself, for control calls; null in tests that drive the loop without one. */
+        default Engine engine() {
+            return null;
+        }
     }
 
     /** The retry in progress: shown by {@link #status()}. */
@@ -115,7 +120,32 @@ public final class Supervisor implements EngineView {
             public PipelineStats stats() {
                 return e.stats();
             }
+
+            @Override
+            public Engine engine() {
+                return e;
+            }
         };
+    }
+
+    private Engine running() {
+        Attempt a = current;
+        Engine e = a == null || retrying != null ? null : a.engine();
+        if (e == null) {
+            throw new io.millrace.core.MillraceException(Kind.CONFIG, "no engine is running now (" + status().state()
+                    + "); try again once it streams");
+        }
+        return e;
+    }
+
+    @Override
+    public void snapshot(java.util.List<io.millrace.core.schema.TableRef> tables, String filter) {
+        running().snapshot(tables, filter);
+    }
+
+    @Override
+    public void pauseSnapshots(boolean pause) {
+        running().pauseSnapshots(pause);
     }
 
     @Override

@@ -24,8 +24,14 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Serves the status page ({@code /}), the JSON status API ({@code /status}) and the Prometheus
- * metrics ({@code /metrics}) of one engine, on loopback unless configured otherwise. Read-only:
- * there are no control calls yet (when there are, they will require a token).
+ * metrics ({@code /metrics}) of one engine, on loopback unless configured otherwise, and its control
+ * calls, each a {@code POST} that must carry {@code Authorization: Bearer <token>} (the token from
+ * {@code operations.control_token_env} or {@code _file}; without one, control calls are refused):
+ * <ul>
+ *   <li>{@code /snapshot} with {@code {"tables": ["public.t"], "filter": "id > 100"}} — copy tables again
+ *       while streaming (an online snapshot; the filter is optional);</li>
+ *   <li>{@code /snapshot/pause}, {@code /snapshot/resume} — hold and continue online snapshots.</li>
+ * </ul>
  *
  * <p>A sampler thread records throughput and lag once a second for the last five minutes, so the
  * page can draw them.
@@ -108,8 +114,12 @@ public final class StatusServer implements AutoCloseable {
 
     private void handle(HttpExchange ex) throws IOException {
         try (ex) {
+            if ("POST".equals(ex.getRequestMethod())) {
+                control(ex);
+                return;
+            }
             if (!"GET".equals(ex.getRequestMethod()) && !"HEAD".equals(ex.getRequestMethod())) {
-                send(ex, 405, "text/plain", "method not allowed: this endpoint is read-only\n");
+                send(ex, 405, "text/plain", "method not allowed: use GET, or POST for control calls\n");
                 return;
             }
             switch (ex.getRequestURI().getPath()) {
@@ -121,6 +131,64 @@ public final class StatusServer implements AutoCloseable {
         } catch (RuntimeException e) {
             LOG.warn("status request {} failed: {}", ex.getRequestURI(), e.toString());
         }
+    }
+
+    private void control(HttpExchange ex) throws IOException {
+        io.millrace.core.Secret token = engine.config().operations().controlToken();
+        if (token.isEmpty()) {
+            reply(ex, 403, false, "control calls are disabled: set operations.control_token_env (or control_token_file) to a token"
+                    + " of at least 16 characters and restart");
+            return;
+        }
+        String auth = ex.getRequestHeaders().getFirst("Authorization");
+        byte[] given = auth == null || !auth.startsWith("Bearer ") ? new byte[0] : auth.substring(7).strip().getBytes(StandardCharsets.UTF_8);
+        if (!java.security.MessageDigest.isEqual(given, token.reveal().getBytes(StandardCharsets.UTF_8))) {
+            LOG.warn("control call {} refused: missing or wrong token", ex.getRequestURI().getPath());
+            reply(ex, 401, false, "missing or wrong token: send the header 'Authorization: Bearer <token>' with the token named by"
+                    + " operations.control_token_env");
+            return;
+        }
+        try {
+            switch (ex.getRequestURI().getPath()) {
+                case "/snapshot" -> {
+                    com.fasterxml.jackson.databind.JsonNode body;
+                    try (InputStream in = ex.getRequestBody()) {
+                        body = JSON.readTree(in.readNBytes(1 << 16));
+                    } catch (IOException e) {
+                        reply(ex, 400, false, "the body is not JSON: " + e.getMessage());
+                        return;
+                    }
+                    if (body == null || !body.path("tables").isArray() || body.path("tables").isEmpty()) {
+                        reply(ex, 400, false, "name the tables: {\"tables\": [\"public.orders\"], \"filter\": \"optional SQL condition\"}");
+                        return;
+                    }
+                    java.util.List<io.millrace.core.schema.TableRef> tables = new java.util.ArrayList<>();
+                    body.path("tables").forEach(t -> tables.add(io.millrace.core.schema.TableRef.parse(t.asText())));
+                    String filter = body.hasNonNull("filter") && !body.get("filter").asText().isBlank() ? body.get("filter").asText() : null;
+                    engine.snapshot(tables, filter);
+                    LOG.info("control: online snapshot of {}{} asked", tables, filter == null ? "" : " where " + filter);
+                    reply(ex, 200, true, "copying " + tables + (filter == null ? "" : " where " + filter) + " while streaming");
+                }
+                case "/snapshot/pause" -> {
+                    engine.pauseSnapshots(true);
+                    reply(ex, 200, true, "online snapshots paused");
+                }
+                case "/snapshot/resume" -> {
+                    engine.pauseSnapshots(false);
+                    reply(ex, 200, true, "online snapshots resumed");
+                }
+                default -> reply(ex, 404, false, "no such control call: try /snapshot, /snapshot/pause or /snapshot/resume");
+            }
+        } catch (io.millrace.core.MillraceException e) {
+            reply(ex, 400, false, e.getMessage());
+        }
+    }
+
+    private static void reply(HttpExchange ex, int code, boolean ok, String message) throws IOException {
+        ObjectNode o = JSON.createObjectNode();
+        o.put("ok", ok);
+        o.put(ok ? "message" : "error", message);
+        send(ex, code, "application/json", o.toString() + "\n");
     }
 
     /** The JSON status document: the engine's status plus per-second history (oldest first). */

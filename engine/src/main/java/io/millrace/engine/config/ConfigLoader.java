@@ -136,7 +136,7 @@ public final class ConfigLoader {
         rn.done();
         EngineConfig.Operations ops = new EngineConfig.Operations(o.integer("monitor_interval_ms", (int) od.monitorIntervalMillis(), 100, 3_600_000),
                 (long) o.integer("retained_wal_warn_mb", (int) (od.retainedWalWarnBytes() >> 20), 1, Integer.MAX_VALUE) << 20,
-                o.string("http_host", od.httpHost()), o.integer("http_port", od.httpPort(), 0, 65535), retry);
+                o.string("http_host", od.httpHost()), o.integer("http_port", od.httpPort(), 0, 65535), retry, controlToken(o, base));
         o.done();
 
         List<EngineConfig.Destination> destinations = new ArrayList<>();
@@ -219,6 +219,41 @@ public final class ConfigLoader {
             }
         }
         return out;
+    }
+
+    /** The token control calls must carry; only from the environment or a file, like passwords. NONE: no control calls. */
+    private Secret controlToken(Node o, Path base) {
+        if (o.has("control_token")) {
+            throw Node.error(o.key("control_token"), "is not allowed: a token must not be written in the configuration file. Put it in an"
+                    + " environment variable and name it in " + o.key("control_token_env") + ", or in a file named by "
+                    + o.key("control_token_file"));
+        }
+        String var = o.string("control_token_env", null);
+        String file = o.string("control_token_file", null);
+        if (var != null && file != null) {
+            throw Node.error(o.key("control_token_env"), "and " + o.key("control_token_file") + " are both set; keep one");
+        }
+        Secret token = Secret.NONE;
+        if (var != null) {
+            String v = env.apply(var);
+            if (v == null || v.isBlank()) {
+                throw Node.error(o.key("control_token_env"), "names the environment variable " + var + ", which is not set or empty;"
+                        + " export the token before starting");
+            }
+            token = Secret.of(v.strip());
+        } else if (file != null) {
+            Path f = base.resolve(file);
+            try {
+                token = Secret.of(Files.readString(f, StandardCharsets.UTF_8).strip());
+            } catch (IOException e) {
+                throw Node.error(o.key("control_token_file"), "names " + f + ", which cannot be read: " + e.getMessage());
+            }
+        }
+        if (!token.isEmpty() && token.reveal().length() < 16) {
+            throw Node.error(o.key(var != null ? "control_token_env" : "control_token_file"), "holds a token of "
+                    + token.reveal().length() + " characters; use at least 16 (e.g. openssl rand -hex 24)");
+        }
+        return token;
     }
 
     private Secret password(Node n, Path base) {

@@ -39,8 +39,15 @@ public record EngineConfig(String name, SourceConfig source, SnapshotMode snapsh
      * @param httpHost              where the status page, status API and metrics listen (loopback by default)
      * @param httpPort              their port; 0 = no HTTP endpoint
      * @param retry                 how {@code io.millrace.engine.Supervisor} restarts after a transient failure
+     * @param controlToken          the bearer token control calls over HTTP must carry ({@code control_token_env} /
+     *                              {@code control_token_file}); {@code Secret.NONE}: control calls are refused
      */
-    public record Operations(long monitorIntervalMillis, long retainedWalWarnBytes, String httpHost, int httpPort, Retry retry) {
+    public record Operations(long monitorIntervalMillis, long retainedWalWarnBytes, String httpHost, int httpPort, Retry retry,
+                             io.millrace.core.Secret controlToken) {
+        public Operations(long monitorIntervalMillis, long retainedWalWarnBytes, String httpHost, int httpPort, Retry retry) {
+            this(monitorIntervalMillis, retainedWalWarnBytes, httpHost, httpPort, retry, io.millrace.core.Secret.NONE);
+        }
+
         public Operations(long monitorIntervalMillis, long retainedWalWarnBytes, String httpHost, int httpPort) {
             this(monitorIntervalMillis, retainedWalWarnBytes, httpHost, httpPort, Retry.defaults());
         }
