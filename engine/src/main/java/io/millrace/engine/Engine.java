@@ -222,6 +222,12 @@ public final class Engine {
                 }
                 report.throwIfFailed();
                 types.load(meta);
+                TableRef signalTable = config.online().signalTable();
+                if (signalTable != null && Catalog.table(meta, signalTable) == null) {
+                    throw new MillraceException(Kind.CONFIG, "config: snapshot.signal_table names " + signalTable + ", which does not exist."
+                            + " Create it: CREATE TABLE " + signalTable.sql() + " (id text PRIMARY KEY, type text NOT NULL, data text);"
+                            + " or remove snapshot.signal_table");
+                }
                 for (TableRef t : report.tables()) {
                     Catalog.TableInfo info = Catalog.table(meta, t);
                     tables.add(new SnapshotRunner.Table(Catalog.relation(meta, t, types), info.partitioned(), info.estimatedRows()));
@@ -276,10 +282,15 @@ public final class Engine {
                             + describe(sinks, found) + "). A destination added to a running pipeline would miss the changes before it;"
                             + " give the new destination a pipeline (and slot) of its own, or start all destinations afresh");
                 }
+                TableRef signal = config.online().signalTable();
                 if (!report.publicationExists()) {
                     // Only now, after the identity check: a start that fails it writes nothing to the source.
                     try (Connection c = conns.open()) {
-                        slots.createPublication(c, report.tables());
+                        List<TableRef> published = new ArrayList<>(report.tables());
+                        if (signal != null && !published.contains(signal)) {
+                            published.add(signal);
+                        }
+                        slots.createPublication(c, published);
                     }
                     LOG.info("created publication '{}' for {} table(s)", src.publication(), report.tables().size());
                 } else if (!report.unpublished().isEmpty()) {
@@ -292,6 +303,14 @@ public final class Engine {
                     }
                 }
                 captured = report.tables();
+                if (signal != null && report.publicationExists()) {
+                    try (Connection c = conns.open()) {
+                        if (!Catalog.publicationTables(c, src.publication()).contains(signal)) {
+                            slots.addToPublication(c, List.of(signal));
+                            LOG.info("added the signal table {} to publication '{}'", signal, src.publication());
+                        }
+                    }
+                }
                 if (interrupted && resumeOnline(report, tables, sinks, found)) {
                     interrupted = false;
                     withCheckpoint = sinks.size();
@@ -350,8 +369,8 @@ public final class Engine {
                 transition(State.STOPPING, State.STOPPED);
                 return;
             }
+            startOnline(conns, types, report.serverVersion()); // before the stream: a signal replayed at once finds it
             readerThread = stream(conns, types, binary, report.serverVersion());
-            startOnline(conns, types, report.serverVersion());
             Pipeline p = pipeline;
             while (!stopping() && !p.failure().await(200)) {
                 // wait for a stop or a failure
@@ -491,9 +510,10 @@ public final class Engine {
      */
     public void snapshot(List<TableRef> tables, String filter) {
         io.millrace.snapshot.online.OnlineSnapshotter o = online;
-        if (o == null || state.get() != State.STREAMING) {
-            throw new MillraceException(Kind.CONFIG, "the engine is " + state.get().name().toLowerCase(java.util.Locale.ROOT)
-                    + (o == null && state.get() == State.STREAMING ? " from PostgreSQL older than 14, which cannot run online snapshots" : "")
+        State st = state.get();
+        if (o == null || (st != State.STREAMING && st != State.STARTING)) {
+            throw new MillraceException(Kind.CONFIG, "the engine is " + st.name().toLowerCase(java.util.Locale.ROOT)
+                    + (o == null && st == State.STREAMING ? " from PostgreSQL older than 14, which cannot run online snapshots" : "")
                     + "; a table can be copied again only while it streams");
         }
         for (TableRef t : tables) {
@@ -504,6 +524,47 @@ public final class Engine {
         }
         for (TableRef t : tables) {
             o.submit(t, filter);
+        }
+    }
+
+    /**
+     * A row inserted into the signal table ({@code snapshot.signal_table}), in Debezium's format: {@code type}
+     * {@code execute-snapshot} with {@code data} {@code {"data-collections": ["public.t"], "additional-conditions":
+     * [{"data-collection": "public.t", "filter": "id > 10"}]}}, or {@code pause-snapshot} / {@code resume-snapshot}.
+     * A signal that cannot be carried out is logged and skipped: a wrong row must not stop the pipeline.
+     * Assembler thread; the task is recorded with the batch that holds the signal's transaction (INV: RESUME).
+     */
+    private void onSignal(Map<String, Object> row) {
+        Object id = row.get("id");
+        String type = String.valueOf(row.get("type"));
+        try {
+            switch (type) {
+                case "execute-snapshot" -> {
+                    com.fasterxml.jackson.databind.JsonNode data = new com.fasterxml.jackson.databind.ObjectMapper()
+                            .readTree(String.valueOf(row.get("data")));
+                    List<TableRef> tables = new ArrayList<>();
+                    data.path("data-collections").forEach(n -> tables.add(TableRef.parse(n.asText())));
+                    if (tables.isEmpty()) {
+                        throw new MillraceException(Kind.CONFIG, "data names no table: {\"data-collections\": [\"public.orders\"]}");
+                    }
+                    Map<TableRef, String> filters = new java.util.HashMap<>();
+                    for (com.fasterxml.jackson.databind.JsonNode c : data.path("additional-conditions")) {
+                        filters.put(TableRef.parse(c.path("data-collection").asText()), c.path("filter").asText(null));
+                    }
+                    if (data.hasNonNull("additional-condition")) {
+                        tables.forEach(t -> filters.put(t, data.get("additional-condition").asText()));
+                    }
+                    for (TableRef t : tables) {
+                        snapshot(List.of(t), filters.get(t));
+                    }
+                    LOG.info("signal {}: online snapshot of {}{}", id, tables, filters.isEmpty() ? "" : " where " + filters);
+                }
+                case "pause-snapshot" -> pauseSnapshots(true);
+                case "resume-snapshot" -> pauseSnapshots(false);
+                default -> LOG.warn("signal {} of type '{}' ignored: Millrace knows execute-snapshot, pause-snapshot, resume-snapshot", id, type);
+            }
+        } catch (MillraceException | java.io.IOException e) {
+            LOG.error("signal {} ({}) not carried out: {}", id, type, e.getMessage());
         }
     }
 
@@ -721,6 +782,10 @@ public final class Engine {
         }
         Lsn start = cps.stream().map(Checkpoint::flushLsn).reduce(Lsn::min).orElseThrow();
         Position skip = cps.stream().map(Checkpoint::applied).reduce((a, b) -> a.compareTo(b) <= 0 ? a : b).orElseThrow();
+        TableRef signal = config.online().signalTable();
+        if (signal != null) {
+            p.signalTable(signal, this::onSignal);
+        }
         Map<Integer, List<String>> keyCache = new ConcurrentHashMap<>();
         AtomicReference<Connection> keyConn = new AtomicReference<>();
         p.startStreaming(types, oid -> keyCache.computeIfAbsent(oid, o -> {

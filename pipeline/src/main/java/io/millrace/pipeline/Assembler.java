@@ -52,6 +52,15 @@ final class Assembler {
     private final long lingerNanos;
     private final Output output;
     private final Watermarks watermarks;
+    /** Rows inserted into the signal table go here, not to the destinations (null: no signal table). */
+    private Signals signals;
+
+    /** Receives the rows inserted into the signal table, in commit order, on the assembler thread. */
+    interface Signals {
+        io.millrace.core.schema.TableRef table();
+
+        void inserted(RelationInfo relation, Object[] row);
+    }
 
     // Current transaction.
     private boolean inTx;
@@ -92,6 +101,10 @@ final class Assembler {
         this.maxBatchBytes = maxBatchBytes;
         this.lingerNanos = lingerMillis * 1_000_000L;
         this.output = output;
+    }
+
+    void signals(Signals s) {
+        this.signals = s;
     }
 
     long eventsOut() {
@@ -260,6 +273,12 @@ final class Assembler {
             return; // INV: RESUME — every destination holds it already.
         }
         RelationInfo r = keys.of(streamed);
+        if (signals != null && r.table().equals(signals.table())) {
+            if (op == Op.CREATE) {
+                signals.inserted(r, newTuple.decode(r)); // its effect is recorded with this or a later batch (INV: RESUME)
+            }
+            return;
+        }
         Object[] before = beforeTuple == null ? null : beforeTuple.decode(r);
         Object[] after = newTuple == null ? null : newTuple.decode(r);
         watermarks.changed(r, before, after);

@@ -76,6 +76,31 @@ public final class Pipeline implements AutoCloseable {
         return stats;
     }
 
+    private volatile Assembler.Signals signals;
+
+    /**
+     * Routes rows inserted into {@code table} to {@code onInsert} (column name → value) instead of the
+     * destinations. Call before {@link #startStreaming}. The callback runs on the assembler thread, in
+     * commit order, once per row: a row at or before the resume position is not seen again.
+     */
+    public void signalTable(io.millrace.core.schema.TableRef table, java.util.function.Consumer<java.util.Map<String, Object>> onInsert) {
+        this.signals = new Assembler.Signals() {
+            @Override
+            public io.millrace.core.schema.TableRef table() {
+                return table;
+            }
+
+            @Override
+            public void inserted(io.millrace.core.schema.RelationInfo r, Object[] row) {
+                java.util.Map<String, Object> m = new java.util.LinkedHashMap<>();
+                for (int i = 0; i < r.columnCount(); i++) {
+                    m.put(r.column(i).name(), row[i]);
+                }
+                onInsert.accept(m);
+            }
+        };
+    }
+
     /** Where online snapshot readers meet the stream. */
     public Watermarks watermarks() {
         return watermarks;
@@ -115,6 +140,9 @@ public final class Pipeline implements AutoCloseable {
                     batches.send(b);
                 });
         this.assembler = a;
+        if (signals != null) {
+            a.signals(signals);
+        }
         start("millrace-assembler", () -> {
             try (spill) {
                 while (true) {

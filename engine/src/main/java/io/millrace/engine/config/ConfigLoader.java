@@ -104,8 +104,10 @@ public final class ConfigLoader {
                     + ") <= max_chunk_rows (" + maxRows + ")");
         }
         on.done();
+        String signal = snap.string("signal_table", null);
         io.millrace.snapshot.online.OnlineSnapshotter.Options online = new io.millrace.snapshot.online.OnlineSnapshotter.Options(onReaders,
-                new io.millrace.snapshot.online.KeysetChunker.Sizing(chunkRows, minRows, maxRows, targetMs * 1_000_000L));
+                new io.millrace.snapshot.online.KeysetChunker.Sizing(chunkRows, minRows, maxRows, targetMs * 1_000_000L),
+                signal == null ? null : io.millrace.core.schema.TableRef.parse(signal));
         snap.done();
 
         Node p = r.child("pipeline");

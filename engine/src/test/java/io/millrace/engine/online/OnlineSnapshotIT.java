@@ -222,6 +222,38 @@ class OnlineSnapshotIT {
     }
 
     @Test
+    void aRowInTheSignalTableStartsAnOnlineSnapshot(@TempDir Path dir) throws Exception {
+        String db = "sig";
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        try (Connection src = pg.connect(db)) {
+            fill(src, "t", 2000);
+            E2e.exec(src, "CREATE TABLE sig (id text PRIMARY KEY, type text NOT NULL, data text)");
+        }
+        List<TableRef> t = E2e.refs(List.of("public.t"));
+        String yaml = yaml(db, List.of("public.t"), dir).replace("  online:\n", "  signal_table: public.sig\n  online:\n");
+        try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT);
+             Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.awaitSame(src, dst, t, WAIT);
+            E2e.exec(dst, "DELETE FROM public.t");
+            // Debezium's signal format; a signal naming an unknown table is logged and skipped, the next one runs
+            E2e.exec(src, "INSERT INTO sig VALUES ('bad-1', 'execute-snapshot', '{\"data-collections\": [\"public.nope\"]}')",
+                    "INSERT INTO sig VALUES ('ad-hoc-1', 'execute-snapshot', '{\"data-collections\": [\"public.t\"], \"type\": \"incremental\","
+                            + " \"additional-conditions\": [{\"data-collection\": \"public.t\", \"filter\": \"id > 3000\"}]}')");
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (E2e.queryLong(dst, "SELECT count(*) FROM public.t") != 500) {
+                assertThat(System.nanoTime()).as("the signalled copy of ids above 3000").isLessThan(deadline);
+                Thread.sleep(20);
+            }
+            awaitOnlineDone(e);
+            assertThat(E2e.queryLong(dst, "SELECT min(id) FROM public.t")).isEqualTo(3002);
+            assertThat(E2e.queryLong(dst, "SELECT count(*) FROM pg_tables WHERE tablename = 'sig'")).as("signals are not copied").isZero();
+            E2e.exec(src, "INSERT INTO sig VALUES ('ad-hoc-2', 'execute-snapshot', '{\"data-collections\": [\"public.t\"]}')");
+            E2e.awaitSame(src, dst, t, WAIT);
+        }
+    }
+
+    @Test
     void pauseHoldsTheCopyAndResumeFinishesIt(@TempDir Path dir) throws Exception {
         String db = "pause";
         pg.createDatabase(db);

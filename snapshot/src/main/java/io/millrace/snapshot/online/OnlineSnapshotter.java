@@ -58,10 +58,15 @@ public final class OnlineSnapshotter implements AutoCloseable {
     }
 
     /**
-     * @param readers parallel chunk readers
-     * @param sizing  chunk sizes in rows and the target time per chunk read
+     * @param readers     parallel chunk readers
+     * @param sizing      chunk sizes in rows and the target time per chunk read
+     * @param signalTable a source table whose inserted rows ask for snapshots (Debezium's signal format), or null
      */
-    public record Options(int readers, KeysetChunker.Sizing sizing) {
+    public record Options(int readers, KeysetChunker.Sizing sizing, TableRef signalTable) {
+        public Options(int readers, KeysetChunker.Sizing sizing) {
+            this(readers, sizing, null);
+        }
+
         public static Options defaults() {
             return new Options(2, new KeysetChunker.Sizing(5_000, 500, 200_000, 500_000_000L));
         }
@@ -108,7 +113,8 @@ public final class OnlineSnapshotter implements AutoCloseable {
         }
 
         List<String> nth(List<String> lo, List<String> hi, long n) throws SQLException {
-            String cols = target.keyColumns().stream().map(k -> Ident.quote(k) + "::text").collect(Collectors.joining(", "));
+            // Aliased: a bare "ORDER BY k" names the output column when one is called k, and would sort the text, not the key.
+            String cols = target.keyColumns().stream().map(k -> Ident.quote(k) + "::text AS " + Ident.quote("millrace.key." + k)).collect(Collectors.joining(", "));
             String sql = "SELECT " + cols + " FROM " + from() + where(new KeyRange(lo, hi)) + " ORDER BY " + keyList()
                     + " OFFSET " + (n - 1) + " LIMIT 2";
             try (Connection c = connections.open(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
