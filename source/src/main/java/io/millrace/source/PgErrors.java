@@ -39,6 +39,20 @@ public final class PgErrors {
             return new MillraceException(Kind.SLOT_IN_USE, what + " failed: " + msg
                     + ". Another process (perhaps another Millrace) is reading this slot; stop it or choose another slot.", e);
         }
+        if (causedBy(e, java.security.cert.CertificateException.class) || msg.contains("could not be verified by hostnameverifier")) {
+            // A certificate that does not verify fails the same way on every attempt: a configuration error, not retried.
+            boolean host = msg.contains("hostnameverifier");
+            return new MillraceException(Kind.CONFIG, what + " failed: TLS: " + (host
+                    ? "the server's certificate does not name the host Millrace connects to (" + msg + "). With source.ssl.mode"
+                    + " verify-full, source.host must be a name (or IP address) in the certificate; use the name the certificate"
+                    + " was issued for, or verify-ca to check the chain only"
+                    : "the server's certificate could not be verified (" + msg + "). Check source.ssl.root_cert: it must be the CA"
+                    + " certificate that signed the server's certificate"), e);
+        }
+        if (msg.contains("server does not support SSL")) {
+            return new MillraceException(Kind.CONFIG, what + " failed: TLS: " + msg + ". Turn ssl on in the server's configuration,"
+                    + " or set source.ssl.mode to prefer or disable", e);
+        }
         if (state.startsWith("08") || causedBy(e, ConnectException.class) || causedBy(e, UnknownHostException.class)) {
             return new MillraceException(Kind.CONNECTION, what + " failed: " + msg
                     + ". Check that the server is running and reachable at that host and port.", e);
