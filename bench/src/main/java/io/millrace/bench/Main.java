@@ -7,7 +7,7 @@ import java.util.List;
 
 /**
  * Entry point of {@code millrace-bench.jar}: the side-by-side run (default), one contestant
- * ({@code child}, started by the run itself), JMH ({@code jmh}), or a summary of a JFR profile
+ * ({@code child}, started by the run itself), the online snapshot comparison ({@code online}), JMH ({@code jmh}), or a summary of a JFR profile
  * ({@code jfr-top FILE}). See docs/BENCHMARKS.md.
  */
 public final class Main {
@@ -21,6 +21,10 @@ public final class Main {
         }
         if (!args.isEmpty() && args.get(0).equals("jfr-top")) {
             JfrTop.main(args.subList(1, args.size()));
+            return;
+        }
+        if (!args.isEmpty() && args.get(0).equals("online")) {
+            OnlineBench.main(args.subList(1, args.size()));
             return;
         }
         if (!args.isEmpty() && args.get(0).equals("jmh")) {
