@@ -92,15 +92,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 class CrashIT {
     static final int DEFAULT_KILLS = 20;
     static final int MAX_SNAPSHOT_KILLS = 2;
-    private static final String SRC = "crash_src";
-    private static final String DST = "crash_dst";
-    private static final String SLOT = "crash";
-    private static final String PG_DEST = "replica";
-    private static final String FILES_DEST = "files";
+    static final String SRC = "crash_src";
+    static final String DST = "crash_dst";
+    static final String SLOT = "crash";
+    static final String PG_DEST = "replica";
+    static final String FILES_DEST = "files";
     private static final int SEED_ACCOUNTS = 20_000;
     private static final int SEED_LEDGER = 10_000;
     /** What the replication reader logs once it streams. */
-    private static final String STREAMING_LINE = "streaming from slot";
+    static final String STREAMING_LINE = "streaming from slot";
 
     private static EmbeddedPg pg;
 
@@ -268,7 +268,7 @@ class CrashIT {
     }
 
     /** Lines of every engine log in {@code dir} that contain {@code text}, prefixed with the log's name. */
-    private static List<String> logLines(Path dir, String text) throws IOException {
+    static List<String> logLines(Path dir, String text) throws IOException {
         List<String> out = new ArrayList<>();
         try (Stream<Path> s = Files.list(dir)) {
             for (Path log : s.filter(p -> p.getFileName().toString().endsWith(".log")).sorted().toList()) {
@@ -317,7 +317,7 @@ class CrashIT {
     }
 
     /** The last phase the engine's log shows it reached. */
-    private static String phase(String log) {
+    static String phase(String log) {
         if (log.contains("streaming from")) {
             return "streaming";
         }
@@ -328,7 +328,7 @@ class CrashIT {
     }
 
     /** Waits until no process streams from the slot (the server noticed the killed client); returns the wait. */
-    private static long awaitSlotIdle(Connection src) throws SQLException, InterruptedException {
+    static long awaitSlotIdle(Connection src) throws SQLException, InterruptedException {
         long start = System.currentTimeMillis();
         while (true) {
             try (PreparedStatement ps = src.prepareStatement("SELECT active FROM pg_replication_slots WHERE slot_name = ?")) {
@@ -344,7 +344,7 @@ class CrashIT {
         }
     }
 
-    private static void awaitFirstSnapshotRows(EngineProcess engine, Connection dst) throws SQLException, InterruptedException {
+    static void awaitFirstSnapshotRows(EngineProcess engine, Connection dst) throws SQLException, InterruptedException {
         while (true) {
             DurableSampler.Durable cp = DurableSampler.postgresCheckpoint(dst, PG_DEST);
             if (cp != null && "RUNNING".equals(cp.snapshotState()) && hasRows(dst, "accounts")) {
@@ -359,7 +359,7 @@ class CrashIT {
     }
 
     /** Waits until the engine's log holds {@code line} (the engine must stay alive meanwhile). */
-    private static void awaitLog(EngineProcess engine, String line, String what) throws InterruptedException {
+    static void awaitLog(EngineProcess engine, String line, String what) throws InterruptedException {
         while (!engine.logText().contains(line)) {
             assertThat(engine.alive()).as("engine ended before %s; log %s:%n%s", what, engine.log(), engine.logTail(40)).isTrue();
             assertThat(engine.millisSinceStart()).as("engine not %s after 120 s; log %s", what, engine.log()).isLessThan(120_000);
@@ -367,13 +367,13 @@ class CrashIT {
         }
     }
 
-    private static boolean snapshotLanded(Connection dst, Path events) throws SQLException, IOException {
+    static boolean snapshotLanded(Connection dst, Path events) throws SQLException, IOException {
         DurableSampler.Durable a = DurableSampler.postgresCheckpoint(dst, PG_DEST);
         DurableSampler.Durable b = DurableSampler.jsonlCheckpoint(events.resolve("checkpoint.json"));
         return a != null && b != null && "DONE".equals(a.snapshotState()) && "DONE".equals(b.snapshotState());
     }
 
-    private static void awaitSnapshotLanded(EngineProcess engine, Connection dst, Path events) throws Exception {
+    static void awaitSnapshotLanded(EngineProcess engine, Connection dst, Path events) throws Exception {
         while (!snapshotLanded(dst, events)) {
             assertThat(engine.alive()).as("engine ended during a snapshot; log %s:%n%s", engine.log(), engine.logTail(40)).isTrue();
             assertThat(engine.millisSinceStart()).as("snapshot not landed after 120 s; log %s", engine.log()).isLessThan(120_000);
@@ -381,7 +381,7 @@ class CrashIT {
         }
     }
 
-    private static void awaitEqual(EngineProcess engine, Connection src, Connection dst) throws Exception {
+    static void awaitEqual(EngineProcess engine, Connection src, Connection dst) throws Exception {
         long deadline = System.currentTimeMillis() + 180_000;
         List<Verifier.TableResult> last;
         do {
@@ -397,7 +397,7 @@ class CrashIT {
     }
 
     /** Waits until the jsonl checkpoint has reached the postgres one (both are written per batch, postgres first). */
-    private static void awaitJsonlCaughtUp(EngineProcess engine, Connection dst, Path events) throws Exception {
+    static void awaitJsonlCaughtUp(EngineProcess engine, Connection dst, Path events) throws Exception {
         long deadline = System.currentTimeMillis() + 30_000;
         while (true) {
             DurableSampler.Durable a = DurableSampler.postgresCheckpoint(dst, PG_DEST);
@@ -411,7 +411,7 @@ class CrashIT {
         }
     }
 
-    private static boolean hasRows(Connection c, String table) throws SQLException {
+    static boolean hasRows(Connection c, String table) throws SQLException {
         try (Statement s = c.createStatement();
              ResultSet rs = s.executeQuery("SELECT to_regclass('public." + table + "') IS NOT NULL")) {
             rs.next();
@@ -425,7 +425,7 @@ class CrashIT {
         }
     }
 
-    private static List<Long> duplicateTxIds(Connection c) throws SQLException {
+    static List<Long> duplicateTxIds(Connection c) throws SQLException {
         List<Long> out = new ArrayList<>();
         if (!hasRows(c, "txlog")) {
             return out;
@@ -439,14 +439,14 @@ class CrashIT {
         return out;
     }
 
-    private static long count(Connection c, String table) throws SQLException {
+    static long count(Connection c, String table) throws SQLException {
         try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT count(*) FROM public." + table)) {
             rs.next();
             return rs.getLong(1);
         }
     }
 
-    private static JsonlReplay replay(Connection src, Path events) throws SQLException, IOException {
+    static JsonlReplay replay(Connection src, Path events) throws SQLException, IOException {
         Map<String, JsonlReplay.TableShape> shapes = new LinkedHashMap<>();
         for (TableRef t : CrashWorkload.TABLES) {
             List<String> cols = new ArrayList<>();
@@ -465,7 +465,7 @@ class CrashIT {
         return r;
     }
 
-    private static void assertJsonl(JsonlReplay r, Connection src, Path events) throws SQLException, IOException {
+    static void assertJsonl(JsonlReplay r, Connection src, Path events) throws SQLException, IOException {
         assertThat(r.anomalies).as("jsonl anomalies (%d in all)", r.anomalyCount).isEmpty();
         assertThat(r.regressions).as("streamed positions out of order").isZero();
         assertThat(r.snapshotAfterStream).as("snapshot events after streamed ones").isZero();
@@ -538,7 +538,7 @@ class CrashIT {
         return row.stream().map(v -> v != null && v.length() > 40 ? v.substring(0, 40) + "...(" + v.length() + ")" : v).toList().toString();
     }
 
-    private static void deleteTree(Path p) throws IOException {
+    static void deleteTree(Path p) throws IOException {
         if (!Files.exists(p)) {
             return;
         }

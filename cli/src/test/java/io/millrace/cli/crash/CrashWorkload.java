@@ -46,6 +46,9 @@ final class CrashWorkload implements Runnable {
     private volatile boolean stop;
     private long nextTxId = 1;
     private long nextAccountId;
+    private int bigRows = BIG_ROWS;
+    private long bigEveryMs = BIG_EVERY_MS;
+    private long truncateEveryMs = TRUNCATE_EVERY_MS;
 
     CrashWorkload(EmbeddedPg pg, String database, long seed) {
         this.pg = pg;
@@ -74,6 +77,19 @@ final class CrashWorkload implements Runnable {
 
     void stop() {
         stop = true;
+    }
+
+    /** Large transactions of {@code rows} ledger inserts every {@code everyMs} (defaults {@value #BIG_ROWS}, {@value #BIG_EVERY_MS}). */
+    CrashWorkload big(int rows, long everyMs) {
+        this.bigRows = rows;
+        this.bigEveryMs = everyMs;
+        return this;
+    }
+
+    /** A TRUNCATE of {@code small} every {@code everyMs} (default {@value #TRUNCATE_EVERY_MS}). */
+    CrashWorkload truncateEvery(long everyMs) {
+        this.truncateEveryMs = everyMs;
+        return this;
     }
 
     long committed() {
@@ -105,11 +121,11 @@ final class CrashWorkload implements Runnable {
             while (!stop) {
                 long now = System.currentTimeMillis();
                 String kind;
-                if (now - lastBig >= BIG_EVERY_MS) {
+                if (now - lastBig >= bigEveryMs) {
                     kind = bigLedger ? bigLedger(c) : bigAccounts(c);
                     bigLedger = !bigLedger;
                     lastBig = now;
-                } else if (now - lastTruncate >= TRUNCATE_EVERY_MS) {
+                } else if (now - lastTruncate >= truncateEveryMs) {
                     kind = truncateSmall(c);
                     lastTruncate = now;
                 } else if (rnd.nextInt(100) < 55) {
@@ -201,7 +217,7 @@ final class CrashWorkload implements Runnable {
     private String bigLedger(Connection c) throws SQLException {
         try (Statement s = c.createStatement()) {
             s.executeUpdate("INSERT INTO ledger SELECT (g * 7919) % 500, g % 7, 'bulk ' || (g % 3) FROM generate_series(1, "
-                    + BIG_ROWS + ") g");
+                    + bigRows + ") g");
             // deletes of rows that have identical twins: each must remove exactly one
             s.executeUpdate("DELETE FROM ledger WHERE ctid IN (SELECT ctid FROM ledger WHERE k = " + rnd.nextInt(500)
                     + " LIMIT 200)");

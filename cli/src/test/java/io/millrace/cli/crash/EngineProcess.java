@@ -16,6 +16,14 @@ final class EngineProcess {
     /** Exit status of a process that SIGKILL ended: 128 + 9. */
     static final int SIGKILL_EXIT = 137;
 
+    /** Exit status of a process halted at an armed fault point ({@code io.millrace.core.fault.Faults.CRASH_EXIT}). */
+    static final int FAULT_EXIT = io.millrace.core.fault.Faults.CRASH_EXIT;
+
+    /** Waits up to {@code millis} for the process to end by itself; returns its exit status, or -1 while it runs. */
+    int awaitExit(long millis) throws InterruptedException {
+        return process.waitFor(millis, TimeUnit.MILLISECONDS) ? process.exitValue() : -1;
+    }
+
     private final Process process;
     private final Path log;
     private final long startedNanos;
@@ -27,9 +35,15 @@ final class EngineProcess {
     }
 
     static EngineProcess start(Path config, Path log) throws IOException {
+        return start(config, log, List.of());
+    }
+
+    /** As {@link #start(Path, Path)}, with more JVM options, e.g. {@code -Dmillrace.fault=sink.postgres.after-commit:crash:3}. */
+    static EngineProcess start(Path config, Path log, List<String> jvmOptions) throws IOException {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        List<String> cmd = List.of(java, "-Xmx384m", "-XX:+UseSerialGC", "-cp", System.getProperty("java.class.path"),
-                "io.millrace.cli.Main", "run", config.toAbsolutePath().toString());
+        List<String> cmd = new java.util.ArrayList<>(List.of(java, "-Xmx384m", "-XX:+UseSerialGC"));
+        cmd.addAll(jvmOptions);
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.millrace.cli.Main", "run", config.toAbsolutePath().toString()));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
         pb.environment().put("MILLRACE_LOG_LEVEL", "INFO");
         long t0 = System.nanoTime();
