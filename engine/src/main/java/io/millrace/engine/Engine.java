@@ -568,6 +568,69 @@ public final class Engine {
         }
     }
 
+    /**
+     * A captured table changed shape while streaming. When the source rewrote existing rows without change
+     * events — a column added with a default (its value appears in the old rows), a column retyped (its
+     * values converted, perhaps by a USING expression) — the destinations cannot follow from the stream
+     * alone, so the table is copied again online. Renames and drops need no copy. Assembler thread; the
+     * task is recorded with the batch after the change (INV: RESUME).
+     */
+    private void onShapeChange(PgConnections conns, RelationInfo before, RelationInfo after) {
+        if (config.online().signalTable() != null && after.table().equals(config.online().signalTable())) {
+            return;
+        }
+        List<String> retyped = new ArrayList<>();
+        List<String> added = new ArrayList<>();
+        for (int i = 0; i < after.columnCount(); i++) {
+            io.millrace.core.schema.ColumnInfo c = after.column(i);
+            io.millrace.core.schema.ColumnInfo old = before.columns().stream().filter(x -> x.name().equals(c.name())).findFirst().orElse(null);
+            if (old != null) {
+                if (old.type().oid() != c.type().oid()) {
+                    retyped.add(c.name());
+                }
+                continue;
+            }
+            String was = i < before.columnCount() ? before.column(i).name() : null;
+            boolean renamed = was != null && before.column(i).type().oid() == c.type().oid()
+                    && after.columns().stream().noneMatch(x -> x.name().equals(was));
+            if (!renamed) {
+                added.add(c.name());
+            }
+        }
+        List<String> filled = new ArrayList<>();
+        if (!added.isEmpty()) {
+            try (Connection c = conns.open(); java.sql.PreparedStatement ps = c.prepareStatement("SELECT a.attname FROM pg_attribute a"
+                    + " WHERE a.attrelid = ? AND a.attname = ANY (?) AND (a.atthasmissing OR a.attgenerated <> ''"
+                    + " OR EXISTS (SELECT 1 FROM pg_attrdef d WHERE d.adrelid = a.attrelid AND d.adnum = a.attnum))")) {
+                ps.setInt(1, after.oid());
+                ps.setArray(2, c.createArrayOf("text", added.toArray()));
+                try (java.sql.ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        filled.add(rs.getString(1));
+                    }
+                }
+            } catch (SQLException e) {
+                throw PgErrors.translate("reading the new columns of " + after.table(), e);
+            }
+        }
+        if (retyped.isEmpty() && filled.isEmpty()) {
+            return;
+        }
+        String why = (filled.isEmpty() ? "" : "column(s) " + filled + " added with a value for existing rows")
+                + (filled.isEmpty() || retyped.isEmpty() ? "" : " and ") + (retyped.isEmpty() ? "" : "column(s) " + retyped + " retyped");
+        if (online == null) {
+            LOG.warn("{} changed without change events ({}): online snapshots need PostgreSQL 14+, so the destinations keep the old"
+                    + " values of existing rows until they change; re-copy the table with a fresh pipeline", after.table(), why);
+            return;
+        }
+        LOG.warn("{} changed its existing rows without change events ({}): copying it again while streaming", after.table(), why);
+        try {
+            snapshot(List.of(after.table()), null);
+        } catch (MillraceException e) {
+            LOG.error("cannot copy {} again: {}", after.table(), e.getMessage());
+        }
+    }
+
     /** Pauses ({@code true}) or resumes online snapshots. */
     public void pauseSnapshots(boolean pause) {
         io.millrace.snapshot.online.OnlineSnapshotter o = online;
@@ -786,6 +849,7 @@ public final class Engine {
         if (signal != null) {
             p.signalTable(signal, this::onSignal);
         }
+        p.onShapeChange((before, after) -> onShapeChange(conns, before, after));
         Map<Integer, List<String>> keyCache = new ConcurrentHashMap<>();
         AtomicReference<Connection> keyConn = new AtomicReference<>();
         p.startStreaming(types, oid -> keyCache.computeIfAbsent(oid, o -> {

@@ -41,7 +41,7 @@ import java.util.List;
 final class Assembler {
     /** Where finished batches go. */
     interface Output {
-        void accept(Batch batch) throws Channel.Stopped, InterruptedException;
+        void accept(Staged batch) throws Channel.Stopped, InterruptedException;
     }
 
     private final PgOutputFramer framer;
@@ -54,6 +54,11 @@ final class Assembler {
     private final Watermarks watermarks;
     /** Rows inserted into the signal table go here, not to the destinations (null: no signal table). */
     private Signals signals;
+
+    /** Called on the assembler thread when a relation's shape changed within this run (columns added or retyped). */
+    private java.util.function.BiConsumer<RelationInfo, RelationInfo> onShapeChange;
+    /** The last shape seen of each relation, by oid. */
+    private final java.util.Map<Integer, RelationInfo> shapes = new java.util.HashMap<>();
 
     /** Receives the rows inserted into the signal table, in commit order, on the assembler thread. */
     interface Signals {
@@ -75,8 +80,11 @@ final class Assembler {
     private final Spill spill;
     private final TypeResolver types;
 
-    // Current batch.
+    // Current batch: its events in order, decoded here (no pool) or, with a decoder pool, in the pool's job.
     private List<ChangeEvent> events = new ArrayList<>();
+    /** The decoder pool, or null: rows are then decoded on this thread. */
+    private DecodePool pool;
+    private DecodePool.Job job;
     /** Bytes taken from the reader's budget, to give back when the batch is durable. */
     private long bytes;
     /** Bytes replayed from the spill: they count toward the batch size but not the budget. */
@@ -107,13 +115,28 @@ final class Assembler {
         this.signals = s;
     }
 
+    /**
+     * Streamed rows are decoded by {@code p} instead of this thread (INV: ORDER is kept by the pool's
+     * jobs). Rows whose values the assembler itself needs are still decoded here: rows of the signal
+     * table, and rows of a table with an open watermark window (their keys decide which chunk rows are
+     * stale, INV: WATERMARK). Call before the first message.
+     */
+    void decodePool(DecodePool p) {
+        this.pool = p;
+        this.job = p.newJob();
+    }
+
+    void onShapeChange(java.util.function.BiConsumer<RelationInfo, RelationInfo> callback) {
+        this.onShapeChange = callback;
+    }
+
     long eventsOut() {
         return eventsOut;
     }
 
     /** Handles one message from the reader; {@code len} bytes were taken from the budget for it. */
     void onMessage(Lsn walStart, byte[] data, int off, int len) throws Channel.Stopped, InterruptedException {
-        if (bytes == 0 && unbudgeted == 0 && events.isEmpty() && flushLsn == null) {
+        if (bytes == 0 && unbudgeted == 0 && eventCount() == 0 && flushLsn == null) {
             batchStartNanos = System.nanoTime();
         }
         bytes += len;
@@ -157,6 +180,11 @@ final class Assembler {
         } else if (m instanceof StreamCommit sc) {
             replay(sc);
             return;
+        } else if (m instanceof PgOutputMessage.RelationMessage rm) {
+            RelationInfo before = shapes.put(rm.relation().oid(), rm.relation());
+            if (before != null && onShapeChange != null && !before.sameShape(rm.relation())) {
+                onShapeChange.accept(before, rm.relation());
+            }
         } else if (m instanceof LogicalMessage lm) {
             if (lm.transactional() && inTx && Watermarks.PREFIX.equals(lm.prefix())) {
                 watermark(lm, walStart);
@@ -279,6 +307,13 @@ final class Assembler {
             }
             return;
         }
+        if (pool != null && !watermarks.watches(r.table())) {
+            // Decoded later by the pool, in its slot (INV: ORDER). No open window on this table, so
+            // Watermarks.changed would do nothing with its keys (INV: WATERMARK).
+            job.add(new RawRow(op, r, beforeTuple, newTuple, at, p, txXid, txCommitMicros));
+            last = p;
+            return;
+        }
         Object[] before = beforeTuple == null ? null : beforeTuple.decode(r);
         Object[] after = newTuple == null ? null : newTuple.decode(r);
         watermarks.changed(r, before, after);
@@ -329,22 +364,40 @@ final class Assembler {
     }
 
     private void add(ChangeEvent e) {
-        events.add(e);
+        if (pool != null) {
+            job.add(e);
+        } else {
+            events.add(e);
+        }
         last = e.position();
+    }
+
+    private int eventCount() {
+        return pool != null ? job.size() : events.size();
     }
 
     /** Hands the batch over when it holds anything; also called on a timer when the stream is idle. */
     void cut() throws Channel.Stopped, InterruptedException {
-        if (events.isEmpty() && flushLsn == null && bytes == 0 && !watermarks.dirty()) {
+        if (eventCount() == 0 && flushLsn == null && bytes == 0 && !watermarks.dirty()) {
             unbudgeted = 0;
             return;
         }
         if (flushLsn != null) {
             lastFlush = flushLsn;
         }
-        Batch b = new Batch(events, flushLsn, last, bytes, null, watermarks.takeProgress());
-        eventsOut += events.size();
-        events = new ArrayList<>();
+        Staged b;
+        if (pool != null) {
+            // INV: DURABLE — positions and progress travel with the job and reach the writer only once it is decoded.
+            DecodePool.Job j = job;
+            j.seal(new Batch(List.of(), flushLsn, last, bytes, null, watermarks.takeProgress()));
+            eventsOut += j.size();
+            job = pool.newJob();
+            b = j;
+        } else {
+            b = Staged.ready(new Batch(events, flushLsn, last, bytes, null, watermarks.takeProgress()));
+            eventsOut += events.size();
+            events = new ArrayList<>();
+        }
         bytes = 0;
         unbudgeted = 0;
         flushLsn = null;

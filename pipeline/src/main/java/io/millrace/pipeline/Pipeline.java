@@ -29,10 +29,38 @@ public final class Pipeline implements AutoCloseable {
      * @param batchBytes     a batch is cut after a commit once it holds this many bytes
      * @param maxBatchBytes  a batch is cut inside a transaction at this size
      * @param lingerMillis   a batch is cut after a commit once it is this old
+     * @param decoders       threads of the decoder pool for streamed rows; 0 decodes on the assembler thread
+     * @param decodeChunkRows rows handed to a decoder at a time (coordination per row would cost more than decoding it)
      */
-    public record Options(long budgetBytes, long batchBytes, long maxBatchBytes, long lingerMillis) {
+    public record Options(long budgetBytes, long batchBytes, long maxBatchBytes, long lingerMillis, int decoders,
+                          int decodeChunkRows) {
+        /** Default number of rows a decoder takes at a time (docs/BENCHMARKS.md). */
+        public static final int DEFAULT_DECODE_CHUNK_ROWS = 1024;
+
+        public Options {
+            if (decoders < 0) {
+                throw new IllegalArgumentException("pipeline.decoders must not be negative, got " + decoders);
+            }
+            if (decodeChunkRows < 1) {
+                throw new IllegalArgumentException("decode chunk rows must be positive, got " + decodeChunkRows);
+            }
+        }
+
+        /** Rows decoded on the assembler thread (no decoder pool). */
+        public Options(long budgetBytes, long batchBytes, long maxBatchBytes, long lingerMillis) {
+            this(budgetBytes, batchBytes, maxBatchBytes, lingerMillis, 0, DEFAULT_DECODE_CHUNK_ROWS);
+        }
+
         public static Options defaults() {
             return new Options(64L << 20, 4L << 20, 16L << 20, 200);
+        }
+
+        public Options withDecoders(int n) {
+            return new Options(budgetBytes, batchBytes, maxBatchBytes, lingerMillis, n, decodeChunkRows);
+        }
+
+        public Options withDecodeChunkRows(int n) {
+            return new Options(budgetBytes, batchBytes, maxBatchBytes, lingerMillis, decoders, n);
         }
     }
 
@@ -47,7 +75,8 @@ public final class Pipeline implements AutoCloseable {
     /** Reader thread only: messages read since the last hand-off. */
     private List<Raw> pendingRaw = new ArrayList<>(RAW_BATCH);
     private static final int RAW_BATCH = 512;
-    private final Channel<Batch> batches;
+    /** Batches to the writer in order; a streamed batch may still be in the decoder pool (it waits at the head). */
+    private final Channel<Staged> batches;
     private final SinkWriter writer;
     private final PipelineStats stats = new PipelineStats();
     private final List<Thread> threads = new ArrayList<>();
@@ -77,6 +106,15 @@ public final class Pipeline implements AutoCloseable {
     }
 
     private volatile Assembler.Signals signals;
+    private volatile java.util.function.BiConsumer<io.millrace.core.schema.RelationInfo, io.millrace.core.schema.RelationInfo> shapeChange;
+
+    /**
+     * Calls {@code callback(before, after)} on the assembler thread, in commit order, when a relation's shape
+     * changes while streaming (pgoutput sends a Relation message with other columns). Call before {@link #startStreaming}.
+     */
+    public void onShapeChange(java.util.function.BiConsumer<io.millrace.core.schema.RelationInfo, io.millrace.core.schema.RelationInfo> callback) {
+        this.shapeChange = callback;
+    }
 
     /**
      * Routes rows inserted into {@code table} to {@code onInsert} (column name → value) instead of the
@@ -115,9 +153,9 @@ public final class Pipeline implements AutoCloseable {
     public void startWriter() {
         start("millrace-writer", () -> {
             while (true) {
-                Batch b = batches.receive(Long.MAX_VALUE / 2_000_000);
-                if (b != null) {
-                    writer.write(b);
+                Staged s = batches.receive(Long.MAX_VALUE / 2_000_000);
+                if (s != null) {
+                    writer.write(s.await()); // INV: ORDER — the head of the channel, complete, before anything after it
                     applied.incrementAndGet();
                 }
             }
@@ -134,14 +172,22 @@ public final class Pipeline implements AutoCloseable {
     public void startStreaming(TypeResolver types, IntFunction<List<String>> keyLookup, Position skipUpTo,
                                java.util.function.Supplier<Lsn> serverCaughtUp, java.nio.file.Path spillDir) {
         Spill spill = new Spill(spillDir, stats);
+        DecodePool pool = options.decoders() > 0 ? new DecodePool(options.decoders(), options.decodeChunkRows(), failure) : null;
         Assembler a = new Assembler(types, spill, new RelationKeys(keyLookup, types), watermarks, skipUpTo,
                 options.batchBytes(), options.maxBatchBytes(), options.lingerMillis(), b -> {
                     submitted.incrementAndGet();
                     batches.send(b);
                 });
         this.assembler = a;
+        if (pool != null) {
+            a.decodePool(pool);
+            pool.start(this::start); // INV: NO-SILENT-ERROR — each worker registered before it starts
+        }
         if (signals != null) {
             a.signals(signals);
+        }
+        if (shapeChange != null) {
+            a.onShapeChange(shapeChange);
         }
         start("millrace-assembler", () -> {
             try (spill) {
@@ -191,7 +237,7 @@ public final class Pipeline implements AutoCloseable {
     public boolean submit(Batch batch) throws InterruptedException {
         try {
             submitted.incrementAndGet();
-            batches.send(batch);
+            batches.send(Staged.ready(batch));
             return true;
         } catch (Channel.Stopped s) {
             return false;
@@ -218,7 +264,7 @@ public final class Pipeline implements AutoCloseable {
         return batches.size();
     }
 
-    private interface Loop {
+    interface Loop {
         void run() throws Exception;
     }
 

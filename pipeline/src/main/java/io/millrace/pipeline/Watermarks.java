@@ -195,6 +195,11 @@ public final class Watermarks {
         }
     }
 
+    /** True when a window is open on {@code table}: its streamed changes must reach {@link #changed} decoded. */
+    boolean watches(TableRef table) {
+        return openCount > 0 && open.containsKey(table);
+    }
+
     void truncated(TableRef table) {
         List<Window> ws = open.get(table);
         if (ws != null) {
