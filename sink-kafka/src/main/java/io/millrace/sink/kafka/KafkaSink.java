@@ -372,6 +372,11 @@ public final class KafkaSink implements Sink {
                 throw unreachable("creating topic " + t.name(), e);
             }
             topics.add(t.name());
+            if (producer != null) {
+                // Learn the new topic's leader before the first send: a send that races the metadata fails its first
+                // batches (and retries the ones behind them) — correct, but seconds slower.
+                producer.partitionsFor(t.name());
+            }
         }
     }
 

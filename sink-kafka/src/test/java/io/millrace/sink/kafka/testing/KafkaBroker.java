@@ -89,7 +89,7 @@ public final class KafkaBroker implements AutoCloseable {
                 .setClusterId(Uuid.randomUuid().toString())
                 .setControllerListenerName("CONTROLLER")
                 .setMetadataLogDirectory(config.metadataLogDir())
-                .setDirectories(List.of(dir.resolve("data").toString()))
+                .setDirectories(List.of(p.getProperty("log.dirs").split(",")))
                 .run();
         KafkaRaftServer server = new KafkaRaftServer(config, Time.SYSTEM);
         String bootstrap = "127.0.0.1:" + port;
@@ -144,6 +144,17 @@ public final class KafkaBroker implements AutoCloseable {
         return read(topic, "read_uncommitted");
     }
 
+    /** How many records with a value (tombstones left out) a {@code read_committed} consumer reads from {@code topic}. */
+    public long countCommitted(String topic) {
+        long[] n = {0};
+        read(topic, "read_committed", r -> {
+            if (r.value() != null) {
+                n[0]++;
+            }
+        });
+        return n[0];
+    }
+
     /** The topics that exist, internal ones left out. */
     public Set<String> topics() throws Exception {
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
@@ -152,6 +163,12 @@ public final class KafkaBroker implements AutoCloseable {
     }
 
     private List<ConsumerRecord<String, String>> read(String topic, String isolation) {
+        List<ConsumerRecord<String, String>> out = new ArrayList<>();
+        read(topic, isolation, out::add);
+        return out;
+    }
+
+    private void read(String topic, String isolation, java.util.function.Consumer<ConsumerRecord<String, String>> each) {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers());
         p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
@@ -159,7 +176,6 @@ public final class KafkaBroker implements AutoCloseable {
         p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "5000");
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-        List<ConsumerRecord<String, String>> out = new ArrayList<>();
         try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
             List<TopicPartition> parts = new ArrayList<>();
             for (PartitionInfo i : c.partitionsFor(topic, Duration.ofSeconds(30))) {
@@ -175,11 +191,10 @@ public final class KafkaBroker implements AutoCloseable {
                     throw new AssertionError("could not read " + topic + " to its end " + end + " in 120 s");
                 }
                 for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
-                    out.add(r);
+                    each.accept(r);
                 }
             }
         }
-        return out;
     }
 
     private static boolean reached(KafkaConsumer<?, ?> c, Collection<Map.Entry<TopicPartition, Long>> end) {
