@@ -1,0 +1,125 @@
+package io.millrace.cli.online;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A copy of io.millrace.cli.crash.EngineProcess (package-private there): {@code millrace run <config>} in a JVM of its own, with the test's class path, its output (stdout
+ * and stderr) in a log file. {@link #kill()} sends SIGKILL ({@link Process#destroyForcibly()} on
+ * Linux), {@link #terminate} SIGTERM ({@link Process#destroy()}).
+ */
+final class OnlineEngineProcess {
+    /** Exit status of a process that SIGKILL ended: 128 + 9. */
+    static final int SIGKILL_EXIT = 137;
+
+    /** Exit status of a process halted at an armed fault point ({@code io.millrace.core.fault.Faults.CRASH_EXIT}). */
+    static final int FAULT_EXIT = io.millrace.core.fault.Faults.CRASH_EXIT;
+
+    /** Waits up to {@code millis} for the process to end by itself; returns its exit status, or -1 while it runs. */
+    int awaitExit(long millis) throws InterruptedException {
+        return process.waitFor(millis, TimeUnit.MILLISECONDS) ? process.exitValue() : -1;
+    }
+
+    private final Process process;
+    private final Path log;
+    private final long startedNanos;
+
+    private OnlineEngineProcess(Process process, Path log, long startedNanos) {
+        this.process = process;
+        this.log = log;
+        this.startedNanos = startedNanos;
+    }
+
+    static OnlineEngineProcess start(Path config, Path log) throws IOException {
+        return start(config, log, List.of());
+    }
+
+    /** As {@link #start(Path, Path)}, with more JVM options, e.g. {@code -Dmillrace.fault=sink.postgres.after-commit:crash:3}. */
+    static OnlineEngineProcess start(Path config, Path log, List<String> jvmOptions) throws IOException {
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        List<String> cmd = new java.util.ArrayList<>(List.of(java, "-Xmx384m", "-XX:+UseSerialGC"));
+        cmd.addAll(jvmOptions);
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.millrace.cli.Main", "run", config.toAbsolutePath().toString()));
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
+        pb.environment().put("MILLRACE_LOG_LEVEL", "INFO");
+        long t0 = System.nanoTime();
+        return new OnlineEngineProcess(pb.start(), log, t0);
+    }
+
+    long pid() {
+        return process.pid();
+    }
+
+    boolean alive() {
+        return process.isAlive();
+    }
+
+    long millisSinceStart() {
+        return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startedNanos);
+    }
+
+    Path log() {
+        return log;
+    }
+
+    /** Writes the JVM's thread dump (jcmd Thread.print) next to the log, for diagnosis; best effort. */
+    void threadDump() {
+        Path out = log.resolveSibling(log.getFileName().toString().replace(".log", ".threads.txt"));
+        try {
+            String jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd").toString();
+            Process p = new ProcessBuilder(jcmd, Long.toString(process.pid()), "Thread.print").redirectErrorStream(true)
+                    .redirectOutput(out.toFile()).start();
+            p.waitFor(20, TimeUnit.SECONDS);
+        } catch (IOException e) {
+            // diagnosis only
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** SIGKILL; returns the exit status (137 when the signal ended it). */
+    int kill() throws InterruptedException {
+        process.destroyForcibly();
+        if (!process.waitFor(30, TimeUnit.SECONDS)) {
+            throw new AssertionError("engine pid " + process.pid() + " still alive 30 s after SIGKILL");
+        }
+        return process.exitValue();
+    }
+
+    /** SIGTERM, then waits up to {@code seconds}; returns the exit status, or -1 if it did not end in time. */
+    int terminate(int seconds) throws InterruptedException {
+        process.destroy();
+        if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
+            return -1;
+        }
+        return process.exitValue();
+    }
+
+    /** Kills it without waiting for anything but its end (clean-up after a failure). */
+    void destroyQuietly() {
+        process.destroyForcibly();
+        try {
+            process.waitFor(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    String logText() {
+        try {
+            return Files.readString(log, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            return "(cannot read " + log + ": " + e + ")";
+        }
+    }
+
+    /** The last {@code lines} lines of the log, for failure messages. */
+    String logTail(int lines) {
+        List<String> all = logText().lines().toList();
+        return String.join("\n", all.subList(Math.max(0, all.size() - lines), all.size()));
+    }
+}
