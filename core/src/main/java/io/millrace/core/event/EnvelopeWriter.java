@@ -79,6 +79,8 @@ public final class EnvelopeWriter {
     private static final SerializedString V_POSTGRESQL = new SerializedString("postgresql");
     private static final SerializedString V_TRUE = new SerializedString("true");
     private static final SerializedString V_FALSE = new SerializedString("false");
+    /** Debezium's value for rows of an incremental snapshot; Millrace's online snapshot rows have a stream position. */
+    private static final SerializedString V_INCREMENTAL = new SerializedString("incremental");
     private static final SerializedString V_UNAVAILABLE = new SerializedString(UNAVAILABLE_VALUE);
     private static final SerializedString[] OP_CODES = opCodes();
     private static final char[] SEQUENCE_PREFIX = "[null,\"".toCharArray();
@@ -139,7 +141,7 @@ public final class EnvelopeWriter {
             gen.writeFieldName(TS_MS);
             gen.writeNumber(Math.floorDiv(micros, 1000L));
             gen.writeFieldName(F_SNAPSHOT);
-            gen.writeString(e.snapshot() ? V_TRUE : V_FALSE);
+            gen.writeString(!e.snapshot() ? V_FALSE : e.position().commitLsn().equals(io.millrace.core.Lsn.ZERO) ? V_TRUE : V_INCREMENTAL);
             gen.writeFieldName(F_DB);
             gen.writeString(database);
             gen.writeFieldName(F_SEQUENCE);
