@@ -55,7 +55,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class CrashMatrixIT {
     static final int DEFAULT_TRIALS = 8;
     static final int SNAPSHOT_TRIALS = 2;
-    static final long FAULT_WAIT_MS = 20_000;
+    static final long FAULT_WAIT_MS = 30_000;
     /**
      * Whether the server streams the large transactions in progress. Off by default until the defect that
      * {@code engine/.../faults/StreamedRelationIT} reproduces is fixed (docs/RELIABILITY.md, "Known defects").
@@ -140,7 +140,7 @@ class CrashMatrixIT {
                     String point = snapshotTrial ? SNAPSHOT_POINTS.get(snapshotPoint++ % SNAPSHOT_POINTS.size())
                             : STREAM_POINTS.get(streamPoint++ % STREAM_POINTS.size());
                     // a snapshot hands a batch to the writer every 4 MB of rows: few mid-chunk hits per table
-                    int hit = point.startsWith("snapshot.") ? 1 : 1 + rnd.nextInt(snapshotTrial ? 3 : 40);
+                    int hit = point.startsWith("snapshot.") ? 1 : 1 + rnd.nextInt(snapshotTrial ? 3 : 6);
                     String spec = point + ":crash:" + hit;
                     engine = EngineProcess.start(config, log, List.of("-Dmillrace.fault=" + spec));
                     code = engine.awaitExit(FAULT_WAIT_MS);
