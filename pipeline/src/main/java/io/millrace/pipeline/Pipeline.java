@@ -106,6 +106,13 @@ public final class Pipeline implements AutoCloseable {
     }
 
     private volatile Assembler.Signals signals;
+    private volatile DecodePool.Hook decodeHook = () -> {
+    };
+
+    /** Test seam: runs on a decoder before each chunk (stress tests inject delays). Call before {@link #startStreaming}. */
+    void decodeHook(DecodePool.Hook hook) {
+        this.decodeHook = hook;
+    }
     private volatile java.util.function.BiConsumer<io.millrace.core.schema.RelationInfo, io.millrace.core.schema.RelationInfo> shapeChange;
 
     /**
@@ -180,6 +187,7 @@ public final class Pipeline implements AutoCloseable {
                 });
         this.assembler = a;
         if (pool != null) {
+            pool.hook(decodeHook);
             a.decodePool(pool);
             pool.start(this::start); // INV: NO-SILENT-ERROR — each worker registered before it starts
         }

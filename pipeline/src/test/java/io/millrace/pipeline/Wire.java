@@ -1,0 +1,91 @@
+package io.millrace.pipeline;
+
+import java.io.ByteArrayOutputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+
+/** pgoutput protocol v1 messages, byte for byte as the walsender sends them (PostgreSQL docs, "Logical Replication Message Formats"). */
+final class Wire {
+    static final int INT8 = 20;
+    static final int TEXT = 25;
+
+    private Wire() {
+    }
+
+    private interface Body {
+        void write(DataOutputStream o) throws IOException;
+    }
+
+    private static byte[] msg(char type, Body body) {
+        ByteArrayOutputStream b = new ByteArrayOutputStream();
+        try (DataOutputStream o = new DataOutputStream(b)) {
+            o.writeByte(type);
+            body.write(o);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return b.toByteArray();
+    }
+
+    private static void cstring(DataOutputStream o, String s) throws IOException {
+        o.write(s.getBytes(StandardCharsets.UTF_8));
+        o.writeByte(0);
+    }
+
+    static byte[] begin(long finalLsn, long xid) {
+        return msg('B', o -> {
+            o.writeLong(finalLsn);
+            o.writeLong(0);
+            o.writeInt((int) xid);
+        });
+    }
+
+    static byte[] commit(long commitLsn, long endLsn) {
+        return msg('C', o -> {
+            o.writeByte(0);
+            o.writeLong(commitLsn);
+            o.writeLong(endLsn);
+            o.writeLong(0);
+        });
+    }
+
+    /** Table public.{@code name}: column "id" int8 (the key), then "v" text. */
+    static byte[] relation(int oid, String name) {
+        return msg('R', o -> {
+            o.writeInt(oid);
+            cstring(o, "public");
+            cstring(o, name);
+            o.writeByte('d');
+            o.writeShort(2);
+            o.writeByte(1);
+            cstring(o, "id");
+            o.writeInt(INT8);
+            o.writeInt(-1);
+            o.writeByte(0);
+            cstring(o, "v");
+            o.writeInt(TEXT);
+            o.writeInt(-1);
+        });
+    }
+
+    /** An insert of (id, v) in text format; {@code id} is written as given, so a non-number fails to decode. */
+    static byte[] insert(int oid, String id, String v) {
+        return msg('I', o -> {
+            o.writeInt(oid);
+            o.writeByte('N');
+            o.writeShort(2);
+            for (String s : new String[]{id, v}) {
+                if (s == null) {
+                    o.writeByte('n');
+                } else {
+                    byte[] b = s.getBytes(StandardCharsets.UTF_8);
+                    o.writeByte('t');
+                    o.writeInt(b.length);
+                    o.write(b);
+                }
+            }
+        });
+    }
+}
