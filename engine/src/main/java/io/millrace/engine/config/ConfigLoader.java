@@ -119,7 +119,10 @@ public final class ConfigLoader {
             throw Node.error("pipeline.batch_kb", "(" + (batch >> 10) + ") must be at most half of pipeline.memory_budget_mb ("
                     + (budget >> 20) + " MB)");
         }
-        Pipeline.Options pipeline = new Pipeline.Options(budget, batch, Math.min(budget / 2, batch * 4), linger);
+        // Streamed rows decoded by a pool of this many threads (0: on the assembler thread); docs/BENCHMARKS.md has the measurements.
+        int decoders = p.integer("decoders", pd.decoders(), 0, 256);
+        int decodeChunk = p.integer("decode_chunk_rows", pd.decodeChunkRows(), 1, 1 << 20);
+        Pipeline.Options pipeline = new Pipeline.Options(budget, batch, Math.min(budget / 2, batch * 4), linger, decoders, decodeChunk);
         String spill = p.string("spill_dir", null);
         java.nio.file.Path spillDir = spill != null ? base.resolve(spill)
                 : java.nio.file.Path.of(System.getProperty("java.io.tmpdir"), "millrace-spill-" + source.slot());
