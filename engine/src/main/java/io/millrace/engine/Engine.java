@@ -75,8 +75,6 @@ public final class Engine {
     private volatile Pipeline pipeline;
     private volatile ReplicationReader reader;
     private volatile io.millrace.snapshot.online.OnlineSnapshotter online;
-    /** Tables to copy online once streaming runs (added to the configuration, or left by an interrupted initial snapshot). */
-    private final List<TableRef> copyOnline = new ArrayList<>();
     private volatile List<TableRef> captured = List.of();
     private volatile String lastError;
     private volatile SlotMonitor.Sample slotSample;
@@ -162,7 +160,7 @@ public final class Engine {
                 config.source().publication(), durable, m == null ? null : m.serverLsn().toString(),
                 m == null || m.confirmedLsn() == null ? null : m.confirmedLsn().toString(), m == null ? -1 : m.retainedBytes(), lagBytes,
                 st == null || st.lastCommitMicros() == 0 ? -1 : st.lastLatencyMicros() / 1000, st == null ? 0 : st.eventsWritten(),
-                p == null ? 0 : p.budget().used(), config.pipeline().budgetBytes(), tables, lastError);
+                p == null ? 0 : p.budget().used(), config.pipeline().budgetBytes(), tables, lastError, onlineStatus());
     }
 
     public State state() {
@@ -217,7 +215,7 @@ public final class Engine {
                 report = Preflight.run(src, meta);
                 for (Preflight.Check c : report.checks()) {
                     if (c.status() == Preflight.Status.WARN) {
-                        LOG.warn("preflight: {} — {} (fix: {})", c.name(), c.detail(), c.fix());
+                        LOG.warn("preflight: {} — {}{}", c.name(), c.detail(), c.fix() == null ? "" : " (fix: " + c.fix() + ")");
                     }
                 }
                 report.throwIfFailed();
@@ -294,13 +292,29 @@ public final class Engine {
                     }
                     LOG.info("created publication '{}' for {} table(s)", src.publication(), report.tables().size());
                 } else if (!report.unpublished().isEmpty()) {
+                    if (withCheckpoint == sinks.size() && !interrupted && config.snapshotMode() != EngineConfig.SnapshotMode.NEVER) {
+                        // Tables added to a pipeline that streams are copied while it streams. INV: RESUME — the copy is recorded
+                        // in every destination before the table joins the publication: a crash in between must not leave a
+                        // published table that nobody copies (the next start would find it published and copy nothing).
+                        for (int i = 0; i < sinks.size(); i++) {
+                            Checkpoint cp = found.get(i).orElseThrow();
+                            List<io.millrace.core.change.OnlineTask> tasks = new ArrayList<>(cp.online());
+                            for (TableRef t : report.unpublished()) {
+                                if (tasks.stream().noneMatch(x -> x.table().equals(t.toString()))) {
+                                    tasks.add(io.millrace.core.change.OnlineTask.whole(t.toString(), null));
+                                }
+                            }
+                            Checkpoint next = cp.withOnline(tasks);
+                            if (!next.equals(cp)) {
+                                sinks.get(i).write(List.of(), next); // the writer has not started: this thread owns the sinks
+                                found.set(i, Optional.of(next));
+                            }
+                        }
+                    }
                     try (Connection c = conns.open()) {
                         slots.addToPublication(c, report.unpublished());
                     }
                     LOG.info("added {} to publication '{}'", report.unpublished(), src.publication());
-                    if (withCheckpoint == sinks.size() && !interrupted && config.snapshotMode() != EngineConfig.SnapshotMode.NEVER) {
-                        copyOnline.addAll(report.unpublished()); // tables added to a pipeline that streams: copied while it streams
-                    }
                 }
                 captured = report.tables();
                 if (signal != null && report.publicationExists()) {
@@ -325,7 +339,7 @@ public final class Engine {
                                 // is running, so the next start copies the tables again (INV: RESUME).
                                 transition(State.SNAPSHOTTING, State.STOPPING);
                                 transition(State.STOPPING, State.STOPPED);
-                                LOG.info("stopped during the snapshot; the next start copies the tables again");
+                                LOG.info("stopped during the snapshot; the next start continues it (on PostgreSQL 14+ the tables that landed stay)");
                                 return;
                             }
                             break;
@@ -477,7 +491,7 @@ public final class Engine {
         }
         List<io.millrace.core.change.OnlineTask> resumed = low.online();
         if (serverVersion < 140000) {
-            if (!resumed.isEmpty() || !copyOnline.isEmpty()) {
+            if (!resumed.isEmpty()) {
                 throw new MillraceException(Kind.SOURCE_SETUP, "online snapshots need PostgreSQL 14 or newer (logical messages in"
                         + " pgoutput); this server is " + serverVersion + ". Copy the tables with a fresh pipeline instead");
             }
@@ -499,9 +513,6 @@ public final class Engine {
                 }, config.online(), snapshotListener, p.failure()::report);
         online = o;
         o.start(resumed);
-        for (TableRef t : copyOnline) {
-            o.submit(t, null);
-        }
     }
 
     /**
@@ -642,6 +653,15 @@ public final class Engine {
         } else {
             o.resume();
         }
+    }
+
+    private EngineStatus.Online onlineStatus() {
+        io.millrace.snapshot.online.OnlineSnapshotter o = online;
+        if (o == null) {
+            return null;
+        }
+        return new EngineStatus.Online(o.paused(), o.progress().stream().map(t -> new EngineStatus.Task(t.table(), t.filter(), t.rowsDone(),
+                t.remaining().size())).toList(), o.chunksRead(), o.chunksRetried(), o.peakBufferedRows());
     }
 
     /** The online snapshots under way (empty when none), for status and tests. */
