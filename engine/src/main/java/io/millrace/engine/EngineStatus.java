@@ -22,10 +22,32 @@ import java.util.List;
  * @param budgetLimit     the configured budget
  * @param tables          per-table phase and counters
  * @param lastError       the error that stopped the engine, or null
+ * @param online          online snapshots: under way, paused, figures; null when none can run
  */
 public record EngineStatus(String name, String state, String source, String slot, String publication, String durableLsn,
                            String serverLsn, String confirmedLsn, long retainedWalBytes, long lagBytes, long lagMillis,
-                           long eventsWritten, long budgetUsed, long budgetLimit, List<Table> tables, String lastError) {
+                           long eventsWritten, long budgetUsed, long budgetLimit, List<Table> tables, String lastError, Online online) {
+
+    public EngineStatus(String name, String state, String source, String slot, String publication, String durableLsn,
+                        String serverLsn, String confirmedLsn, long retainedWalBytes, long lagBytes, long lagMillis,
+                        long eventsWritten, long budgetUsed, long budgetLimit, List<Table> tables, String lastError) {
+        this(name, state, source, slot, publication, durableLsn, serverLsn, confirmedLsn, retainedWalBytes, lagBytes, lagMillis,
+                eventsWritten, budgetUsed, budgetLimit, tables, lastError, null);
+    }
+
+    /**
+     * @param paused            whether online snapshots are paused
+     * @param tasks             the copies under way: table, filter, rows landed, key ranges left
+     * @param chunksRead        chunks read since start
+     * @param chunksReadAgain   chunks read again (their snapshot missed a transaction just before the low watermark)
+     * @param peakBufferedRows  the most chunk rows held in memory at once
+     */
+    public record Online(boolean paused, List<Task> tasks, long chunksRead, long chunksReadAgain, long peakBufferedRows) {
+    }
+
+    /** One online snapshot under way. */
+    public record Task(String table, String filter, long rowsDone, int rangesLeft) {
+    }
 
     /**
      * @param table         {@code schema.table}

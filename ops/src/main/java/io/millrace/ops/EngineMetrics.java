@@ -54,6 +54,13 @@ public final class EngineMetrics {
                 .description("1 while the engine snapshots or streams").register(registry);
         FunctionCounter.builder("millrace_errors", this, m -> m.status().lastError() == null ? 0 : 1)
                 .description("errors that stopped the engine").register(registry);
+        Gauge.builder("millrace_online_snapshots", this, m -> m.status().online() == null ? 0 : m.status().online().tasks().size())
+                .description("online snapshots under way").register(registry);
+        FunctionCounter.builder("millrace_online_snapshot_chunks", this, m -> m.status().online() == null ? 0 : m.status().online().chunksRead())
+                .description("online snapshot chunks read").register(registry);
+        Gauge.builder("millrace_online_snapshot_buffered_rows_peak", this,
+                        m -> m.status().online() == null ? 0 : m.status().online().peakBufferedRows())
+                .description("the most online snapshot rows held in memory at once").register(registry);
     }
 
     /** The status, refreshed at most every 100 ms (one scrape reads many gauges). */

@@ -127,7 +127,9 @@ class ControlApiIT {
             assertThat(count("SELECT count(*) FROM public.orders")).as("paused").isEqualTo(2000);
             assertThat(post(port, "/snapshot/resume", TOKEN, null).statusCode()).isEqualTo(200);
             await("SELECT count(*) FROM public.orders", 3000);
-            assertThat(get(port, "/status")).doesNotContain(TOKEN);
+            String status = get(port, "/status");
+            assertThat(status).doesNotContain(TOKEN).contains("\"online\":{\"paused\":false");
+            assertThat(get(port, "/metrics")).contains("millrace_online_snapshot_chunks_total").doesNotContain(TOKEN);
         } finally {
             engine.stop();
             t.join(30_000);
