@@ -47,6 +47,8 @@ public final class PipelineStats {
     private volatile long lastLatencyMicros;
     private volatile DurableListener listener = (n, l) -> {
     };
+    /** Told the commit-to-durable latency of every streamed event (benchmarks); null: nobody asked. */
+    private volatile java.util.function.LongConsumer eachLatency;
 
     void written(List<ChangeEvent> events) {
         eventsWritten.addAndGet(events.size());
@@ -70,6 +72,16 @@ public final class PipelineStats {
             }
         }
         long now = System.currentTimeMillis();
+        java.util.function.LongConsumer each = eachLatency;
+        if (each != null) {
+            java.time.Instant t = java.time.Instant.now(); // microsecond resolution on Linux
+            long nowMicros = t.getEpochSecond() * 1_000_000L + t.getNano() / 1000;
+            for (ChangeEvent e : events) {
+                if (!e.snapshot()) {
+                    each.accept(nowMicros - e.commitTimeMicros());
+                }
+            }
+        }
         if (newestCommit > 0) {
             lastCommitMicros = newestCommit;
             lastLatencyMicros = Math.max(0, now * 1000 - newestCommit);
@@ -93,6 +105,15 @@ public final class PipelineStats {
 
     public void listener(DurableListener l) {
         this.listener = l;
+    }
+
+    /**
+     * Receives, on the writer thread right after each batch is durable in every sink, the latency from
+     * source commit to durable of each streamed event in it, in microseconds (source and Millrace
+     * clocks; on one machine, one clock). For benchmarks: it runs once per event.
+     */
+    public void eachLatency(java.util.function.LongConsumer latencyMicros) {
+        this.eachLatency = latencyMicros;
     }
 
     public long eventsWritten() {
