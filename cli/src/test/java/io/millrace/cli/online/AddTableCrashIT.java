@@ -21,8 +21,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * SIGKILL right after a table added to the configuration was added to the publication, before any
  * checkpoint recorded that it must be copied. INV: RESUME — the next start must still copy it: the
  * table is in the publication by then, so it no longer looks "added", and only a durable record of the
- * pending copy can tell. (When the kill comes too late — a checkpoint already holds the task — the test
- * is skipped: it proves nothing then.)
+ * pending copy can tell. The engine therefore records the copy in every destination before it alters the
+ * publication; the test asserts that order, then that the restart copies the table.
  */
 class AddTableCrashIT {
     private static EmbeddedPg pg;
