@@ -36,7 +36,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <p>Arguments: {@code child <contestant-id> key=value...} with keys {@code port}, {@code rows},
  * {@code slot}, {@code dir} (a scratch folder), {@code endLsn} (streaming: the WAL position after the
- * last insert), {@code timeoutSeconds}.
+ * last insert), {@code timeoutSeconds}, {@code kafka} (bootstrap servers, for the Kafka contestants).
  */
 final class Child {
     private final Contestant c;
@@ -46,6 +46,8 @@ final class Child {
     private final Path dir;
     private final Lsn endLsn;
     private final long timeoutNanos;
+    /** Bootstrap servers of the benchmark's broker (--kafka), or null. */
+    private final String kafka;
 
     private Child(Contestant c, Map<String, String> a) {
         this.c = c;
@@ -55,6 +57,7 @@ final class Child {
         this.dir = Path.of(a.get("dir"));
         this.endLsn = a.containsKey("endLsn") ? Lsn.parse(a.get("endLsn")) : null;
         this.timeoutNanos = TimeUnit.SECONDS.toNanos(Long.parseLong(a.getOrDefault("timeoutSeconds", "1800")));
+        this.kafka = a.get("kafka");
     }
 
     static int main(List<String> args) throws Exception {
@@ -156,6 +159,7 @@ final class Child {
                 "  - name: out",
                 "    type: " + (c.dest().equals("null") ? "discard" : c.dest()), // discard: the engine's null destination
                 c.dest().equals("jsonl") ? "    directory: " + dir.resolve("events") : "",
+                c.dest().equals("kafka") ? "    bootstrap_servers: \"" + kafka + "\"\n    topic_prefix: " + slot : "",
                 "");
     }
 
@@ -271,9 +275,20 @@ final class Child {
         AtomicLong bytes = new AtomicLong();
         CountDownLatch done = new CountDownLatch(1);
         AtomicReference<Throwable> error = new AtomicReference<>();
+        // "kafka": every record goes to the broker, as Debezium Server's Kafka sink sends it (the same producer settings as
+        // Millrace's kafka destination, but not transactional); a batch counts once the producer has flushed it.
+        org.apache.kafka.clients.producer.Producer<String, String> producer = "kafka".equals(c.dest()) ? producer() : null;
         DebeziumEngine<ChangeEvent<String, String>> engine = DebeziumEngine.create(Json.class)
                 .using(p)
                 .notifying((List<ChangeEvent<String, String>> records, DebeziumEngine.RecordCommitter<ChangeEvent<String, String>> committer) -> {
+                    if (producer != null) {
+                        for (ChangeEvent<String, String> r : records) {
+                            if (r.destination().endsWith(".public.bench")) {
+                                producer.send(new org.apache.kafka.clients.producer.ProducerRecord<>(slot + ".public.bench", r.key(), r.value()));
+                            }
+                        }
+                        producer.flush();
+                    }
                     long b = 0;
                     for (ChangeEvent<String, String> r : records) {
                         if (r.value() != null && r.destination().endsWith(".public.bench")) {
@@ -306,6 +321,9 @@ final class Child {
         engine.close();
         ex.shutdown();
         ex.awaitTermination(60, TimeUnit.SECONDS);
+        if (producer != null) {
+            producer.close();
+        }
         if (doneAt.get() == 0) {
             throw new IllegalStateException("Debezium " + (finished ? "stopped" : "timed out") + " after " + count.get() + " of " + rows
                     + " rows" + (error.get() == null ? "" : ": " + error.get()), error.get());
@@ -313,5 +331,19 @@ final class Child {
         System.err.println("debezium: " + count.get() + " records, " + bytes.get() + " chars of key+value JSON");
         System.err.println("debezium: CPU by thread (threads of one name summed): " + threads);
         return new long[]{count.get(), doneAt.get() - start, firstAt.get() - start};
+    }
+
+    private org.apache.kafka.clients.producer.Producer<String, String> producer() {
+        Properties p = new Properties();
+        p.setProperty("bootstrap.servers", kafka);
+        p.setProperty("acks", "all");
+        p.setProperty("enable.idempotence", "true");
+        p.setProperty("compression.type", "lz4");
+        p.setProperty("linger.ms", "5");
+        p.setProperty("batch.size", Integer.toString(256 * 1024));
+        p.setProperty("buffer.memory", Long.toString(64L * 1024 * 1024));
+        p.setProperty("key.serializer", "org.apache.kafka.common.serialization.StringSerializer");
+        p.setProperty("value.serializer", "org.apache.kafka.common.serialization.StringSerializer");
+        return new org.apache.kafka.clients.producer.KafkaProducer<>(p);
     }
 }

@@ -13,7 +13,8 @@ import java.util.List;
  * @param limit    id of the PostgreSQL limit this contestant is compared with (itself for a limit)
  * @param binary   for streaming: values in binary (pgoutput {@code binary 'true'}) instead of text
  * @param dest     for Millrace: the destination, {@code null} (configured as {@code type: discard}, which drops every
- *                 event) or {@code jsonl}
+ *                 event), {@code jsonl} or {@code kafka}; for Debezium: {@code kafka} sends each record to Kafka with a
+ *                 producer (as Debezium Server's Kafka sink does), otherwise records are only counted
  * @param schemas  for Debezium: JsonConverter {@code schemas.enable}
  */
 public record Contestant(String id, Phase phase, Kind kind, String label, String limit, boolean binary, String dest,
@@ -61,7 +62,14 @@ public record Contestant(String id, Phase phase, Kind kind, String label, String
                 new Contestant("stream-debezium-noschema", Phase.STREAMING, Kind.DEBEZIUM, "Debezium embedded, JSON schemas off",
                         "stream-recvlogical", false, null, false),
                 new Contestant("stream-debezium-schema", Phase.STREAMING, Kind.DEBEZIUM, "Debezium embedded, JSON defaults (schemas on)",
-                        "stream-recvlogical", false, null, true));
+                        "stream-recvlogical", false, null, true),
+                // --kafka: into the broker in the orchestrator's JVM
+                new Contestant("stream-millrace-kafka-text", Phase.STREAMING, Kind.MILLRACE, "Millrace → Kafka (exactly once), text",
+                        "stream-recvlogical", false, "kafka", false),
+                new Contestant("stream-millrace-kafka-binary", Phase.STREAMING, Kind.MILLRACE, "Millrace → Kafka (exactly once), binary",
+                        "stream-recvlogical-binary", true, "kafka", false),
+                new Contestant("stream-debezium-kafka", Phase.STREAMING, Kind.DEBEZIUM,
+                        "Debezium embedded → Kafka producer, JSON schemas off", "stream-recvlogical", false, "kafka", false));
     }
 
     public static Contestant byId(String id) {

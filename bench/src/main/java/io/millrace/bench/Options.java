@@ -6,7 +6,7 @@ import java.util.List;
 
 /** Command-line options of a benchmark run (see {@link #USAGE}). */
 record Options(long rows, int repeat, int txRows, String xmx, List<String> only, List<String> skip, Path work, boolean keep, Path out,
-               Path recvlogical, String jfr, int timeoutSeconds, int pgMajor) {
+               Path recvlogical, String jfr, int timeoutSeconds, int pgMajor, boolean kafka) {
 
     static final String USAGE = """
             usage: java -jar bench/target/millrace-bench.jar [options]          the side-by-side run
@@ -26,6 +26,8 @@ record Options(long rows, int repeat, int txRows, String xmx, List<String> only,
               --jfr ID[,ID]       record a JFR profile (settings=profile) of these contestants (ID.jfr next to --out)
               --timeout S         per contestant (default 1800)
               --pg-major N        embedded PostgreSQL major (default 15, to match pg_recvlogical)
+              --kafka             also stream into Kafka: a KRaft broker in this JVM, Millrace's kafka destination
+                                  (exactly once) beside Debezium embedded with a Kafka producer (stream-*-kafka*)
             """;
 
     static Options parse(List<String> args, Path defaultOut) {
@@ -42,10 +44,15 @@ record Options(long rows, int repeat, int txRows, String xmx, List<String> only,
         String jfr = null;
         int timeout = 1800;
         int major = 15;
+        boolean kafka = false;
         for (int i = 0; i < args.size(); i++) {
             String a = args.get(i);
             if (a.equals("--keep")) {
                 keep = true;
+                continue;
+            }
+            if (a.equals("--kafka")) {
+                kafka = true;
                 continue;
             }
             if (a.equals("--help") || a.equals("-h")) {
@@ -74,10 +81,13 @@ record Options(long rows, int repeat, int txRows, String xmx, List<String> only,
         if (rows < 1 || txRows < 1 || repeat < 1) {
             throw new IllegalArgumentException("--rows, --repeat and --tx-rows must be positive");
         }
-        return new Options(rows, repeat, txRows, xmx, only, skip, work, keep, out, recv, jfr, timeout, major);
+        return new Options(rows, repeat, txRows, xmx, only, skip, work, keep, out, recv, jfr, timeout, major, kafka);
     }
 
     boolean selected(Contestant c) {
+        if ("kafka".equals(c.dest()) && !kafka) {
+            return false; // the Kafka contestants need --kafka (a broker)
+        }
         boolean in = only.isEmpty() || only.stream().anyMatch(p -> c.id().startsWith(p));
         return in && skip.stream().noneMatch(p -> c.id().startsWith(p));
     }

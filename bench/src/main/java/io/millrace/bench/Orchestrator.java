@@ -33,6 +33,8 @@ import java.util.stream.Stream;
 final class Orchestrator {
     private final Options o;
     private final PrintStreamLog log = new PrintStreamLog();
+    /** --kafka: the broker the Kafka contestants write to, in this JVM. */
+    private io.millrace.sink.kafka.testing.KafkaBroker kafka;
 
     Orchestrator(Options o) {
         this.o = o;
@@ -63,6 +65,10 @@ final class Orchestrator {
         log.info("scratch folder %s, child logs in %s", work, logs);
         Results results = new Results();
         String rowSizes;
+        if (selected.stream().anyMatch(x -> "kafka".equals(x.dest()))) {
+            kafka = io.millrace.sink.kafka.testing.KafkaBroker.start();
+            log.info("Kafka broker (KRaft, in this JVM) at %s", kafka.bootstrapServers());
+        }
         try (EmbeddedPg pg = EmbeddedPg.builder().major(o.pgMajor()).dataDirectory(work.resolve("pgdata"), true)
                 .setting("shared_buffers", "512MB")
                 .setting("max_wal_size", "8GB")
@@ -130,6 +136,9 @@ final class Orchestrator {
                 }
             }
         } finally {
+            if (kafka != null) {
+                kafka.close();
+            }
             if (!o.keep()) {
                 deleteTree(work);
             }
@@ -214,6 +223,14 @@ final class Orchestrator {
         if (m.ok() && m.rows() != o.rows()) {
             m = Measurement.failed("counted " + m.rows() + " rows, expected " + o.rows(), load);
         }
+        if (m.ok() && "kafka".equals(x.dest())) {
+            // what a read_committed consumer finds in the contestant's topic
+            long inKafka = kafka.countCommitted(x.slot(run) + ".public.bench");
+            log.info("%-32s %,d records in topic %s.public.bench (read_committed)", name, inKafka, x.slot(run));
+            if (inKafka != o.rows()) {
+                m = Measurement.failed(inKafka + " records in Kafka, expected " + o.rows(), load);
+            }
+        }
         if (m.ok()) {
             log.info("%-32s %,d rows in %.2f s = %,.0f rows/s, peak RSS %d MB", name, m.rows(), m.seconds(), m.rowsPerSecond(),
                     m.peakRssKb() / 1024);
@@ -238,6 +255,9 @@ final class Orchestrator {
                 "port=" + pg.port(), "rows=" + o.rows(), "slot=" + slot, "dir=" + dir, "timeoutSeconds=" + o.timeoutSeconds()));
         if (endLsn != null) {
             cmd.add("endLsn=" + endLsn);
+        }
+        if (kafka != null) {
+            cmd.add("kafka=" + kafka.bootstrapServers());
         }
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(logFile.toFile()).start();
         if (!p.waitFor(o.timeoutSeconds() + 120L, TimeUnit.SECONDS)) {
