@@ -220,6 +220,18 @@ final class FaultRig {
         }
     }
 
+    /**
+     * Stops the load, then waits until the destination equals the source row for row, and checks that every source
+     * transaction is there exactly once (INV: RESUME — every reconnect resumes from the durable checkpoints).
+     */
+    static void assertEqualAndOnce(Connection src, Connection dst, Load load) throws Exception {
+        load.close();
+        io.millrace.engine.RunningEngine.awaitEqual(src, dst, REFS, null, Duration.ofSeconds(90));
+        org.assertj.core.api.Assertions.assertThat(duplicateTxIds(dst)).as("transactions applied twice").isEmpty();
+        org.assertj.core.api.Assertions.assertThat(count(dst, "SELECT count(*) FROM txlog"))
+                .isEqualTo(count(src, "SELECT count(*) FROM txlog")).isGreaterThan(10);
+    }
+
     static List<Long> duplicateTxIds(Connection dst) throws SQLException {
         List<Long> out = new ArrayList<>();
         try (Statement s = dst.createStatement();
