@@ -1,0 +1,36 @@
+package io.millrace.core.fault;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** The fault spec parser; arming itself is exercised by the crash matrix (cli CrashMatrixIT), in JVMs of their own. */
+class FaultsTest {
+    @Test
+    void unarmedInThisJvm() {
+        assertThat(System.getProperty("millrace.fault")).isNull();
+        assertThat(Faults.armed()).isFalse();
+        Faults.hit("sink.postgres.after-commit"); // nothing happens
+    }
+
+    @Test
+    void specsParse() {
+        Map<String, ?> arms = Faults.parse("sink.postgres.after-commit:crash:3, source.before-feedback:delay:200,pipeline.before-durable:fail");
+        assertThat(arms).containsOnlyKeys("sink.postgres.after-commit", "source.before-feedback", "pipeline.before-durable");
+        assertThat(arms.get("sink.postgres.after-commit").toString()).contains("CRASH").contains("arg=3");
+        assertThat(arms.get("source.before-feedback").toString()).contains("DELAY").contains("arg=200");
+        assertThat(arms.get("pipeline.before-durable").toString()).contains("FAIL").contains("arg=1");
+        assertThat(Faults.parse("")).isEmpty();
+    }
+
+    @Test
+    void badSpecsAreRefusedNotIgnored() {
+        assertThatThrownBy(() -> Faults.parse("sink.postgres.after-commit")).hasMessageContaining("is not point:action[:arg]");
+        assertThatThrownBy(() -> Faults.parse("x:explode")).hasMessageContaining("unknown action 'explode'");
+        assertThatThrownBy(() -> Faults.parse("x:crash:many")).hasMessageContaining("'many' in 'x:crash:many' is not a number");
+        assertThatThrownBy(() -> Faults.parse("x:crash:0")).hasMessageContaining("the hit number starts at 1");
+    }
+}
