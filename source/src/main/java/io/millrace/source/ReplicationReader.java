@@ -96,16 +96,22 @@ public final class ReplicationReader implements Runnable {
         stopping = true;
     }
 
+    /** Longest the reader sleeps on the socket before it looks at its durable position and stop flag again. */
+    static final int MAX_WAIT_MILLIS = 20;
+
     @Override
     public void run() {
         String slot = connections.config().slot();
         try (Connection c = connections.openReplication()) {
             PGReplicationStream stream = open(c);
+            // millrace.reader.poll=true: the old poll-and-sleep loop, kept for side-by-side measurements (bench ReaderBench).
+            SocketWait socket = Boolean.getBoolean("millrace.reader.poll") ? null : SocketWait.of(c);
             LOG.info("streaming from slot '{}' at {} (pgoutput proto_version {}, {} values{})", slot, options.startLsn(),
                     options.protoVersion(), options.binary() ? "binary" : "text", options.streaming() ? ", large transactions streamed" : "");
             Lsn reported = Lsn.ZERO;
             long lastStatus = System.nanoTime();
             long statusNanos = TimeUnit.MILLISECONDS.toNanos(options.statusIntervalMillis());
+            int waitMillis = (int) Math.max(1, Math.min(MAX_WAIT_MILLIS, options.statusIntervalMillis()));
             int idleSpins = 0;
             while (!stopping) {
                 Lsn d = durable.get();
@@ -129,14 +135,27 @@ public final class ReplicationReader implements Runnable {
                     budget.awaitRoom(50);
                     continue;
                 }
+                // readPending answers keepalives and sends the periodic status itself (with the flushed
+                // position set above), and returns null once nothing complete is buffered or on the socket.
                 ByteBuffer buf = stream.readPending();
                 if (buf == null) {
                     handler.flush();
                     // All messages read so far were handed over; keepalives moved lastReceiveLSN to the
                     // server's decoding position (what pg_recvlogical confirms when idle).
                     serverCaughtUp = Lsn.of(stream.getLastReceiveLSN().asLong());
-                    idleSpins++;
-                    Thread.sleep(idleSpins < 10 ? 1 : 5);
+                    if (socket != null) {
+                        // Sleep in the kernel until the walsender sends something (a message or a keepalive),
+                        // at most waitMillis: then readPending sends a status if one is due, and the loop sees
+                        // a new durable position or a stop.
+                        try {
+                            socket.await(waitMillis);
+                        } catch (java.io.IOException e) {
+                            throw new SQLException("the replication connection failed while waiting for data: " + e, "08006", e);
+                        }
+                    } else {
+                        idleSpins++;
+                        Thread.sleep(idleSpins < 10 ? 1 : 5);
+                    }
                     continue;
                 }
                 idleSpins = 0;
