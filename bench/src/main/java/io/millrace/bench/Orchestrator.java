@@ -180,6 +180,9 @@ final class Orchestrator {
         if (!o.skip().isEmpty()) {
             a.addAll(List.of("--skip", String.join(",", o.skip())));
         }
+        if (o.kafka()) {
+            a.add("--kafka");
+        }
         return a;
     }
 
