@@ -310,7 +310,7 @@ class ConfigLoaderTest {
 
     @Test
     void anUnknownDestinationTypeListsTheKnownOnes() {
-        assertThat(fail(SOURCE + "destinations:\n  - {name: k, type: kafka}\n")).contains("destinations[0].type must be one of postgres, jsonl");
+        assertThat(fail(SOURCE + "destinations:\n  - {name: k, type: kinesis}\n")).contains("destinations[0].type must be one of postgres, jsonl, duckdb, kafka");
         assertThat(fail(SOURCE + "destinations:\n  - {name: k}\n")).contains("destinations[0].type is required");
     }
 
