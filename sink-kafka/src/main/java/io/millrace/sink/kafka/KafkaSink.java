@@ -80,6 +80,11 @@ import java.util.concurrent.atomic.AtomicReference;
  * a second engine on the same pipeline bumps the producer epoch and the first one's next write fails
  * with a clear error instead of interleaving records.
  *
+ * <p><b>Errors.</b> Brokers that cannot be reached, and writes that fail for a reason Kafka calls retriable (time-outs,
+ * lost connections, leader changes), are {@link Kind#CONNECTION}: the engine stops and its supervisor starts it
+ * again with backoff, from the checkpoint. Records the brokers refuse are {@link Kind#SINK}; a fenced producer is
+ * {@link Kind#IDENTITY}. Nothing of a failed batch becomes visible to {@code read_committed} readers.
+ *
  * <p><b>Lifecycle.</b> {@code NEW → OPEN → (FAILED) → CLOSED}, changed by compare-and-set. One writer
  * thread owns the sink (see {@link Sink}).
  */
@@ -451,9 +456,21 @@ public final class KafkaSink implements Sink {
         if (e instanceof MillraceException m) {
             return m;
         }
-        return new MillraceException(Kind.SINK, "destination '" + config.name() + "': could not write a batch of " + size
+        // A broker that is away or slow (time-outs, lost connections, leader changes) is CONNECTION, which the supervisor
+        // retries; a record the brokers refuse (too large, not authorised) is SINK: the same batch would fail again.
+        Kind kind = retriable(e) ? Kind.CONNECTION : Kind.SINK;
+        return new MillraceException(kind, "destination '" + config.name() + "': could not write a batch of " + size
                 + " change(s) to Kafka at " + config.bootstrapServers() + ": " + e.getMessage()
                 + " (the transaction was aborted and the checkpoint has not advanced; check that the brokers are up)", e);
+    }
+
+    private static boolean retriable(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof org.apache.kafka.common.errors.RetriableException) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static boolean fenced(Throwable e) {
@@ -477,7 +494,8 @@ public final class KafkaSink implements Sink {
             return new MillraceException(Kind.PERMISSION, "destination '" + config.name() + "': the Kafka principal may not use"
                     + " transactional id '" + config.transactionalId() + "': grant WRITE and DESCRIBE on it", cause);
         }
-        return new MillraceException(Kind.SINK, "destination '" + config.name() + "': cannot reach Kafka at " + config.bootstrapServers()
+        // CONNECTION: the brokers may come back; the supervisor restarts the engine with backoff (INV: RESUME)
+        return new MillraceException(Kind.CONNECTION, "destination '" + config.name() + "': cannot reach Kafka at " + config.bootstrapServers()
                 + " (" + doing + ": " + cause.getMessage() + "). Check 'bootstrap_servers' and that the brokers are up and reachable"
                 + " from this host; security settings (security.protocol, sasl.*, ssl.*) go under 'producer'", cause);
     }

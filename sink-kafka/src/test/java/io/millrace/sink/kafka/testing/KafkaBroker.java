@@ -44,11 +44,13 @@ import java.util.stream.Stream;
  * }</pre>
  */
 public final class KafkaBroker implements AutoCloseable {
-    private final KafkaRaftServer server;
+    private final KafkaConfig config;
     private final Path dir;
     private final String bootstrap;
+    private KafkaRaftServer server; // null while stopped (test thread only)
 
-    private KafkaBroker(KafkaRaftServer server, Path dir, String bootstrap) {
+    private KafkaBroker(KafkaConfig config, KafkaRaftServer server, Path dir, String bootstrap) {
+        this.config = config;
         this.server = server;
         this.dir = dir;
         this.bootstrap = bootstrap;
@@ -102,7 +104,7 @@ public final class KafkaBroker implements AutoCloseable {
             delete(dir);
             throw e;
         }
-        return new KafkaBroker(server, dir, bootstrap);
+        return new KafkaBroker(config, server, dir, bootstrap);
     }
 
     private static void awaitReady(String bootstrap) throws Exception {
@@ -206,10 +208,29 @@ public final class KafkaBroker implements AutoCloseable {
         return true;
     }
 
+    /** Shuts the broker down, keeping its data: clients see it unreachable until {@link #restart()}. */
+    public void stop() {
+        if (server != null) {
+            server.shutdown();
+            server.awaitShutdown();
+            server = null;
+        }
+    }
+
+    /** Starts the stopped broker again, on the same port with the same data, and waits until it serves. */
+    public void restart() throws Exception {
+        if (server != null) {
+            throw new IllegalStateException("the broker at " + bootstrap + " is running");
+        }
+        KafkaRaftServer s = new KafkaRaftServer(config, Time.SYSTEM);
+        s.startup();
+        server = s;
+        awaitReady(bootstrap);
+    }
+
     @Override
     public void close() throws Exception {
-        server.shutdown();
-        server.awaitShutdown();
+        stop();
         delete(dir);
     }
 
