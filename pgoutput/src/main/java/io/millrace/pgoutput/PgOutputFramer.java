@@ -88,6 +88,19 @@ public final class PgOutputFramer {
         return relations.get(oid);
     }
 
+    /** The relations described so far (by Relation messages), by oid. */
+    public java.util.Collection<RelationInfo> relations() {
+        return java.util.List.copyOf(relations.values());
+    }
+
+    /**
+     * Takes a relation described to another framer: pgoutput describes a relation once per session, so one
+     * first described inside a streamed transaction that committed is not described again to the main stream.
+     */
+    public void learn(RelationInfo relation) {
+        relations.put(relation.oid(), relation);
+    }
+
     /**
      * Frames one pgoutput message: the payload of one XLogData message of the walsender, or one
      * {@code data} row of {@code pg_logical_slot_get_binary_changes}.

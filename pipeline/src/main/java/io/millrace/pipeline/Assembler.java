@@ -275,6 +275,16 @@ final class Assembler {
             }
         }
         spill.discard(sc.xid());
+        // pgoutput counts a relation described inside a committed streamed transaction as described for the session:
+        // the transactions after it use it without a new Relation message, so the main framer must know it too.
+        // (An aborted streamed transaction's descriptions are not taken: the server describes those relations again.)
+        for (RelationInfo rel : f.relations()) {
+            framer.learn(rel);
+            RelationInfo before = shapes.put(rel.oid(), rel);
+            if (before != null && onShapeChange != null && !before.sameShape(rel)) {
+                onShapeChange.accept(before, rel);
+            }
+        }
         commit(sc.endLsn());
     }
 

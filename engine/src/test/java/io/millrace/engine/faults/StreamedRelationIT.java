@@ -42,8 +42,6 @@ class StreamedRelationIT {
     }
 
     @Test
-    @org.junit.jupiter.api.Disabled("known defect, docs/RELIABILITY.md: pipeline/Assembler.replay frames a committed streamed transaction with"
-            + " a framer of its own, so its Relation messages never reach the main framer; enable once fixed")
     void aTableFirstSeenInAStreamedTransactionIsKnownToTheTransactionsAfterIt() throws Exception {
         Path out = dir.resolve("events");
         String yaml = String.join("\n", "name: sr", "source:", "  host: 127.0.0.1", "  port: " + pg.port(), "  database: sr_src",
