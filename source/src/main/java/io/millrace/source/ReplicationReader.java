@@ -98,6 +98,8 @@ public final class ReplicationReader implements Runnable {
 
     /** Longest the reader sleeps on the socket before it looks at its durable position and stop flag again. */
     static final int MAX_WAIT_MILLIS = 20;
+    /** Silence after which the connection counts as stalled ({@code -Dmillrace.receive_timeout_ms}); PostgreSQL's wal_receiver_timeout default. */
+    static final long DEFAULT_RECEIVE_TIMEOUT_MILLIS = 60_000;
 
     @Override
     public void run() {
@@ -113,6 +115,13 @@ public final class ReplicationReader implements Runnable {
             long statusNanos = TimeUnit.MILLISECONDS.toNanos(options.statusIntervalMillis());
             int waitMillis = (int) Math.max(1, Math.min(MAX_WAIT_MILLIS, options.statusIntervalMillis()));
             int idleSpins = 0;
+            // A connection that stalls without closing (a middlebox that lost its state) would leave the reader waiting
+            // forever: after half the receive timeout without a byte the reader asks the server for a reply (a status
+            // update with "reply requested"), and after the whole timeout it gives up on the connection (CONNECTION:
+            // the Supervisor reconnects), as PostgreSQL's wal_receiver_timeout does.
+            long receiveTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(Long.getLong("millrace.receive_timeout_ms", DEFAULT_RECEIVE_TIMEOUT_MILLIS));
+            long lastByte = System.nanoTime();
+            boolean probed = false;
             while (!stopping) {
                 Lsn d = durable.get();
                 if (d.isAfter(reported)) {
@@ -133,6 +142,7 @@ public final class ReplicationReader implements Runnable {
                         lastStatus = System.nanoTime();
                     }
                     budget.awaitRoom(50);
+                    lastByte = System.nanoTime(); // not reading: silence is ours, not the server's
                     continue;
                 }
                 // readPending answers keepalives and sends the periodic status itself (with the flushed
@@ -147,10 +157,24 @@ public final class ReplicationReader implements Runnable {
                         // Sleep in the kernel until the walsender sends something (a message or a keepalive),
                         // at most waitMillis: then readPending sends a status if one is due, and the loop sees
                         // a new durable position or a stop.
+                        boolean arrived;
                         try {
-                            socket.await(waitMillis);
+                            arrived = socket.await(waitMillis);
                         } catch (java.io.IOException e) {
                             throw new SQLException("the replication connection failed while waiting for data: " + e, "08006", e);
+                        }
+                        long now = System.nanoTime();
+                        if (arrived) {
+                            lastByte = now;
+                            probed = false;
+                        } else if (now - lastByte >= receiveTimeoutNanos) {
+                            throw new SQLException("nothing came from the server for " + TimeUnit.NANOSECONDS.toSeconds(now - lastByte)
+                                    + " s, not even an answer to a status update that asked for one: the connection is stalled"
+                                    + " (a firewall or load balancer dropped it?)", "08006");
+                        } else if (!probed && now - lastByte >= receiveTimeoutNanos / 2) {
+                            stream.forceUpdateStatus(); // asks the walsender to reply at once
+                            lastStatus = now;
+                            probed = true;
                         }
                     } else {
                         idleSpins++;
@@ -159,6 +183,8 @@ public final class ReplicationReader implements Runnable {
                     continue;
                 }
                 idleSpins = 0;
+                lastByte = System.nanoTime();
+                probed = false;
                 Lsn at = Lsn.of(stream.getLastReceiveLSN().asLong());
                 lastReceived = at;
                 int len = buf.remaining();

@@ -124,6 +124,35 @@ class NetworkFaultsIT {
         }
     }
 
+    /**
+     * A connection that stalls for good without closing (the middlebox forgot it, every byte is lost, no FIN ever
+     * arrives): the reader hears nothing, asks the server for a reply, and after the receive timeout gives the
+     * connection up; the Supervisor reconnects and nothing is lost or applied twice.
+     */
+    @Test
+    void aConnectionThatStallsForGoodIsGivenUpAndReconnected() throws Exception {
+        databases("hole");
+        System.setProperty("millrace.receive_timeout_ms", "3000");
+        try (TcpProxy proxy = new TcpProxy(pg.port());
+             FaultRig.Running run = new FaultRig.Running(FaultRig.yaml("hole", proxy.port(), "hole_src", pg.port(), "hole_dst",
+                     dir.resolve("events"), "{initial_ms: 50, max_ms: 400}"), dir)) {
+            run.awaitState("streaming", Duration.ofSeconds(60));
+            FaultRig.Load load = new FaultRig.Load(pg.jdbcUrl("hole_src"), 2, 1);
+            Thread.sleep(1000);
+            int before = proxy.accepted();
+            proxy.blackholeExisting();
+            long deadline = System.currentTimeMillis() + 30_000;
+            while (proxy.accepted() == before) {
+                assertThat(System.currentTimeMillis()).as("the engine reconnects after the receive timeout").isLessThan(deadline);
+                Thread.sleep(100);
+            }
+            run.awaitState("streaming", Duration.ofSeconds(30));
+            assertEqualAndOnce("hole", load);
+        } finally {
+            System.clearProperty("millrace.receive_timeout_ms");
+        }
+    }
+
     @Test
     void aSlotDroppedWhileRunningStopsWithInstructionsAndNoSilentResnapshot() throws Exception {
         databases("dropped");

@@ -65,6 +65,16 @@ final class TcpProxy implements AutoCloseable {
         refusing = on;
     }
 
+    private final java.util.Set<Socket[]> blackholed = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /**
+     * The connections open now lose every byte from here on, in both directions, and never close (not even when one
+     * end closes): a middlebox that forgot them. New connections work.
+     */
+    void blackholeExisting() {
+        blackholed.addAll(pairs);
+    }
+
     /** Holds (true) or releases (false) every byte in both directions; sockets stay open. */
     void stall(boolean on) {
         synchronized (stallLock) {
@@ -104,6 +114,9 @@ final class TcpProxy implements AutoCloseable {
             try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
                 int n;
                 while ((n = in.read(buf)) >= 0) {
+                    if (blackholed.contains(pair)) {
+                        continue; // lost on the way
+                    }
                     synchronized (stallLock) {
                         while (stalled && !from.isClosed()) {
                             stallLock.wait(100);
@@ -115,9 +128,11 @@ final class TcpProxy implements AutoCloseable {
             } catch (IOException | InterruptedException e) {
                 // cut, or the other side closed
             } finally {
-                closeQuietly(from);
-                closeQuietly(to);
-                pairs.remove(pair);
+                if (!blackholed.contains(pair)) {
+                    closeQuietly(from);
+                    closeQuietly(to);
+                    pairs.remove(pair);
+                }
             }
         }, name);
         t.setDaemon(true);
