@@ -164,8 +164,13 @@ class SnapshotModesIT {
         }
     }
 
+    /**
+     * An interrupted snapshot whose unfinished table has no key cannot be continued online (chunks are cut in key
+     * order): it starts over on a new slot, each table truncated in the destinations first. (With keys, the landed
+     * tables stay and the rest is copied online: {@code online/InterruptedSnapshotIT}.)
+     */
     @Test
-    void anInterruptedSnapshotStartsOverTruncatingTheDestinationsFirst(@TempDir Path dir) throws Exception {
+    void anInterruptedSnapshotOfAKeylessTableStartsOverTruncatingTheDestinationsFirst(@TempDir Path dir) throws Exception {
         int rows = 200_000;
         pg.createDatabase("restart");
         pg.createDatabase("restart_dst");
@@ -174,7 +179,7 @@ class SnapshotModesIT {
         try (Connection s = pg.connect("restart"); Connection d = pg.connect("restart_dst")) {
             E2e.exec(s, "CREATE TABLE public.big (id int NOT NULL, v text, pad text)",
                     "INSERT INTO public.big SELECT g, 'first', repeat(md5(g::text), 3) FROM generate_series(1, " + rows + ") g",
-                    "ALTER TABLE public.big ADD PRIMARY KEY (id)",
+                    "ALTER TABLE public.big REPLICA IDENTITY FULL", // no key: it cannot be copied online
                     "CREATE TABLE public.small (id int PRIMARY KEY, v text)",
                     "INSERT INTO public.small SELECT g, 'first' FROM generate_series(1, 100) g");
             String yaml = Snap.yaml(pg, "restart", "restart", tables, "restart_dst", events, "initial", 64);
