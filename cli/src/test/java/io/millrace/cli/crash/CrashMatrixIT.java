@@ -35,8 +35,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  *   <li><b>kill trial</b> (even trials): SIGKILL at a random moment, 0.3–3 s after the start or after the engine
  *       streams.</li>
  * </ul>
- * The first trials ({@value #SNAPSHOT_TRIALS}) land in the initial snapshot (each interrupted snapshot starts over
- * on a new slot, so each is a snapshot again); later ones in streaming. Then a last run catches up and is stopped
+ * The first trials ({@value #SNAPSHOT_TRIALS}) land in the initial snapshot (an interrupted snapshot keeps the tables
+ * that landed and copies the others online, or starts over on a new slot when it cannot); later ones in streaming. Then a last run catches up and is stopped
  * with SIGTERM.
  *
  * <p>What must hold, after every trial and at the end (the checks of {@link CrashIT}):
