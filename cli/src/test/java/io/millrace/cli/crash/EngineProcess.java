@@ -12,15 +12,15 @@ import java.util.concurrent.TimeUnit;
  * and stderr) in a log file. {@link #kill()} sends SIGKILL ({@link Process#destroyForcibly()} on
  * Linux), {@link #terminate} SIGTERM ({@link Process#destroy()}).
  */
-final class EngineProcess {
+public final class EngineProcess {
     /** Exit status of a process that SIGKILL ended: 128 + 9. */
-    static final int SIGKILL_EXIT = 137;
+    public static final int SIGKILL_EXIT = 137;
 
     /** Exit status of a process halted at an armed fault point ({@code io.millrace.core.fault.Faults.CRASH_EXIT}). */
-    static final int FAULT_EXIT = io.millrace.core.fault.Faults.CRASH_EXIT;
+    public static final int FAULT_EXIT = io.millrace.core.fault.Faults.CRASH_EXIT;
 
     /** Waits up to {@code millis} for the process to end by itself; returns its exit status, or -1 while it runs. */
-    int awaitExit(long millis) throws InterruptedException {
+    public int awaitExit(long millis) throws InterruptedException {
         return process.waitFor(millis, TimeUnit.MILLISECONDS) ? process.exitValue() : -1;
     }
 
@@ -34,12 +34,12 @@ final class EngineProcess {
         this.startedNanos = startedNanos;
     }
 
-    static EngineProcess start(Path config, Path log) throws IOException {
+    public static EngineProcess start(Path config, Path log) throws IOException {
         return start(config, log, List.of());
     }
 
     /** As {@link #start(Path, Path)}, with more JVM options, e.g. {@code -Dmillrace.fault=sink.postgres.after-commit:crash:3}. */
-    static EngineProcess start(Path config, Path log, List<String> jvmOptions) throws IOException {
+    public static EngineProcess start(Path config, Path log, List<String> jvmOptions) throws IOException {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<String> cmd = new java.util.ArrayList<>(List.of(java, "-Xmx384m", "-XX:+UseSerialGC"));
         cmd.addAll(jvmOptions);
@@ -50,24 +50,24 @@ final class EngineProcess {
         return new EngineProcess(pb.start(), log, t0);
     }
 
-    long pid() {
+    public long pid() {
         return process.pid();
     }
 
-    boolean alive() {
+    public boolean alive() {
         return process.isAlive();
     }
 
-    long millisSinceStart() {
+    public long millisSinceStart() {
         return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startedNanos);
     }
 
-    Path log() {
+    public Path log() {
         return log;
     }
 
     /** Writes the JVM's thread dump (jcmd Thread.print) next to the log, for diagnosis; best effort. */
-    void threadDump() {
+    public void threadDump() {
         Path out = log.resolveSibling(log.getFileName().toString().replace(".log", ".threads.txt"));
         try {
             String jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd").toString();
@@ -82,7 +82,7 @@ final class EngineProcess {
     }
 
     /** SIGKILL; returns the exit status (137 when the signal ended it). */
-    int kill() throws InterruptedException {
+    public int kill() throws InterruptedException {
         process.destroyForcibly();
         if (!process.waitFor(30, TimeUnit.SECONDS)) {
             throw new AssertionError("engine pid " + process.pid() + " still alive 30 s after SIGKILL");
@@ -91,7 +91,7 @@ final class EngineProcess {
     }
 
     /** SIGTERM, then waits up to {@code seconds}; returns the exit status, or -1 if it did not end in time. */
-    int terminate(int seconds) throws InterruptedException {
+    public int terminate(int seconds) throws InterruptedException {
         process.destroy();
         if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
             return -1;
@@ -100,7 +100,7 @@ final class EngineProcess {
     }
 
     /** Kills it without waiting for anything but its end (clean-up after a failure). */
-    void destroyQuietly() {
+    public void destroyQuietly() {
         process.destroyForcibly();
         try {
             process.waitFor(10, TimeUnit.SECONDS);
@@ -109,7 +109,7 @@ final class EngineProcess {
         }
     }
 
-    String logText() {
+    public String logText() {
         try {
             return Files.readString(log, StandardCharsets.UTF_8);
         } catch (IOException e) {
@@ -118,7 +118,7 @@ final class EngineProcess {
     }
 
     /** The last {@code lines} lines of the log, for failure messages. */
-    String logTail(int lines) {
+    public String logTail(int lines) {
         List<String> all = logText().lines().toList();
         return String.join("\n", all.subList(Math.max(0, all.size() - lines), all.size()));
     }

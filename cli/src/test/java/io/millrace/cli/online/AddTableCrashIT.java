@@ -1,5 +1,7 @@
 package io.millrace.cli.online;
 
+import io.millrace.cli.crash.EngineProcess;
+
 import io.millrace.core.change.CheckpointJson;
 import io.millrace.core.schema.TableRef;
 import io.millrace.embedded.EmbeddedPg;
@@ -66,7 +68,7 @@ class AddTableCrashIT {
         Files.writeString(configAB, config(List.of("public.a", "public.b"), events));
         pg.execute("ac_src", "CREATE TABLE a (id int PRIMARY KEY, v int)", "INSERT INTO a SELECT g, g FROM generate_series(1, 100) g",
                 "CREATE TABLE b (id int PRIMARY KEY, v int)", "INSERT INTO b SELECT g, g FROM generate_series(1, 5000) g");
-        OnlineEngineProcess engine = OnlineEngineProcess.start(configA, work.resolve("engine-a.log"));
+        EngineProcess engine = EngineProcess.start(configA, work.resolve("engine-a.log"));
         try (Connection src = pg.connect("ac_src"); Connection dst = pg.connect("ac_dst")) {
             await(engine, "streaming from slot");
             long deadline = System.currentTimeMillis() + 60_000;
@@ -76,12 +78,12 @@ class AddTableCrashIT {
             }
             assertThat(engine.terminate(60)).isZero();
 
-            engine = OnlineEngineProcess.start(configAB, work.resolve("engine-ab.log"));
+            engine = EngineProcess.start(configAB, work.resolve("engine-ab.log"));
             while (!engine.logText().contains("to publication 'ac'")) {
                 assertThat(engine.alive()).as("log %s", engine.log()).isTrue();
                 Thread.sleep(1);
             }
-            assertThat(engine.kill()).isEqualTo(OnlineEngineProcess.SIGKILL_EXIT);
+            assertThat(engine.kill()).isEqualTo(EngineProcess.SIGKILL_EXIT);
             String cp;
             try (Statement s = dst.createStatement(); ResultSet rs = s.executeQuery("SELECT checkpoint::text FROM millrace.checkpoints")) {
                 rs.next();
@@ -104,7 +106,7 @@ class AddTableCrashIT {
                 }
                 Thread.sleep(10);
             }
-            engine = OnlineEngineProcess.start(configAB, work.resolve("engine-restart.log"));
+            engine = EngineProcess.start(configAB, work.resolve("engine-restart.log"));
             await(engine, "streaming from slot");
             pg.execute("ac_src", "UPDATE a SET v = -1 WHERE id = 1");
             deadline = System.currentTimeMillis() + 30_000;
@@ -123,7 +125,7 @@ class AddTableCrashIT {
         }
     }
 
-    private static void await(OnlineEngineProcess engine, String line) throws InterruptedException {
+    private static void await(EngineProcess engine, String line) throws InterruptedException {
         while (!engine.logText().contains(line)) {
             assertThat(engine.alive()).as("engine ended before '%s'; log %s:%n%s", line, engine.log(), engine.logTail(30)).isTrue();
             assertThat(engine.millisSinceStart()).isLessThan(90_000);

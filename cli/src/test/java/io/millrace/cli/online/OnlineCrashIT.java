@@ -1,5 +1,7 @@
 package io.millrace.cli.online;
 
+import io.millrace.cli.crash.EngineProcess;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.millrace.core.change.Checkpoint;
@@ -244,12 +246,12 @@ class OnlineCrashIT {
                 "INSERT INTO b SELECT g, g, 'b ' || g FROM generate_series(1, " + ROWS_B + ") g");
         Writer writer = new Writer(seed);
         Thread writerThread = new Thread(writer, "online-crash-writer");
-        OnlineEngineProcess engine = null;
+        EngineProcess engine = null;
         List<Kill> kills = new ArrayList<>();
         List<long[]> resumed = new ArrayList<>();
         try (Connection src = pg.connect(SRC); Connection dst = pg.connect(DST)) {
             // 1. The pipeline streams a; stopped as an operator would.
-            engine = OnlineEngineProcess.start(configA, work.resolve("engine-a.log"));
+            engine = EngineProcess.start(configA, work.resolve("engine-a.log"));
             awaitLog(engine, "streaming from slot");
             awaitCount(engine, dst, "a", 1000);
             assertThat(engine.terminate(60)).as("exit after SIGTERM; log %s", engine.log()).isZero();
@@ -260,7 +262,7 @@ class OnlineCrashIT {
             long lastDone = 0;
             for (int k = 1; k <= KILLS; k++) {
                 awaitSlotIdle(src);
-                engine = OnlineEngineProcess.start(configAB, work.resolve(String.format("engine-%02d.log", k)));
+                engine = EngineProcess.start(configAB, work.resolve(String.format("engine-%02d.log", k)));
                 if (k > 1) {
                     long[] r = awaitResumed(engine);
                     resumed.add(r);
@@ -277,7 +279,7 @@ class OnlineCrashIT {
                     Thread.sleep(2);
                 }
                 Thread.sleep(rnd.nextInt(100));
-                assertThat(engine.kill()).isEqualTo(OnlineEngineProcess.SIGKILL_EXIT);
+                assertThat(engine.kill()).isEqualTo(EngineProcess.SIGKILL_EXIT);
                 engine = null;
                 Checkpoint p = postgresCheckpoint(dst);
                 JsonlState j = jsonlState(events);
@@ -296,7 +298,7 @@ class OnlineCrashIT {
 
             // 3. The last run finishes the copy; the writer stops; the destination catches up.
             awaitSlotIdle(src);
-            engine = OnlineEngineProcess.start(configAB, work.resolve("engine-final.log"));
+            engine = EngineProcess.start(configAB, work.resolve("engine-final.log"));
             resumed.add(awaitResumed(engine));
             awaitLog(engine, "online snapshot of public.b landed");
             writer.stop.set(true);
@@ -354,14 +356,14 @@ class OnlineCrashIT {
     }
 
     /** Waits for the restart's "resumed at N remaining range(s), M rows landed before"; returns {N, M}. */
-    private static long[] awaitResumed(OnlineEngineProcess engine) throws InterruptedException {
+    private static long[] awaitResumed(EngineProcess engine) throws InterruptedException {
         awaitLog(engine, "online snapshot of public.b resumed");
         Matcher m = RESUMED.matcher(engine.logText());
         assertThat(m.find()).as("resume line in %s", engine.log()).isTrue();
         return new long[] {Long.parseLong(m.group(1)), Long.parseLong(m.group(2))};
     }
 
-    private static void awaitLog(OnlineEngineProcess engine, String line) throws InterruptedException {
+    private static void awaitLog(EngineProcess engine, String line) throws InterruptedException {
         while (!engine.logText().contains(line)) {
             assertThat(engine.alive()).as("engine ended before logging '%s'; log %s:%n%s", line, engine.log(), engine.logTail(40)).isTrue();
             assertThat(engine.millisSinceStart()).as("no '%s' after 90 s; log %s", line, engine.log()).isLessThan(90_000);
@@ -369,7 +371,7 @@ class OnlineCrashIT {
         }
     }
 
-    private static void awaitCount(OnlineEngineProcess engine, Connection dst, String table, long n) throws Exception {
+    private static void awaitCount(EngineProcess engine, Connection dst, String table, long n) throws Exception {
         while (true) {
             try (Statement s = dst.createStatement(); ResultSet rs = s.executeQuery("SELECT count(*) FROM public." + table)) {
                 rs.next();

@@ -1,5 +1,7 @@
 package io.millrace.cli.online;
 
+import io.millrace.cli.crash.EngineProcess;
+
 import io.millrace.cli.Main;
 import io.millrace.core.schema.TableRef;
 import io.millrace.embedded.EmbeddedPg;
@@ -95,7 +97,7 @@ class SnapshotCommandIT {
         assertThat(refused.code()).isEqualTo(2);
         assertThat(refused.err()).contains("operations.control_token_env");
 
-        OnlineEngineProcess engine = OnlineEngineProcess.start(config, dir.resolve("engine.log"));
+        EngineProcess engine = EngineProcess.start(config, dir.resolve("engine.log"));
         try (Connection src = pg.connect("sc_src"); Connection dst = pg.connect("sc_dst")) {
             while (!engine.logText().contains("streaming from")) {
                 assertThat(engine.alive()).as("log:%n%s", engine.logTail(30)).isTrue();
