@@ -13,14 +13,10 @@ import org.junit.jupiter.api.io.TempDir;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -65,71 +61,6 @@ class OnlineSnapshotIT {
                 "INSERT INTO " + table + " SELECT g * 2, g, 'row ' || g FROM generate_series(1, " + rows + ") g");
     }
 
-    /** Sessions writing at random until stopped: inserts, updates, deletes, key changes, multi-row transactions. */
-    private static final class Workload implements AutoCloseable {
-        private final AtomicBoolean stop = new AtomicBoolean();
-        private final AtomicReference<Throwable> error = new AtomicReference<>();
-        private final List<Thread> threads = new ArrayList<>();
-        private final AtomicLong ops = new AtomicLong();
-
-        Workload(String db, String table, long seed, int sessions, int keySpace) {
-            for (int s = 0; s < sessions; s++) {
-                Random rnd = new Random(seed * 31 + s);
-                Thread t = new Thread(() -> {
-                    try (Connection c = pg.connect(db); Statement st = c.createStatement()) {
-                        while (!stop.get()) {
-                            int id = rnd.nextInt(keySpace);
-                            int op = rnd.nextInt(10);
-                            try {
-                                if (op < 3) {
-                                    st.execute("INSERT INTO " + table + " VALUES (" + id + ", " + rnd.nextInt(1000) + ", 'new') ON CONFLICT (id) DO"
-                                            + " UPDATE SET v = EXCLUDED.v + 1");
-                                } else if (op < 6) {
-                                    st.execute("UPDATE " + table + " SET v = v + 1, note = 'upd' WHERE id = " + id);
-                                } else if (op < 8) {
-                                    st.execute("DELETE FROM " + table + " WHERE id = " + id);
-                                } else if (op < 9) {
-                                    st.execute("UPDATE " + table + " SET id = " + (keySpace + rnd.nextInt(keySpace)) + " WHERE id = " + id);
-                                } else {
-                                    c.setAutoCommit(false);
-                                    st.execute("UPDATE " + table + " SET v = v - 1 WHERE id BETWEEN " + id + " AND " + (id + 20));
-                                    st.execute("DELETE FROM " + table + " WHERE id = " + (id + 21));
-                                    c.commit();
-                                    c.setAutoCommit(true);
-                                }
-                                ops.incrementAndGet();
-                            } catch (SQLException e) {
-                                if (!c.getAutoCommit()) {
-                                    c.rollback();
-                                    c.setAutoCommit(true);
-                                }
-                                if (!"23505".equals(e.getSQLState()) && !"40P01".equals(e.getSQLState())) {
-                                    throw e; // a key change onto an existing key, or a deadlock between sessions: expected
-                                }
-                            }
-                        }
-                    } catch (Throwable e) {
-                        error.compareAndSet(null, e);
-                    }
-                }, "workload-" + s);
-                t.setDaemon(true);
-                threads.add(t);
-                t.start();
-            }
-        }
-
-        @Override
-        public void close() throws InterruptedException {
-            stop.set(true);
-            for (Thread t : threads) {
-                t.join();
-            }
-            if (error.get() != null) {
-                throw new AssertionError("workload failed", error.get());
-            }
-        }
-    }
-
     private static void awaitOnlineDone(RunningEngine e) throws InterruptedException {
         long deadline = System.nanoTime() + WAIT.toNanos();
         while (!e.engine().onlineSnapshots().isEmpty()) {
@@ -167,12 +98,12 @@ class OnlineSnapshotIT {
                 E2e.exec(dst, "DELETE FROM public.t WHERE id % 5 = " + rnd.nextInt(5), "UPDATE public.t SET v = -1, note = 'stale' WHERE id % 7 = "
                         + rnd.nextInt(7));
                 long readBefore = e.engine().onlineSnapshotter().chunksRead();
-                try (Workload w = new Workload(db, "t", seed, 3, rows * 2 + 200)) {
+                try (Writers w = new Writers(pg, db, List.of("t"), seed, 3, rows * 2 + 200, 0)) {
                     Thread.sleep(rnd.nextInt(200));
                     e.engine().snapshot(t, null);
                     awaitOnlineDone(e);
                     Thread.sleep(rnd.nextInt(200));
-                    assertThat(w.ops.get()).as("the sessions wrote during the copy").isPositive();
+                    assertThat(w.ops()).as("the sessions wrote during the copy").isPositive();
                 }
                 try {
                     E2e.awaitSame(src, dst, t, WAIT);
