@@ -135,6 +135,11 @@ class OnlineSnapshotIT {
             E2e.exec(dst, "UPDATE public.t SET v = -1", "DELETE FROM public.t WHERE id % 3 = 0");
             assertThatThrownBy(() -> e.engine().snapshot(t, "no_such_column > 1")).hasMessageContaining("not a valid condition")
                     .hasMessageContaining("no_such_column");
+            assertThatThrownBy(() -> e.engine().snapshot(t, "true; DROP TABLE public.t")).hasMessageContaining("contains ';'");
+            E2e.exec(src, "CREATE SEQUENCE public.side_effect");
+            assertThatThrownBy(() -> e.engine().snapshot(t, "nextval('public.side_effect') > 0"))
+                    .hasMessageContaining("not a valid condition").hasMessageContaining("read-only transaction");
+            assertThat(E2e.queryString(src, "SELECT is_called::text FROM public.side_effect")).as("filters cannot write").isEqualTo("false");
             e.engine().snapshot(t, "id <= 1000");
             awaitOnlineDone(e);
             // rows 2..1000 repaired (the deleted ones back); the rows above untouched: still broken
@@ -149,6 +154,13 @@ class OnlineSnapshotIT {
             e.engine().snapshot(t, null);
             awaitOnlineDone(e);
             E2e.awaitSame(src, dst, t, WAIT);
+
+            // a filter that passes the check but fails on a later row stops that copy only; the stream goes on
+            e.engine().snapshot(t, "100 / (id - 1500) > -1000");
+            awaitOnlineDone(e);
+            E2e.exec(src, "INSERT INTO public.t VALUES (-7, 7, 'after the failed copy')");
+            E2e.awaitRow(dst, "SELECT count(*) FROM public.t WHERE id = -7", WAIT);
+            assertThat(e.engine().state()).isEqualTo(io.millrace.engine.Engine.State.STREAMING);
         }
     }
 

@@ -117,15 +117,23 @@ public final class OnlineSnapshotter implements AutoCloseable {
             String cols = target.keyColumns().stream().map(k -> Ident.quote(k) + "::text AS " + Ident.quote("millrace.key." + k)).collect(Collectors.joining(", "));
             String sql = "SELECT " + cols + " FROM " + from() + where(new KeyRange(lo, hi)) + " ORDER BY " + keyList()
                     + " OFFSET " + (n - 1) + " LIMIT 2";
-            try (Connection c = connections.open(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
-                if (!rs.next()) {
-                    return null;
+            try (Connection c = connections.open()) {
+                c.setAutoCommit(false);
+                try (Statement s = c.createStatement()) {
+                    s.execute("SET TRANSACTION READ ONLY"); // the filter is the operator's SQL: it may read, never write
+                    try (ResultSet rs = s.executeQuery(sql)) {
+                        if (!rs.next()) {
+                            return null;
+                        }
+                        List<String> key = new ArrayList<>();
+                        for (int i = 1; i <= target.keyColumns().size(); i++) {
+                            key.add(rs.getString(i));
+                        }
+                        return rs.next() ? key : null;
+                    }
+                } finally {
+                    c.rollback();
                 }
-                List<String> key = new ArrayList<>();
-                for (int i = 1; i <= target.keyColumns().size(); i++) {
-                    key.add(rs.getString(i));
-                }
-                return rs.next() ? key : null;
             }
         }
 
@@ -189,8 +197,16 @@ public final class OnlineSnapshotter implements AutoCloseable {
     }
 
     private void validateFilter(TableRef table, Target target, String filter) {
+        if (filter.contains(";")) {
+            throw new MillraceException(Kind.CONFIG, "snapshot filter for " + table + " contains ';': write one SQL condition on the"
+                    + " table's columns, e.g. \"id > 1000\"");
+        }
         try (Connection c = connections.open(); Statement s = c.createStatement()) {
-            s.executeQuery("SELECT 1 FROM " + (target.partitioned() ? "" : "ONLY ") + table.sql() + " WHERE (" + filter + ") LIMIT 0").close();
+            c.setAutoCommit(false);
+            s.execute("SET TRANSACTION READ ONLY");
+            // evaluated on a row (LIMIT 0 would not call its functions), read only: a filter may read, never write
+            s.executeQuery("SELECT 1 FROM " + (target.partitioned() ? "" : "ONLY ") + table.sql() + " WHERE (" + filter + ") LIMIT 1").close();
+            c.rollback();
         } catch (SQLException e) {
             throw new MillraceException(Kind.CONFIG, "snapshot filter for " + table + " is not a valid condition: " + e.getMessage()
                     + " (write it as an SQL WHERE condition on the table's columns, e.g. \"id > 1000\")", e);
@@ -270,12 +286,40 @@ public final class OnlineSnapshotter implements AutoCloseable {
             if (t.finished) {
                 continue;
             }
-            KeysetChunker.Chunk c = t.chunker.next();
+            KeysetChunker.Chunk c;
+            try {
+                c = t.chunker.next();
+            } catch (SQLException e) {
+                if (!abandon(t, e)) {
+                    throw e;
+                }
+                continue;
+            }
             if (c != null) {
                 return new Work(t, c);
             }
         }
         return null;
+    }
+
+    /**
+     * A query of {@code t} failed. When the failure is the query's own (its filter divides by zero, calls a function that
+     * writes, names a column that was dropped; the table was dropped), only that copy stops: it is dropped with an error
+     * in the log, the stream and the other copies go on. Connection and server failures are the pipeline's (false).
+     */
+    private boolean abandon(Task t, SQLException e) {
+        String state = e.getSQLState() == null ? "" : e.getSQLState();
+        boolean own = state.startsWith("22") || state.startsWith("42") || state.startsWith("25") || state.startsWith("2B")
+                || state.startsWith("P0") || state.startsWith("0A");
+        if (!own) {
+            return false;
+        }
+        if (tasks.remove(t)) {
+            watermarks.markDirty(); // recorded as dropped with the next batch
+            LOG.error("online snapshot of {}{} stopped, the stream goes on: {} (SQLSTATE {}). Fix the filter or the table and ask"
+                    + " for the copy again", t.table, t.filter == null ? "" : " where " + t.filter, e.getMessage(), state);
+        }
+        return true;
     }
 
     private void readLoop() {
@@ -290,7 +334,13 @@ public final class OnlineSnapshotter implements AutoCloseable {
                     }
                     continue;
                 }
-                read(c, w.task(), w.chunk());
+                try {
+                    read(c, w.task(), w.chunk());
+                } catch (SQLException e) {
+                    if (!abandon(w.task(), e)) {
+                        throw e;
+                    }
+                }
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
