@@ -111,15 +111,24 @@ class StatusPageIT {
         }
     }
 
+    /** Without a control token every POST is refused (403) and names how to enable control calls; PUT is not allowed at all. */
     @Test
-    void theEndpointListensOnLoopbackAndIsReadOnly(@TempDir Path dir) throws Exception {
+    void theEndpointListensOnLoopbackAndIsReadOnlyWithoutAToken(@TempDir Path dir) throws Exception {
         String yaml = "source: {host: 127.0.0.1, port: " + pg.port() + ", database: web, user: postgres, slot: ro, publication: ro,"
                 + " tables: [public.orders]}\ndestinations: [{name: x, type: discard}]\n";
         Engine engine = new Engine(new ConfigLoader(Map.<String, String>of()::get).parse(yaml, dir));
         try (StatusServer server = StatusServer.start(engine, "127.0.0.1", 0)) {
             HttpResponse<String> post = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
                     + "/status")).POST(HttpRequest.BodyPublishers.ofString("{}")).build(), HttpResponse.BodyHandlers.ofString());
-            assertThat(post.statusCode()).isEqualTo(405);
+            assertThat(post.statusCode()).isEqualTo(403);
+            assertThat(post.body()).contains("control calls are disabled").contains("operations.control_token_env");
+            HttpResponse<String> snapshot = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
+                    + server.port() + "/snapshot")).header("Authorization", "Bearer anything-at-all-0123456789")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"tables\": [\"public.orders\"]}")).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(snapshot.statusCode()).isEqualTo(403);
+            HttpResponse<String> put = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
+                    + "/status")).PUT(HttpRequest.BodyPublishers.ofString("{}")).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(put.statusCode()).isEqualTo(405);
         }
     }
 
