@@ -98,8 +98,8 @@ public final class ReplicationReader implements Runnable {
 
     /** Longest the reader sleeps on the socket before it looks at its durable position and stop flag again. */
     static final int MAX_WAIT_MILLIS = 20;
-    /** Silence after which the connection counts as stalled ({@code -Dmillrace.receive_timeout_ms}); PostgreSQL's wal_receiver_timeout default. */
-    static final long DEFAULT_RECEIVE_TIMEOUT_MILLIS = 60_000;
+    /** Silence after which the connection counts as stalled ({@code -Dmillrace.receive_timeout_ms}): twice PostgreSQL's wal_receiver_timeout default, as a walsender decoding a long transaction may answer late. */
+    static final long DEFAULT_RECEIVE_TIMEOUT_MILLIS = 120_000;
 
     @Override
     public void run() {
