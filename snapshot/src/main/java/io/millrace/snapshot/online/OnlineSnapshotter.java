@@ -204,8 +204,18 @@ public final class OnlineSnapshotter implements AutoCloseable {
         try (Connection c = connections.open(); Statement s = c.createStatement()) {
             c.setAutoCommit(false);
             s.execute("SET TRANSACTION READ ONLY");
-            // evaluated on a row (LIMIT 0 would not call its functions), read only: a filter may read, never write
-            s.executeQuery("SELECT 1 FROM " + (target.partitioned() ? "" : "ONLY ") + table.sql() + " WHERE (" + filter + ") LIMIT 1").close();
+            // A check for a clear early error only (the copy's own queries are read-only too): bounded in time, since a
+            // selective filter may scan the table, and this may run on the assembler thread (a signal).
+            s.execute("SET LOCAL statement_timeout = 2000");
+            try {
+                // evaluated on a row (LIMIT 0 would not call its functions), read only: a filter may read, never write
+                s.executeQuery("SELECT 1 FROM " + (target.partitioned() ? "" : "ONLY ") + table.sql() + " WHERE (" + filter + ") LIMIT 1").close();
+            } catch (SQLException e) {
+                if (!"57014".equals(e.getSQLState())) {
+                    throw e;
+                }
+                // too slow to check here: the copy's queries report a bad filter themselves
+            }
             c.rollback();
         } catch (SQLException e) {
             throw new MillraceException(Kind.CONFIG, "snapshot filter for " + table + " is not a valid condition: " + e.getMessage()
