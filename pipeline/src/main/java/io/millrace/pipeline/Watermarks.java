@@ -110,6 +110,15 @@ public final class Watermarks {
         this.active = on;
     }
 
+    /**
+     * The reader gave the window up (its read failed before the high watermark was written): the assembler stops
+     * recording keys for it, and its watermarks, if they still come, are ignored. Any thread.
+     */
+    public void abandon(Window w) {
+        windows.remove(w.id);
+        w.abandoned = true;
+    }
+
     // ---- assembler side -------------------------------------------------------------------------
 
     /** A transaction committed in the stream. */
@@ -184,7 +193,13 @@ public final class Watermarks {
         if (ws == null) {
             return;
         }
-        for (Window w : ws) {
+        for (java.util.Iterator<Window> it = ws.iterator(); it.hasNext(); ) {
+            Window w = it.next();
+            if (w.abandoned) {
+                it.remove(); // its high watermark will never come
+                openCount--;
+                continue;
+            }
             int[] idx = w.indexesIn(r);
             if (before != null) {
                 w.changed.add(Key.of(before, idx));
@@ -220,6 +235,7 @@ public final class Watermarks {
         private volatile List<Object[]> rows;
         private volatile long[] invisible = new long[0];
         private volatile long emittedRows = -1;
+        private volatile boolean abandoned;
         // Assembler thread only.
         private boolean opened;
         private long commitsAtLow;

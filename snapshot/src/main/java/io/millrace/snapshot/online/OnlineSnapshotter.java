@@ -376,6 +376,16 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 }
             }
         });
+        try {
+            readChunk(c, task, chunk, window);
+        } catch (SQLException | RuntimeException e) {
+            watermarks.abandon(window); // the stream stops recording keys for it
+            throw e;
+        }
+    }
+
+    private void readChunk(Connection c, Task task, KeysetChunker.Chunk chunk, Watermarks.Window window)
+            throws SQLException, InterruptedException {
         c.setAutoCommit(true);
         emit(c, window.message(true));
         long started = System.nanoTime();
