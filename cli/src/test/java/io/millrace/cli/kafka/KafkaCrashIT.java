@@ -1,5 +1,7 @@
 package io.millrace.cli.kafka;
 
+import io.millrace.cli.crash.EngineProcess;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.millrace.core.Lsn;
@@ -11,7 +13,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -23,7 +24,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.TreeMap;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -88,38 +88,38 @@ class KafkaCrashIT {
         Thread loadThread = new Thread(load, "kafka-crash-load");
         loadThread.start();
         List<String> kinds = new ArrayList<>();
-        Child engine = null;
+        EngineProcess engine = null;
         try (Connection src = pg.connect(DB)) {
             for (int i = 1; i <= kills; i++) {
                 awaitSlotIdle(src);
-                engine = Child.start(config, work.resolve(String.format("engine-%02d.log", i)));
+                engine = EngineProcess.start(config, work.resolve(String.format("engine-%02d.log", i)));
                 long delay;
                 if (i == 1) {
                     awaitLog(engine, "snapshot of", 60_000);
-                    delay = engine.millis() + 200 + rnd.nextInt(800); // inside the initial snapshot (60 000 rows)
+                    delay = engine.millisSinceStart() + 200 + rnd.nextInt(800); // inside the initial snapshot (60 000 rows)
                 } else if (i == 2) {
                     // the interrupted snapshot is finished (online) before the next kill, so that later kills hit a stream
                     // that moves; the snapshot's own exactly-once is the first kill's part
                     awaitLog(engine, "snapshot of public.items landed", 240_000);
-                    delay = engine.millis() + 200 + rnd.nextInt(1000);
+                    delay = engine.millisSinceStart() + 200 + rnd.nextInt(1000);
                 } else if (i % 2 == 0) {
                     // in the stream, after this run committed something: a kill between two of its transactions
                     awaitLog(engine, "streaming from slot", 120_000);
                     Lsn before = committedCheckpoint();
                     while (java.util.Objects.equals(committedCheckpoint(), before)) {
-                        assertThat(engine.alive()).as("run %d ended; log:%n%s", i, engine.tail(40)).isTrue();
-                        assertThat(engine.millis()).as("run %d committed nothing in 180 s", i).isLessThan(180_000);
+                        assertThat(engine.alive()).as("run %d ended; log:%n%s", i, engine.logTail(40)).isTrue();
+                        assertThat(engine.millisSinceStart()).as("run %d committed nothing in 180 s", i).isLessThan(180_000);
                         Thread.sleep(200);
                     }
-                    delay = engine.millis() + rnd.nextInt(1500);
+                    delay = engine.millisSinceStart() + rnd.nextInt(1500);
                 } else {
                     delay = 300 + rnd.nextInt(3500); // anywhere: JVM start, open, resume, streaming
                 }
-                while (engine.millis() < delay && engine.alive()) {
+                while (engine.millisSinceStart() < delay && engine.alive()) {
                     Thread.sleep(5);
                 }
-                assertThat(engine.alive()).as("run %d ended by itself; log %s:%n%s", i, engine.log, engine.tail(40)).isTrue();
-                String phase = engine.text().contains("streaming from") ? "streaming" : engine.text().contains("snapshot of") ? "snapshot" : "startup";
+                assertThat(engine.alive()).as("run %d ended by itself; log %s:%n%s", i, engine.log(), engine.logTail(40)).isTrue();
+                String phase = engine.logText().contains("streaming from") ? "streaming" : engine.logText().contains("snapshot of") ? "snapshot" : "startup";
                 kinds.add(phase);
                 assertThat(engine.kill()).as("exit status after SIGKILL").isEqualTo(137);
                 engine = null;
@@ -138,7 +138,7 @@ class KafkaCrashIT {
             load.throwIfFailed();
 
             awaitSlotIdle(src);
-            engine = Child.start(config, work.resolve("engine-final.log"));
+            engine = EngineProcess.start(config, work.resolve("engine-final.log"));
             List<String> expected = source(src);
             TopicState state = null;
             long deadline = System.currentTimeMillis() + 120_000;
@@ -147,7 +147,7 @@ class KafkaCrashIT {
                 if (state.lines("version", "payload").equals(expected)) {
                     break;
                 }
-                assertThat(engine.alive()).as("final run ended; log:%n%s", engine.tail(40)).isTrue();
+                assertThat(engine.alive()).as("final run ended; log:%n%s", engine.logTail(40)).isTrue();
                 Thread.sleep(500);
             }
             int exit = engine.terminate(60);
@@ -230,10 +230,10 @@ class KafkaCrashIT {
         }
     }
 
-    private static void awaitLog(Child engine, String line, long timeoutMillis) throws InterruptedException {
-        while (!engine.text().contains(line)) {
-            assertThat(engine.alive()).as("engine ended before '%s'; log %s:%n%s", line, engine.log, engine.tail(40)).isTrue();
-            assertThat(engine.millis()).as("no '%s' after %d ms; log %s", line, timeoutMillis, engine.log).isLessThan(timeoutMillis);
+    private static void awaitLog(EngineProcess engine, String line, long timeoutMillis) throws InterruptedException {
+        while (!engine.logText().contains(line)) {
+            assertThat(engine.alive()).as("engine ended before '%s'; log %s:%n%s", line, engine.log(), engine.logTail(40)).isTrue();
+            assertThat(engine.millisSinceStart()).as("no '%s' after %d ms; log %s", line, timeoutMillis, engine.log()).isLessThan(timeoutMillis);
             Thread.sleep(10);
         }
     }
@@ -295,58 +295,6 @@ class KafkaCrashIT {
             if (error.get() != null) {
                 throw new AssertionError("load failed", error.get());
             }
-        }
-    }
-
-    /** {@code millrace run} in a JVM of its own, its output in a log file. */
-    static final class Child {
-        private final Process process;
-        final Path log;
-        private final long started = System.nanoTime();
-
-        private Child(Process process, Path log) {
-            this.process = process;
-            this.log = log;
-        }
-
-        static Child start(Path config, Path log) throws IOException {
-            String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-            ProcessBuilder pb = new ProcessBuilder(java, "-Xmx384m", "-XX:+UseSerialGC", "-cp", System.getProperty("java.class.path"),
-                    "io.millrace.cli.Main", "run", config.toString()).redirectErrorStream(true).redirectOutput(log.toFile());
-            pb.environment().put("MILLRACE_LOG_LEVEL", "INFO");
-            return new Child(pb.start(), log);
-        }
-
-        long millis() {
-            return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
-        }
-
-        boolean alive() {
-            return process.isAlive();
-        }
-
-        int kill() throws InterruptedException {
-            process.destroyForcibly();
-            assertThat(process.waitFor(30, TimeUnit.SECONDS)).as("engine alive 30 s after SIGKILL").isTrue();
-            return process.exitValue();
-        }
-
-        int terminate(int seconds) throws InterruptedException {
-            process.destroy();
-            return process.waitFor(seconds, TimeUnit.SECONDS) ? process.exitValue() : -1;
-        }
-
-        String text() {
-            try {
-                return Files.readString(log, StandardCharsets.UTF_8);
-            } catch (IOException e) {
-                return "";
-            }
-        }
-
-        String tail(int lines) {
-            List<String> all = text().lines().toList();
-            return String.join("\n", all.subList(Math.max(0, all.size() - lines), all.size()));
         }
     }
 }

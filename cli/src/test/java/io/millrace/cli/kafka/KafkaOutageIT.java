@@ -1,5 +1,7 @@
 package io.millrace.cli.kafka;
 
+import io.millrace.cli.crash.EngineProcess;
+
 import io.millrace.embedded.EmbeddedPg;
 import io.millrace.sink.kafka.testing.KafkaBroker;
 import io.millrace.sink.kafka.testing.TopicState;
@@ -90,11 +92,11 @@ class KafkaOutageIT {
             }
         }, "outage-load");
 
-        KafkaCrashIT.Child engine = KafkaCrashIT.Child.start(config, work.resolve("engine.log"));
+        EngineProcess engine = EngineProcess.start(config, work.resolve("engine.log"));
         try {
             long deadline = System.currentTimeMillis() + 120_000;
-            while (!engine.text().contains("streaming from slot")) {
-                assertThat(engine.alive()).as("engine ended; log:%n%s", engine.tail(40)).isTrue();
+            while (!engine.logText().contains("streaming from slot")) {
+                assertThat(engine.alive()).as("engine ended; log:%n%s", engine.logTail(40)).isTrue();
                 assertThat(System.currentTimeMillis()).as("not streaming after 120 s").isLessThan(deadline);
                 Thread.sleep(50);
             }
@@ -121,7 +123,7 @@ class KafkaOutageIT {
                 }
                 Thread.sleep(500);
             }
-            String log = engine.text();
+            String log = engine.logText();
             System.out.printf("KafkaOutageIT: %d source transactions (%d while the brokers were away), %d events in Kafka%n",
                     committed.get(), during, state.events());
             assertThat(state.problems()).as("changes repeated, lost or out of order").isEmpty();
