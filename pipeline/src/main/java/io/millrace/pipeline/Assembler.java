@@ -326,7 +326,7 @@ final class Assembler {
         }
         Object[] before = beforeTuple == null ? null : beforeTuple.decode(r);
         Object[] after = newTuple == null ? null : newTuple.decode(r);
-        watermarks.changed(r, before, after);
+        watermarks.changed(r, before, after, txXid);
         add(new ChangeEvent(op, r, before, after, at, p, txXid, txCommitMicros, false));
     }
 
@@ -354,7 +354,7 @@ final class Assembler {
             throw new MillraceException(Kind.INTERNAL, "online snapshot chunk " + w.id() + " of " + w.relation().table()
                     + " reached its high watermark without its rows");
         }
-        if (watermarks.missedBeforeLow(w)) {
+        if (watermarks.missedBeforeLow(w) || watermarks.missedPartial(w)) {
             w.done(Watermarks.Window.RETRY);
             return;
         }
@@ -364,6 +364,7 @@ final class Assembler {
             if (w.isStale(row)) {
                 continue;
             }
+            row = w.current(row);
             add(new ChangeEvent(Op.READ, r, null, row, at, new Position(txCommitLsn, ++ordinal), txXid, txCommitMicros, true));
             emitted++;
             unbudgeted += 16L * row.length; // rough size: lets the batch be cut inside a large chunk

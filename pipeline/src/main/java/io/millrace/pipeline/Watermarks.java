@@ -3,6 +3,7 @@ package io.millrace.pipeline;
 import io.millrace.core.change.OnlineTask;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
+import io.millrace.core.types.UnchangedToast;
 
 import java.util.Arrays;
 import java.util.HashMap;
@@ -184,8 +185,16 @@ public final class Watermarks {
         windows.remove(w.id);
     }
 
-    /** A streamed change of {@code r}: every open window on its table forgets the rows with these keys. */
-    void changed(RelationInfo r, Object[] before, Object[] after) {
+    /**
+     * A streamed change of {@code r} by transaction {@code xid}: every open window on its table forgets the
+     * rows with these keys. An update that keeps unchanged TOAST values ({@code after} holds
+     * {@link UnchangedToast}) is not a whole row: the destination may not have the row yet to take them from,
+     * so it does not make the chunk's row stale. The chunk's row is emitted instead: as read when the chunk's
+     * snapshot saw the update (it is then the newer image), else with the update's values laid over it
+     * ({@link Window#current}); a key change the snapshot did not see has the chunk read again
+     * ({@link #missedPartial}).
+     */
+    void changed(RelationInfo r, Object[] before, Object[] after, long xid) {
         if (openCount == 0) {
             return;
         }
@@ -201,13 +210,60 @@ public final class Watermarks {
                 continue;
             }
             int[] idx = w.indexesIn(r);
+            Key a = after == null ? null : Key.of(after, idx);
             if (before != null) {
-                w.changed.add(Key.of(before, idx));
+                Key b = Key.of(before, idx);
+                if (!b.equals(a) || !partial(after)) {
+                    w.changed.add(b);
+                }
             }
-            if (after != null) {
-                w.changed.add(Key.of(after, idx));
+            if (a != null) {
+                if (partial(after)) {
+                    boolean rekey = before != null && !Key.of(before, idx).equals(a);
+                    boolean sameShape = r == w.relation || r.sameShape(w.relation);
+                    w.partials.add(new Partial(a, after, xid, rekey || !sameShape));
+                } else {
+                    w.changed.add(a);
+                }
             }
         }
+    }
+
+    private static boolean partial(Object[] row) {
+        if (row == null) {
+            return false;
+        }
+        for (Object v : row) {
+            if (v == UnchangedToast.INSTANCE) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Sorts out the updates with unchanged TOAST values the stream passed in {@code w}'s window, at its high
+     * watermark. Keys a whole change made stale are dropped as usual (the stream rebuilds them); updates the
+     * chunk's snapshot saw are already in its rows. Each other update is laid over its key's chunk row
+     * ({@link Window#current}): its unchanged columns kept their values since the chunk's read, or a change in
+     * between carried them. Returns true when that cannot be done — a key change, or a table whose shape changed
+     * in the window — and the chunk must be read again.
+     */
+    boolean missedPartial(Window w) {
+        for (Partial p : w.partials) {
+            if (w.changed.contains(p.key) || w.sees(p.xid)) {
+                continue;
+            }
+            if (p.cannotOverlay) {
+                return true;
+            }
+            w.overlays.computeIfAbsent(p.key, k -> new java.util.ArrayList<>()).add(p.after);
+        }
+        return false;
+    }
+
+    /** A streamed update of a window's table that kept unchanged TOAST values. */
+    private record Partial(Key key, Object[] after, long xid, boolean cannotOverlay) {
     }
 
     /** True when a window is open on {@code table}: its streamed changes must reach {@link #changed} decoded. */
@@ -234,6 +290,8 @@ public final class Watermarks {
         private final CountDownLatch emitted = new CountDownLatch(1);
         private volatile List<Object[]> rows;
         private volatile long[] invisible = new long[0];
+        /** The chunk snapshot's xmax (low 32 bits): transactions from it on were not seen. */
+        private volatile long xmax;
         private volatile long emittedRows = -1;
         private volatile boolean abandoned;
         // Assembler thread only.
@@ -241,6 +299,8 @@ public final class Watermarks {
         private long commitsAtLow;
         private boolean truncated;
         private final Set<Key> changed = new HashSet<>();
+        private final List<Partial> partials = new java.util.ArrayList<>();
+        private final Map<Key, List<Object[]>> overlays = new HashMap<>();
         private RelationInfo lastShape;
         private int[] lastIndexes;
 
@@ -263,12 +323,27 @@ public final class Watermarks {
         }
 
         /**
-         * Hands over the chunk's rows (in the relation's column order) and the ids of the transactions in
-         * progress in the snapshot that read them; call before writing the high watermark.
+         * Hands over the chunk's rows (in the relation's column order) and, of the snapshot that read them, the
+         * ids of the transactions in progress and its xmax; call before writing the high watermark.
          */
-        public void fill(List<Object[]> chunkRows, long[] inProgress) {
+        public void fill(List<Object[]> chunkRows, long[] inProgress, long snapshotXmax) {
             this.invisible = inProgress.clone();
+            this.xmax = snapshotXmax & 0xFFFF_FFFFL;
             this.rows = chunkRows;
+        }
+
+        /** Whether the chunk's snapshot saw committed transaction {@code xid} (32-bit, compared modulo 2^32). */
+        boolean sees(long xid) {
+            long x = xid & 0xFFFF_FFFFL;
+            if ((int) (x - xmax) >= 0) {
+                return false;
+            }
+            for (long v : invisible) {
+                if ((v & 0xFFFF_FFFFL) == x) {
+                    return false;
+                }
+            }
+            return true;
         }
 
         /**
@@ -289,6 +364,30 @@ public final class Watermarks {
 
         boolean isStale(Object[] row) {
             return truncated || changed.contains(Key.of(row, keyIndexes));
+        }
+
+        /**
+         * The chunk row as the stream left it at the high watermark: the row as read, with the values of the
+         * updates the snapshot did not see laid over it in commit order (each update's unchanged TOAST values
+         * keep the row's). Call after {@link Watermarks#missedPartial}.
+         */
+        Object[] current(Object[] row) {
+            if (overlays.isEmpty()) {
+                return row;
+            }
+            List<Object[]> over = overlays.get(Key.of(row, keyIndexes));
+            if (over == null) {
+                return row;
+            }
+            Object[] out = row.clone();
+            for (Object[] after : over) {
+                for (int i = 0; i < out.length && i < after.length; i++) {
+                    if (after[i] != UnchangedToast.INSTANCE) {
+                        out[i] = after[i];
+                    }
+                }
+            }
+            return out;
         }
 
         void done(long rowsEmitted) {

@@ -41,6 +41,18 @@ public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position 
         return new Checkpoint(version, identity, flushLsn, applied, progress, online);
     }
 
+    /**
+     * The tables ({@code schema.table}) an online snapshot is still copying: a destination may lack rows of
+     * them that a later chunk brings, so an update with unchanged TOAST values of such a row is not an error.
+     */
+    public java.util.Set<String> copying() {
+        java.util.Set<String> t = new java.util.HashSet<>();
+        for (OnlineTask task : online) {
+            t.add(task.table());
+        }
+        return t;
+    }
+
     public Checkpoint withOnline(java.util.List<OnlineTask> tasks) {
         return new Checkpoint(version, identity, flushLsn, applied, snapshot, tasks);
     }

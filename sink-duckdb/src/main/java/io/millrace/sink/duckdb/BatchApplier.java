@@ -64,12 +64,21 @@ final class BatchApplier {
     }
 
     /** After a rollback: DDL and staging tables of the transaction are gone. */
+    private java.util.Set<String> copying = java.util.Set.of();
+
     void rolledBack() {
         tables.forget();
         stages.clear();
     }
 
-    void apply(List<ChangeEvent> events) {
+    /**
+     * @param copying tables ({@code schema.table} of the source) an online snapshot is copying: an update with
+     *                unchanged TOAST values of a row they do not have yet is left to the chunk that copies the
+     *                row (INV: WATERMARK keeps that chunk's row when it is newer than the update, else reads it
+     *                again)
+     */
+    void apply(List<ChangeEvent> events, java.util.Set<String> copying) {
+        this.copying = copying;
         Map<TableRef, List<ChangeEvent>> byTable = new LinkedHashMap<>();
         for (ChangeEvent e : events) {
             byTable.computeIfAbsent(tables.targetOf(e.relation().table()), t -> new ArrayList<>()).add(e);
@@ -180,6 +189,13 @@ final class BatchApplier {
             try (Statement s = conn.createStatement(); ResultSet rs = s.executeQuery(stage.missingFromSql)) {
                 rs.next();
                 long missing = rs.getLong(1);
+                if (missing > 0 && copying.contains(rel.table().toString())) {
+                    // Rows the online snapshot has not copied yet: their chunk brings them, newer than this update.
+                    execute(stage.dropMissingSql);
+                    LOG.debug("destination '{}': {} update(s) of {} with unchanged TOAST values wait for the online"
+                            + " snapshot to copy their rows", destination, missing, target);
+                    missing = 0;
+                }
                 if (missing > 0) {
                     throw new MillraceException(MillraceException.Kind.SINK, "destination '" + destination + "': table "
                             + target + ": " + missing + " updated row(s) keep unchanged TOAST values, but the destination"
@@ -229,6 +245,7 @@ final class BatchApplier {
         final String upsertSql;
         final String upsertToastSql;
         final String missingFromSql;
+        final String dropMissingSql;
         final String deleteSql;
         final String insertSql;
 
@@ -289,6 +306,8 @@ final class BatchApplier {
                     + " s LEFT JOIN " + target.sql() + " o ON s._mr_unch IS NOT NULL AND " + String.join(" AND ", fromJoin)
                     + " WHERE NOT s._mr_del" + conflict;
             missingFromSql = "SELECT count(*) FROM " + sql + " s WHERE s._mr_unch IS NOT NULL AND NOT s._mr_del AND NOT EXISTS"
+                    + " (SELECT 1 FROM " + target.sql() + " o WHERE " + String.join(" AND ", fromJoin) + ")";
+            dropMissingSql = "DELETE FROM " + sql + " s WHERE s._mr_unch IS NOT NULL AND NOT s._mr_del AND NOT EXISTS"
                     + " (SELECT 1 FROM " + target.sql() + " o WHERE " + String.join(" AND ", fromJoin) + ")";
             deleteSql = "DELETE FROM " + target.sql() + " d USING " + sql + " s WHERE s._mr_del AND "
                     + String.join(" AND ", delJoin);

@@ -53,6 +53,8 @@ public final class DuckDbSink implements Sink {
     // Owned by the writer thread.
     private Connection conn;
     private BatchApplier applier;
+    /** Tables an online snapshot was copying as of the last durable checkpoint (see {@link Checkpoint#copying()}). */
+    private java.util.Set<String> copyingBefore = java.util.Set.of();
 
     public DuckDbSink(DuckDbSinkConfig config) {
         this.config = Objects.requireNonNull(config, "config");
@@ -92,6 +94,7 @@ public final class DuckDbSink implements Sink {
             }
             Optional<Checkpoint> cp = readCheckpoint();
             conn.commit();
+            copyingBefore = cp.map(Checkpoint::copying).orElse(java.util.Set.of());
             applier = new BatchApplier(conn, config.name(), config.schema());
             LOG.info("destination '{}': opened {}, checkpoint {}", config.name(), config.file(),
                     cp.map(c -> "at " + c.applied()).orElse("none"));
@@ -116,8 +119,11 @@ public final class DuckDbSink implements Sink {
         }
         Objects.requireNonNull(checkpoint, "checkpoint");
         long start = System.nanoTime();
+        // A table being copied online during this batch: before it, after it, or both.
+        java.util.Set<String> copying = new java.util.HashSet<>(copyingBefore);
+        copying.addAll(checkpoint.copying());
         try {
-            applier.apply(events);
+            applier.apply(events, copying);
             applier.dropStages();
             try (PreparedStatement ps = conn.prepareStatement("INSERT INTO " + CHECKPOINTS
                     + " (destination, checkpoint) VALUES (?, ?) ON CONFLICT (destination) DO UPDATE SET checkpoint = EXCLUDED.checkpoint")) {
@@ -128,6 +134,7 @@ public final class DuckDbSink implements Sink {
             io.millrace.core.fault.Faults.hit("sink.duckdb.before-commit");
             conn.commit(); // INV: DURABLE — data and checkpoint become durable together, only now
             io.millrace.core.fault.Faults.hit("sink.duckdb.after-commit");
+            copyingBefore = checkpoint.copying();
         } catch (SQLException | RuntimeException e) {
             rollback(); // INV: RESUME — neither data nor checkpoint of a failed batch remains
             if (e instanceof MillraceException m) {

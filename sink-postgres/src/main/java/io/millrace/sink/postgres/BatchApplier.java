@@ -60,6 +60,7 @@ final class BatchApplier {
     /** Tables where a direct COPY of inserts met keys already present; they are upserted from then on. */
     private final Set<TableRef> conflicted = new HashSet<>();
     private static final String UNIQUE_VIOLATION = "23505";
+    private Set<String> copying = Set.of();
 
     BatchApplier(Connection conn, String destination, String where, String targetSchema) throws SQLException {
         this.conn = conn;
@@ -81,7 +82,14 @@ final class BatchApplier {
         usedInTransaction.clear();
     }
 
-    void apply(List<ChangeEvent> events) {
+    /**
+     * @param copying tables ({@code schema.table} of the source) an online snapshot is copying: an update with
+     *                unchanged TOAST values of a row they do not have yet is left to the chunk that copies the
+     *                row (INV: WATERMARK keeps that chunk's row when it is newer than the update, else reads it
+     *                again)
+     */
+    void apply(List<ChangeEvent> events, Set<String> copying) {
+        this.copying = copying;
         Map<TableRef, List<ChangeEvent>> byTable = new LinkedHashMap<>();
         for (ChangeEvent e : events) {
             TableRef target = tables.targetOf(e.relation().table());
@@ -244,6 +252,20 @@ final class BatchApplier {
             }
             int filled = executeUpdate(sql.toString());
             int expected = maskCounts.get(m);
+            if (filled != expected && copying.contains(rel.table().toString())) {
+                // Rows the online snapshot has not copied yet: their chunk brings them, newer than this update.
+                StringBuilder drop = new StringBuilder("DELETE FROM ").append(stage.name).append(" s WHERE s._mr_mask = ")
+                        .append(m + 1).append(" AND NOT EXISTS (SELECT 1 FROM ").append(target.sql()).append(" t WHERE ");
+                for (int j = 0; j < keyIdx.length; j++) {
+                    drop.append(j == 0 ? "" : " AND ").append("t.").append(Ident.quote(rel.column(keyIdx[j]).name()))
+                            .append(" = s.f").append(j);
+                }
+                int dropped = executeUpdate(drop.append(')').toString());
+                upserts -= dropped;
+                LOG.debug("destination '{}': {} update(s) of {} with unchanged TOAST values wait for the online snapshot"
+                        + " to copy their rows", destination, dropped, target);
+                filled += dropped;
+            }
             if (filled != expected) {
                 throw new MillraceException(MillraceException.Kind.SINK, "destination '" + destination + "': table "
                         + target + ": " + (expected - filled) + " updated row(s) keep unchanged TOAST values of"

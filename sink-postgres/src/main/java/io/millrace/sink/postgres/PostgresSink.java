@@ -55,6 +55,8 @@ public final class PostgresSink implements Sink {
     private BatchApplier applier;
     /** The checkpoint of a batch whose COMMIT had an unknown outcome; null otherwise. */
     private Checkpoint inDoubt;
+    /** Tables an online snapshot was copying as of the last durable checkpoint (see {@link Checkpoint#copying()}). */
+    private java.util.Set<String> copyingBefore = java.util.Set.of();
     private FaultPoints faults = FaultPoints.NONE;
 
     public PostgresSink(PostgresSinkConfig config) {
@@ -83,6 +85,7 @@ public final class PostgresSink implements Sink {
             prepareState();
             Optional<Checkpoint> cp = readCheckpoint();
             conn.commit();
+            copyingBefore = cp.map(Checkpoint::copying).orElse(java.util.Set.of());
             transition(State.NEW, State.OPEN);
             LOG.info("destination '{}': connected to {}, checkpoint {}", config.name(), where,
                     cp.map(c -> "at " + c.applied()).orElse("none"));
@@ -108,13 +111,17 @@ public final class PostgresSink implements Sink {
             connect();
         }
         if (inDoubt != null && alreadyCommitted(checkpoint)) {
+            copyingBefore = checkpoint.copying();
             return;
         }
         String json = CheckpointJson.write(checkpoint);
         long start = System.nanoTime();
         long applied;
+        // A table being copied online during this batch: before it, after it, or both.
+        java.util.Set<String> copying = new java.util.HashSet<>(copyingBefore);
+        copying.addAll(checkpoint.copying());
         try {
-            applier.apply(events);
+            applier.apply(events, copying);
             applied = System.nanoTime();
             try (PreparedStatement ps = conn.prepareStatement("INSERT INTO " + checkpointTable
                     + " (destination, checkpoint, updated_at) VALUES (?, CAST(? AS jsonb), now())"
@@ -156,6 +163,7 @@ public final class PostgresSink implements Sink {
                     + events.size() + " change(s) failed: " + Errors.message(e), e);
         }
         inDoubt = null;
+        copyingBefore = checkpoint.copying();
         applier.committed();
         if (LOG.isDebugEnabled()) {
             long end = System.nanoTime();

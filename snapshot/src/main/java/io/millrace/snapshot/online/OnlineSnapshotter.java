@@ -391,11 +391,14 @@ public final class OnlineSnapshotter implements AutoCloseable {
         long started = System.nanoTime();
         List<Object[]> rows = new ArrayList<>();
         long[] inProgress;
+        long xmax;
         c.setAutoCommit(false);
         try (Statement s = c.createStatement()) {
             s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
-            try (ResultSet rs = s.executeQuery("SELECT ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(pg_current_snapshot()) x)")) {
+            try (ResultSet rs = s.executeQuery("SELECT ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(pg_current_snapshot()) x),"
+                    + " pg_snapshot_xmax(pg_current_snapshot())::text::bigint")) {
                 rs.next(); // the transaction's snapshot is taken here: the chunk is read in it
+                xmax = rs.getLong(2);
                 Array a = rs.getArray(1);
                 Long[] xs = (Long[]) a.getArray();
                 inProgress = new long[xs.length];
@@ -413,7 +416,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
             c.setAutoCommit(true);
         }
         long readNanos = System.nanoTime() - started;
-        window.fill(rows, inProgress);
+        window.fill(rows, inProgress, xmax);
         peakBuffered.accumulateAndGet(watermarks.bufferedRows(), Math::max);
         emit(c, window.message(false));
         long emitted;
