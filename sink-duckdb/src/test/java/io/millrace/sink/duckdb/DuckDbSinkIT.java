@@ -137,6 +137,13 @@ class DuckDbSinkIT {
             assertEquals(MillraceException.Kind.SINK, e.kind());
             assertTrue(e.getMessage().contains("public.tt"), e.getMessage());
             assertEquals(List.of("1|x"), query("SELECT * FROM public.tt ORDER BY id"));
+
+            // While an online snapshot copies the table, the row is one its chunk has not brought yet: the update
+            // waits for the chunk (INV: WATERMARK overlays it on the chunk's row); the others apply as usual.
+            Ev ev3 = new Ev(30);
+            sink.write(List.of(ev3.ins(t, 2, "y"), ev3.upd(t, null, 9, TOAST)), Ev.cp("d4", 30)
+                    .withOnline(List.of(io.millrace.core.change.OnlineTask.whole("public.tt", null))));
+            assertEquals(List.of("1|x", "2|y"), query("SELECT * FROM public.tt ORDER BY id"));
         }
     }
 
