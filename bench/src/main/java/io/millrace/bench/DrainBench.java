@@ -58,6 +58,9 @@ public final class DrainBench {
     private DrainBench() {
     }
 
+    /** The JVM options bin/millrace starts the engine with unless MILLRACE_JAVA_OPTS is set (variant suffix {@code ~lean}). */
+    static final String LEAN_JVM = System.getProperty("millrace.bench.lean", "-Xmx256m -XX:+UseSerialGC");
+
     public static void main(String[] args) throws Exception {
         if (args.length > 0 && args[0].equals("child")) {
             System.exit(child(args));
@@ -193,8 +196,33 @@ public final class DrainBench {
         return 0;
     }
 
-    private static double[] jvm(String variant, String xmx, int port, String slot, String endLsn, long rows, Path work) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx" + xmx));
+    private static double[] jvm(String name, String xmx, int port, String slot, String endLsn, long rows, Path work) throws Exception {
+        // JVM settings after '~': serial / parallel (garbage collector), a heap size (128m), or "lean" (bin/millrace's
+        // default options), e.g. jsonl-d0~lean or jsonl-d0~serial~128m.
+        String[] parts = name.split("~");
+        String variant = parts[0];
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        boolean heapSet = false;
+        for (int i = 1; i < parts.length; i++) {
+            switch (parts[i]) {
+                case "serial" -> cmd.add("-XX:+UseSerialGC");
+                case "parallel" -> cmd.add("-XX:+UseParallelGC");
+                case "lean" -> {
+                    cmd.addAll(List.of(LEAN_JVM.split(" ")));
+                    heapSet = true;
+                }
+                default -> {
+                    if (!parts[i].matches("[0-9]+[mg]")) {
+                        throw new IllegalArgumentException("unknown JVM setting '" + parts[i] + "' in variant " + name);
+                    }
+                    cmd.add("-Xmx" + parts[i]);
+                    heapSet = true;
+                }
+            }
+        }
+        if (!heapSet) {
+            cmd.add("-Xmx" + xmx);
+        }
         if (variant.endsWith("-poll")) {
             cmd.add("-Dmillrace.reader.poll=true");
         }
