@@ -99,6 +99,7 @@ public final class ConfigLoader {
         int maxRows = on.integer("max_chunk_rows", (int) sz.maxRows(), 1, Integer.MAX_VALUE);
         int chunkRows = on.integer("chunk_rows", (int) Math.max(minRows, Math.min(maxRows, sz.initialRows())), 1, Integer.MAX_VALUE);
         int targetMs = on.integer("target_chunk_ms", (int) (sz.targetNanos() / 1_000_000), 1, 3_600_000);
+        int maxChunkMb = on.integer("max_chunk_mb", (int) (sz.maxBytes() >> 20), 1, 1 << 16);
         if (minRows > chunkRows || chunkRows > maxRows) {
             throw Node.error("snapshot.online", "needs min_chunk_rows (" + minRows + ") <= chunk_rows (" + chunkRows
                     + ") <= max_chunk_rows (" + maxRows + ")");
@@ -106,7 +107,8 @@ public final class ConfigLoader {
         on.done();
         String signal = snap.string("signal_table", null);
         io.millrace.snapshot.online.OnlineSnapshotter.Options online = new io.millrace.snapshot.online.OnlineSnapshotter.Options(onReaders,
-                new io.millrace.snapshot.online.KeysetChunker.Sizing(chunkRows, minRows, maxRows, targetMs * 1_000_000L),
+                new io.millrace.snapshot.online.KeysetChunker.Sizing(chunkRows, minRows, maxRows, targetMs * 1_000_000L,
+                        (long) maxChunkMb << 20),
                 signal == null ? null : io.millrace.core.schema.TableRef.parse(signal));
         snap.done();
 

@@ -136,12 +136,13 @@ class OnlineSnapshotIT {
         try (Connection src = pg.connect(db)) {
             E2e.exec(src, "CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL, payload text)",
                     "ALTER TABLE t ALTER COLUMN payload SET STORAGE EXTERNAL", // out of line, uncompressed
-                    "INSERT INTO t SELECT g, g, repeat(md5(g::text), 80) FROM generate_series(1, " + rows + ") g");
+                    "INSERT INTO t SELECT g, g, repeat(md5(g::text), 400) FROM generate_series(1, " + rows + ") g");
         }
         List<TableRef> t = E2e.refs(List.of("public.t"));
         long seed = Long.getLong("online.seed", System.nanoTime());
         System.out.println("OnlineSnapshotIT toast seed " + seed + " (replay: -Donline.seed=" + seed + ")");
-        try (RunningEngine e = RunningEngine.start(yaml(db, List.of("public.t"), dir), dir).awaitStreaming(WAIT);
+        try (RunningEngine e = RunningEngine.start(yaml(db, List.of("public.t"), dir)
+                .replace("target_chunk_ms: 30\n", "target_chunk_ms: 30\n    max_chunk_mb: 1\n"), dir).awaitStreaming(WAIT);
              Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
             E2e.awaitSame(src, dst, t, WAIT);
             for (int round = 0; round < 3; round++) {
@@ -163,11 +164,11 @@ class OnlineSnapshotIT {
                                 if (op < 16) {
                                     st.execute("UPDATE t SET v = v + 1 WHERE id = " + id); // payload unchanged
                                 } else if (op < 17) {
-                                    st.execute("UPDATE t SET payload = repeat(md5(random()::text), 80) WHERE id = " + id);
+                                    st.execute("UPDATE t SET payload = repeat(md5(random()::text), 400) WHERE id = " + id);
                                 } else if (op < 18) {
                                     st.execute("DELETE FROM t WHERE id = " + id);
                                 } else {
-                                    st.execute("INSERT INTO t VALUES (" + id + ", 0, repeat(md5(random()::text), 80))"
+                                    st.execute("INSERT INTO t VALUES (" + id + ", 0, repeat(md5(random()::text), 400))"
                                             + " ON CONFLICT (id) DO UPDATE SET v = t.v - 1");
                                 }
                                 updates.incrementAndGet();
@@ -195,6 +196,8 @@ class OnlineSnapshotIT {
                         + (e.engine().onlineSnapshotter().chunksRetried() - retriedBefore));
             }
             assertThat(e.engine().state()).isEqualTo(io.millrace.engine.Engine.State.STREAMING);
+            // INV: BOUNDED — 12.8 kB rows and max_chunk_mb 1: chunks of at most ~82 rows (not max_chunk_rows 400) per reader
+            assertThat(e.engine().onlineSnapshotter().peakBufferedRows()).isLessThanOrEqualTo(3 * 90);
         }
     }
 

@@ -26,7 +26,8 @@ import java.util.TreeMap;
  *
  * <p>Size feedback: each read reports its duration; the next size is the size that chunk was cut with,
  * scaled toward the target time by at most ×0.5…×2, within bounds. Reports size from the chunk they
- * measured, so concurrent reports do not compound.
+ * measured, so concurrent reports do not compound. With a byte limit, a chunk holds at most as many rows
+ * as fit in it at the rows' size: first estimated ({@link Boundaries#rowBytes()}), then as measured.
  */
 public final class KeysetChunker {
 
@@ -39,15 +40,28 @@ public final class KeysetChunker {
          * {@code n} keys). Null bounds are open.
          */
         List<String> nth(List<String> lo, List<String> hi, long n) throws Exception;
+
+        /** An estimate of a row's size as read (bytes), before the first cut; 0 when unknown. */
+        default long rowBytes() throws Exception {
+            return 0;
+        }
     }
 
-    /** Chunk sizes in rows and the time a chunk read should take. */
-    public record Sizing(long initialRows, long minRows, long maxRows, long targetNanos) {
+    /**
+     * Chunk sizes in rows, the time a chunk read should take, and the most bytes a chunk may hold (0: no
+     * limit). The byte limit wins over the row bounds (INV: BOUNDED — a chunk is held in memory until its
+     * high watermark): wide rows get chunks of fewer rows than {@code minRows}, down to one.
+     */
+    public record Sizing(long initialRows, long minRows, long maxRows, long targetNanos, long maxBytes) {
         public Sizing {
-            if (minRows < 1 || maxRows < minRows || initialRows < minRows || initialRows > maxRows || targetNanos <= 0) {
-                throw new IllegalArgumentException("chunk sizes need 1 <= min <= initial <= max and a positive target time; got "
-                        + this);
+            if (minRows < 1 || maxRows < minRows || initialRows < minRows || initialRows > maxRows || targetNanos <= 0 || maxBytes < 0) {
+                throw new IllegalArgumentException("chunk sizes need 1 <= min <= initial <= max, a positive target time and a"
+                        + " byte limit >= 0; got " + this);
             }
+        }
+
+        public Sizing(long initialRows, long minRows, long maxRows, long targetNanos) {
+            this(initialRows, minRows, maxRows, targetNanos, 0);
         }
     }
 
@@ -69,6 +83,9 @@ public final class KeysetChunker {
     private long seq;
     private volatile long size;
     private volatile List<String> frontier;
+    /** Bytes per row: the estimate, then the last chunk's measure; 0 unknown. */
+    private volatile long rowBytes;
+    private boolean estimated; // @GuardedBy("cutLock")
 
     public KeysetChunker(List<KeyRange> remaining, Sizing sizing, Boundaries boundaries) {
         this.todo = new ArrayDeque<>(remaining);
@@ -95,7 +112,11 @@ public final class KeysetChunker {
             if (first == null) {
                 return null;
             }
-            long n = size;
+            if (!estimated && sizing.maxBytes() > 0) {
+                rowBytes = Math.max(rowBytes, boundaries.rowBytes()); // may throw: nothing changed yet
+                estimated = true;
+            }
+            long n = Math.min(size, byteCap());
             List<String> b = boundaries.nth(first.lo(), first.hi(), n); // may throw: nothing changed yet
             KeyRange cut;
             KeyRange rest;
@@ -139,6 +160,17 @@ public final class KeysetChunker {
 
     /** Reports that reading {@code c} took {@code nanos}; sets the size of the chunks cut next. */
     public void report(Chunk c, long rows, long nanos) {
+        report(c, rows, nanos, 0);
+    }
+
+    /**
+     * Reports that reading {@code c} took {@code nanos} and {@code bytes} (as read); sets the size of the chunks
+     * cut next: toward the target time, and within the byte limit at the rows' measured size.
+     */
+    public void report(Chunk c, long rows, long nanos, long bytes) {
+        if (rows > 0 && bytes > 0) {
+            rowBytes = Math.max(1, bytes / rows);
+        }
         if (rows < c.size() / 2 || nanos <= 0) {
             return; // a short chunk (the last) says little about the rate
         }
@@ -146,9 +178,15 @@ public final class KeysetChunker {
         size = Math.max(sizing.minRows(), Math.min(sizing.maxRows(), Math.round(c.size() * factor)));
     }
 
+    /** The most rows a chunk may hold under the byte limit at the rows' known size. */
+    private long byteCap() {
+        long rb = rowBytes;
+        return sizing.maxBytes() > 0 && rb > 0 ? Math.max(1, sizing.maxBytes() / rb) : Long.MAX_VALUE;
+    }
+
     /** The size the next chunk is cut with. */
     public long size() {
-        return size;
+        return Math.min(size, byteCap());
     }
 
     /** Ranges not landed, in key order: chunks in flight or given back, then the uncut ranges. */

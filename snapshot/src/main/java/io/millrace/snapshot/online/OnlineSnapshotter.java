@@ -68,7 +68,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
         }
 
         public static Options defaults() {
-            return new Options(2, new KeysetChunker.Sizing(5_000, 500, 50_000, 500_000_000L));
+            return new Options(2, new KeysetChunker.Sizing(5_000, 500, 50_000, 500_000_000L, 8L << 20));
         }
     }
 
@@ -86,7 +86,17 @@ public final class OnlineSnapshotter implements AutoCloseable {
             this.filter = filter;
             this.target = target;
             this.rows = new AtomicLong(rowsDone);
-            this.chunker = new KeysetChunker(remaining, options.sizing(), this::nth);
+            this.chunker = new KeysetChunker(remaining, options.sizing(), new KeysetChunker.Boundaries() {
+                @Override
+                public List<String> nth(List<String> lo, List<String> hi, long n) throws SQLException {
+                    return Task.this.nth(lo, hi, n);
+                }
+
+                @Override
+                public long rowBytes() throws SQLException {
+                    return Task.this.rowBytes();
+                }
+            });
         }
 
         String from() {
@@ -110,6 +120,17 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 parts.add("(" + filter + ")");
             }
             return parts.isEmpty() ? "" : " WHERE " + String.join(" AND ", parts);
+        }
+
+        /** Average size of a row in COPY text, from a sample of up to 100 rows (0 for an empty table). */
+        long rowBytes() throws SQLException {
+            String cols = target.relation().columns().stream().map(col -> Ident.quote(col.name())).collect(Collectors.joining(", "));
+            try (Connection c = connections.open(); Statement s = c.createStatement();
+                 ResultSet rs = s.executeQuery("SELECT coalesce(avg(octet_length(t::text)), 0)::bigint FROM (SELECT " + cols
+                         + " FROM " + from() + " LIMIT 100) t")) {
+                rs.next();
+                return rs.getLong(1);
+            }
         }
 
         List<String> nth(List<String> lo, List<String> hi, long n) throws SQLException {
@@ -392,6 +413,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
         List<Object[]> rows = new ArrayList<>();
         long[] inProgress;
         long xmax;
+        long bytes;
         c.setAutoCommit(false);
         try (Statement s = c.createStatement()) {
             s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
@@ -406,7 +428,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
                     inProgress[i] = xs[i];
                 }
             }
-            copy(c, task, chunk, rows);
+            bytes = copy(c, task, chunk, rows);
             c.commit();
         } catch (SQLException | RuntimeException e) {
             c.rollback();
@@ -433,7 +455,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
                     task.table);
             return;
         }
-        task.chunker.report(chunk, rows.size(), readNanos);
+        task.chunker.report(chunk, rows.size(), readNanos, bytes);
         listener.rowsCopied(task.table, emitted);
         if (task.finished && tasks.remove(task)) {
             listener.tableDone(task.table, task.rows.get());
@@ -451,15 +473,18 @@ public final class OnlineSnapshotter implements AutoCloseable {
         }
     }
 
-    private void copy(Connection c, Task task, KeysetChunker.Chunk chunk, List<Object[]> out) throws SQLException {
+    /** Reads the chunk's rows into {@code out}; returns the bytes read (COPY text). */
+    private long copy(Connection c, Task task, KeysetChunker.Chunk chunk, List<Object[]> out) throws SQLException {
         RelationInfo r = task.target.relation();
         String cols = r.columns().stream().map(col -> Ident.quote(col.name())).collect(Collectors.joining(", "));
         String sql = "COPY (SELECT " + cols + " FROM " + task.from() + task.where(chunk.range()) + ") TO STDOUT";
         CopyOut copy = c.unwrap(PGConnection.class).getCopyAPI().copyOut(sql);
         String[] fields = new String[r.columnCount()];
+        long bytes = 0;
         try {
             byte[] row;
             while ((row = copy.readFromCopy()) != null) {
+                bytes += row.length;
                 int n = CopyText.split(row, row.length, fields);
                 if (n != fields.length) {
                     throw new MillraceException(Kind.DECODE, "COPY of " + task.table + " returned " + n + " columns, expected " + fields.length);
@@ -482,6 +507,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 copy.cancelCopy();
             }
         }
+        return bytes;
     }
 
     /** Stops the readers (a chunk not emitted yet is read again after a restart). */

@@ -24,6 +24,7 @@ class KeysetChunkerTest {
     private static final class Table implements KeysetChunker.Boundaries {
         final TreeSet<Long> keys = new TreeSet<>();
         final AtomicInteger calls = new AtomicInteger();
+        long rowBytes;
 
         Table(long n) {
             for (long k = 1; k <= n; k++) {
@@ -46,6 +47,11 @@ class KeysetChunkerTest {
             calls.incrementAndGet();
             List<Long> in = in(new KeyRange(lo, hi));
             return in.size() > n ? List.of(Long.toString(in.get((int) n - 1))) : null;
+        }
+
+        @Override
+        public long rowBytes() {
+            return rowBytes;
         }
     }
 
@@ -148,6 +154,31 @@ class KeysetChunkerTest {
         assertThat(c.size()).isEqualTo(2000);
         c.report(new Chunk(99, KeyRange.ALL, 150), 150, 100 * SEC);
         assertThat(c.size()).isEqualTo(100); // floor
+    }
+
+    /** INV: BOUNDED — a chunk is held until its high watermark, so wide rows get chunks of fewer rows. */
+    @Test
+    void theByteLimitCapsChunksByTheEstimateThenByTheMeasure() throws Exception {
+        Table t = new Table(100_000);
+        t.rowBytes = 10_000; // 10 kB rows: 1 MB holds 104 of them
+        KeysetChunker c = new KeysetChunker(List.of(KeyRange.ALL), new Sizing(1000, 500, 3000, SEC, 1 << 20), t);
+        Chunk a = c.next();
+        assertThat(a.size()).as("the estimate caps the first chunk below min_chunk_rows").isEqualTo(104);
+        assertThat(t.in(a.range())).hasSize(104);
+        c.report(a, 104, SEC / 10, 104 * 100_000L); // rows are 100 kB in fact (TOASTed values): 10 fit
+        assertThat(c.size()).isEqualTo(10);
+        Chunk b = c.next();
+        assertThat(t.in(b.range())).hasSize(10);
+        c.report(b, 10, SEC / 10, 10 * 100L); // narrow rows after all: the time-based size (×2 of 10, at least min) again
+        assertThat(c.size()).isEqualTo(500);
+        List<Chunk> rest = drain(c);
+        List<KeyRange> all = new ArrayList<>(List.of(a.range(), b.range()));
+        rest.forEach(x -> all.add(x.range()));
+        assertTiles(t, all, 100_000);
+        // without a limit the estimate is not even asked for
+        Table u = new Table(1000);
+        u.rowBytes = 1 << 30;
+        assertThat(new KeysetChunker(List.of(KeyRange.ALL), new Sizing(1000, 500, 3000, SEC), u).next().size()).isEqualTo(1000);
     }
 
     @Test
