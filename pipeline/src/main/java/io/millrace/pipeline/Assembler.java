@@ -1,5 +1,6 @@
 package io.millrace.pipeline;
 
+import io.millrace.core.ByteBudget;
 import io.millrace.core.Lsn;
 import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
@@ -87,13 +88,17 @@ final class Assembler {
     private DecodePool.Job job;
     /** Bytes taken from the reader's budget, to give back when the batch is durable. */
     private long bytes;
-    /** Bytes replayed from the spill: they count toward the batch size but not the budget. */
+    /** Bytes replayed from the spill, or of chunk rows: they count toward the batch size but not the reader's budget. */
     private long unbudgeted;
+    /** The budget of replayed and chunk rows in flight (null: unbounded, in unit tests), and the bytes of it this batch holds. */
+    private ByteBudget held;
+    private java.util.function.BooleanSupplier stopping = () -> false;
+    private long heldBytes;
     private Lsn flushLsn;
     private Position last;
     private long batchStartNanos;
 
-    private long eventsOut;
+    private volatile long eventsOut; // written by the assembler thread only
     /** The newest flush position handed on. */
     private Lsn lastFlush = Lsn.ZERO;
 
@@ -219,6 +224,37 @@ final class Assembler {
         }
     }
 
+    /** Sets the budget of replayed and chunk rows; {@code stopping} tells a wait for it to give up. */
+    void holdBudget(ByteBudget budget, java.util.function.BooleanSupplier stopping) {
+        this.held = budget;
+        this.stopping = stopping;
+    }
+
+    /**
+     * Counts {@code n} bytes of a replayed or chunk row toward the batch, and takes them from their budget: when it is
+     * spent, hands on the batch being built (its rows hold part of it) and waits until the writer gave some back
+     * (INV: BOUNDED — a spilled 5M-row transaction is replayed no faster than the destinations take it).
+     */
+    private void hold(long n) throws Channel.Stopped, InterruptedException {
+        if (held == null) {
+            unbudgeted += n;
+            return;
+        }
+        if (held.exhausted()) {
+            if (heldBytes > 0) {
+                cut();
+            }
+            while (!held.awaitRoom(100)) {
+                if (stopping.getAsBoolean()) {
+                    throw new Channel.Stopped();
+                }
+            }
+        }
+        held.take(n);
+        heldBytes += n;
+        unbudgeted += n;
+    }
+
     private void cutForSize() throws Channel.Stopped, InterruptedException {
         if (bytes + unbudgeted >= maxBatchBytes) {
             // INV: BOUNDED — a large transaction is cut inside (flushLsn stays at the last complete one);
@@ -269,7 +305,7 @@ final class Assembler {
                     continue;
                 }
                 PgOutputMessage m = f.frame(rec.data(), 0, rec.data().length);
-                unbudgeted += rec.data().length;
+                hold(rec.data().length);
                 change(m, rec.walStart());
                 cutForSize();
             }
@@ -367,7 +403,7 @@ final class Assembler {
             row = w.current(row);
             add(new ChangeEvent(Op.READ, r, null, row, at, new Position(txCommitLsn, ++ordinal), txXid, txCommitMicros, true));
             emitted++;
-            unbudgeted += 16L * row.length; // rough size: lets the batch be cut inside a large chunk
+            hold(16L * row.length); // rough size: lets the batch be cut inside a large chunk
             cutForSize();
         }
         w.done(emitted);
@@ -391,6 +427,10 @@ final class Assembler {
     void cut() throws Channel.Stopped, InterruptedException {
         if (eventCount() == 0 && flushLsn == null && bytes == 0 && !watermarks.dirty()) {
             unbudgeted = 0;
+            if (held != null) {
+                held.release(heldBytes);
+            }
+            heldBytes = 0;
             return;
         }
         if (flushLsn != null) {
@@ -400,17 +440,18 @@ final class Assembler {
         if (pool != null) {
             // INV: DURABLE — positions and progress travel with the job and reach the writer only once it is decoded.
             DecodePool.Job j = job;
-            j.seal(new Batch(List.of(), flushLsn, last, bytes, null, watermarks.takeProgress()));
+            j.seal(new Batch(List.of(), flushLsn, last, bytes, null, watermarks.takeProgress(), heldBytes));
             eventsOut += j.size();
             job = pool.newJob();
             b = j;
         } else {
-            b = Staged.ready(new Batch(events, flushLsn, last, bytes, null, watermarks.takeProgress()));
+            b = Staged.ready(new Batch(events, flushLsn, last, bytes, null, watermarks.takeProgress(), heldBytes));
             eventsOut += events.size();
             events = new ArrayList<>();
         }
         bytes = 0;
         unbudgeted = 0;
+        heldBytes = 0;
         flushLsn = null;
         last = null;
         batchStartNanos = System.nanoTime();

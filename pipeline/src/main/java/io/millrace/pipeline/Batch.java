@@ -18,10 +18,16 @@ import java.util.List;
  * @param budgetBytes bytes to give back to the reader's budget once the batch is durable
  * @param snapshot    new snapshot progress to record with this batch (null: unchanged)
  * @param online      new online snapshot progress to record with this batch (null: unchanged)
+ * @param heldBytes   bytes to give back to the assembler's budget for replayed and chunk rows once the batch is durable
  */
 public record Batch(List<ChangeEvent> events, Lsn flushLsn, Position last, long budgetBytes, SnapshotProgress snapshot,
-                    List<OnlineTask> online) {
+                    List<OnlineTask> online, long heldBytes) {
     public Batch(List<ChangeEvent> events, Lsn flushLsn, Position last, long budgetBytes, SnapshotProgress snapshot) {
-        this(events, flushLsn, last, budgetBytes, snapshot, null);
+        this(events, flushLsn, last, budgetBytes, snapshot, null, 0);
+    }
+
+    public Batch(List<ChangeEvent> events, Lsn flushLsn, Position last, long budgetBytes, SnapshotProgress snapshot,
+                 List<OnlineTask> online) {
+        this(events, flushLsn, last, budgetBytes, snapshot, online, 0);
     }
 }

@@ -207,7 +207,8 @@ final class DecodePool {
                     events.add((ChangeEvent) chunk[i]);
                 }
             }
-            return new Batch(events, shell.flushLsn(), shell.last(), shell.budgetBytes(), shell.snapshot(), shell.online());
+            return new Batch(events, shell.flushLsn(), shell.last(), shell.budgetBytes(), shell.snapshot(), shell.online(),
+                    shell.heldBytes());
         }
     }
 }

@@ -51,8 +51,15 @@ public final class Pipeline implements AutoCloseable {
             this(budgetBytes, batchBytes, maxBatchBytes, lingerMillis, 0, DEFAULT_DECODE_CHUNK_ROWS);
         }
 
+        /**
+         * A budget of 64 MB, or an eighth of the heap when that is less (at least 8 MB). The budget counts bytes
+         * as received; decoded, the rows in flight take about three times that on the heap, so a small heap
+         * ({@code bin/millrace} runs with 192 MB) needs a small budget (INV: BOUNDED). docs/BENCHMARKS.md: at
+         * {@code -Xmx192m} a 64 MB budget left the garbage collector thrashing through a 5M-row transaction.
+         */
         public static Options defaults() {
-            return new Options(64L << 20, 4L << 20, 16L << 20, 200);
+            long budget = Math.max(8L << 20, Math.min(64L << 20, Runtime.getRuntime().maxMemory() / 8));
+            return new Options(budget, 4L << 20, Math.min(16L << 20, budget / 2), 200);
         }
 
         public Options withDecoders(int n) {
@@ -70,6 +77,7 @@ public final class Pipeline implements AutoCloseable {
     private final Options options;
     private final Failure failure = new Failure();
     private final ByteBudget budget;
+    private final ByteBudget held;
     /** Messages cross from the reader to the assembler in batches: one hand-off per batch, not per message. */
     private final Channel<List<Raw>> raw;
     /** Reader thread only: messages read since the last hand-off. */
@@ -90,11 +98,25 @@ public final class Pipeline implements AutoCloseable {
         this.budget = new ByteBudget(options.budgetBytes());
         this.raw = new Channel<>(256, failure);
         this.batches = new Channel<>(4, failure);
-        this.writer = new SinkWriter(sinks, checkpoints, budget, onDurable, stats);
+        // INV: BOUNDED — rows replayed from the spill and chunk rows were not taken from the reader's budget (taking
+        // them there could wait on messages only the assembler can consume); they have their own, half as large.
+        this.held = new ByteBudget(Math.max(1, options.budgetBytes() / 2));
+        this.writer = new SinkWriter(sinks, checkpoints, budget, held, onDurable, stats);
     }
 
     public ByteBudget budget() {
         return budget;
+    }
+
+    /** Events the assembler handed on so far (tests). */
+    long eventsAssembled() {
+        Assembler a = assembler;
+        return a == null ? 0 : a.eventsOut();
+    }
+
+    /** The budget of rows replayed from the spill and of online snapshot chunk rows in flight. */
+    public ByteBudget heldBudget() {
+        return held;
     }
 
     public Failure failure() {
@@ -186,6 +208,7 @@ public final class Pipeline implements AutoCloseable {
                     batches.send(b);
                 });
         this.assembler = a;
+        a.holdBudget(held, failure::isSet);
         if (pool != null) {
             pool.hook(decodeHook);
             a.decodePool(pool);

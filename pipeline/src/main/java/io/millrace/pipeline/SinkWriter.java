@@ -27,10 +27,13 @@ final class SinkWriter {
     private final List<Sink> sinks;
     private final Checkpoint[] checkpoints;
     private final ByteBudget budget;
+    private final ByteBudget held;
     private final Consumer<Lsn> onDurable;
     private final PipelineStats stats;
 
-    SinkWriter(List<Sink> sinks, List<Checkpoint> checkpoints, ByteBudget budget, Consumer<Lsn> onDurable, PipelineStats stats) {
+    SinkWriter(List<Sink> sinks, List<Checkpoint> checkpoints, ByteBudget budget, ByteBudget held, Consumer<Lsn> onDurable,
+               PipelineStats stats) {
+        this.held = held;
         this.sinks = List.copyOf(sinks);
         this.checkpoints = checkpoints.toArray(new Checkpoint[0]);
         this.budget = budget;
@@ -74,6 +77,7 @@ final class SinkWriter {
         }
         stats.written(batch.events());
         budget.release(batch.budgetBytes());
+        held.release(batch.heldBytes());
         Lsn durable = checkpoints[0].flushLsn();
         for (Checkpoint cp : checkpoints) {
             durable = Lsn.min(durable, cp.flushLsn());

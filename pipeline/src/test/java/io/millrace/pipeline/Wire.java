@@ -88,4 +88,40 @@ final class Wire {
             }
         });
     }
+
+    // ---- protocol v2: a large transaction streamed while in progress -------------------------------
+
+    static byte[] streamStart(long xid, boolean first) {
+        return msg('S', o -> {
+            o.writeInt((int) xid);
+            o.writeByte(first ? 1 : 0);
+        });
+    }
+
+    static byte[] streamStop() {
+        return msg('E', o -> {
+        });
+    }
+
+    static byte[] streamCommit(long xid, long commitLsn, long endLsn) {
+        return msg('c', o -> {
+            o.writeInt((int) xid);
+            o.writeByte(0);
+            o.writeLong(commitLsn);
+            o.writeLong(endLsn);
+            o.writeLong(0);
+        });
+    }
+
+    /** {@link #relation} inside a stream block: the transaction id follows the type. */
+    static byte[] streamed(long xid, byte[] message) {
+        byte[] out = new byte[message.length + 4];
+        out[0] = message[0];
+        out[1] = (byte) (xid >>> 24);
+        out[2] = (byte) (xid >>> 16);
+        out[3] = (byte) (xid >>> 8);
+        out[4] = (byte) xid;
+        System.arraycopy(message, 1, out, 5, message.length - 1);
+        return out;
+    }
 }
