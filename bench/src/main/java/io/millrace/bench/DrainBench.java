@@ -48,7 +48,9 @@ import java.util.concurrent.atomic.AtomicReference;
  *   <li>{@code DEST-poll}, {@code DEST-dN} (DEST {@code null} or {@code jsonl}): the whole engine, text values;
  *       {@code poll} = polling reader and no decoder pool (the engine before issue 4), {@code dN} = waiting reader
  *       and {@code pipeline.decoders: N} (d0: decoded on the assembler thread); a suffix {@code -cR} sets
- *       {@code pipeline.decode_chunk_rows: R}.</li>
+ *       {@code pipeline.decode_chunk_rows: R}, {@code -bM} sets {@code pipeline.memory_budget_mb: M}; JVM settings
+ *       follow a {@code ~}: {@code serial}, {@code parallel}, a heap size ({@code 128m}) or {@code lean} (bin/millrace's
+ *       defaults), e.g. {@code jsonl-d0-b16~serial~160m}.</li>
  * </ul>
  * Per variant: the median over the repetitions of seconds from its start to its last row, of the
  * drain rate from its first row to its last (start-up excluded), process CPU seconds, reader-thread
@@ -59,7 +61,7 @@ public final class DrainBench {
     }
 
     /** The JVM options bin/millrace starts the engine with unless MILLRACE_JAVA_OPTS is set (variant suffix {@code ~lean}). */
-    static final String LEAN_JVM = System.getProperty("millrace.bench.lean", "-Xmx256m -XX:+UseSerialGC");
+    static final String LEAN_JVM = System.getProperty("millrace.bench.lean", "-Xmx192m -XX:+UseParallelGC");
 
     public static void main(String[] args) throws Exception {
         if (args.length > 0 && args[0].equals("child")) {
@@ -316,8 +318,11 @@ public final class DrainBench {
         String dest = parts[0];
         int decoders = 0;
         Integer chunk = null;
+        Integer budgetMb = null;
         for (String p : parts) {
-            if (p.matches("d\\d+")) {
+            if (p.matches("b\\d+")) {
+                budgetMb = Integer.parseInt(p.substring(1));
+            } else if (p.matches("d\\d+")) {
                 decoders = Integer.parseInt(p.substring(1));
             } else if (p.matches("c\\d+")) {
                 chunk = Integer.parseInt(p.substring(1));
@@ -326,7 +331,9 @@ public final class DrainBench {
         String yaml = String.join("\n", "name: drain", "source:", "  host: 127.0.0.1", "  port: " + port, "  database: bench",
                 "  user: postgres", "  slot: " + slot, "  publication: " + Workload.PUBLICATION, "  tables: [public.bench]",
                 "  binary: \"off\"", "snapshot:", "  mode: never", "pipeline:", "  decoders: " + decoders,
-                chunk == null ? "" : "  decode_chunk_rows: " + chunk, "destinations:", "  - name: out",
+                chunk == null ? "" : "  decode_chunk_rows: " + chunk,
+                budgetMb == null ? "" : "  memory_budget_mb: " + budgetMb + "\n  batch_kb: " + Math.min(8192, budgetMb * 1024 / 4),
+                "destinations:", "  - name: out",
                 "    type: " + (dest.equals("null") ? "discard" : dest), dest.equals("jsonl") ? "    directory: " + dir.resolve("events") : "", "");
         EngineConfig cfg = new ConfigLoader(System::getenv).parse(yaml, dir);
         Engine engine = new Engine(cfg);

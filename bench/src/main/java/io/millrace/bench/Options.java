@@ -6,7 +6,7 @@ import java.util.List;
 
 /** Command-line options of a benchmark run (see {@link #USAGE}). */
 record Options(long rows, int repeat, int txRows, String xmx, List<String> only, List<String> skip, Path work, boolean keep, Path out,
-               Path recvlogical, String jfr, int timeoutSeconds, int pgMajor, boolean kafka) {
+               Path recvlogical, String jfr, int timeoutSeconds, int pgMajor, boolean kafka, String millraceJvm) {
 
     static final String USAGE = """
             usage: java -jar bench/target/millrace-bench.jar [options]          the side-by-side run
@@ -17,6 +17,8 @@ record Options(long rows, int repeat, int txRows, String xmx, List<String> only,
               --repeat K          run every contestant K times, interleaved; the table shows the median (default 1)
               --tx-rows N         rows per transaction when pre-filling the slots (default 10000)
               --xmx SIZE          heap limit of every contestant JVM (default 2g)
+              --millrace-jvm OPTS JVM options of the Millrace contestants instead of --xmx, e.g. "lean" for
+                                  bin/millrace's defaults (-Xmx192m -XX:+UseParallelGC) or "-Xmx160m -XX:+UseSerialGC"
               --only a,b          run only contestants whose id starts with one of these (ids: see below)
               --skip a,b          skip contestants whose id starts with one of these
               --work DIR          scratch folder (PostgreSQL data, jsonl output); default a new temp folder
@@ -45,6 +47,7 @@ record Options(long rows, int repeat, int txRows, String xmx, List<String> only,
         int timeout = 1800;
         int major = 15;
         boolean kafka = false;
+        String millraceJvm = null;
         for (int i = 0; i < args.size(); i++) {
             String a = args.get(i);
             if (a.equals("--keep")) {
@@ -75,13 +78,14 @@ record Options(long rows, int repeat, int txRows, String xmx, List<String> only,
                 case "--jfr" -> jfr = v;
                 case "--timeout" -> timeout = Integer.parseInt(v);
                 case "--pg-major" -> major = Integer.parseInt(v);
+                case "--millrace-jvm" -> millraceJvm = v.equals("lean") ? DrainBench.LEAN_JVM : v;
                 default -> throw new IllegalArgumentException("unknown option " + a);
             }
         }
         if (rows < 1 || txRows < 1 || repeat < 1) {
             throw new IllegalArgumentException("--rows, --repeat and --tx-rows must be positive");
         }
-        return new Options(rows, repeat, txRows, xmx, only, skip, work, keep, out, recv, jfr, timeout, major, kafka);
+        return new Options(rows, repeat, txRows, xmx, only, skip, work, keep, out, recv, jfr, timeout, major, kafka, millraceJvm);
     }
 
     boolean selected(Contestant c) {

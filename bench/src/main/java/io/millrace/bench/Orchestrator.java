@@ -153,7 +153,8 @@ final class Orchestrator {
                 + "- rows: " + String.format(Locale.ROOT, "%,d", o.rows()) + " per phase (" + rowSizes + "); streaming transactions of "
                 + String.format(Locale.ROOT, "%,d", o.txRows()) + " rows\n"
                 + "- every contestant in its own process, each run " + o.repeat() + " time(s) (interleaved: all contestants of a phase, then again);"
-                + " the table shows the run with the median rows/s; JVM contestants with -Xmx" + o.xmx() + "; seconds from the contestant's start"
+                + " the table shows the run with the median rows/s; JVM contestants with -Xmx" + o.xmx()
+                + (o.millraceJvm() == null ? "" : " (Millrace's: " + o.millraceJvm() + ")") + "; seconds from the contestant's start"
                 + " (after JVM start-up) to its last row, 'first row s' to its first; ratios of rows/s, > 1 is faster than the"
                 + " reference; CPU s of the contestant's process over its whole life; load = 1-minute load average at its start\n\n"
                 + results.markdown();
@@ -173,6 +174,9 @@ final class Orchestrator {
         }
         if (!o.xmx().equals("2g")) {
             a.addAll(List.of("--xmx", o.xmx()));
+        }
+        if (o.millraceJvm() != null) {
+            a.addAll(List.of("--millrace-jvm", "'" + o.millraceJvm() + "'"));
         }
         if (!o.only().isEmpty()) {
             a.addAll(List.of("--only", String.join(",", o.only())));
@@ -248,7 +252,11 @@ final class Orchestrator {
             throws Exception {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        cmd.add("-Xmx" + o.xmx());
+        if (o.millraceJvm() != null && x.id().contains("millrace")) {
+            cmd.addAll(List.of(o.millraceJvm().trim().split("\\s+")));
+        } else {
+            cmd.add("-Xmx" + o.xmx());
+        }
         if (o.jfr() != null && List.of(o.jfr().split(",")).contains(x.id())) {
             Path jfr = o.out().toAbsolutePath().getParent().resolve(logFile.getFileName().toString().replace(".log", ".jfr"));
             cmd.add("-XX:StartFlightRecording=filename=" + jfr + ",settings=profile");
