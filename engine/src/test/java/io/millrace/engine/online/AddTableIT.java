@@ -115,7 +115,7 @@ class AddTableIT {
                     assertThat(System.nanoTime()).as("online snapshot of b not landed: %s", e.engine().onlineSnapshots()).isLessThan(deadline);
                     Thread.sleep(20);
                 }
-                assertThat(log.containing("online snapshot of public.b landed")).hasSize(1);
+                assertThat(log.awaitContaining("online snapshot of public.b landed")).hasSize(1);
                 Thread.sleep(300); // writes after the copy, streamed
                 assertThat(w.ops()).as("the sessions wrote during the test").isGreaterThan(100);
                 w.close();

@@ -171,7 +171,7 @@ class InterruptedSnapshotIT {
                         assertThat(System.nanoTime()).as("online copy of big not landed: %s", e.engine().onlineSnapshots()).isLessThan(deadline);
                         Thread.sleep(5);
                     }
-                    assertThat(log.containing("online snapshot of public.big landed")).hasSize(1);
+                    assertThat(log.awaitContaining("online snapshot of public.big landed")).hasSize(1);
                     assertThat(log.containing("online snapshot of public.s")).as("landed tables are not copied again").isEmpty();
                     Thread.sleep(200);
                     assertThat(w.ops()).isPositive();

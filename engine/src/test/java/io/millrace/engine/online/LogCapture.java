@@ -27,6 +27,20 @@ final class LogCapture implements AutoCloseable {
         return lines().stream().filter(l -> l.contains(text)).toList();
     }
 
+    /**
+     * The lines containing {@code text}, once there is one (up to 10 s): a reader logs a copy as landed after the
+     * assembler emitted its last chunk, which is when the copy leaves {@code onlineSnapshots()}.
+     */
+    List<String> awaitContaining(String text) throws InterruptedException {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        List<String> found = containing(text);
+        while (found.isEmpty() && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+            found = containing(text);
+        }
+        return found;
+    }
+
     @Override
     public void close() {
         logger.detachAppender(appender);

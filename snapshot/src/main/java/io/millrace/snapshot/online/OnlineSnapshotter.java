@@ -68,7 +68,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
         }
 
         public static Options defaults() {
-            return new Options(2, new KeysetChunker.Sizing(5_000, 500, 50_000, 500_000_000L, 8L << 20));
+            return new Options(2, new KeysetChunker.Sizing(5_000, 500, 50_000, 500_000_000L, 4L << 20));
         }
     }
 
