@@ -59,6 +59,7 @@ public final class PgConnections {
     /** A logical replication connection ({@code replication=database}, simple query protocol). */
     public Connection openReplication() {
         Properties p = baseProperties();
+        p.remove(PGProperty.SOCKET_TIMEOUT.getName()); // the reader has its own receive timeout and waits on the socket
         PGProperty.REPLICATION.set(p, "database");
         PGProperty.ASSUME_MIN_SERVER_VERSION.set(p, "10");
         PGProperty.PREFER_QUERY_MODE.set(p, "simple");

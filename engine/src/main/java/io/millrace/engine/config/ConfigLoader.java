@@ -40,7 +40,7 @@ public final class ConfigLoader {
     /** The top-level sections, and the keys of each mapping that checks required settings while reading. */
     private static final String[] SECTIONS = {"name", "source", "snapshot", "pipeline", "operations", "destinations"};
     private static final String[] SOURCE_KEYS = {"host", "port", "database", "user", "password", "password_env", "password_file", "slot",
-            "publication", "tables", "exclude_tables", "create_publication", "binary", "status_interval_ms", "ssl"};
+            "publication", "tables", "exclude_tables", "create_publication", "binary", "status_interval_ms", "ssl", "socket_timeout_s"};
     private static final String[] POSTGRES_KEYS = {"name", "type", "url", "host", "port", "database", "user", "password", "password_env",
             "password_file", "schema", "state_schema"};
     private static final String[] JSONL_KEYS = {"name", "type", "stdout", "directory", "state_file", "rotate_mb"};
@@ -211,6 +211,13 @@ public final class ConfigLoader {
             jdbc.put("sslrootcert", base.resolve(rootCert).toString());
         }
         ssl.done();
+        // A regular source connection (catalog, snapshot reads, slot monitor, key lookups) that receives nothing for
+        // this long is given up as a lost connection, and the supervisor reconnects; the replication connection has its
+        // own receive timeout. Without it a connection blackholed by the network waits for TCP keepalive (hours).
+        int socketTimeout = s.integer("socket_timeout_s", 600, 0, 86_400);
+        if (socketTimeout > 0) {
+            jdbc.put("socketTimeout", Integer.toString(socketTimeout));
+        }
         s.done();
         return new SourceConfig(host, port, database, user, password, slot, publication, tables, exclude, create, binary,
                 Duration.ofMillis(status), jdbc);

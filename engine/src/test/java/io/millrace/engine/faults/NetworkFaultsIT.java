@@ -153,6 +153,38 @@ class NetworkFaultsIT {
         }
     }
 
+    /**
+     * A regular source connection (catalog, snapshot reads, slot monitor, key lookups) blackholed by the network is
+     * given up after {@code source.socket_timeout_s} as a lost connection (the supervisor then reconnects), instead of
+     * waiting for TCP keepalive for hours; the replication connection keeps its own receive timeout.
+     */
+    @Test
+    void aRegularSourceConnectionThatStallsIsGivenUpAfterTheSocketTimeout() throws Exception {
+        pg.createDatabase("sto_src");
+        try (TcpProxy proxy = new TcpProxy(pg.port())) {
+            String yaml = String.join("\n",
+                    "source: {host: 127.0.0.1, port: " + proxy.port() + ", database: sto_src, user: postgres, slot: sto,",
+                    "         publication: sto, tables: [public.t], socket_timeout_s: 2}",
+                    "destinations:",
+                    "  - {name: files, type: jsonl, directory: events}",
+                    "");
+            io.millrace.source.PgConnections conns = new io.millrace.source.PgConnections(
+                    new io.millrace.engine.config.ConfigLoader(System::getenv).parse(yaml, dir).source());
+            try (Connection c = conns.open(); Connection repl = conns.openReplication()) {
+                assertThat(c.getNetworkTimeout()).isEqualTo(2000);
+                assertThat(repl.getNetworkTimeout()).as("the replication connection waits on the socket itself").isZero();
+                assertThat(E2e.queryLong(c, "SELECT 1")).isEqualTo(1);
+                proxy.blackholeExisting();
+                long start = System.nanoTime();
+                SQLException e = org.junit.jupiter.api.Assertions.assertThrows(SQLException.class, () -> E2e.queryLong(c, "SELECT 2"));
+                long seconds = (System.nanoTime() - start) / 1_000_000_000L;
+                assertThat(seconds).as("given up after about the socket timeout").isBetween(1L, 10L);
+                MillraceException m = io.millrace.source.PgErrors.translate("reading the catalog", e);
+                assertThat(m.kind()).as(m.getMessage()).isEqualTo(Kind.CONNECTION);
+            }
+        }
+    }
+
     @Test
     void aSlotDroppedWhileRunningStopsWithInstructionsAndNoSilentResnapshot() throws Exception {
         databases("dropped");
