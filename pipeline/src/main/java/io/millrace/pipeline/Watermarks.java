@@ -60,6 +60,8 @@ public final class Watermarks {
     private final long[] recent = new long[RECENT];
     private final Map<Long, Long> recentSeq = new HashMap<>();
     private long commits;
+    /** Assembler thread only: the highest transaction id committed so far (low 32 bits, modulo 2^32), -1 none. */
+    private long maxXid = -1;
 
     /** Where the online snapshot progress comes from; read by the assembler when it is {@link #markDirty() dirty}. */
     public void progressSource(Supplier<List<OnlineTask>> source) {
@@ -136,6 +138,9 @@ public final class Watermarks {
             }
         }
         long x = xid & 0xFFFF_FFFFL;
+        if (maxXid < 0 || (int) (x - maxXid) > 0) {
+            maxXid = x;
+        }
         recent[slot] = x;
         recentSeq.put(x, commits);
         commits++;
@@ -146,6 +151,12 @@ public final class Watermarks {
      * watermark: its change would be emitted before the chunk's stale row, so the chunk must be read again.
      */
     boolean missedBeforeLow(Window w) {
+        // A transaction with an id from the snapshot's xmax on is invisible to it but not in its in-progress list
+        // (xmax is the newest completed id + 1 when the snapshot is taken): one committed before the low watermark
+        // with such an id is missed as surely as one in the list.
+        if (w.maxXidBeforeLow >= 0 && (int) (w.maxXidBeforeLow - w.xmax) >= 0) {
+            return true;
+        }
         for (long x : w.invisible) {
             Long seq = recentSeq.get(x & 0xFFFF_FFFFL);
             if (seq != null && seq < w.commitsAtLow) {
@@ -169,6 +180,7 @@ public final class Watermarks {
         }
         w.opened = true;
         w.commitsAtLow = commits;
+        w.maxXidBeforeLow = maxXid;
         open.computeIfAbsent(w.relation.table(), t -> new java.util.ArrayList<>()).add(w);
         openCount++;
     }
@@ -221,7 +233,7 @@ public final class Watermarks {
                 if (partial(after)) {
                     boolean rekey = before != null && !Key.of(before, idx).equals(a);
                     boolean sameShape = r == w.relation || r.sameShape(w.relation);
-                    w.partials.add(new Partial(a, after, xid, rekey || !sameShape));
+                    w.partials.add(new Partial(a, after, xid, rekey, !sameShape));
                 } else {
                     w.changed.add(a);
                 }
@@ -246,16 +258,30 @@ public final class Watermarks {
      * watermark. Keys a whole change made stale are dropped as usual (the stream rebuilds them); updates the
      * chunk's snapshot saw are already in its rows. Each other update is laid over its key's chunk row
      * ({@link Window#current}): its unchanged columns kept their values since the chunk's read, or a change in
-     * between carried them. Returns true when that cannot be done — a key change, or a table whose shape changed
-     * in the window — and the chunk must be read again.
+     * between carried them. Returns true when that cannot be done — a key change, or an update of a row of this
+     * chunk in a shape other than the chunk's — and the chunk must be read again.
      */
     boolean missedPartial(Window w) {
+        Set<Key> chunkKeys = null;
         for (Partial p : w.partials) {
             if (w.changed.contains(p.key) || w.sees(p.xid)) {
                 continue;
             }
-            if (p.cannotOverlay) {
-                return true;
+            if (p.rekey) {
+                return true; // the row moved to this key after the read: only a new read finds it
+            }
+            if (p.otherShape) {
+                // Columns moved since the chunk was read: the update cannot be laid over a row of this chunk.
+                if (chunkKeys == null) {
+                    chunkKeys = new HashSet<>();
+                    for (Object[] row : w.rows) {
+                        chunkKeys.add(Key.of(row, w.keyIndexes));
+                    }
+                }
+                if (chunkKeys.contains(p.key)) {
+                    return true;
+                }
+                continue;
             }
             w.overlays.computeIfAbsent(p.key, k -> new java.util.ArrayList<>()).add(p.after);
         }
@@ -263,7 +289,7 @@ public final class Watermarks {
     }
 
     /** A streamed update of a window's table that kept unchanged TOAST values. */
-    private record Partial(Key key, Object[] after, long xid, boolean cannotOverlay) {
+    private record Partial(Key key, Object[] after, long xid, boolean rekey, boolean otherShape) {
     }
 
     /** True when a window is open on {@code table}: its streamed changes must reach {@link #changed} decoded. */
@@ -297,6 +323,7 @@ public final class Watermarks {
         // Assembler thread only.
         private boolean opened;
         private long commitsAtLow;
+        private long maxXidBeforeLow = -1;
         private boolean truncated;
         private final Set<Key> changed = new HashSet<>();
         private final List<Partial> partials = new java.util.ArrayList<>();

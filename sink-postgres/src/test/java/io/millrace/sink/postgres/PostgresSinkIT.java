@@ -250,8 +250,10 @@ class PostgresSinkIT {
             // While an online snapshot copies the table, such a row is one its chunk has not brought yet: the update
             // waits for the chunk (INV: WATERMARK overlays it on the chunk's row); the others apply as usual.
             Checkpoint copying = ev.checkpoint("toast").withOnline(List.of(io.millrace.core.change.OnlineTask.whole("toast.docs", null)));
-            sink.write(List.of(ev.update(rel, 99, "t99", U, "e99"), ev.update(rel, 1, "t1 again", U, "e1")), copying);
-            assertThat(rows("SELECT id, title, length(body) FROM toast.docs WHERE id IN (1, 99) ORDER BY id"))
+            sink.write(List.of(ev.update(rel, 99, "t99", U, "e99"), ev.update(rel, 1, "t1 again", U, "e1"),
+                    // a key change of a row not copied yet: left to the copy too (with a warning: docs/ARCHITECTURE.md)
+                    ev.update(rel, keyImage(rel, 98), row(97, "t97", U, "e97"))), copying);
+            assertThat(rows("SELECT id, title, length(body) FROM toast.docs WHERE id IN (1, 97, 98, 99) ORDER BY id"))
                     .containsExactly("1|t1 again|100001");
             assertThat(storedCheckpoint("toast")).contains(copying);
         }
