@@ -214,6 +214,7 @@ public final class Watermarks {
         if (ws == null) {
             return;
         }
+        boolean part = partial(after);
         for (java.util.Iterator<Window> it = ws.iterator(); it.hasNext(); ) {
             Window w = it.next();
             if (w.abandoned) {
@@ -223,15 +224,13 @@ public final class Watermarks {
             }
             int[] idx = w.indexesIn(r);
             Key a = after == null ? null : Key.of(after, idx);
-            if (before != null) {
-                Key b = Key.of(before, idx);
-                if (!b.equals(a) || !partial(after)) {
-                    w.changed.add(b);
-                }
+            Key b = before == null ? null : Key.of(before, idx);
+            if (b != null && (!part || !b.equals(a))) {
+                w.changed.add(b);
             }
             if (a != null) {
-                if (partial(after)) {
-                    boolean rekey = before != null && !Key.of(before, idx).equals(a);
+                if (part) {
+                    boolean rekey = b != null && !b.equals(a);
                     boolean sameShape = r == w.relation || r.sameShape(w.relation);
                     w.partials.add(new Partial(a, after, xid, rekey, !sameShape));
                 } else {

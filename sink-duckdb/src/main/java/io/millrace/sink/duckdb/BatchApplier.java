@@ -6,6 +6,7 @@ import io.millrace.core.change.Op;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
+import io.millrace.core.sink.MovedKeys;
 import io.millrace.core.types.UnchangedToast;
 import org.duckdb.DuckDBAppender;
 import org.duckdb.DuckDBConnection;
@@ -317,35 +318,17 @@ final class BatchApplier {
         }
     }
 
-    /**
-     * Known gap (docs/ARCHITECTURE.md): an update that keeps unchanged TOAST values and moves a row not copied yet to
-     * a key in a part of the table the online snapshot already copied cannot be rebuilt here, and no chunk reads that
-     * key again. Said loudly, with the fix, rather than silently.
-     */
+    /** Warns about partial rows left to the online copy whose update also changed the key ({@link MovedKeys}). */
     private void warnMoved(RelationInfo rel, TableRef target, Reduction red) {
-        int[] k = rel.keyIndexes();
         List<String> moved = new ArrayList<>();
         for (Reduction.Row row : red.rows.values()) {
-            if (row.delete || row.from == null) {
-                continue;
-            }
-            for (int j = 0; j < k.length; j++) {
-                if (!java.util.Objects.deepEquals(row.from[j], row.vals[k[j]])) {
-                    StringBuilder key = new StringBuilder();
-                    for (int i = 0; i < k.length; i++) {
-                        key.append(i == 0 ? "" : ",").append(row.vals[k[i]]);
-                    }
-                    moved.add(key.toString());
-                    break;
-                }
+            String key = row.delete || row.from == null ? null : MovedKeys.newKey(rel.keyIndexes(), row.from, row.vals);
+            if (key != null) {
+                moved.add(key);
             }
         }
         if (!moved.isEmpty()) {
-            LOG.warn("destination '{}': {} update(s) of {} kept unchanged TOAST values and changed the key of a row the online"
-                    + " snapshot of {} had not copied yet (new keys: {}). A new key in a part of the table already copied stays"
-                    + " missing: when the copy has landed, check these keys, or copy the table again (millrace snapshot CONFIG"
-                    + " --table {})", destination, moved.size(), target, rel.table(), moved.subList(0, Math.min(10, moved.size())),
-                    rel.table());
+            LOG.warn(MovedKeys.warning(destination, target, rel.table(), moved));
         }
     }
 

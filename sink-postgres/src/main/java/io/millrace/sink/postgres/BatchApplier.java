@@ -7,6 +7,7 @@ import io.millrace.core.schema.ColumnInfo;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
+import io.millrace.core.sink.MovedKeys;
 import io.millrace.core.types.UnchangedToast;
 import org.postgresql.PGConnection;
 import org.postgresql.copy.CopyManager;
@@ -264,7 +265,7 @@ final class BatchApplier {
                 upserts -= dropped;
                 LOG.debug("destination '{}': {} update(s) of {} with unchanged TOAST values wait for the online snapshot"
                         + " to copy their rows", destination, dropped, target);
-                warnMoved(rel, target, movedKeys(rel, red));
+                warnMoved(rel, target, red);
                 filled += dropped;
             }
             if (filled != expected) {
@@ -404,40 +405,17 @@ final class BatchApplier {
         }
     }
 
-    /** New keys of the partial rows in {@code red} whose update also changed the key (escaped text, comma-joined). */
-    private static List<String> movedKeys(RelationInfo rel, KeyedReduction red) {
-        int[] k = rel.keyIndexes();
-        List<String> out = new ArrayList<>();
+    /** Warns about partial rows left to the online copy whose update also changed the key ({@link MovedKeys}). */
+    private void warnMoved(RelationInfo rel, TableRef target, KeyedReduction red) {
+        List<String> moved = new ArrayList<>();
         for (KeyedReduction.Row row : red.rows.values()) {
-            if (row.delete || row.vals == null || row.from == null) {
-                continue;
-            }
-            for (int j = 0; j < k.length; j++) {
-                if (!java.util.Objects.equals(row.from[j], row.vals[k[j]])) {
-                    StringBuilder key = new StringBuilder();
-                    for (int i = 0; i < k.length; i++) {
-                        key.append(i == 0 ? "" : ",").append(row.vals[k[i]]);
-                    }
-                    out.add(key.toString());
-                    break;
-                }
+            String key = row.delete || row.vals == null || row.from == null ? null : MovedKeys.newKey(rel.keyIndexes(), row.from, row.vals);
+            if (key != null) {
+                moved.add(key);
             }
         }
-        return out;
-    }
-
-    /**
-     * Known gap (docs/ARCHITECTURE.md): an update that keeps unchanged TOAST values and moves a row not copied yet to
-     * a key in a part of the table the online snapshot already copied cannot be rebuilt here, and no chunk reads that
-     * key again. Said loudly, with the fix, rather than silently.
-     */
-    private void warnMoved(RelationInfo rel, TableRef target, List<String> moved) {
         if (!moved.isEmpty()) {
-            LOG.warn("destination '{}': {} update(s) of {} kept unchanged TOAST values and changed the key of a row the online"
-                    + " snapshot of {} had not copied yet (new keys: {}). A new key in a part of the table already copied stays"
-                    + " missing: when the copy has landed, check these keys, or copy the table again (millrace snapshot CONFIG"
-                    + " --table {})", destination, moved.size(), target, rel.table(), moved.subList(0, Math.min(10, moved.size())),
-                    rel.table());
+            LOG.warn(MovedKeys.warning(destination, target, rel.table(), moved));
         }
     }
 
