@@ -185,9 +185,7 @@ public final class Preflight {
                             + "', not '" + config.database() + "' (slot names are shared by all databases of a server)",
                             "check source.database (this slot was created for '" + rs.getString(3) + "'), or choose another source.slot");
                 } else if (rs.getBoolean(4)) {
-                    fail(name, Kind.SLOT_IN_USE, "slot '" + config.slot() + "' is in use by process " + rs.getInt(5)
-                            + " (another Millrace or replication client)",
-                            "stop that process (SELECT pg_terminate_backend(" + rs.getInt(5) + ");) or choose another source.slot");
+                    fail(name, Kind.SLOT_IN_USE, SlotInUse.detail(config.slot(), rs.getInt(5)), SlotInUse.fix(rs.getInt(5)));
                 } else if ("lost".equals(rs.getString(7))) {
                     fail(name, Kind.SOURCE_SETUP, "slot '" + config.slot() + "' was invalidated: the server removed WAL it still needed"
                                     + " (max_slot_wal_keep_size); changes were lost for this slot",

@@ -225,8 +225,9 @@ public final class ReplicationReader implements Runnable {
             return b.start();
         } catch (SQLException e) {
             if ("55006".equals(e.getSQLState())) {
-                throw new MillraceException(Kind.SLOT_IN_USE, "replication slot '" + connections.config().slot()
-                        + "' is in use by another process (another Millrace or replication client); stop it or choose another source.slot", e);
+                // The preflight found the slot free, but another client claimed it before START_REPLICATION.
+                Integer pid = SlotInUse.pidIn(e.getMessage());
+                throw new MillraceException(Kind.SLOT_IN_USE, SlotInUse.detail(connections.config().slot(), pid) + ". Fix: " + SlotInUse.fix(pid), e);
             }
             if ("42704".equals(e.getSQLState())) {
                 throw new MillraceException(Kind.SOURCE_SETUP, "replication slot '" + connections.config().slot() + "' does not exist ("

@@ -165,6 +165,23 @@ final class BadInput {
         }
     }
 
+    /**
+     * Waits until a client holds the slot and returns its PID. An engine reports STREAMING before its reader has
+     * sent START_REPLICATION, so a test that needs the slot taken must wait for the server to say so.
+     */
+    static int awaitSlotActive(EmbeddedPg pg, String slot, java.time.Duration timeout) throws SQLException, InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        try (Connection c = pg.connect("postgres")) {
+            while (count(c, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = ? AND active", slot) == 0) {
+                if (System.nanoTime() > deadline) {
+                    throw new AssertionError("slot '" + slot + "' not active after " + timeout);
+                }
+                Thread.sleep(20);
+            }
+            return (int) count(c, "SELECT active_pid FROM pg_replication_slots WHERE slot_name = ?", slot);
+        }
+    }
+
     static boolean publicationExists(EmbeddedPg pg, String database, String publication) throws SQLException {
         try (Connection c = pg.connect(database)) {
             return count(c, "SELECT count(*) FROM pg_publication WHERE pubname = ?", publication) > 0;

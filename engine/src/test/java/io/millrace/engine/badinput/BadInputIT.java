@@ -30,6 +30,7 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
+import static io.millrace.engine.badinput.BadInput.awaitSlotActive;
 import static io.millrace.engine.badinput.BadInput.allText;
 import static io.millrace.engine.badinput.BadInput.closedPort;
 import static io.millrace.engine.badinput.BadInput.count;
@@ -300,15 +301,7 @@ class BadInputIT {
                     .withSlotOption("proto_version", "1").withSlotOption("publication_names", "holder_pub")
                     .withStatusInterval(1, TimeUnit.SECONDS).start();
             stream.readPending();
-            int holderPid;
-            try (Connection c = pg.connect(SRC)) {
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                while (count(c, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'held' AND active") == 0) {
-                    assertThat(System.nanoTime()).as("slot 'held' active").isLessThan(deadline);
-                    Thread.sleep(20);
-                }
-                holderPid = (int) count(c, "SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'held'");
-            }
+            int holderPid = awaitSlotActive(pg, "held", Duration.ofSeconds(10));
 
             MillraceException e = startFails(config("held").yaml(), dir, ENV);
             assertThat(e.kind()).isEqualTo(Kind.SLOT_IN_USE);
@@ -340,9 +333,10 @@ class BadInputIT {
         String yaml = config("twice").yaml();
         try (RunningEngine first = RunningEngine.start(yaml, dir, ENV); Connection src = pg.connect(SRC); Connection dst = pg.connect(DST)) {
             first.awaitStreaming(Duration.ofSeconds(60));
+            int firstPid = awaitSlotActive(pg, "twice", Duration.ofSeconds(30));
             MillraceException e = startFails(yaml, dir, ENV);
             assertThat(e.kind()).isEqualTo(Kind.SLOT_IN_USE);
-            assertThat(e.getMessage()).contains("slot 'twice' is in use by process").contains("choose another source.slot");
+            assertThat(e.getMessage()).contains("slot 'twice' is in use by process " + firstPid).contains("choose another source.slot");
             // The first one is undisturbed.
             pg.execute(SRC, "UPDATE public.items SET v = 'seen by the first' WHERE id = 3");
             RunningEngine.awaitEqual(src, dst, List.of(new TableRef("public", "items")), "twice_t", Duration.ofSeconds(30));
