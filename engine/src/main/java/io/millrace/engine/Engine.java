@@ -815,6 +815,9 @@ public final class Engine {
         Lsn confirmed;
         try (Connection c = conns.open()) {
             confirmed = slots.confirmedFlush(c);
+            if (confirmed != null && confirmed.isAfter(resumeAt)) {
+                slots.requireFree(c); // held and moved by a pipeline running beside this one: SLOT_IN_USE, not IDENTITY
+            }
         }
         if (confirmed != null && confirmed.isAfter(resumeAt)) {
             // INV: IDENTITY (and DURABLE) — this pipeline never confirms past what every destination holds, so a slot

@@ -85,7 +85,24 @@ public final class SlotManager {
         }
     }
 
-    /** Creates the publication for {@code tables} (partitions published through their root). */
+    /**
+     * Throws {@link Kind#SLOT_IN_USE} when another process holds the slot now: a slot that moved while it is held was
+     * moved by that process (a second pipeline started beside a running one), which is not a lost checkpoint.
+     */
+    public void requireFree(Connection c) {
+        try (PreparedStatement ps = c.prepareStatement("SELECT active_pid FROM pg_replication_slots WHERE slot_name = ? AND active")) {
+            ps.setString(1, config.slot());
+            try (ResultSet rs = ps.executeQuery()) {
+                if (rs.next()) {
+                    Integer pid = rs.getInt(1);
+                    throw new MillraceException(Kind.SLOT_IN_USE, SlotInUse.detail(config.slot(), pid) + ". Fix: " + SlotInUse.fix(pid));
+                }
+            }
+        } catch (SQLException e) {
+            throw PgErrors.translate("reading slot '" + config.slot() + "'", e);
+        }
+    }
+
     /** Adds tables configured after the pipeline started to its publication (they are then copied online). */
     public void addToPublication(Connection c, List<TableRef> tables) {
         String sql = "ALTER PUBLICATION " + Ident.quote(config.publication()) + " ADD TABLE "

@@ -231,6 +231,15 @@ class NetworkFaultsIT {
                 "{initial_ms: 20, max_ms: 100}");
         try (FaultRig.Running first = new FaultRig.Running(yaml, dir)) {
             first.awaitState("streaming", Duration.ofSeconds(60));
+            // "streaming" is reported before the reader sends START_REPLICATION: wait until the first holds the slot,
+            // or the second could take it first.
+            try (Connection src = pg.connect("twice_src")) {
+                long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+                while (FaultRig.count(src, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'twice' AND active") == 0) {
+                    assertThat(System.nanoTime()).as("slot 'twice' held by the first pipeline").isLessThan(deadline);
+                    Thread.sleep(20);
+                }
+            }
             FaultRig.Load load = new FaultRig.Load(pg.jdbcUrl("twice_src"), 4, 1);
             FaultRig.Running second = new FaultRig.Running(yaml, dir);
             Throwable end = second.awaitEnd(Duration.ofSeconds(60));
