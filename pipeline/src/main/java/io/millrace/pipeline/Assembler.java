@@ -353,7 +353,11 @@ final class Assembler {
             }
             return;
         }
-        if (pool != null && !watermarks.watches(r.table())) {
+        // An update that kept unchanged TOAST values and carried an old key, of a table being copied online: the
+        // snapshot may have to read its new key again (Watermarks.Moves). Rare: decoded here.
+        boolean moves = op == Op.UPDATE && beforeTuple != null && newTuple != null && hasUnchanged(newTuple)
+                && watermarks.copying(r.table());
+        if (pool != null && !moves && !watermarks.watches(r.table())) {
             // Decoded later by the pool, in its slot (INV: ORDER). No open window on this table, so
             // Watermarks.changed would do nothing with its keys (INV: WATERMARK).
             job.add(new RawRow(op, r, beforeTuple, newTuple, at, p, txXid, txCommitMicros));
@@ -362,8 +366,20 @@ final class Assembler {
         }
         Object[] before = beforeTuple == null ? null : beforeTuple.decode(r);
         Object[] after = newTuple == null ? null : newTuple.decode(r);
+        if (moves) {
+            watermarks.moved(r, before, after);
+        }
         watermarks.changed(r, before, after, txXid);
         add(new ChangeEvent(op, r, before, after, at, p, txXid, txCommitMicros, false));
+    }
+
+    private static boolean hasUnchanged(RawTuple t) {
+        for (int i = 0; i < t.columnCount(); i++) {
+            if (t.kind(i) == 'u') {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

@@ -63,6 +63,43 @@ public final class Watermarks {
     /** Assembler thread only: the highest transaction id committed so far (low 32 bits, modulo 2^32), -1 none. */
     private long maxXid = -1;
 
+    /**
+     * The online snapshot's side of updates that keep unchanged TOAST values and move a row's key while its table is
+     * being copied. Such an update cannot be applied where the old row is not in the destination yet, and when the new
+     * key lies in a part of the table already copied no chunk would bring the row: the snapshot reads it again by key.
+     */
+    public interface Moves {
+        /** Whether an online snapshot is still copying {@code table}. Assembler thread. */
+        boolean copying(TableRef table);
+
+        /**
+         * An update of {@code r} that kept unchanged TOAST values and carried an old key ({@code before}); the
+         * snapshot reads the row of the new key again if the key changed. Assembler thread: recorded with the batch
+         * holding the update (INV: RESUME).
+         */
+        void moved(RelationInfo r, Object[] before, Object[] after);
+    }
+
+    private volatile Moves moves;
+
+    /** Where updates that move a row while its table is copied go (see {@link Moves}). */
+    public void moves(Moves m) {
+        this.moves = m;
+    }
+
+    /** Whether a partial update of {@code table} with an old key must go to {@link #moved}. Assembler thread. */
+    boolean copying(TableRef table) {
+        Moves m = moves;
+        return m != null && m.copying(table);
+    }
+
+    void moved(RelationInfo r, Object[] before, Object[] after) {
+        Moves m = moves;
+        if (m != null && partial(after)) {
+            m.moved(r, before, after);
+        }
+    }
+
     /** Where the online snapshot progress comes from; read by the assembler when it is {@link #markDirty() dirty}. */
     public void progressSource(Supplier<List<OnlineTask>> source) {
         this.progress = source;
@@ -257,7 +294,8 @@ public final class Watermarks {
      * watermark. Keys a whole change made stale are dropped as usual (the stream rebuilds them); updates the
      * chunk's snapshot saw are already in its rows. Each other update is laid over its key's chunk row
      * ({@link Window#current}): its unchanged columns kept their values since the chunk's read, or a change in
-     * between carried them. Returns true when that cannot be done — a key change, or an update of a row of this
+     * between carried them. A key change is left to the read of its new key ({@link Moves}). Returns true when
+     * none of that can be done — a key change with no online snapshot to read it, or an update of a row of this
      * chunk in a shape other than the chunk's — and the chunk must be read again.
      */
     boolean missedPartial(Window w) {
@@ -267,7 +305,12 @@ public final class Watermarks {
                 continue;
             }
             if (p.rekey) {
-                return true; // the row moved to this key after the read: only a new read finds it
+                if (moves == null) {
+                    return true; // the row moved to this key after the read: only a new read finds it
+                }
+                // The online snapshot reads the new key again by itself (Moves): reading the whole chunk again for
+                // it would never end while rows keep moving into its range.
+                continue;
             }
             if (p.otherShape) {
                 // Columns moved since the chunk was read: the update cannot be laid over a row of this chunk.

@@ -61,6 +61,17 @@ class OnlineSnapshotIT {
                 "INSERT INTO " + table + " SELECT g * 2, g, 'row ' || g FROM generate_series(1, " + rows + ") g");
     }
 
+    /** Databases {@code db} and {@code db_dst}; in the first, table t of {@code rows} rows with an out-of-line payload of 32 × {@code md5s} bytes. */
+    private static void toastTable(String db, int rows, int md5s) throws Exception {
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        try (Connection src = pg.connect(db)) {
+            E2e.exec(src, "CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL, payload text)",
+                    "ALTER TABLE t ALTER COLUMN payload SET STORAGE EXTERNAL", // out of line, uncompressed
+                    "INSERT INTO t SELECT g, g, repeat(md5(g::text), " + md5s + ") FROM generate_series(1, " + rows + ") g");
+        }
+    }
+
     private static void awaitOnlineDone(RunningEngine e) throws InterruptedException {
         long deadline = System.nanoTime() + WAIT.toNanos();
         while (!e.engine().onlineSnapshots().isEmpty()) {
@@ -126,26 +137,23 @@ class OnlineSnapshotIT {
      * any landed) while sessions update only the small columns of rows with a large out-of-line payload. Those
      * updates carry the payload as "unchanged" and cannot rebuild a row on their own: the sink leaves them to
      * the chunk that copies the row, and a chunk whose snapshot did not see such an update is read again. Without
-     * either, the copy stops with "no row to take them from" or loses the row.
+     * either, the copy stops with "no row to take them from" or loses the row. Some updates also move a row not
+     * copied yet to a key in the part already copied: that key is read again by itself, or the row is lost.
      */
     @Test
     void updatesKeepingToastValuesOfRowsNotYetCopiedWaitForTheirChunk(@TempDir Path dir) throws Exception {
         String db = "toast";
-        pg.createDatabase(db);
-        pg.createDatabase(db + "_dst");
         int rows = 1200;
-        try (Connection src = pg.connect(db)) {
-            E2e.exec(src, "CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL, payload text)",
-                    "ALTER TABLE t ALTER COLUMN payload SET STORAGE EXTERNAL", // out of line, uncompressed
-                    "INSERT INTO t SELECT g, g, repeat(md5(g::text), 400) FROM generate_series(1, " + rows + ") g");
-        }
+        toastTable(db, rows, 400); // 12.8 kB payloads
         List<TableRef> t = E2e.refs(List.of("public.t"));
         long seed = Long.getLong("online.seed", System.nanoTime());
         System.out.println("OnlineSnapshotIT toast seed " + seed + " (replay: -Donline.seed=" + seed + ")");
-        try (RunningEngine e = RunningEngine.start(yaml(db, List.of("public.t"), dir)
+        try (LogCapture log = new LogCapture();
+             RunningEngine e = RunningEngine.start(yaml(db, List.of("public.t"), dir)
                 .replace("target_chunk_ms: 30\n", "target_chunk_ms: 30\n    max_chunk_mb: 1\n"), dir).awaitStreaming(WAIT);
              Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
             E2e.awaitSame(src, dst, t, WAIT);
+            java.util.concurrent.atomic.AtomicInteger moved = new java.util.concurrent.atomic.AtomicInteger();
             for (int round = 0; round < 3; round++) {
                 Random rnd = new Random(seed + round);
                 E2e.exec(dst, "DELETE FROM public.t WHERE id % 10 <> " + rnd.nextInt(10)); // nine rows in ten gone
@@ -162,8 +170,13 @@ class OnlineSnapshotIT {
                             while (!stop.get()) {
                                 int id = 1 + r.nextInt(rows + 200);
                                 int op = r.nextInt(20);
-                                if (op < 16) {
+                                if (op < 15) {
                                     st.execute("UPDATE t SET v = v + 1 WHERE id = " + id); // payload unchanged
+                                } else if (op < 16) {
+                                    // Moves the row, payload unchanged, to a key below all others: in the first chunk,
+                                    // copied early, while the old key's chunk may not be read yet. The new key is read
+                                    // again (OnlineSnapshotter.moved), or it stays missing.
+                                    st.execute("UPDATE t SET id = " + (-moved.incrementAndGet()) + ", v = v + 1 WHERE id = " + id);
                                 } else if (op < 17) {
                                     st.execute("UPDATE t SET payload = repeat(md5(random()::text), 400) WHERE id = " + id);
                                 } else if (op < 18) {
@@ -193,12 +206,46 @@ class OnlineSnapshotIT {
                 } catch (AssertionError a) {
                     throw new AssertionError("seed " + seed + " round " + round + ": " + a.getMessage(), a);
                 }
-                System.out.println("  round " + round + ": " + updates.get() + " writes, chunks read again "
+                System.out.println("  round " + round + ": " + updates.get() + " writes (" + moved.get() + " keys moved so far), chunks read again "
                         + (e.engine().onlineSnapshotter().chunksRetried() - retriedBefore));
             }
             assertThat(e.engine().state()).isEqualTo(io.millrace.engine.Engine.State.STREAMING);
+            assertThat(log.containing("are read again")).as("moved keys were read again").isNotEmpty();
             // INV: BOUNDED — 12.8 kB rows and max_chunk_mb 1: chunks of at most ~82 rows (not max_chunk_rows 400) per reader
             assertThat(e.engine().onlineSnapshotter().peakBufferedRows()).isLessThanOrEqualTo(3 * 90);
+        }
+    }
+
+    /**
+     * A bulk key update in the middle of a copy, on rows whose TOASTed payload it keeps: past the re-read limit
+     * (8 tasks of 256 keys) the table is copied again from the start rather than key by key, and nothing is lost.
+     */
+    @Test
+    void aBulkKeyUpdateDuringTheCopyCopiesTheTableAgain(@TempDir Path dir) throws Exception {
+        String db = "bulkmove";
+        int rows = 2500;
+        toastTable(db, rows, 80); // 2.5 kB payloads: still out of line
+        List<TableRef> t = E2e.refs(List.of("public.t"));
+        try (LogCapture log = new LogCapture();
+             RunningEngine e = RunningEngine.start(yaml(db, List.of("public.t"), dir), dir).awaitStreaming(WAIT);
+             Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.awaitSame(src, dst, t, WAIT);
+            E2e.exec(dst, "DELETE FROM public.t WHERE id % 10 <> 0"); // rows the copy has to bring
+            var snapshotter = e.engine().onlineSnapshotter();
+            long readBefore = snapshotter.chunksRead();
+            e.engine().snapshot(t, null);
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (snapshotter.chunksRead() == readBefore) {
+                assertThat(System.nanoTime()).as("a chunk read").isLessThan(deadline);
+                Thread.sleep(5);
+            }
+            snapshotter.pause(); // chunks of at most 400 rows: the copy is not done, and no re-read is cut
+            E2e.exec(src, "UPDATE t SET id = -id, v = v + 1"); // every row moves below the keys copied; payload unchanged
+            assertThat(log.awaitContaining("is copied again from the start")).as("the copy starts again").isNotEmpty();
+            snapshotter.resume();
+            awaitOnlineDone(e);
+            E2e.awaitSame(src, dst, t, WAIT);
+            assertThat(E2e.queryLong(dst, "SELECT count(*) FROM public.t WHERE id < 0")).isEqualTo(rows);
         }
     }
 

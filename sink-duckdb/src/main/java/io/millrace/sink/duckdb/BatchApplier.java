@@ -6,7 +6,6 @@ import io.millrace.core.change.Op;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
-import io.millrace.core.sink.MovedKeys;
 import io.millrace.core.types.UnchangedToast;
 import org.duckdb.DuckDBAppender;
 import org.duckdb.DuckDBConnection;
@@ -192,11 +191,11 @@ final class BatchApplier {
                 rs.next();
                 long missing = rs.getLong(1);
                 if (missing > 0 && copying.contains(rel.table().toString())) {
-                    // Rows the online snapshot has not copied yet: their chunk brings them, newer than this update.
+                    // Rows the online snapshot has not copied yet: their chunk brings them, newer than this update (a row the
+                    // update also moved to a new key is read again by that key: OnlineSnapshotter.moved).
                     execute(stage.dropMissingSql);
                     LOG.debug("destination '{}': {} update(s) of {} with unchanged TOAST values wait for the online"
                             + " snapshot to copy their rows", destination, missing, target);
-                    warnMoved(rel, target, red);
                     missing = 0;
                 }
                 if (missing > 0) {
@@ -315,20 +314,6 @@ final class BatchApplier {
             deleteSql = "DELETE FROM " + target.sql() + " d USING " + sql + " s WHERE s._mr_del AND "
                     + String.join(" AND ", delJoin);
             insertSql = "INSERT INTO " + target.sql() + cols + " SELECT " + String.join(", ", plain) + " FROM " + sql + " s";
-        }
-    }
-
-    /** Warns about partial rows left to the online copy whose update also changed the key ({@link MovedKeys}). */
-    private void warnMoved(RelationInfo rel, TableRef target, Reduction red) {
-        List<String> moved = new ArrayList<>();
-        for (Reduction.Row row : red.rows.values()) {
-            String key = row.delete || row.from == null ? null : MovedKeys.newKey(rel.keyIndexes(), row.from, row.vals);
-            if (key != null) {
-                moved.add(key);
-            }
-        }
-        if (!moved.isEmpty()) {
-            LOG.warn(MovedKeys.warning(destination, target, rel.table(), moved));
         }
     }
 

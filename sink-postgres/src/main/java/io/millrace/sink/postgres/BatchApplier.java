@@ -7,7 +7,6 @@ import io.millrace.core.schema.ColumnInfo;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
-import io.millrace.core.sink.MovedKeys;
 import io.millrace.core.types.UnchangedToast;
 import org.postgresql.PGConnection;
 import org.postgresql.copy.CopyManager;
@@ -254,7 +253,8 @@ final class BatchApplier {
             int filled = executeUpdate(sql.toString());
             int expected = maskCounts.get(m);
             if (filled != expected && copying.contains(rel.table().toString())) {
-                // Rows the online snapshot has not copied yet: their chunk brings them, newer than this update.
+                // Rows the online snapshot has not copied yet: their chunk brings them, newer than this update (a row the
+                // update also moved to a new key is read again by that key: OnlineSnapshotter.moved).
                 StringBuilder drop = new StringBuilder("DELETE FROM ").append(stage.name).append(" s WHERE s._mr_mask = ")
                         .append(m + 1).append(" AND NOT EXISTS (SELECT 1 FROM ").append(target.sql()).append(" t WHERE ");
                 for (int j = 0; j < keyIdx.length; j++) {
@@ -265,7 +265,6 @@ final class BatchApplier {
                 upserts -= dropped;
                 LOG.debug("destination '{}': {} update(s) of {} with unchanged TOAST values wait for the online snapshot"
                         + " to copy their rows", destination, dropped, target);
-                warnMoved(rel, target, red);
                 filled += dropped;
             }
             if (filled != expected) {
@@ -402,20 +401,6 @@ final class BatchApplier {
             upsertSql = "INSERT INTO " + target.sql() + " (" + String.join(", ", names) + ") SELECT "
                     + String.join(", ", sel) + " FROM " + name + " WHERE NOT _mr_del ON CONFLICT ("
                     + String.join(", ", key) + ") DO " + (set.isEmpty() ? "NOTHING" : "UPDATE SET " + String.join(", ", set));
-        }
-    }
-
-    /** Warns about partial rows left to the online copy whose update also changed the key ({@link MovedKeys}). */
-    private void warnMoved(RelationInfo rel, TableRef target, KeyedReduction red) {
-        List<String> moved = new ArrayList<>();
-        for (KeyedReduction.Row row : red.rows.values()) {
-            String key = row.delete || row.vals == null || row.from == null ? null : MovedKeys.newKey(rel.keyIndexes(), row.from, row.vals);
-            if (key != null) {
-                moved.add(key);
-            }
-        }
-        if (!moved.isEmpty()) {
-            LOG.warn(MovedKeys.warning(destination, target, rel.table(), moved));
         }
     }
 

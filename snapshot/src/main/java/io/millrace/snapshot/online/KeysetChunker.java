@@ -199,6 +199,14 @@ public final class KeysetChunker {
         return out;
     }
 
+    /**
+     * True when no chunk was cut yet and the whole key space is still to be read: every row, whatever its key, is
+     * read by a chunk whose low watermark is written from now on.
+     */
+    public synchronized boolean untouched() {
+        return seq == 0 && retry.isEmpty() && todo.size() == 1 && KeyRange.ALL.equals(todo.peekFirst());
+    }
+
     /** True when everything was cut and every chunk landed. */
     public synchronized boolean finished() {
         return uncut.isEmpty() && inFlight.isEmpty() && retry.isEmpty();

@@ -72,18 +72,51 @@ public final class OnlineSnapshotter implements AutoCloseable {
         }
     }
 
+    /**
+     * Starts the filter of a task that reads rows again by key ({@link #moved}); recorded in checkpoints as any
+     * filter is, and recognised by it after a restart.
+     */
+    static final String REREAD = "/* millrace: moved keys read again */ ";
+
+    /** Keys one re-read task takes: they are read in one chunk, and recorded in every checkpoint until it lands. */
+    static final int REREAD_KEYS = 256;
+
+    /** Re-read tasks pending on one table before the whole table is copied again instead (a bulk key update). */
+    static final int MAX_REREAD_TASKS = 8;
+
     /** A table being copied. */
     private final class Task {
         final TableRef table;
-        final String filter;
+        /** Final, but for a re-read task taking keys ({@link #offer}). */
+        volatile String filter;
         final Target target;
         final KeysetChunker chunker;
         final AtomicLong rows;
+        /** Reads rows again by key, not a copy of the table: it does not show in the table's copy status. */
+        final boolean reread;
+        /** The key tuples of a re-read task made in this run; null otherwise. @GuardedBy("this") */
+        private final List<String> keys;
+        /** Its chunk was cut: it takes no more keys. @GuardedBy("this") */
+        private boolean frozen;
+        /** A copy started again because too many rows moved: it does not start again for that. */
+        boolean restarted;
         volatile boolean finished;
 
+        /** A re-read task for moved keys, taking keys until its chunk is cut. */
+        Task(TableRef table, Target target, String firstKey) {
+            this(table, null, target, List.of(KeyRange.ALL), 0, new ArrayList<>());
+            offer(firstKey);
+        }
+
         Task(TableRef table, String filter, Target target, List<KeyRange> remaining, long rowsDone) {
+            this(table, filter, target, remaining, rowsDone, null);
+        }
+
+        private Task(TableRef table, String filter, Target target, List<KeyRange> remaining, long rowsDone, List<String> keys) {
             this.table = table;
             this.filter = filter;
+            this.keys = keys;
+            this.reread = keys != null || filter != null && filter.startsWith(REREAD);
             this.target = target;
             this.rows = new AtomicLong(rowsDone);
             this.chunker = new KeysetChunker(remaining, options.sizing(), new KeysetChunker.Boundaries() {
@@ -101,6 +134,30 @@ public final class OnlineSnapshotter implements AutoCloseable {
 
         String from() {
             return (target.partitioned() ? "" : "ONLY ") + table.sql();
+        }
+
+        /** Adds a key tuple ({@code ('1', 'x')}) to a re-read task whose chunk is not cut yet; false when it takes none. */
+        synchronized boolean offer(String tuple) {
+            if (keys == null || frozen || keys.size() >= REREAD_KEYS) {
+                return false;
+            }
+            if (!keys.contains(tuple)) {
+                keys.add(tuple);
+                filter = REREAD + "(" + keyList() + ") IN (" + String.join(", ", keys) + ")";
+            }
+            return true;
+        }
+
+        /** Called before the chunk is cut: the keys read are the keys recorded. */
+        synchronized void freeze() {
+            frozen = true;
+        }
+
+        /** Whether this re-read task still has to read the row of {@code tuple}. */
+        boolean rereads(String tuple) {
+            String f = filter;
+            // Tuples are "(" + quoted literals + ")": inside a literal a quote is doubled, so "('" + … + "')" matches whole tuples only.
+            return reread && f != null && f.contains(tuple);
         }
 
         String keyList() {
@@ -124,6 +181,9 @@ public final class OnlineSnapshotter implements AutoCloseable {
 
         /** Average size of a row in COPY text, from a sample of up to 100 rows (0 for an empty table). */
         long rowBytes() throws SQLException {
+            if (reread) {
+                return 0; // one row: no size to plan for, and no sample of the table to read
+            }
             String cols = target.relation().columns().stream().map(col -> Ident.quote(col.name())).collect(Collectors.joining(", "));
             try (Connection c = connections.open(); Statement s = c.createStatement();
                  ResultSet rs = s.executeQuery("SELECT coalesce(avg(octet_length(t::text)), 0)::bigint FROM (SELECT " + cols
@@ -187,6 +247,17 @@ public final class OnlineSnapshotter implements AutoCloseable {
         this.listener = listener;
         this.onFailure = onFailure;
         watermarks.progressSource(this::progress);
+        watermarks.moves(new Watermarks.Moves() {
+            @Override
+            public boolean copying(TableRef table) {
+                return OnlineSnapshotter.this.copying(table);
+            }
+
+            @Override
+            public void moved(RelationInfo r, Object[] before, Object[] after) {
+                OnlineSnapshotter.this.moved(r, before, after);
+            }
+        });
     }
 
     /** Starts the readers with the tasks a checkpoint left unfinished (may be empty). */
@@ -215,6 +286,125 @@ public final class OnlineSnapshotter implements AutoCloseable {
         }
         tasks.removeIf(t -> t.table.equals(table));
         add(new Task(table, filter, target, List.of(KeyRange.ALL), 0), false);
+    }
+
+    private boolean copying(TableRef table) {
+        for (Task t : tasks) {
+            if (!t.finished && t.table.equals(table)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * An update of {@code r} kept unchanged TOAST values and carried an old key while the table is being copied
+     * (assembler thread). When it moved the row to a new key, that key is read again through a watermark window of its
+     * own: the destination may not hold the old row to take the unchanged values from (its chunk not read yet), and
+     * the new key may lie in a part of the table already copied. The task joins the checkpoint with the batch that
+     * holds the update (INV: RESUME), so the sinks leave the partial row to it; reading a key that landed whole anyway
+     * writes the same row again.
+     */
+    private void moved(RelationInfo r, Object[] before, Object[] after) {
+        Task copy = null;
+        List<Task> rereads = new ArrayList<>();
+        for (Task t : tasks) {
+            if (t.finished || !t.table.equals(r.table())) {
+                continue;
+            }
+            if (t.reread) {
+                rereads.add(t);
+            } else if (copy == null) {
+                copy = t;
+            }
+        }
+        if (copy != null && copy.filter == null && copy.chunker.untouched()) {
+            return; // a whole copy that has not started reads the new key anyway
+        }
+        Target target = copy != null ? copy.target : rereads.isEmpty() ? null : rereads.get(0).target;
+        if (target == null) {
+            return;
+        }
+        String from = tuple(r, target, before);
+        String to = tuple(r, target, after);
+        if (to == null) {
+            LOG.warn("online snapshot of {}: an update moved a row and kept unchanged TOAST values, but the stream's image of the"
+                    + " table lacks a key column of the copy ({}); when the copy has landed, check the row, or copy the table"
+                    + " again", r.table(), target.keyColumns());
+            return;
+        }
+        if (to.equals(from)) {
+            return;
+        }
+        if (copy == null && from != null && rereads.stream().noneMatch(t -> t.rereads(from))) {
+            // The copy has landed: the old row is in the destination (its own re-read is not pending), and the sink
+            // applies the update. Without this rule re-reads would beget re-reads and the copy never end.
+            return;
+        }
+        for (Task t : rereads) {
+            if (t.offer(to)) {
+                watermarks.markDirty(); // recorded with the batch being built, which holds the update (INV: RESUME)
+                return;
+            }
+        }
+        if (rereads.size() >= MAX_REREAD_TASKS) {
+            overflow(r.table(), copy, target, to);
+            return;
+        }
+        tasks.add(new Task(r.table(), target, to));
+        watermarks.markDirty(); // recorded with the batch being built, which holds the update (INV: RESUME)
+        LOG.info("online snapshot of {}: updates moved rows to new keys and kept unchanged TOAST values; the rows of those keys are"
+                + " read again (first {})", r.table(), to);
+        synchronized (wake) {
+            wake.notifyAll();
+        }
+    }
+
+    /**
+     * Too many moved keys to read again one by one (a bulk key update): the table is copied again from the start,
+     * which reads every key from then on. Once only: a copy that was started again for this and overflows again would
+     * never end under such a load, so the keys beyond are reported instead (the copy's known gap).
+     */
+    private void overflow(TableRef table, Task copy, Target target, String key) {
+        boolean again = copy == null || !copy.restarted;
+        if (again) {
+            tasks.removeIf(t -> t.table.equals(table));
+            Task fresh = new Task(table, null, target, List.of(KeyRange.ALL), 0);
+            fresh.restarted = true;
+            add(fresh, false);
+            LOG.warn("online snapshot of {}: more than {} updates moved rows to new keys and kept unchanged TOAST values; the table"
+                    + " is copied again from the start", table, MAX_REREAD_TASKS * REREAD_KEYS);
+            return;
+        }
+        LOG.warn("online snapshot of {}: an update moved a row to key {} and kept unchanged TOAST values, while too many such rows wait"
+                + " to be read again; the destination may lack that row: when the copy has landed, check it, or copy the table"
+                + " again (millrace snapshot CONFIG --table {})", table, key, table);
+    }
+
+    /** The key of {@code row} as a tuple of SQL literals, {@code ('1', 'x')}; null when a key column is missing. */
+    private static String tuple(RelationInfo r, Target target, Object[] row) {
+        if (row == null) {
+            return null;
+        }
+        StringBuilder out = new StringBuilder("(");
+        List<String> keys = target.keyColumns();
+        for (int k = 0; k < keys.size(); k++) {
+            int i = columnIndex(r, keys.get(k));
+            if (i < 0 || row[i] == null) {
+                return null;
+            }
+            out.append(k == 0 ? "" : ", ").append(Ident.literal(r.codec(i).toPgText(row[i])));
+        }
+        return out.append(')').toString();
+    }
+
+    private static int columnIndex(RelationInfo r, String name) {
+        for (int i = 0; i < r.columnCount(); i++) {
+            if (r.column(i).name().equals(name)) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     private void validateFilter(TableRef table, Target target, String filter) {
@@ -253,7 +443,9 @@ public final class OnlineSnapshotter implements AutoCloseable {
         tasks.add(t);
         watermarks.active(true);
         watermarks.markDirty(); // the task is recorded with the next batch
-        listener.tableStarted(t.table, -1);
+        if (!t.reread) {
+            listener.tableStarted(t.table, -1);
+        }
         LOG.info("online snapshot of {}{}{}", t.table, t.filter == null ? "" : " where " + t.filter, resumed ? " resumed at "
                 + t.chunker.remaining().size() + " remaining range(s), " + t.rows.get() + " rows landed before" : "");
         synchronized (wake) {
@@ -318,6 +510,9 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 continue;
             }
             KeysetChunker.Chunk c;
+            if (t.reread) {
+                t.freeze(); // the keys recorded are the keys its chunk reads
+            }
             try {
                 c = t.chunker.next();
             } catch (SQLException e) {
@@ -456,6 +651,13 @@ public final class OnlineSnapshotter implements AutoCloseable {
             return;
         }
         task.chunker.report(chunk, rows.size(), readNanos, bytes);
+        if (task.reread) {
+            if (task.finished && tasks.remove(task)) {
+                LOG.debug("online snapshot of {}: {} row(s) read again where {}", task.table, emitted, task.filter);
+                watermarks.markDirty();
+            }
+            return;
+        }
         listener.rowsCopied(task.table, emitted);
         if (task.finished && tasks.remove(task)) {
             listener.tableDone(task.table, task.rows.get());

@@ -193,6 +193,20 @@ class KeysetChunkerTest {
     }
 
     @Test
+    void untouchedOnlyUntilTheFirstCutOfTheWholeKeySpace() throws Exception {
+        // OnlineSnapshotter.moved relies on it: an untouched copy reads every key from now on.
+        Table t = new Table(500);
+        KeysetChunker c = new KeysetChunker(List.of(KeyRange.ALL), fixed(100), t);
+        assertThat(c.untouched()).isTrue();
+        Chunk a = c.next();
+        assertThat(c.untouched()).isFalse();
+        c.giveBack(a);
+        assertThat(c.untouched()).as("a chunk cut and given back was read in part").isFalse();
+        KeysetChunker resumed = new KeysetChunker(List.of(new KeyRange(List.of("1000"), null)), fixed(100), t);
+        assertThat(resumed.untouched()).as("resumed: the keys up to 1000 landed before").isFalse();
+    }
+
+    @Test
     void aShortLastChunkDoesNotResize() throws Exception {
         KeysetChunker c = new KeysetChunker(List.of(KeyRange.ALL), new Sizing(1000, 10, 100_000, SEC), new Table(10));
         Chunk only = c.next();
