@@ -24,6 +24,7 @@ import io.millrace.source.Catalog;
 import io.millrace.source.CatalogTypeResolver;
 import io.millrace.source.PgConnections;
 import io.millrace.source.PgErrors;
+import io.millrace.source.PipelineLock;
 import io.millrace.source.Preflight;
 import io.millrace.source.ReplicationReader;
 import io.millrace.source.SlotManager;
@@ -204,6 +205,7 @@ public final class Engine {
         List<Sink> sinks = new ArrayList<>();
         Thread readerThread = null;
         Thread monitor = null;
+        PipelineLock lock = null;
         try {
             SourceConfig src = config.source();
             PgConnections conns = new PgConnections(src);
@@ -234,6 +236,8 @@ public final class Engine {
                 throw PgErrors.translate("reading the source catalog", e);
             }
             boolean binary = binary(src, report.serverVersion(), tables);
+            // INV: IDENTITY — one engine per pipeline, from before any destination is opened until all are closed.
+            lock = PipelineLock.acquire(conns);
             monitor = SlotMonitor.start(conns, src.slot(), config.operations(), sample -> slotSample = sample);
 
             for (EngineConfig.Destination d : config.destinations()) {
@@ -433,6 +437,9 @@ public final class Engine {
                 } catch (RuntimeException e) {
                     LOG.warn("closing destination '{}' failed: {}", s.name(), e.getMessage());
                 }
+            }
+            if (lock != null) {
+                lock.close();
             }
         }
     }

@@ -43,6 +43,17 @@ final class BadInput {
     static void init() {
     }
 
+    /** The first column of every row of {@code sql}. */
+    static List<String> strings(Connection c, String sql) throws SQLException {
+        List<String> out = new ArrayList<>();
+        try (java.sql.Statement s = c.createStatement(); java.sql.ResultSet rs = s.executeQuery(sql)) {
+            while (rs.next()) {
+                out.add(rs.getString(1));
+            }
+        }
+        return out;
+    }
+
     /** A port nobody listens on (bound, then released). */
     static int closedPort() {
         try (ServerSocket s = new ServerSocket(0)) {

@@ -345,6 +345,41 @@ class BadInputIT {
     }
 
     @Test
+    void aSecondEngineStartedBeforeTheFirstStreamsIsRefusedBeforeItOpensADestination() throws Exception {
+        // INV: IDENTITY — the slot is held only while streaming. Before that (opening the destinations, catching up)
+        // only the pipeline lock keeps a second engine from opening the destinations the first is writing.
+        String yaml = config("early").yaml();
+        try (RunningEngine first = RunningEngine.start(yaml, dir, ENV)) {
+            first.awaitStreaming(Duration.ofSeconds(60));
+        }
+        try (Connection blocker = pg.connect(DST); Connection src = pg.connect(SRC); Connection dst = pg.connect(DST)) {
+            blocker.setAutoCommit(false);
+            try (java.sql.Statement st = blocker.createStatement()) {
+                // the first engine's next start waits for its checkpoint, the slot not yet taken
+                st.execute("LOCK TABLE " + String.join(", ", BadInput.strings(dst, "SELECT format('%I.%I', schemaname, tablename)"
+                        + " FROM pg_tables WHERE schemaname = 'early_state'")) + " IN ACCESS EXCLUSIVE MODE");
+            }
+            try (RunningEngine first = RunningEngine.start(yaml, dir, ENV)) {
+                long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+                while (count(dst, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'relation'") == 0) {
+                    assertThat(System.nanoTime()).as("the first engine waits for its checkpoint").isLessThan(deadline);
+                    Thread.sleep(20);
+                }
+                assertThat(count(src, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'early' AND active")).isZero();
+                MillraceException e = startFails(yaml, dir, ENV);
+                assertThat(e.kind()).isEqualTo(Kind.SLOT_IN_USE);
+                assertThat(e.getMessage()).contains("slot 'early' is in use by another Millrace engine running this pipeline")
+                        .contains("stop that engine");
+                blocker.rollback();
+                first.awaitStreaming(Duration.ofSeconds(60));
+                pg.execute(SRC, "UPDATE public.items SET v = 'seen by the first' WHERE id = 2");
+                RunningEngine.awaitEqual(src, dst, List.of(new TableRef("public", "items")), "early_t", Duration.ofSeconds(30));
+            }
+        }
+        pg.execute(SRC, "SELECT pg_drop_replication_slot('early')");
+    }
+
+    @Test
     void anUnclaimedExistingSlotIsNeverDroppedAndTheMessageSaysWhatToDo() throws Exception {
         // INV: IDENTITY — a slot that no destination's checkpoint claims may be another pipeline's.
         pg.execute(SRC, "SELECT pg_create_logical_replication_slot('someone_elses', 'pgoutput')");
