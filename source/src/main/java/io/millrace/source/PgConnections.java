@@ -15,7 +15,8 @@ import java.util.Properties;
  */
 public final class PgConnections {
     /** Session settings every source connection gets. */
-    static final String SESSION_OPTIONS = "-c TimeZone=UTC -c IntervalStyle=postgres -c extra_float_digits=3 -c lc_monetary=C";
+    static final String SESSION_OPTIONS = "-c TimeZone=UTC -c IntervalStyle=postgres -c extra_float_digits=3 -c lc_monetary=C"
+            + " -c standard_conforming_strings=on"; // Ident.literal quotes for it
 
     private final SourceConfig config;
 

@@ -7,6 +7,7 @@ import io.millrace.core.change.OnlineTask.KeyRange;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
+import io.millrace.core.types.UnchangedToast;
 import io.millrace.pipeline.Watermarks;
 import io.millrace.snapshot.CopyText;
 import io.millrace.snapshot.SnapshotRunner;
@@ -98,8 +99,6 @@ public final class OnlineSnapshotter implements AutoCloseable {
         private final List<String> keys;
         /** Its chunk was cut: it takes no more keys. @GuardedBy("this") */
         private boolean frozen;
-        /** A copy started again because too many rows moved: it does not start again for that. */
-        boolean restarted;
         volatile boolean finished;
 
         /** A re-read task for moved keys, taking keys until its chunk is cut. */
@@ -181,13 +180,11 @@ public final class OnlineSnapshotter implements AutoCloseable {
 
         /** Average size of a row in COPY text, from a sample of up to 100 rows (0 for an empty table). */
         long rowBytes() throws SQLException {
-            if (reread) {
-                return 0; // one row: no size to plan for, and no sample of the table to read
-            }
             String cols = target.relation().columns().stream().map(col -> Ident.quote(col.name())).collect(Collectors.joining(", "));
+            // A re-read samples its own rows: rows with out-of-line values, larger than the table's average.
             try (Connection c = connections.open(); Statement s = c.createStatement();
                  ResultSet rs = s.executeQuery("SELECT coalesce(avg(octet_length(t::text)), 0)::bigint FROM (SELECT " + cols
-                         + " FROM " + from() + " LIMIT 100) t")) {
+                         + " FROM " + from() + (reread ? where(KeyRange.ALL) : "") + " LIMIT 100) t")) {
                 rs.next();
                 return rs.getLong(1);
             }
@@ -237,6 +234,8 @@ public final class OnlineSnapshotter implements AutoCloseable {
     private final AtomicLong peakBuffered = new AtomicLong();
     private final AtomicLong chunksRead = new AtomicLong();
     private final AtomicLong chunksRetried = new AtomicLong();
+    /** Copies started again because too many rows moved ({@link #overflow}). */
+    private final AtomicLong restarts = new AtomicLong();
 
     public OnlineSnapshotter(PgConnections connections, Watermarks watermarks, Catalog catalog, Options options,
                              SnapshotRunner.Listener listener, Consumer<Throwable> onFailure) {
@@ -284,7 +283,8 @@ public final class OnlineSnapshotter implements AutoCloseable {
         if (filter != null) {
             validateFilter(table, target, filter);
         }
-        tasks.removeIf(t -> t.table.equals(table));
+        // Re-reads stay: a filtered copy need not read their keys, and their updates were left to them.
+        tasks.removeIf(t -> t.table.equals(table) && !t.reread);
         add(new Task(table, filter, target, List.of(KeyRange.ALL), 0), false);
     }
 
@@ -325,8 +325,8 @@ public final class OnlineSnapshotter implements AutoCloseable {
         if (target == null) {
             return;
         }
-        String from = tuple(r, target, before);
-        String to = tuple(r, target, after);
+        String from = tuple(r, target, before, null);
+        String to = tuple(r, target, after, before);
         if (to == null) {
             LOG.warn("online snapshot of {}: an update moved a row and kept unchanged TOAST values, but the stream's image of the"
                     + " table lacks a key column of the copy ({}); when the copy has landed, check the row, or copy the table"
@@ -348,41 +348,38 @@ public final class OnlineSnapshotter implements AutoCloseable {
             }
         }
         if (rereads.size() >= MAX_REREAD_TASKS) {
-            overflow(r.table(), copy, target, to);
+            overflow(r.table(), target);
             return;
         }
         tasks.add(new Task(r.table(), target, to));
         watermarks.markDirty(); // recorded with the batch being built, which holds the update (INV: RESUME)
         LOG.info("online snapshot of {}: updates moved rows to new keys and kept unchanged TOAST values; the rows of those keys are"
-                + " read again (first {})", r.table(), to);
+                + " read again", r.table());
         synchronized (wake) {
             wake.notifyAll();
         }
     }
 
     /**
-     * Too many moved keys to read again one by one (a bulk key update): the table is copied again from the start,
-     * which reads every key from then on. Once only: a copy that was started again for this and overflows again would
-     * never end under such a load, so the keys beyond are reported instead (the copy's known gap).
+     * Too many moved keys to read again one by one (a bulk key update, whose re-reads cannot land while the assembler
+     * is still busy with it): the table is copied again from the start, which reads every key from then on. The
+     * re-reads go with the old copy; the new one covers them.
      */
-    private void overflow(TableRef table, Task copy, Target target, String key) {
-        boolean again = copy == null || !copy.restarted;
-        if (again) {
-            tasks.removeIf(t -> t.table.equals(table));
-            Task fresh = new Task(table, null, target, List.of(KeyRange.ALL), 0);
-            fresh.restarted = true;
-            add(fresh, false);
+    private void overflow(TableRef table, Target target) {
+        tasks.removeIf(t -> t.table.equals(table));
+        add(new Task(table, null, target, List.of(KeyRange.ALL), 0), false);
+        long n = restarts.incrementAndGet();
+        if (Long.bitCount(n) == 1) { // 1, 2, 4, 8, …: a bulk update of millions of rows does not flood the log
             LOG.warn("online snapshot of {}: more than {} updates moved rows to new keys and kept unchanged TOAST values; the table"
-                    + " is copied again from the start", table, MAX_REREAD_TASKS * REREAD_KEYS);
-            return;
+                    + " is copied again from the start ({} time(s) so far)", table, MAX_REREAD_TASKS * REREAD_KEYS, n);
         }
-        LOG.warn("online snapshot of {}: an update moved a row to key {} and kept unchanged TOAST values, while too many such rows wait"
-                + " to be read again; the destination may lack that row: when the copy has landed, check it, or copy the table"
-                + " again (millrace snapshot CONFIG --table {})", table, key, table);
     }
 
-    /** The key of {@code row} as a tuple of SQL literals, {@code ('1', 'x')}; null when a key column is missing. */
-    private static String tuple(RelationInfo r, Target target, Object[] row) {
+    /**
+     * The key of {@code row} as a tuple of SQL literals, {@code ('1', 'x')}; null when a key column is missing. A key
+     * column the update left as an unchanged TOAST value (a long text key) is taken from {@code old}.
+     */
+    private static String tuple(RelationInfo r, Target target, Object[] row, Object[] old) {
         if (row == null) {
             return null;
         }
@@ -390,10 +387,14 @@ public final class OnlineSnapshotter implements AutoCloseable {
         List<String> keys = target.keyColumns();
         for (int k = 0; k < keys.size(); k++) {
             int i = columnIndex(r, keys.get(k));
-            if (i < 0 || row[i] == null) {
+            Object v = i < 0 ? null : row[i];
+            if (v == UnchangedToast.INSTANCE) {
+                v = old == null || old[i] == UnchangedToast.INSTANCE ? null : old[i];
+            }
+            if (v == null) {
                 return null;
             }
-            out.append(k == 0 ? "" : ", ").append(Ident.literal(r.codec(i).toPgText(row[i])));
+            out.append(k == 0 ? "" : ", ").append(Ident.literal(r.codec(i).toPgText(v)));
         }
         return out.append(')').toString();
     }
@@ -505,7 +506,11 @@ public final class OnlineSnapshotter implements AutoCloseable {
     }
 
     private Work nextWork() throws Exception {
-        for (Task t : tasks) {
+        // Re-reads first: they are small, and while one waits its keys may be missing from the destinations.
+        List<Task> order = new ArrayList<>(tasks.size());
+        tasks.stream().filter(t -> t.reread).forEach(order::add);
+        tasks.stream().filter(t -> !t.reread).forEach(order::add);
+        for (Task t : order) {
             if (t.finished) {
                 continue;
             }
