@@ -369,6 +369,7 @@ class BadInputIT {
                 MillraceException e = startFails(yaml, dir, ENV);
                 assertThat(e.kind()).isEqualTo(Kind.SLOT_IN_USE);
                 assertThat(e.getMessage()).contains("slot 'early' is in use by another Millrace engine running this pipeline")
+                        .containsPattern("its source session, process \\d+ from [^,]+, holds the pipeline's lock")
                         .contains("stop that engine");
                 blocker.rollback();
                 first.awaitStreaming(Duration.ofSeconds(60));
