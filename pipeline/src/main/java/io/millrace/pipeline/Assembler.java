@@ -53,6 +53,9 @@ final class Assembler {
     private final long lingerNanos;
     private final Output output;
     private final Watermarks watermarks;
+    /** The chunk whose rows are being emitted, and the last of them handed on (see {@link #cut()}). */
+    private Watermarks.Window emitting;
+    private Object[] emittingLast;
     /** Rows inserted into the signal table go here, not to the destinations (null: no signal table). */
     private Signals signals;
 
@@ -412,15 +415,22 @@ final class Assembler {
         }
         long emitted = 0;
         RelationInfo r = w.relation();
-        for (Object[] row : rows) {
-            if (w.isStale(row)) {
-                continue;
+        emitting = w;
+        try {
+            for (Object[] row : rows) { // in key order
+                emittingLast = row;
+                if (w.isStale(row)) {
+                    continue;
+                }
+                row = w.current(row);
+                add(new ChangeEvent(Op.READ, r, null, row, at, new Position(txCommitLsn, ++ordinal), txXid, txCommitMicros, true));
+                emitted++;
+                hold(16L * row.length); // rough size: lets the batch be cut inside a large chunk
+                cutForSize();
             }
-            row = w.current(row);
-            add(new ChangeEvent(Op.READ, r, null, row, at, new Position(txCommitLsn, ++ordinal), txXid, txCommitMicros, true));
-            emitted++;
-            hold(16L * row.length); // rough size: lets the batch be cut inside a large chunk
-            cutForSize();
+        } finally {
+            emitting = null;
+            emittingLast = null;
         }
         w.done(emitted);
         watermarks.markDirty(); // its progress is recorded with the batch holding the chunk's last row, or a later one
@@ -441,6 +451,11 @@ final class Assembler {
 
     /** Hands the batch over when it holds anything; also called on a timer when the stream is idle. */
     void cut() throws Channel.Stopped, InterruptedException {
+        if (emitting != null && emittingLast != null) {
+            // A batch cut inside a chunk's rows: the rows up to this one land with it, and so does the progress
+            // that says so (INV: RESUME — after a crash the chunk is read again from the next key, not from its start).
+            emitting.landedThrough(emittingLast);
+        }
         if (eventCount() == 0 && flushLsn == null && bytes == 0 && !watermarks.dirty()) {
             unbudgeted = 0;
             if (held != null) {

@@ -130,7 +130,17 @@ public final class Watermarks {
      *                  progress is taken), with the number of rows emitted
      */
     public Window open(RelationInfo relation, List<String> keyColumns, java.util.function.LongConsumer onEmitted) {
-        Window w = new Window(UUID.randomUUID().toString(), relation, keyColumns, onEmitted);
+        return open(relation, keyColumns, onEmitted, null);
+    }
+
+    /**
+     * As {@link #open(RelationInfo, List, java.util.function.LongConsumer)}, and {@code onLandedThrough} is called on
+     * the assembler thread when a batch is cut inside the chunk's rows, with the key (as PostgreSQL text) of the last
+     * row in that batch: the chunk's rows are handed in key order, so those up to it land with the batch.
+     */
+    public Window open(RelationInfo relation, List<String> keyColumns, java.util.function.LongConsumer onEmitted,
+                       java.util.function.Consumer<List<String>> onLandedThrough) {
+        Window w = new Window(UUID.randomUUID().toString(), relation, keyColumns, onEmitted, onLandedThrough);
         windows.put(w.id, w);
         return w;
     }
@@ -355,6 +365,7 @@ public final class Watermarks {
         private final List<String> keyColumns;
         private final int[] keyIndexes;
         private final java.util.function.LongConsumer onEmitted;
+        private final java.util.function.Consumer<List<String>> onLandedThrough;
         private final CountDownLatch emitted = new CountDownLatch(1);
         private volatile List<Object[]> rows;
         private volatile long[] invisible = new long[0];
@@ -373,12 +384,26 @@ public final class Watermarks {
         private RelationInfo lastShape;
         private int[] lastIndexes;
 
-        private Window(String id, RelationInfo relation, List<String> keyColumns, java.util.function.LongConsumer onEmitted) {
+        private Window(String id, RelationInfo relation, List<String> keyColumns, java.util.function.LongConsumer onEmitted,
+                       java.util.function.Consumer<List<String>> onLandedThrough) {
             this.id = id;
             this.relation = relation;
             this.keyColumns = List.copyOf(keyColumns);
             this.keyIndexes = indexes(relation, keyColumns);
             this.onEmitted = onEmitted;
+            this.onLandedThrough = onLandedThrough;
+        }
+
+        /** A batch is cut after {@code row} of this chunk (assembler thread, before the batch's progress is taken). */
+        void landedThrough(Object[] row) {
+            if (onLandedThrough == null) {
+                return;
+            }
+            List<String> key = new java.util.ArrayList<>(keyIndexes.length);
+            for (int i : keyIndexes) {
+                key.add(relation.codec(i).toPgText(row[i]));
+            }
+            onLandedThrough.accept(key);
         }
 
         /** The id written in both watermarks. */

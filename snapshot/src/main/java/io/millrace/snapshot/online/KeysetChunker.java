@@ -151,6 +151,17 @@ public final class KeysetChunker {
         inFlight.remove(c.seq());
     }
 
+    /**
+     * The chunk's rows up to {@code key} (in key order) were emitted into a batch: until the rest lands, only
+     * {@code (key, hi]} of it counts as remaining.
+     */
+    public synchronized void landedThrough(Chunk c, List<String> key) {
+        Chunk now = inFlight.get(c.seq());
+        if (now != null) {
+            inFlight.put(c.seq(), new Chunk(c.seq(), new KeyRange(key, now.range().hi()), c.size()));
+        }
+    }
+
     /** The chunk's read failed: it is cut again (first) by the next {@link #next()}. */
     public synchronized void giveBack(Chunk c) {
         if (inFlight.remove(c.seq()) != null) {

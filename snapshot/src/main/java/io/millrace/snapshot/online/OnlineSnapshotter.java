@@ -596,6 +596,9 @@ public final class OnlineSnapshotter implements AutoCloseable {
                     task.finished = true;
                 }
             }
+        }, key -> {
+            task.chunker.landedThrough(chunk, key); // assembler thread: a batch cut inside the chunk's rows
+            watermarks.markDirty();
         });
         try {
             readChunk(c, task, chunk, window);
@@ -684,7 +687,9 @@ public final class OnlineSnapshotter implements AutoCloseable {
     private long copy(Connection c, Task task, KeysetChunker.Chunk chunk, List<Object[]> out) throws SQLException {
         RelationInfo r = task.target.relation();
         String cols = r.columns().stream().map(col -> Ident.quote(col.name())).collect(Collectors.joining(", "));
-        String sql = "COPY (SELECT " + cols + " FROM " + task.from() + task.where(chunk.range()) + ") TO STDOUT";
+        // In key order: a batch cut inside the chunk records the rows up to its last key as landed (landedThrough).
+        String sql = "COPY (SELECT " + cols + " FROM " + task.from() + task.where(chunk.range()) + " ORDER BY " + task.keyList()
+                + ") TO STDOUT";
         CopyOut copy = c.unwrap(PGConnection.class).getCopyAPI().copyOut(sql);
         String[] fields = new String[r.columnCount()];
         long bytes = 0;

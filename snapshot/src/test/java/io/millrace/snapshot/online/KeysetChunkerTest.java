@@ -207,6 +207,24 @@ class KeysetChunkerTest {
     }
 
     @Test
+    void aChunkLandedInPartCountsOnlyItsRestAsRemaining() throws Exception {
+        // A batch cut inside a chunk's rows (in key order) lands the rows up to its last key: a crash then reads
+        // only the rest again (INV: RESUME).
+        Table t = new Table(500);
+        KeysetChunker c = new KeysetChunker(List.of(KeyRange.ALL), fixed(100), t);
+        Chunk a = c.next();
+        c.landedThrough(a, List.of("420"));
+        assertThat(c.remaining().get(0)).isEqualTo(new KeyRange(List.of("420"), a.range().hi()));
+        c.landedThrough(a, List.of("700"));
+        assertThat(c.remaining().get(0)).isEqualTo(new KeyRange(List.of("700"), a.range().hi()));
+        c.landed(a);
+        assertThat(c.remaining().get(0).lo()).isEqualTo(a.range().hi());
+        List<KeyRange> all = new ArrayList<>(List.of(a.range()));
+        all.addAll(drain(c).stream().map(Chunk::range).toList());
+        assertTiles(t, all, 500);
+    }
+
+    @Test
     void aShortLastChunkDoesNotResize() throws Exception {
         KeysetChunker c = new KeysetChunker(List.of(KeyRange.ALL), new Sizing(1000, 10, 100_000, SEC), new Table(10));
         Chunk only = c.next();
