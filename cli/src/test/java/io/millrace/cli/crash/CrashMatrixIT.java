@@ -207,13 +207,14 @@ class CrashMatrixIT {
             long streamed = streamedTransactions(src);
             String summary = String.format("CrashMatrixIT summary: seed %d; %d trials in %d s (%d fault trials: fired %s, not reached %s;"
                             + " %d SIGKILLs); phases %s; %d source transactions (%d large of 100000 rows, %d truncates), %d streamed in"
-                            + " progress by the server; postgres destination %s, lost %d, duplicated %d; jsonl %d events, %d repeats;"
+                            + " progress by the server; postgres destination %s, lost %d, duplicated %d; jsonl %d events, %d repeats,"
+                            + " %d online-copy upserts, %d changes excused by an online copy;"
                             + " DURABLE %s; catch-up %d ms; final SIGTERM exit %d; logical_decoding_work_mem %s",
                     seed, done.size(), (System.currentTimeMillis() - t0) / 1000, done.stream().filter(t -> t.how().startsWith("fault")).count(),
                     fired, notReached, done.stream().filter(t -> t.how().contains("SIGKILL")).count(), phases(done), load.committed(),
                     load.bigCommitted(), load.truncates(), streamed,
                     results.stream().allMatch(Verifier.TableResult::equal) ? "equals the source" : "DIFFERS", Math.max(0, sourceTx - destTx),
-                    twice.size(), replay.events, replay.repeats, sampler.summary(), catchUp, finalExit, STREAMED ? "1MB" : "64MB");
+                    twice.size(), replay.events, replay.repeats, replay.incrementalUpserts, replay.excusedByCopy, sampler.summary(), catchUp, finalExit, STREAMED ? "1MB" : "64MB");
             System.out.println(summary);
             Files.writeString(work.resolve("summary.txt"), summary + "\n", StandardCharsets.UTF_8);
 

@@ -52,6 +52,13 @@ import java.util.stream.Stream;
  * Updates and deletes of a table in that stretch then find no row. Such a change is excused — counted
  * in {@link #excusedByTruncate} — only if it comes before the first streamed {@code t} of its table and
  * that {@code t} does follow; the replayed state must still equal the source at the end.
+ *
+ * <h2>Online copies</h2>
+ * An online copy (DBLog watermarks: {@code source.snapshot = "incremental"}) reads a table while the stream
+ * runs, so the stream may change a row before the copy brings it, and the copy may bring a row the stream
+ * created. Its {@code r} events are upserts of the row as it is: one of a key that exists replaces it, counted
+ * in {@link #incrementalUpserts}. A change that found no row is excused, counted in {@link #excusedByCopy},
+ * when an {@code r} of the same table's online copy follows it. The replayed state must still equal the source.
  */
 final class JsonlReplay {
     static final String UNAVAILABLE = "__debezium_unavailable_value";
@@ -83,6 +90,10 @@ final class JsonlReplay {
     final Set<Long> txlogRead = new HashSet<>();
     /** Changes that found no row, excused by a TRUNCATE during the copy (see the class comment). */
     long excusedByTruncate;
+    /** Changes that found no row, excused by an online copy of their table that follows (see the class comment). */
+    long excusedByCopy;
+    /** Online-copy reads of a key that existed (see the class comment). */
+    long incrementalUpserts;
     /** Every streamed position seen, with a digest of its content (op, table, before, after). */
     private final Map<Position, Integer> seen = new HashMap<>();
     /** Positions in the order first seen, to check that a repeat run follows them without a gap. */
@@ -193,14 +204,22 @@ final class JsonlReplay {
             }
         }
         if (shape.keyColumn() >= 0) {
-            applyKeyed(table, shape.keyColumn(), op, before, after);
+            applyKeyed(table, shape.keyColumn(), op, before, after, "incremental".equals(src.get("snapshot").asText()));
         } else {
             applyKeyless(table, op, before, after);
         }
     }
 
-    private void applyKeyed(String table, int key, String op, List<String> before, List<String> after) {
+    private void applyKeyed(String table, int key, String op, List<String> before, List<String> after, boolean incremental) {
         Map<String, List<String>> rows = keyed.get(table);
+        if (incremental && op.equals("r")) {
+            if (rows.put(after.get(key), after) != null) {
+                incrementalUpserts++;
+            }
+            List<String> excused = awaitingTruncate.remove(table);
+            excusedByCopy += excused == null ? 0 : excused.size();
+            return;
+        }
         switch (op) {
             case "t" -> rows.clear();
             case "r", "c" -> {

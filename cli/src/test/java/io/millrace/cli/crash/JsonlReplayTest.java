@@ -47,6 +47,33 @@ class JsonlReplayTest {
         return r;
     }
 
+    private static String read(long lsn, long ord, int id, String v) {
+        return ev("r", "k", false, lsn, ord, "null", "{\"id\":" + id + ",\"v\":\"" + v + "\"}").replace("\"snapshot\":\"false\"",
+                "\"snapshot\":\"incremental\"");
+    }
+
+    @Test
+    void anOnlineCopyUpsertsAndExcusesTheChangesBeforeIt() throws IOException {
+        files(List.of(List.of(tx(100, 1, 7),
+                ev("u", "k", false, 110, 1, "null", "{\"id\":1,\"v\":\"b\"}"), // not copied yet: finds no row
+                c(120, 1, 2, "x"),
+                read(130, 1, 1, "b"), read(130, 2, 2, "x"), // the copy: row 2 exists already, row 1 too (from the update)
+                c(140, 1, 3, "y"), tx(140, 2, 8))));
+        JsonlReplay r = replay();
+        assertThat(r.anomalies).isEmpty();
+        assertThat(r.incrementalUpserts).isEqualTo(2);
+        assertThat(r.excusedByCopy).isEqualTo(1);
+        assertThat(r.table("public.k")).isEqualTo(Map.of(List.of("1", "b"), 1, List.of("2", "x"), 1, List.of("3", "y"), 1));
+    }
+
+    @Test
+    void aChangeThatFindsNoRowAndNoCopyFollowsIsStillAnAnomaly() throws IOException {
+        files(List.of(List.of(tx(100, 1, 7), read(105, 1, 5, "a"),
+                ev("d", "k", false, 110, 1, "{\"id\":9,\"v\":null}", "null"), tx(110, 2, 8))));
+        JsonlReplay r = replay();
+        assertThat(r.anomalies).singleElement().asString().contains("delete of key 9 that does not exist");
+    }
+
     @Test
     void cleanStreamReplays() throws IOException {
         files(List.of(List.of(ev("r", "k", true, 50, 0, "null", "{\"id\":1,\"v\":\"a\"}"), c(100, 1, 2, "b"), tx(100, 2, 7)),
