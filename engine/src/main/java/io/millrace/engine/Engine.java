@@ -157,7 +157,9 @@ public final class Engine {
             String phase = !done ? (copied > 0 ? "snapshot" : "waiting") : (s == State.STREAMING ? "streaming" : s.name().toLowerCase(java.util.Locale.ROOT));
             tables.add(new EngineStatus.Table(t.toString(), phase, copied, est, c == null ? 0 : c.events()));
         }
-        return new EngineStatus(config.name(), s.name().toLowerCase(java.util.Locale.ROOT), config.source().where(), config.source().slot(),
+        // "streaming" once the reader holds the slot: the state changes a moment before START_REPLICATION is answered
+        String shown = s == State.STREAMING && !readerStarted() ? "starting" : s.name().toLowerCase(java.util.Locale.ROOT);
+        return new EngineStatus(config.name(), shown, config.source().where(), config.source().slot(),
                 config.source().publication(), durable, m == null ? null : m.serverLsn().toString(),
                 m == null || m.confirmedLsn() == null ? null : m.confirmedLsn().toString(), m == null ? -1 : m.retainedBytes(), lagBytes,
                 st == null || st.lastCommitMicros() == 0 ? -1 : st.lastLatencyMicros() / 1000, st == null ? 0 : st.eventsWritten(),
@@ -180,6 +182,15 @@ public final class Engine {
                     + " current engine state is '%s'", to, from, state.get()));
         }
         LOG.debug("engine {} -> {}", from, to);
+    }
+
+    /**
+     * True once the replication reader holds the slot (the server accepted START_REPLICATION). The engine reports
+     * {@link State#STREAMING} a moment before that, when the reader starts. Any thread.
+     */
+    public boolean readerStarted() {
+        ReplicationReader r = reader;
+        return r != null && r.started();
     }
 
     /** Asks the engine to stop; {@link #run()} returns once the pipeline has stopped. Any thread. */

@@ -45,10 +45,13 @@ public final class RunningEngine implements AutoCloseable {
         return engine;
     }
 
-    /** Waits until the engine streams; fails with the engine's error if it stopped. */
+    /**
+     * Waits until the engine streams and its reader holds the slot (STREAMING is reported a moment before
+     * START_REPLICATION); fails with the engine's error if it stopped.
+     */
     public RunningEngine awaitStreaming(Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
-        while (engine.state() != Engine.State.STREAMING) {
+        while (engine.state() != Engine.State.STREAMING || !engine.readerStarted()) {
             if (!thread.isAlive()) {
                 throw new AssertionError("engine stopped before streaming: " + error.get(), error.get());
             }

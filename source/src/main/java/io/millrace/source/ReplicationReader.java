@@ -96,6 +96,13 @@ public final class ReplicationReader implements Runnable {
         stopping = true;
     }
 
+    private volatile boolean started;
+
+    /** True once the server accepted START_REPLICATION: the slot is held by this reader's connection. */
+    public boolean started() {
+        return started;
+    }
+
     /** Longest the reader sleeps on the socket before it looks at its durable position and stop flag again. */
     static final int MAX_WAIT_MILLIS = 20;
     /** Silence after which the connection counts as stalled ({@code -Dmillrace.receive_timeout_ms}): twice PostgreSQL's wal_receiver_timeout default, as a walsender decoding a long transaction may answer late. */
@@ -106,6 +113,7 @@ public final class ReplicationReader implements Runnable {
         String slot = connections.config().slot();
         try (Connection c = connections.openReplication()) {
             PGReplicationStream stream = open(c);
+            started = true; // the walsender holds the slot for this connection now
             // millrace.reader.poll=true: the old poll-and-sleep loop, kept for side-by-side measurements (bench ReaderBench).
             SocketWait socket = Boolean.getBoolean("millrace.reader.poll") ? null : SocketWait.of(c);
             LOG.info("streaming from slot '{}' at {} (pgoutput proto_version {}, {} values{})", slot, options.startLsn(),
