@@ -93,9 +93,10 @@ public final class Watermarks {
         return m != null && m.copying(table);
     }
 
+    /** An update {@link #copying} let through, its {@code after} holding unchanged TOAST values (the caller checked). */
     void moved(RelationInfo r, Object[] before, Object[] after) {
         Moves m = moves;
-        if (m != null && partial(after)) {
+        if (m != null) {
             m.moved(r, before, after);
         }
     }

@@ -234,8 +234,7 @@ public final class ReplicationReader implements Runnable {
         } catch (SQLException e) {
             if ("55006".equals(e.getSQLState())) {
                 // The preflight found the slot free, but another client claimed it before START_REPLICATION.
-                Integer pid = SlotInUse.pidIn(e.getMessage());
-                throw new MillraceException(Kind.SLOT_IN_USE, SlotInUse.detail(connections.config().slot(), pid) + ". Fix: " + SlotInUse.fix(pid), e);
+                throw SlotInUse.error(connections.config().slot(), SlotInUse.pidIn(e.getMessage()), e);
             }
             if ("42704".equals(e.getSQLState())) {
                 throw new MillraceException(Kind.SOURCE_SETUP, "replication slot '" + connections.config().slot() + "' does not exist ("

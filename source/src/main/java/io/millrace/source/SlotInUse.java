@@ -1,5 +1,8 @@
 package io.millrace.source;
 
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -21,6 +24,11 @@ final class SlotInUse {
     static String fix(Integer pid) {
         return pid == null ? "stop that process or choose another source.slot"
                 : "stop that process (SELECT pg_terminate_backend(" + pid + ");) or choose another source.slot";
+    }
+
+    /** The error, worded as the preflight's failed check is ({@code detail. Fix: fix}). */
+    static MillraceException error(String slot, Integer pid, Throwable cause) {
+        return new MillraceException(Kind.SLOT_IN_USE, detail(slot, pid) + ". Fix: " + fix(pid), cause);
     }
 
     /** The PID named in the server's refusal, or null when the text does not name one. */

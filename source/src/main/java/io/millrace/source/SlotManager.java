@@ -94,8 +94,7 @@ public final class SlotManager {
             ps.setString(1, config.slot());
             try (ResultSet rs = ps.executeQuery()) {
                 if (rs.next()) {
-                    Integer pid = rs.getInt(1);
-                    throw new MillraceException(Kind.SLOT_IN_USE, SlotInUse.detail(config.slot(), pid) + ". Fix: " + SlotInUse.fix(pid));
+                    throw SlotInUse.error(config.slot(), rs.getInt(1), null);
                 }
             }
         } catch (SQLException e) {
