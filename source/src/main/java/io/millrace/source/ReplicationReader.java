@@ -196,8 +196,7 @@ public final class ReplicationReader implements Runnable {
                 Lsn at = Lsn.of(stream.getLastReceiveLSN().asLong());
                 lastReceived = at;
                 int len = buf.remaining();
-                budget.take(len);
-                handler.onMessage(at, buf.array(), buf.arrayOffset() + buf.position(), len);
+                handler.onMessage(at, buf.array(), buf.arrayOffset() + buf.position(), len); // takes its cost from the budget
             }
             stream.close();
         } catch (InterruptedException e) {
@@ -219,7 +218,12 @@ public final class ReplicationReader implements Runnable {
                 .withStartPosition(LogSequenceNumber.valueOf(options.startLsn().value()))
                 .withSlotOption("proto_version", Integer.toString(options.protoVersion()))
                 .withSlotOption("publication_names", Ident.quote(connections.config().publication()))
-                .withStatusInterval((int) options.statusIntervalMillis(), TimeUnit.MILLISECONDS);
+                .withStatusInterval((int) options.statusIntervalMillis(), TimeUnit.MILLISECONDS)
+                // INV: DURABLE — the flushed position the server hears is only ever the durable one set above. With pgjdbc's
+                // automatic flush (its default), a keepalive moves the flushed position to the server's WAL position once
+                // the durable one has reached the start of the last message: while the walsender decodes a large
+                // transaction, that confirmed the slot past every destination's checkpoint, and the restart had to refuse.
+                .withAutomaticFlush(false);
         if (options.binary()) {
             b = b.withSlotOption("binary", "true");
         }
