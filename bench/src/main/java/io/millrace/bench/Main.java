@@ -7,7 +7,7 @@ import java.util.List;
 
 /**
  * Entry point of {@code millrace-bench.jar}: the side-by-side run (default), one contestant
- * ({@code child}, started by the run itself), the online snapshot comparison ({@code online}), JMH ({@code jmh}), or a summary of a JFR profile
+ * ({@code child}, started by the run itself), the online snapshot comparison ({@code online}), the heap cost of decoded rows ({@code heap-per-row}), JMH ({@code jmh}), or a summary of a JFR profile
  * ({@code jfr-top FILE}). See docs/BENCHMARKS.md.
  */
 public final class Main {
@@ -25,6 +25,10 @@ public final class Main {
         }
         if (!args.isEmpty() && args.get(0).equals("online")) {
             OnlineBench.main(args.subList(1, args.size()));
+            return;
+        }
+        if (!args.isEmpty() && args.get(0).equals("heap-per-row")) {
+            HeapPerRow.main(args.subList(1, args.size()));
             return;
         }
         if (!args.isEmpty() && args.get(0).equals("jmh")) {

@@ -163,7 +163,7 @@ public final class Engine {
                 config.source().publication(), durable, m == null ? null : m.serverLsn().toString(),
                 m == null || m.confirmedLsn() == null ? null : m.confirmedLsn().toString(), m == null ? -1 : m.retainedBytes(), lagBytes,
                 st == null || st.lastCommitMicros() == 0 ? -1 : st.lastLatencyMicros() / 1000, st == null ? 0 : st.eventsWritten(),
-                p == null ? 0 : p.budget().used(), config.pipeline().budgetBytes(), tables, lastError, onlineStatus());
+                p == null ? 0 : p.inflightBytes(), config.pipeline().budgetBytes(), tables, lastError, onlineStatus());
     }
 
     public State state() {

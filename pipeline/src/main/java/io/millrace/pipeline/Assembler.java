@@ -1,6 +1,7 @@
 package io.millrace.pipeline;
 
 import io.millrace.core.ByteBudget;
+import io.millrace.core.HeapCost;
 import io.millrace.core.Lsn;
 import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
@@ -34,8 +35,12 @@ import java.util.List;
  *
  * <p>Batches are cut after a commit once they hold {@code batchBytes} or are {@code lingerMillis}
  * old, and inside a transaction once they hold {@code maxBatchBytes}, so a large transaction never
- * sits whole in memory (INV: BOUNDED). A batch's {@code flushLsn} is the end of the last transaction
- * it completes: a destination that applied it may be confirmed there and no further (INV: DURABLE).
+ * sits whole in memory (INV: BOUNDED). A batch's size is what its rows take on the heap
+ * ({@link HeapCost#row}), not the bytes that carried them, and every row is taken from the budget of
+ * rows in flight before it joins a batch: when that budget is spent, the batch is handed on and the
+ * assembler waits until the destinations have made earlier batches durable. A batch's {@code flushLsn}
+ * is the end of the last transaction it completes: a destination that applied it may be confirmed there
+ * and no further (INV: DURABLE).
  *
  * <p>Single-threaded: owned by the pipeline thread.
  */
@@ -89,11 +94,9 @@ final class Assembler {
     /** The decoder pool, or null: rows are then decoded on this thread. */
     private DecodePool pool;
     private DecodePool.Job job;
-    /** Bytes taken from the reader's budget, to give back when the batch is durable. */
-    private long bytes;
-    /** Bytes replayed from the spill, or of chunk rows: they count toward the batch size but not the reader's budget. */
-    private long unbudgeted;
-    /** The budget of replayed and chunk rows in flight (null: unbounded, in unit tests), and the bytes of it this batch holds. */
+    /** What the batch's rows take on the heap ({@link HeapCost#row}): its size, for cutting it. */
+    private long size;
+    /** The budget of rows in flight until durable (null: unbounded, in unit tests), and the bytes of it this batch holds. */
     private ByteBudget held;
     private java.util.function.BooleanSupplier stopping = () -> false;
     private long heldBytes;
@@ -142,12 +145,11 @@ final class Assembler {
         return eventsOut;
     }
 
-    /** Handles one message from the reader; {@code len} bytes were taken from the budget for it. */
+    /** Handles one message from the reader. */
     void onMessage(Lsn walStart, byte[] data, int off, int len) throws Channel.Stopped, InterruptedException {
-        if (bytes == 0 && unbudgeted == 0 && eventCount() == 0 && flushLsn == null) {
+        if (size == 0 && eventCount() == 0 && flushLsn == null) {
             batchStartNanos = System.nanoTime();
         }
-        bytes += len;
         byte type = data[off];
         if (streamXid != NO_STREAM) {
             // Inside a block of a streamed (in-progress) transaction: hold it on disk until its commit.
@@ -159,7 +161,6 @@ final class Assembler {
             } else {
                 spill.append(streamXid, walStart, subXid(data, off, len), data, off, len);
             }
-            cutForSize();
             return;
         }
         if (type == 'S' && len >= 6) {
@@ -204,7 +205,7 @@ final class Assembler {
                 spill.abortSub(sa.xid(), sa.subXid());
             }
         } else {
-            change(m, walStart);
+            change(m, walStart, len);
         }
         // Relation, Type, Origin and logical messages change framer state only.
         cutForSize();
@@ -222,25 +223,25 @@ final class Assembler {
         inTx = false;
         watermarks.committed(txXid);
         flushLsn = endLsn;
-        if (bytes + unbudgeted >= batchBytes || System.nanoTime() - batchStartNanos >= lingerNanos) {
+        if (size >= batchBytes || System.nanoTime() - batchStartNanos >= lingerNanos) {
             cut();
         }
     }
 
-    /** Sets the budget of replayed and chunk rows; {@code stopping} tells a wait for it to give up. */
+    /** Sets the budget of rows in flight until durable; {@code stopping} tells a wait for it to give up. */
     void holdBudget(ByteBudget budget, java.util.function.BooleanSupplier stopping) {
         this.held = budget;
         this.stopping = stopping;
     }
 
     /**
-     * Counts {@code n} bytes of a replayed or chunk row toward the batch, and takes them from their budget: when it is
-     * spent, hands on the batch being built (its rows hold part of it) and waits until the writer gave some back
-     * (INV: BOUNDED — a spilled 5M-row transaction is replayed no faster than the destinations take it).
+     * Counts a row of {@code n} bytes on the heap toward the batch, and takes them from the budget of rows in flight: when
+     * it is spent, hands on the batch being built (its rows hold part of it) and waits until the writer gave some back
+     * (INV: BOUNDED — a 5M-row transaction, streamed or not, is assembled no faster than the destinations take it).
      */
     private void hold(long n) throws Channel.Stopped, InterruptedException {
         if (held == null) {
-            unbudgeted += n;
+            size += n;
             return;
         }
         if (held.exhausted()) {
@@ -255,25 +256,24 @@ final class Assembler {
         }
         held.take(n);
         heldBytes += n;
-        unbudgeted += n;
+        size += n;
     }
 
     private void cutForSize() throws Channel.Stopped, InterruptedException {
-        if (bytes + unbudgeted >= maxBatchBytes) {
-            // INV: BOUNDED — a large transaction is cut inside (flushLsn stays at the last complete one);
-            // bytes of skipped or spilled changes are handed on too, so the reader's budget comes back.
+        if (size >= maxBatchBytes) {
+            // INV: BOUNDED — a large transaction is cut inside (flushLsn stays at the last complete one).
             cut();
         }
     }
 
-    /** A row change or truncate, from the stream or from a replayed spill. */
-    private void change(PgOutputMessage m, Lsn walStart) {
+    /** A row change or truncate of {@code len} bytes, from the stream or from a replayed spill. */
+    private void change(PgOutputMessage m, Lsn walStart, int len) throws Channel.Stopped, InterruptedException {
         if (m instanceof Insert i) {
-            row(Op.CREATE, i.relation(), null, i.newTuple(), walStart);
+            row(Op.CREATE, i.relation(), null, i.newTuple(), walStart, len);
         } else if (m instanceof Update u) {
-            row(Op.UPDATE, u.relation(), u.oldKind() == 0 ? null : u.oldTuple(), u.newTuple(), walStart);
+            row(Op.UPDATE, u.relation(), u.oldKind() == 0 ? null : u.oldTuple(), u.newTuple(), walStart, len);
         } else if (m instanceof Delete d) {
-            row(Op.DELETE, d.relation(), d.oldTuple(), null, walStart);
+            row(Op.DELETE, d.relation(), d.oldTuple(), null, walStart, len);
         } else if (m instanceof Truncate t) {
             requireTx(walStart, "TRUNCATE");
             for (RelationInfo r : t.relations()) {
@@ -308,8 +308,7 @@ final class Assembler {
                     continue;
                 }
                 PgOutputMessage m = f.frame(rec.data(), 0, rec.data().length);
-                hold(rec.data().length);
-                change(m, rec.walStart());
+                change(m, rec.walStart(), rec.data().length);
                 cutForSize();
             }
         }
@@ -343,7 +342,8 @@ final class Assembler {
         }
     }
 
-    private void row(Op op, RelationInfo streamed, RawTuple beforeTuple, RawTuple newTuple, Lsn at) {
+    private void row(Op op, RelationInfo streamed, RawTuple beforeTuple, RawTuple newTuple, Lsn at, int len)
+            throws Channel.Stopped, InterruptedException {
         requireTx(at, op.name());
         Position p = new Position(txCommitLsn, ++ordinal);
         if (!p.isAfter(skipUpTo)) {
@@ -356,6 +356,8 @@ final class Assembler {
             }
             return;
         }
+        // INV: BOUNDED — the row's heap cost is taken before it joins the batch (this may hand the batch on and wait).
+        hold(HeapCost.row(len, r.columnCount(), (beforeTuple == null ? 0 : 1) + (newTuple == null ? 0 : 1)));
         // An update that kept unchanged TOAST values and carried an old key, of a table being copied online: the
         // snapshot may have to read its new key again (Watermarks.Moves). Rare: decoded here.
         boolean moves = op == Op.UPDATE && beforeTuple != null && newTuple != null && hasUnchanged(newTuple)
@@ -425,7 +427,7 @@ final class Assembler {
                 row = w.current(row);
                 add(new ChangeEvent(Op.READ, r, null, row, at, new Position(txCommitLsn, ++ordinal), txXid, txCommitMicros, true));
                 emitted++;
-                hold(16L * row.length); // rough size: lets the batch be cut inside a large chunk
+                hold(HeapCost.row(w.encodedBytesPerRow(), row.length, 1)); // lets the batch be cut inside a large chunk
                 cutForSize();
             }
         } finally {
@@ -456,8 +458,8 @@ final class Assembler {
             // that says so (INV: RESUME — after a crash the chunk is read again from the next key, not from its start).
             emitting.landedThrough(emittingLast);
         }
-        if (eventCount() == 0 && flushLsn == null && bytes == 0 && !watermarks.dirty()) {
-            unbudgeted = 0;
+        if (eventCount() == 0 && flushLsn == null && !watermarks.dirty()) {
+            size = 0;
             if (held != null) {
                 held.release(heldBytes);
             }
@@ -471,17 +473,16 @@ final class Assembler {
         if (pool != null) {
             // INV: DURABLE — positions and progress travel with the job and reach the writer only once it is decoded.
             DecodePool.Job j = job;
-            j.seal(new Batch(List.of(), flushLsn, last, bytes, null, watermarks.takeProgress(), heldBytes));
+            j.seal(new Batch(List.of(), flushLsn, last, null, watermarks.takeProgress(), heldBytes));
             eventsOut += j.size();
             job = pool.newJob();
             b = j;
         } else {
-            b = Staged.ready(new Batch(events, flushLsn, last, bytes, null, watermarks.takeProgress(), heldBytes));
+            b = Staged.ready(new Batch(events, flushLsn, last, null, watermarks.takeProgress(), heldBytes));
             eventsOut += events.size();
             events = new ArrayList<>();
         }
-        bytes = 0;
-        unbudgeted = 0;
+        size = 0;
         heldBytes = 0;
         flushLsn = null;
         last = null;
@@ -506,11 +507,7 @@ final class Assembler {
 
     /** True when a batch has waited its linger time and no transaction is open. */
     boolean due() {
-        return !inTx && (bytes > 0 || flushLsn != null || watermarks.dirty()) && System.nanoTime() - batchStartNanos >= lingerNanos;
-    }
-
-    /** Bytes held since the last cut that the budget must get back: used when the pipeline stops. */
-    long heldBytes() {
-        return bytes;
+        return !inTx && (eventCount() > 0 || flushLsn != null || watermarks.dirty())
+                && System.nanoTime() - batchStartNanos >= lingerNanos;
     }
 }

@@ -11,23 +11,18 @@ import java.util.List;
 /**
  * What the sink writer applies in one go.
  *
- * @param events      changes in commit order (INV: ORDER)
- * @param flushLsn    end LSN of the last source transaction complete in this or an earlier batch
- *                    (null: unchanged); the checkpoint's flush position after this batch
- * @param last        position of the last streamed event (null: none streamed)
- * @param budgetBytes bytes to give back to the reader's budget once the batch is durable
- * @param snapshot    new snapshot progress to record with this batch (null: unchanged)
- * @param online      new online snapshot progress to record with this batch (null: unchanged)
- * @param heldBytes   bytes to give back to the assembler's budget for replayed and chunk rows once the batch is durable
+ * @param events    changes in commit order (INV: ORDER)
+ * @param flushLsn  end LSN of the last source transaction complete in this or an earlier batch
+ *                  (null: unchanged); the checkpoint's flush position after this batch
+ * @param last      position of the last streamed event (null: none streamed)
+ * @param snapshot  new snapshot progress to record with this batch (null: unchanged)
+ * @param online    new online snapshot progress to record with this batch (null: unchanged)
+ * @param heldBytes what the batch's rows take on the heap ({@link io.millrace.core.HeapCost}), taken from the budget of
+ *                  rows in flight before they joined it; given back once the batch is durable (INV: BOUNDED)
  */
-public record Batch(List<ChangeEvent> events, Lsn flushLsn, Position last, long budgetBytes, SnapshotProgress snapshot,
+public record Batch(List<ChangeEvent> events, Lsn flushLsn, Position last, SnapshotProgress snapshot,
                     List<OnlineTask> online, long heldBytes) {
-    public Batch(List<ChangeEvent> events, Lsn flushLsn, Position last, long budgetBytes, SnapshotProgress snapshot) {
-        this(events, flushLsn, last, budgetBytes, snapshot, null, 0);
-    }
-
-    public Batch(List<ChangeEvent> events, Lsn flushLsn, Position last, long budgetBytes, SnapshotProgress snapshot,
-                 List<OnlineTask> online) {
-        this(events, flushLsn, last, budgetBytes, snapshot, online, 0);
+    public Batch(List<ChangeEvent> events, Lsn flushLsn, Position last, SnapshotProgress snapshot) {
+        this(events, flushLsn, last, snapshot, null, 0);
     }
 }

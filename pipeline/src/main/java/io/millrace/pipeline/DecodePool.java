@@ -207,7 +207,7 @@ final class DecodePool {
                     events.add((ChangeEvent) chunk[i]);
                 }
             }
-            return new Batch(events, shell.flushLsn(), shell.last(), shell.budgetBytes(), shell.snapshot(), shell.online(),
+            return new Batch(events, shell.flushLsn(), shell.last(), shell.snapshot(), shell.online(),
                     shell.heldBytes());
         }
     }

@@ -1,6 +1,7 @@
 package io.millrace.pipeline;
 
 import io.millrace.core.ByteBudget;
+import io.millrace.core.HeapCost;
 import io.millrace.core.Lsn;
 import io.millrace.core.Position;
 import io.millrace.core.change.Checkpoint;
@@ -25,9 +26,11 @@ import java.util.function.IntFunction;
 public final class Pipeline implements AutoCloseable {
 
     /**
-     * @param budgetBytes    bytes in flight between the reader and durable (INV: BOUNDED)
-     * @param batchBytes     a batch is cut after a commit once it holds this many bytes
-     * @param maxBatchBytes  a batch is cut inside a transaction at this size
+     * @param budgetBytes    bytes on the heap in flight between the reader and durable (INV: BOUNDED): a quarter for
+     *                       messages the reader has read and the assembler not yet taken, the rest for rows in batches
+     *                       until they are durable ({@link HeapCost})
+     * @param batchBytes     a batch is cut after a commit once its rows take this many bytes on the heap
+     * @param maxBatchBytes  a batch is cut inside a transaction at this size (at most half the rows' budget)
      * @param lingerMillis   a batch is cut after a commit once it is this old
      * @param decoders       threads of the decoder pool for streamed rows; 0 decodes on the assembler thread
      * @param decodeChunkRows rows handed to a decoder at a time (coordination per row would cost more than decoding it)
@@ -52,10 +55,9 @@ public final class Pipeline implements AutoCloseable {
         }
 
         /**
-         * A budget of 64 MB, or an eighth of the heap when that is less (at least 8 MB). The budget counts bytes
-         * as received; decoded, the rows in flight take about three times that on the heap, so a small heap
-         * ({@code bin/millrace} runs with 192 MB) needs a small budget (INV: BOUNDED). docs/BENCHMARKS.md: at
-         * {@code -Xmx192m} a 64 MB budget left the garbage collector thrashing through a 5M-row transaction.
+         * A budget of 64 MB, or an eighth of the heap when that is less (at least 8 MB). The budget counts what the
+         * rows in flight take on the heap ({@link HeapCost}); the destinations' own copies of a batch being applied
+         * come on top, so the heap needs room for several times the budget (INV: BOUNDED; docs/BENCHMARKS.md).
          */
         public static Options defaults() {
             long budget = Math.max(8L << 20, Math.min(64L << 20, Runtime.getRuntime().maxMemory() / 8));
@@ -73,6 +75,9 @@ public final class Pipeline implements AutoCloseable {
 
     private record Raw(Lsn at, byte[] data, int off, int len) {
     }
+
+    /** Messages read and not yet taken by the assembler get this share of the budget; rows in batches the rest. */
+    static final int RAW_SHARE_DIVISOR = 4;
 
     private final Options options;
     private final Failure failure = new Failure();
@@ -95,17 +100,31 @@ public final class Pipeline implements AutoCloseable {
 
     public Pipeline(Options options, List<Sink> sinks, List<Checkpoint> checkpoints, Consumer<Lsn> onDurable) {
         this.options = options;
-        this.budget = new ByteBudget(options.budgetBytes());
+        // INV: BOUNDED — two budgets. The reader's covers messages until the assembler has taken them (it never waits
+        // on anything but the assembler). The rows' covers every row in a batch until the batch is durable: streamed,
+        // replayed from the spill, read by a snapshot. The assembler waits on it, never the reader, so a wait for room
+        // never depends on messages only the waiting thread could consume.
+        long rawBytes = Math.max(1, options.budgetBytes() / RAW_SHARE_DIVISOR);
+        this.budget = new ByteBudget(rawBytes);
+        this.held = new ByteBudget(Math.max(1, options.budgetBytes() - rawBytes));
+        this.maxBatchBytes = Math.max(1, Math.min(options.maxBatchBytes(), held.limit() / 2));
+        this.batchBytes = Math.min(options.batchBytes(), maxBatchBytes);
         this.raw = new Channel<>(256, failure);
         this.batches = new Channel<>(4, failure);
-        // INV: BOUNDED — rows replayed from the spill and chunk rows were not taken from the reader's budget (taking
-        // them there could wait on messages only the assembler can consume); they have their own, half as large.
-        this.held = new ByteBudget(Math.max(1, options.budgetBytes() / 2));
-        this.writer = new SinkWriter(sinks, checkpoints, budget, held, onDurable, stats);
+        this.writer = new SinkWriter(sinks, checkpoints, held, onDurable, stats);
     }
 
+    private final long maxBatchBytes;
+    private final long batchBytes;
+
+    /** The reader's budget: messages read and not yet taken by the assembler. The reader waits while it is spent. */
     public ByteBudget budget() {
         return budget;
+    }
+
+    /** Bytes in flight now: messages not yet assembled and rows not yet durable (INV: BOUNDED). Any thread. */
+    public long inflightBytes() {
+        return budget.used() + held.used();
     }
 
     /** Events the assembler handed on so far (tests). */
@@ -114,7 +133,7 @@ public final class Pipeline implements AutoCloseable {
         return a == null ? 0 : a.eventsOut();
     }
 
-    /** The budget of rows replayed from the spill and of online snapshot chunk rows in flight. */
+    /** The budget of rows in batches until they are durable. */
     public ByteBudget heldBudget() {
         return held;
     }
@@ -203,7 +222,7 @@ public final class Pipeline implements AutoCloseable {
         Spill spill = new Spill(spillDir, stats);
         DecodePool pool = options.decoders() > 0 ? new DecodePool(options.decoders(), options.decodeChunkRows(), failure) : null;
         Assembler a = new Assembler(types, spill, new RelationKeys(keyLookup, types), watermarks, skipUpTo,
-                options.batchBytes(), options.maxBatchBytes(), options.lingerMillis(), b -> {
+                batchBytes, maxBatchBytes, options.lingerMillis(), b -> {
                     submitted.incrementAndGet();
                     batches.send(b);
                 });
@@ -225,9 +244,12 @@ public final class Pipeline implements AutoCloseable {
                 while (true) {
                     List<Raw> ms = raw.receive(Math.max(1, options.lingerMillis() / 4));
                     if (ms != null) {
+                        long taken = 0;
                         for (Raw m : ms) {
                             a.onMessage(m.at(), m.data(), m.off(), m.len());
+                            taken += HeapCost.message(m.len());
                         }
+                        budget.release(taken); // the messages are rows in batches now (on the rows' budget) or gone
                     } else if (a.due()) {
                         a.cut();
                     } else {
@@ -243,8 +265,12 @@ public final class Pipeline implements AutoCloseable {
         });
     }
 
-    /** Hands the pipeline one replication message (reader thread only). Blocks only while the pipeline runs. */
+    /**
+     * Hands the pipeline one replication message (reader thread only), taking its heap cost from the reader's
+     * {@link #budget()}: the reader waits for room before it reads more (INV: BOUNDED). Blocks only while the pipeline runs.
+     */
     public void offer(Lsn at, byte[] data, int off, int len) throws InterruptedException {
+        budget.take(HeapCost.message(len));
         pendingRaw.add(new Raw(at, data, off, len));
         if (pendingRaw.size() >= RAW_BATCH) {
             flush();
@@ -264,8 +290,20 @@ public final class Pipeline implements AutoCloseable {
         }
     }
 
-    /** Hands the writer a batch (snapshot readers; any thread). Returns false when the pipeline is stopping. */
+    /**
+     * Hands the writer a batch (snapshot readers; any thread), first waiting until the rows' budget has room for its
+     * {@link Batch#heldBytes()} (INV: BOUNDED: a snapshot reads no faster than the destinations take it). Returns false
+     * when the pipeline is stopping.
+     */
     public boolean submit(Batch batch) throws InterruptedException {
+        if (batch.heldBytes() > 0) {
+            while (held.exhausted() && !held.awaitRoom(100)) {
+                if (failure.isSet()) {
+                    return false;
+                }
+            }
+            held.take(batch.heldBytes());
+        }
         try {
             submitted.incrementAndGet();
             batches.send(Staged.ready(batch));

@@ -26,17 +26,14 @@ final class SinkWriter {
 
     private final List<Sink> sinks;
     private final Checkpoint[] checkpoints;
-    private final ByteBudget budget;
     private final ByteBudget held;
     private final Consumer<Lsn> onDurable;
     private final PipelineStats stats;
 
-    SinkWriter(List<Sink> sinks, List<Checkpoint> checkpoints, ByteBudget budget, ByteBudget held, Consumer<Lsn> onDurable,
-               PipelineStats stats) {
+    SinkWriter(List<Sink> sinks, List<Checkpoint> checkpoints, ByteBudget held, Consumer<Lsn> onDurable, PipelineStats stats) {
         this.held = held;
         this.sinks = List.copyOf(sinks);
         this.checkpoints = checkpoints.toArray(new Checkpoint[0]);
-        this.budget = budget;
         this.onDurable = onDurable;
         this.stats = stats;
     }
@@ -76,8 +73,7 @@ final class SinkWriter {
             checkpoints[i] = next;
         }
         stats.written(batch.events());
-        budget.release(batch.budgetBytes());
-        held.release(batch.heldBytes());
+        held.release(batch.heldBytes()); // INV: BOUNDED — the rows are durable: their room goes back
         Lsn durable = checkpoints[0].flushLsn();
         for (Checkpoint cp : checkpoints) {
             durable = Lsn.min(durable, cp.flushLsn());

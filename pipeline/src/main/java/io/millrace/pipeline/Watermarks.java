@@ -369,6 +369,7 @@ public final class Watermarks {
         private final java.util.function.Consumer<List<String>> onLandedThrough;
         private final CountDownLatch emitted = new CountDownLatch(1);
         private volatile List<Object[]> rows;
+        private volatile int textBytesPerRow;
         private volatile long[] invisible = new long[0];
         /** The chunk snapshot's xmax (low 32 bits): transactions from it on were not seen. */
         private volatile long xmax;
@@ -422,9 +423,20 @@ public final class Watermarks {
          * ids of the transactions in progress and its xmax; call before writing the high watermark.
          */
         public void fill(List<Object[]> chunkRows, long[] inProgress, long snapshotXmax) {
+            fill(chunkRows, inProgress, snapshotXmax, 0);
+        }
+
+        /** As {@link #fill(List, long[], long)}, with the size of the rows as read ({@code COPY} text), for the memory budget. */
+        public void fill(List<Object[]> chunkRows, long[] inProgress, long snapshotXmax, long textBytes) {
             this.invisible = inProgress.clone();
             this.xmax = snapshotXmax & 0xFFFF_FFFFL;
+            this.textBytesPerRow = chunkRows.isEmpty() ? 0 : (int) Math.min(Integer.MAX_VALUE, textBytes / chunkRows.size());
             this.rows = chunkRows;
+        }
+
+        /** The average size of the chunk's rows as read (0: unknown): their heap cost is estimated from it (INV: BOUNDED). */
+        int encodedBytesPerRow() {
+            return textBytesPerRow;
         }
 
         /** Whether the chunk's snapshot saw committed transaction {@code xid} (32-bit, compared modulo 2^32). */

@@ -136,7 +136,7 @@ class DecodePoolStressTest {
                     last = r instanceof RawRow rr ? rr.position() : ((ChangeEvent) r).position();
                 }
                 assertEquals(rows, job.size());
-                job.seal(new Batch(List.of(), null, last, 0, null));
+                job.seal(new Batch(List.of(), null, last, null));
                 expectedLast.add(last);
                 toWriter.send(job);
                 if (rnd.nextInt(8) == 0) {
@@ -202,7 +202,7 @@ class DecodePoolStressTest {
                         }
                         job.add(row(id, i == bad ? "12x" : Long.toString(id), true));
                     }
-                    job.seal(new Batch(List.of(), null, null, 0, null));
+                    job.seal(new Batch(List.of(), null, null, null));
                     toWriter.send(job);
                 }
             } catch (Channel.Stopped e) {
@@ -248,7 +248,7 @@ class DecodePoolStressTest {
                     for (int i = 0; i < 200; i++, id++) {
                         job.add(row(id, Long.toString(id), true));
                     }
-                    job.seal(new Batch(List.of(), null, null, 0, null));
+                    job.seal(new Batch(List.of(), null, null, null));
                     toWriter.send(job); // blocks while the writer waits on a slow job: must still see the stop
                 }
             });

@@ -164,11 +164,10 @@ class PipelineDecodeStressTest {
         return new Checkpoint(Checkpoint.VERSION, new Identity("1", "db", "slot", "pub", "checking"), Lsn.ZERO, Position.START, null);
     }
 
-    /** Hands the messages on as the reader does: budget taken per message, batches flushed at random points. */
+    /** Hands the messages on as the reader does (offer takes each one's cost from the budget), batches flushed at random points. */
     private static void offerAll(Pipeline p, Feed f, Random rnd) throws InterruptedException {
         for (int i = 0; i < f.messages().size() && !p.failure().isSet(); i++) {
             byte[] m = f.messages().get(i);
-            p.budget().take(m.length);
             p.offer(Lsn.of(f.ats().get(i)), m, 0, m.length);
             if (rnd.nextInt(50) == 0) {
                 p.flush();

@@ -106,7 +106,6 @@ class ReplayBudgetTest {
                 p.flush();
                 p.budget().awaitRoom(100);
             }
-            p.budget().take(m.length);
             p.offer(Lsn.of(at++), m, 0, m.length);
         }
         p.flush();

@@ -1,5 +1,6 @@
 package io.millrace.snapshot;
 
+import io.millrace.core.HeapCost;
 import io.millrace.core.Lsn;
 import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
@@ -143,7 +144,7 @@ public final class SnapshotRunner {
             throw new MillraceException(Kind.INTERNAL, "snapshot reader failed: " + f, f);
         }
         synchronized (progressLock) {
-            output.submit(new Batch(List.of(), null, null, 0,
+            output.submit(new Batch(List.of(), null, null,
                     new SnapshotProgress(SnapshotProgress.State.DONE, consistentPoint, List.copyOf(tablesDone))));
         }
         long rows = rowsByTable.values().stream().mapToLong(Long::longValue).sum();
@@ -270,10 +271,10 @@ public final class SnapshotRunner {
                     }
                 }
                 events.add(new ChangeEvent(Op.READ, r, null, after, consistentPoint, Position.START, 0, now, true));
-                bytes += row.length;
+                bytes += HeapCost.row(row.length, n, 1); // INV: BOUNDED — the batch's size is what its rows take on the heap
                 rows++;
                 if (bytes >= options.batchBytes()) {
-                    hand(events, ref, rows);
+                    hand(events, ref, rows, bytes);
                     io.millrace.core.fault.Faults.hit("snapshot.mid-chunk"); // fault point: docs/RELIABILITY.md
                     events = new ArrayList<>();
                     bytes = 0;
@@ -290,7 +291,7 @@ public final class SnapshotRunner {
                 out.cancelCopy();
             }
         }
-        hand(events, ref, rows);
+        hand(events, ref, rows, bytes);
         synchronized (progressLock) {
             int left = chunksLeft.merge(ref, -1, Integer::sum);
             String prefix = ref + "#";
@@ -302,7 +303,7 @@ public final class SnapshotRunner {
             }
             // Every landed chunk is recorded; sent under the lock, so progress reaches the writer in the order it grows,
             // after the rows it counts (the writer applies batches in order).
-            if (!output.submit(new Batch(List.of(), null, null, 0, new SnapshotProgress(SnapshotProgress.State.RUNNING, consistentPoint,
+            if (!output.submit(new Batch(List.of(), null, null, new SnapshotProgress(SnapshotProgress.State.RUNNING, consistentPoint,
                     List.copyOf(tablesDone), List.copyOf(chunksDone))))) {
                 throw new InterruptedException("pipeline stopping");
             }
@@ -313,11 +314,12 @@ public final class SnapshotRunner {
         }
     }
 
-    private void hand(List<ChangeEvent> events, TableRef ref, long rows) throws InterruptedException {
+    /** Hands a batch of {@code heapBytes} to the writer; waits while the rows in flight fill the memory budget (INV: BOUNDED). */
+    private void hand(List<ChangeEvent> events, TableRef ref, long rows, long heapBytes) throws InterruptedException {
         if (events.isEmpty()) {
             return;
         }
-        if (!output.submit(new Batch(events, null, null, 0, null))) {
+        if (!output.submit(new Batch(events, null, null, null, null, heapBytes))) {
             throw new InterruptedException("pipeline stopping");
         }
         synchronized (progressLock) {

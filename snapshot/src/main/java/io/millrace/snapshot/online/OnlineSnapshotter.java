@@ -641,7 +641,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
             c.setAutoCommit(true);
         }
         long readNanos = System.nanoTime() - started;
-        window.fill(rows, inProgress, xmax);
+        window.fill(rows, inProgress, xmax, bytes);
         peakBuffered.accumulateAndGet(watermarks.bufferedRows(), Math::max);
         emit(c, window.message(false));
         long emitted;
