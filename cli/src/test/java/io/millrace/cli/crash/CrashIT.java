@@ -329,17 +329,22 @@ class CrashIT {
 
     /** Waits until no process streams from the slot (the server noticed the killed client); returns the wait. */
     static long awaitSlotIdle(Connection src) throws SQLException, InterruptedException {
+        return awaitSlotIdle(src, SLOT);
+    }
+
+    /** Waits until no process streams from {@code slot}; returns the wait. */
+    static long awaitSlotIdle(Connection src, String slot) throws SQLException, InterruptedException {
         long start = System.currentTimeMillis();
         while (true) {
             try (PreparedStatement ps = src.prepareStatement("SELECT active FROM pg_replication_slots WHERE slot_name = ?")) {
-                ps.setString(1, SLOT);
+                ps.setString(1, slot);
                 try (ResultSet rs = ps.executeQuery()) {
                     if (!rs.next() || !rs.getBoolean(1)) {
                         return System.currentTimeMillis() - start;
                     }
                 }
             }
-            assertThat(System.currentTimeMillis() - start).as("slot '%s' still active 30 s after the kill", SLOT).isLessThan(30_000);
+            assertThat(System.currentTimeMillis() - start).as("slot '%s' still active 30 s after the kill", slot).isLessThan(30_000);
             Thread.sleep(10);
         }
     }

@@ -41,12 +41,20 @@ final class DurableSampler implements Runnable {
         }
     }
 
+    /** Reads one destination's durable checkpoint (null: none yet). Called on the sampler thread only. */
+    @FunctionalInterface
+    interface CheckpointReader {
+        Durable read() throws Exception;
+    }
+
+    /** A destination to sample: its name (for messages) and how to read its checkpoint where it is stored. */
+    record Destination(String name, CheckpointReader reader) {
+    }
+
     private final EmbeddedPg pg;
     private final String sourceDb;
-    private final String destinationDb;
     private final String slot;
-    private final String pgDestination;
-    private final Path jsonlState;
+    private final List<Destination> destinations;
     private volatile boolean stop;
     private final List<String> violations = new ArrayList<>();
     private final List<String> errors = new ArrayList<>();
@@ -58,13 +66,30 @@ final class DurableSampler implements Runnable {
     private long maxGap = -1;
     private long maxRunningOvershoot;
 
+    /** A postgres destination (database {@code destinationDb} of the same server) and a jsonl destination. */
     DurableSampler(EmbeddedPg pg, String sourceDb, String destinationDb, String slot, String pgDestination, Path jsonlState) {
+        this(pg, sourceDb, slot, List.of(postgres(pg, destinationDb, pgDestination), jsonl(jsonlState)));
+    }
+
+    DurableSampler(EmbeddedPg pg, String sourceDb, String slot, List<Destination> destinations) {
         this.pg = pg;
         this.sourceDb = sourceDb;
-        this.destinationDb = destinationDb;
         this.slot = slot;
-        this.pgDestination = pgDestination;
-        this.jsonlState = jsonlState;
+        this.destinations = List.copyOf(destinations);
+    }
+
+    /** The checkpoint row of postgres destination {@code destination} in database {@code db} of {@code pg}. */
+    static Destination postgres(EmbeddedPg pg, String db, String destination) {
+        return new Destination(destination, () -> {
+            try (Connection dst = pg.connect(db)) {
+                return postgresCheckpoint(dst, destination);
+            }
+        });
+    }
+
+    /** The checkpoint in a jsonl destination's state file. */
+    static Destination jsonl(Path stateFile) {
+        return new Destination("jsonl " + stateFile.getParent().getFileName(), () -> jsonlCheckpoint(stateFile));
     }
 
     void stop() {
@@ -74,15 +99,15 @@ final class DurableSampler implements Runnable {
     @Override
     public void run() {
         while (!stop) {
-            try (Connection src = pg.connect(sourceDb); Connection dst = pg.connect(destinationDb)) {
+            try (Connection src = pg.connect(sourceDb)) {
                 while (!stop) {
-                    sample(src, dst);
+                    sample(src);
                     Thread.sleep(50);
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return;
-            } catch (SQLException | IOException | RuntimeException e) {
+            } catch (Exception e) {
                 synchronized (this) {
                     errors.add(e.toString());
                     if (errors.size() > 20) {
@@ -94,30 +119,32 @@ final class DurableSampler implements Runnable {
     }
 
     /** One sample on fresh connections (the test's own check that a violation is seen). */
-    void sampleOnce() throws SQLException, IOException {
-        try (Connection src = pg.connect(sourceDb); Connection dst = pg.connect(destinationDb)) {
-            sample(src, dst);
+    void sampleOnce() throws Exception {
+        try (Connection src = pg.connect(sourceDb)) {
+            sample(src);
         }
     }
 
-    private void sample(Connection src, Connection dst) throws SQLException, IOException {
+    private void sample(Connection src) throws Exception {
         // 1. the slot, first (see the class comment)
         Lsn confirmed = confirmedFlush(src, slot);
         // 2. then every durable checkpoint
-        Durable inPg = postgresCheckpoint(dst, pgDestination);
-        Durable inJsonl = jsonlCheckpoint(jsonlState);
+        List<Durable> durable = new ArrayList<>();
+        for (Destination d : destinations) {
+            durable.add(d.reader().read());
+        }
         synchronized (this) {
             samples++;
             if (confirmed == null) {
                 noSlot++;
                 return;
             }
-            if (inPg == null || inJsonl == null) {
+            if (durable.contains(null)) {
                 noCheckpoint++;
                 return;
             }
-            Lsn min = Lsn.min(inPg.flushLsn(), inJsonl.flushLsn());
-            if ("RUNNING".equals(inPg.snapshotState()) || "RUNNING".equals(inJsonl.snapshotState())) {
+            Lsn min = durable.stream().map(Durable::flushLsn).reduce(Lsn::min).orElseThrow();
+            if (durable.stream().anyMatch(d -> "RUNNING".equals(d.snapshotState()))) {
                 running++;
                 if (confirmed.isAfter(min)) {
                     maxRunningOvershoot = Math.max(maxRunningOvershoot, confirmed.value() - min.value());
@@ -127,8 +154,12 @@ final class DurableSampler implements Runnable {
             checked++;
             if (confirmed.compareTo(min) > 0) {
                 // INV: DURABLE
-                String v = String.format("slot '%s' confirmed_flush_lsn %s > durable checkpoint %s (postgres %s, jsonl %s)",
-                        slot, confirmed, min, inPg, inJsonl);
+                List<String> each = new ArrayList<>();
+                for (int i = 0; i < destinations.size(); i++) {
+                    each.add(destinations.get(i).name() + " " + durable.get(i));
+                }
+                String v = String.format("slot '%s' confirmed_flush_lsn %s > durable checkpoint %s (%s)",
+                        slot, confirmed, min, String.join(", ", each));
                 violations.add(v);
                 if (!stop) {
                     System.err.println("CrashIT DURABLE VIOLATION: " + v);

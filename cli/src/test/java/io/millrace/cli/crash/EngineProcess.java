@@ -40,14 +40,55 @@ public final class EngineProcess {
 
     /** As {@link #start(Path, Path)}, with more JVM options, e.g. {@code -Dmillrace.fault=sink.postgres.after-commit:crash:3}. */
     public static EngineProcess start(Path config, Path log, List<String> jvmOptions) throws IOException {
+        List<String> all = new java.util.ArrayList<>(List.of("-Xmx384m", "-XX:+UseSerialGC"));
+        all.addAll(jvmOptions);
+        return startWith(config, log, all);
+    }
+
+    /** As {@link #start(Path, Path)}, with these JVM options only (heap and collector included). */
+    public static EngineProcess startWith(Path config, Path log, List<String> jvmOptions) throws IOException {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        List<String> cmd = new java.util.ArrayList<>(List.of(java, "-Xmx384m", "-XX:+UseSerialGC"));
+        List<String> cmd = new java.util.ArrayList<>(List.of(java));
         cmd.addAll(jvmOptions);
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.millrace.cli.Main", "run", config.toAbsolutePath().toString()));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
         pb.environment().put("MILLRACE_LOG_LEVEL", "INFO");
         long t0 = System.nanoTime();
         return new EngineProcess(pb.start(), log, t0);
+    }
+
+    /**
+     * The JVM options {@code bin/millrace} runs the engine with when MILLRACE_JAVA_OPTS is unset, read from the script
+     * itself (its {@code ${MILLRACE_JAVA_OPTS:-...}}), so that tests run what users run.
+     */
+    public static List<String> binMillraceJvmOptions() throws IOException {
+        Path dir = Path.of("").toAbsolutePath();
+        while (dir != null && !Files.isRegularFile(dir.resolve("bin").resolve("millrace"))) {
+            dir = dir.getParent();
+        }
+        if (dir == null) {
+            throw new IllegalStateException("bin/millrace not found above " + Path.of("").toAbsolutePath());
+        }
+        String script = Files.readString(dir.resolve("bin").resolve("millrace"), StandardCharsets.UTF_8);
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\$\\{MILLRACE_JAVA_OPTS:-([^}]*)}").matcher(script);
+        if (!m.find()) {
+            throw new IllegalStateException("bin/millrace has no ${MILLRACE_JAVA_OPTS:-...} default");
+        }
+        return List.of(m.group(1).trim().split("\\s+"));
+    }
+
+    /** The process's peak resident set size so far in kB (VmHWM in /proc/PID/status), or -1 when unknown. */
+    public long peakRssKb() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc", Long.toString(process.pid()), "status"))) {
+                if (line.startsWith("VmHWM:")) {
+                    return Long.parseLong(line.replaceAll("[^0-9]", ""));
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // the process has ended, or no /proc
+        }
+        return -1;
     }
 
     public long pid() {

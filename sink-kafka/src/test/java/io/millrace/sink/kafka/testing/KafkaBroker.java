@@ -170,6 +170,11 @@ public final class KafkaBroker implements AutoCloseable {
         return out;
     }
 
+    /** Hands every committed record of {@code topic} to {@code each}, read to the end (nothing is kept: for large topics). */
+    public void readCommitted(String topic, java.util.function.Consumer<ConsumerRecord<String, String>> each) {
+        read(topic, "read_committed", each);
+    }
+
     private void read(String topic, String isolation, java.util.function.Consumer<ConsumerRecord<String, String>> each) {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers());
