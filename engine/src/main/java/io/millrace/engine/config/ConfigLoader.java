@@ -307,6 +307,7 @@ public final class ConfigLoader {
         Set<String> all = new java.util.LinkedHashSet<>(List.of(POSTGRES_KEYS));
         all.addAll(List.of(JSONL_KEYS));
         all.add("file");
+        all.add("memory_limit_mb");
         all.addAll(List.of(KAFKA_KEYS));
         d.allow(all.toArray(String[]::new)); // a misspelt "type" is named as such, not reported missing
         String type = d.requireString("type", "jsonl");
@@ -314,7 +315,7 @@ public final class ConfigLoader {
             case "postgres" -> d.allow(POSTGRES_KEYS);
             case "jsonl" -> d.allow(JSONL_KEYS);
             case "discard", "null" -> d.allow("name", "type");
-            case "duckdb" -> d.allow("name", "type", "file", "schema");
+            case "duckdb" -> d.allow("name", "type", "file", "schema", "memory_limit_mb");
             case "kafka" -> d.allow(KAFKA_KEYS);
             default -> {
                 // reported below
@@ -366,7 +367,8 @@ public final class ConfigLoader {
             }
             case "discard", "null" -> out = new EngineConfig.NullDestination(name); // for benchmarks; "null" must be quoted in YAML
             case "duckdb" -> out = new EngineConfig.DuckDbDestination(new io.millrace.sink.duckdb.DuckDbSinkConfig(name,
-                    base.resolve(d.requireString("file", "mirror.duckdb")), d.string("schema", null)));
+                    base.resolve(d.requireString("file", "mirror.duckdb")), d.string("schema", null),
+                    d.integer("memory_limit_mb", io.millrace.sink.duckdb.DuckDbSinkConfig.DEFAULT_MEMORY_LIMIT_MB, 16, 1 << 20)));
             case "kafka" -> {
                 // One transactional id per pipeline, slot and destination: a second engine on the same pipeline fences the first.
                 String txId = d.string("transactional_id", "millrace." + meta.name() + "." + slot + "." + name);

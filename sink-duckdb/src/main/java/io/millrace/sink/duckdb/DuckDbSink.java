@@ -85,6 +85,8 @@ public final class DuckDbSink implements Sink {
         try {
             try (Statement s = conn.createStatement()) {
                 s.execute("SET TimeZone = 'UTC'");
+                // INV: BOUNDED — DuckDB's own memory beside the heap; what does not fit spills to <file>.tmp
+                s.execute("SET memory_limit = '" + config.memoryLimitMb() + "MB'");
             }
             conn.setAutoCommit(false);
             try (Statement s = conn.createStatement()) {

@@ -10,8 +10,18 @@ import java.nio.file.Path;
  * @param name   the destination's name in the configuration (part of the checkpoint identity)
  * @param file   the DuckDB database file; created when missing (its directory must exist)
  * @param schema the schema that receives every table, or {@code null} to keep each source table's schema
+ * @param memoryLimitMb DuckDB's {@code memory_limit} in MB: the native memory the file's engine may use beside the JVM's
+ *               heap (DuckDB's own default is 80 % of the machine's RAM); larger work spills to a temporary folder
+ *               beside the file (INV: BOUNDED)
  */
-public record DuckDbSinkConfig(String name, Path file, String schema) {
+public record DuckDbSinkConfig(String name, Path file, String schema, int memoryLimitMb) {
+    /** DuckDB's memory limit unless the configuration says otherwise: its own default would be 80 % of the machine. */
+    public static final int DEFAULT_MEMORY_LIMIT_MB = 256;
+
+    public DuckDbSinkConfig(String name, Path file, String schema) {
+        this(name, file, schema, DEFAULT_MEMORY_LIMIT_MB);
+    }
+
     public DuckDbSinkConfig {
         if (name == null || name.isBlank()) {
             throw new MillraceException(MillraceException.Kind.CONFIG, "duckdb destination: 'name' must not be empty");
@@ -23,6 +33,10 @@ public record DuckDbSinkConfig(String name, Path file, String schema) {
         if (schema != null && schema.isBlank()) {
             throw new MillraceException(MillraceException.Kind.CONFIG, "destination '" + name
                     + "': 'schema' must not be blank (leave it unset to keep each source table's schema)");
+        }
+        if (memoryLimitMb < 16) {
+            throw new MillraceException(MillraceException.Kind.CONFIG, "destination '" + name + "': memory_limit_mb must be"
+                    + " at least 16, got " + memoryLimitMb);
         }
         if (DuckDbSink.STATE_SCHEMA.equals(schema)) {
             throw new MillraceException(MillraceException.Kind.CONFIG, "destination '" + name + "': schema '"
