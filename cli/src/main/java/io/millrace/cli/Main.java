@@ -16,7 +16,7 @@ import java.io.PrintWriter;
  */
 @Command(name = "millrace", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Change-data-capture for PostgreSQL: snapshot, then stream every committed change into destinations.",
-        subcommands = {RunCommand.class, PreflightCommand.class, StatusCommand.class, SnapshotCommand.class, DemoCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {RunCommand.class, PreflightCommand.class, StatusCommand.class, SnapshotCommand.class, ResetCommand.class, DemoCommand.class, CommandLine.HelpCommand.class})
 public final class Main {
 
     public static void main(String[] args) {
@@ -42,16 +42,32 @@ public final class Main {
         if (err != null) {
             cl.setErr(err);
         }
+        try {
+            LogFormat.apply(io.millrace.engine.config.EngineConfig.LogFormat.TEXT); // MILLRACE_LOG_FORMAT, from the first line
+        } catch (MillraceException e) {
+            cl.getErr().println("millrace: " + e.getMessage());
+            return e.kind().exitCode();
+        }
         cl.setExecutionExceptionHandler((ex, cmd, parsed) -> {
+            // With JSON logs the error that ends the command is a log line too, so that a collector reads every line as JSON.
+            boolean json = LogFormat.current() == io.millrace.engine.config.EngineConfig.LogFormat.JSON;
             if (ex instanceof MillraceException me) {
-                cmd.getErr().println("millrace: " + me.getMessage());
+                if (json) {
+                    org.slf4j.LoggerFactory.getLogger(Main.class).error("millrace: {}", me.getMessage());
+                } else {
+                    cmd.getErr().println("millrace: " + me.getMessage());
+                }
                 return me.kind().exitCode();
             }
             if (ex instanceof InterruptedException) {
                 return 130;
             }
-            cmd.getErr().println("millrace: unexpected error: " + ex);
-            ex.printStackTrace(cmd.getErr());
+            if (json) {
+                org.slf4j.LoggerFactory.getLogger(Main.class).error("millrace: unexpected error", ex);
+            } else {
+                cmd.getErr().println("millrace: unexpected error: " + ex);
+                ex.printStackTrace(cmd.getErr());
+            }
             return 1;
         });
         return cl.execute(args);

@@ -22,8 +22,11 @@ final class RunCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         EngineConfig cfg = ConfigLoader.fromSystem().load(config);
+        // JSON logs are for collectors: no progress lines on standard output then (the log says when each table lands).
+        boolean json = LogFormat.apply(cfg.operations().logFormat()) == EngineConfig.LogFormat.JSON;
         // A Supervisor restarts the engine after transient failures (operations.retry); permanent ones end the run.
-        Supervisor engine = new Supervisor(cfg, new ProgressDisplay(System.out));
+        Supervisor engine = new Supervisor(cfg, json ? new io.millrace.snapshot.SnapshotRunner.Listener() {
+        } : new ProgressDisplay(System.out));
         StatusServer status = cfg.operations().httpPort() > 0
                 ? StatusServer.start(engine, cfg.operations().httpHost(), cfg.operations().httpPort()) : null;
         CountDownLatch done = new CountDownLatch(1);

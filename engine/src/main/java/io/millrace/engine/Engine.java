@@ -12,13 +12,10 @@ import io.millrace.core.change.SnapshotProgress;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
-import io.millrace.core.sink.NullSink;
 import io.millrace.core.sink.Sink;
 import io.millrace.engine.config.EngineConfig;
 import io.millrace.pipeline.Pipeline;
 import io.millrace.pipeline.PipelineStats;
-import io.millrace.sink.jsonl.JsonlSink;
-import io.millrace.sink.postgres.PostgresSink;
 import io.millrace.snapshot.SnapshotRunner;
 import io.millrace.source.Catalog;
 import io.millrace.source.CatalogTypeResolver;
@@ -251,19 +248,7 @@ public final class Engine {
             lock = PipelineLock.acquire(conns);
             monitor = SlotMonitor.start(conns, src.slot(), config.operations(), sample -> slotSample = sample);
 
-            for (EngineConfig.Destination d : config.destinations()) {
-                if (d instanceof EngineConfig.PostgresDestination p) {
-                    sinks.add(new PostgresSink(p.config()));
-                } else if (d instanceof EngineConfig.JsonlDestination j) {
-                    sinks.add(new JsonlSink(j.config()));
-                } else if (d instanceof EngineConfig.DuckDbDestination k) {
-                    sinks.add(new io.millrace.sink.duckdb.DuckDbSink(k.config()));
-                } else if (d instanceof EngineConfig.KafkaDestination k) {
-                    sinks.add(new io.millrace.sink.kafka.KafkaSink(k.config()));
-                } else if (d instanceof EngineConfig.NullDestination n) {
-                    sinks.add(new NullSink(n.name()));
-                }
-            }
+            sinks.addAll(Destinations.of(config));
             List<Optional<Checkpoint>> found = new ArrayList<>();
             for (Sink s : sinks) {
                 found.add(s.open());

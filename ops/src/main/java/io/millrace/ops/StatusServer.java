@@ -32,6 +32,8 @@ import java.util.concurrent.TimeUnit;
  *       while streaming (an online snapshot; the filter is optional);</li>
  *   <li>{@code /snapshot/pause}, {@code /snapshot/resume} — hold and continue online snapshots.</li>
  * </ul>
+ * and, for orchestrators, {@code /healthz} (liveness) and {@code /readyz} (readiness): 200 or 503 with a small JSON
+ * body saying why ({@link Health}).
  *
  * <p>A sampler thread records throughput and lag once a second for the last five minutes, so the
  * page can draw them.
@@ -43,6 +45,7 @@ public final class StatusServer implements AutoCloseable {
 
     private final EngineView engine;
     private final EngineMetrics metrics;
+    private final Health health;
     private final HttpServer server;
     private final ScheduledExecutorService sampler;
     private final Object historyLock = new Object();
@@ -57,6 +60,7 @@ public final class StatusServer implements AutoCloseable {
     private StatusServer(EngineView engine, HttpServer server) {
         this.engine = engine;
         this.metrics = new EngineMetrics(engine);
+        this.health = new Health(engine.config().operations().health(), System::currentTimeMillis);
         this.server = server;
         this.sampler = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "millrace-status-sampler");
@@ -100,6 +104,7 @@ public final class StatusServer implements AutoCloseable {
         try {
             metrics.attach();
             EngineStatus st = engine.status();
+            health.observe(st);
             long events = st.eventsWritten();
             synchronized (historyLock) {
                 rate[samples % HISTORY] = lastEvents < 0 ? 0 : Math.max(0, events - lastEvents);
@@ -126,7 +131,9 @@ public final class StatusServer implements AutoCloseable {
                 case "/", "/index.html" -> send(ex, 200, "text/html; charset=utf-8", page());
                 case "/status" -> send(ex, 200, "application/json", statusJson());
                 case "/metrics" -> send(ex, 200, "text/plain; version=0.0.4; charset=utf-8", metrics.scrape());
-                default -> send(ex, 404, "text/plain", "not found: try /, /status or /metrics\n");
+                case "/healthz" -> health(ex, health.liveness(engine.status()));
+                case "/readyz" -> health(ex, health.readiness(engine.status()));
+                default -> send(ex, 404, "text/plain", "not found: try /, /status, /metrics, /healthz or /readyz\n");
             }
         } catch (RuntimeException e) {
             LOG.warn("status request {} failed: {}", ex.getRequestURI(), e.toString());
@@ -182,6 +189,10 @@ public final class StatusServer implements AutoCloseable {
         } catch (io.millrace.core.MillraceException e) {
             reply(ex, 400, false, e.getMessage());
         }
+    }
+
+    private static void health(HttpExchange ex, Health.Answer a) throws IOException {
+        send(ex, a.ok() ? 200 : 503, "application/json", JSON.writeValueAsString(a) + "\n");
     }
 
     private static void reply(HttpExchange ex, int code, boolean ok, String message) throws IOException {

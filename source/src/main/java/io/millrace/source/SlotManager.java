@@ -73,6 +73,15 @@ public final class SlotManager {
         }
     }
 
+    /** Drops the publication, if it exists ({@code millrace reset --drop-publication}). */
+    public void dropPublication(Connection c) {
+        try (Statement s = c.createStatement()) {
+            s.execute("DROP PUBLICATION IF EXISTS " + Ident.quote(config.publication()));
+        } catch (SQLException e) {
+            throw PgErrors.translate("dropping publication '" + config.publication() + "'", e);
+        }
+    }
+
     /** The slot's confirmed_flush_lsn, or null when the slot does not exist. */
     public Lsn confirmedFlush(Connection c) {
         try (PreparedStatement ps = c.prepareStatement("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = ?")) {

@@ -1,5 +1,7 @@
 package io.millrace.cli.security;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.millrace.embedded.EmbeddedPg;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -32,7 +34,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * {@code /status} and {@code /metrics}, a stop; and through failing starts (a destination that cannot be reached, a
  * wrong password). Everything they print — stdout, stderr, logs, error messages — and every HTTP body is searched for
  * the right and the wrong password: neither may appear. The searched text is checked to hold what a leak would sit
- * next to (the user name, the source, the error), so an empty capture cannot pass.
+ * next to (the user name, the source, the error), so an empty capture cannot pass. The same in JSON logs.
  */
 class SecretsIT {
     private static final String USER = "sec_user";
@@ -99,11 +101,17 @@ class SecretsIT {
     }
 
     private static Process run(Path config, Path log, String password) throws IOException {
+        return run(config, log, password, Map.of());
+    }
+
+    private static Process run(Path config, Path log, String password, Map<String, String> env) throws IOException {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         ProcessBuilder pb = new ProcessBuilder(java, "-Xmx256m", "-cp", System.getProperty("java.class.path"), "io.millrace.cli.Main",
                 "run", config.toString()).redirectErrorStream(true).redirectOutput(log.toFile());
         pb.environment().put("SEC_PW", password);
         pb.environment().put("MILLRACE_LOG_LEVEL", "DEBUG");
+        pb.environment().remove("MILLRACE_LOG_FORMAT");
+        pb.environment().putAll(env);
         return pb.start();
     }
 
@@ -195,5 +203,73 @@ class SecretsIT {
             assertThat(rs.getString(1)).doesNotContain(PASSWORD).contains("secrun");
         }
         assertThat(Map.of("captured texts", captured.size())).containsEntry("captured texts", 6);
+    }
+
+    /**
+     * JSON logs: with {@code operations.log_format: json} a run that snapshots, streams and stops on SIGTERM, and with
+     * {@code MILLRACE_LOG_FORMAT=json} over a text configuration a start refused for a wrong password: every line they
+     * print is one JSON object with a timestamp, level, logger, thread and message — the error that ends the command
+     * included — and neither password appears anywhere.
+     */
+    @Test
+    void jsonLogsAreOneObjectPerLineWithoutPasswords() throws Exception {
+        Path config = config("secjson", pg.port(), 0);
+        Files.writeString(config, Files.readString(config).replace("operations:\n", "operations:\n  log_format: json\n"));
+        Path log = dir.resolve("json.log");
+        Process p = run(config, log, PASSWORD);
+        try {
+            awaitLog(p, log, "streaming from slot");
+            pg.execute("sec_src", "INSERT INTO items VALUES (2000, 'streamed')");
+            Thread.sleep(1000);
+            p.destroy(); // SIGTERM
+            assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+            assertThat(p.exitValue()).as(Files.readString(log)).isZero();
+        } finally {
+            p.destroyForcibly();
+        }
+        List<JsonNode> run = jsonLines(log);
+        assertThat(run.stream().map(n -> n.path("formattedMessage").asText()))
+                .anyMatch(m -> m.contains("streaming from slot 'secjson'"))
+                .anyMatch(m -> m.contains("snapshot of public.items landed: 100 rows"))
+                .anyMatch(m -> m.contains("stopped; durable position"));
+        assertThat(run.stream().map(n -> n.path("level").asText())).contains("DEBUG", "INFO");
+        assertThat(run.stream().map(n -> n.path("loggerName").asText())).contains("io.millrace.engine.Engine");
+
+        Path log2 = dir.resolve("json-wrong.log");
+        Process p2 = run(config("secjsonwrong", pg.port(), 0), log2, WRONG, Map.of("MILLRACE_LOG_FORMAT", "json"));
+        assertThat(p2.waitFor(120, TimeUnit.SECONDS)).isTrue();
+        assertThat(p2.exitValue()).as(Files.readString(log2)).isEqualTo(4);
+        List<JsonNode> wrong = jsonLines(log2);
+        JsonNode last = wrong.get(wrong.size() - 1);
+        assertThat(last.path("level").asText()).isEqualTo("ERROR");
+        assertThat(last.path("loggerName").asText()).isEqualTo("io.millrace.cli.Main");
+        assertThat(last.path("formattedMessage").asText()).contains("'" + USER + "'").contains("the password was rejected");
+        for (Path f : List.of(log, log2)) {
+            assertThat(Files.readString(f)).doesNotContain(PASSWORD).doesNotContain(WRONG);
+        }
+    }
+
+    /** Every line as JSON with the fields a collector needs; fails naming the line that is not. */
+    private static List<JsonNode> jsonLines(Path log) throws Exception {
+        List<JsonNode> out = new ArrayList<>();
+        for (String line : Files.readAllLines(log, StandardCharsets.UTF_8)) {
+            if (line.isBlank()) {
+                continue;
+            }
+            JsonNode n;
+            try {
+                n = new ObjectMapper().readTree(line);
+            } catch (Exception e) {
+                throw new AssertionError("not a JSON line: " + line, e);
+            }
+            assertThat(n.isObject()).as(line).isTrue();
+            assertThat(n.path("timestamp").isIntegralNumber()).as("timestamp: %s", line).isTrue();
+            assertThat(n.path("level").asText()).as(line).isIn("TRACE", "DEBUG", "INFO", "WARN", "ERROR");
+            assertThat(n.path("loggerName").asText()).as(line).isNotEmpty();
+            assertThat(n.path("threadName").asText()).as(line).isNotEmpty();
+            assertThat(n.has("formattedMessage")).as(line).isTrue();
+            out.add(n);
+        }
+        return out;
     }
 }

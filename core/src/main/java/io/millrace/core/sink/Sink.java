@@ -38,6 +38,15 @@ public interface Sink extends AutoCloseable {
      */
     void write(List<ChangeEvent> events, Checkpoint checkpoint);
 
+    /**
+     * For {@code millrace reset}, instead of {@link #open()}: connects, reads this destination's checkpoint and
+     * returns what removing it (and, as {@code data} says, the rows of {@code tables}, the source tables) would do,
+     * writing nothing. The default suits a destination that keeps no state.
+     */
+    default SinkReset reset(List<io.millrace.core.schema.TableRef> tables, SinkReset.Data data) {
+        return SinkReset.none();
+    }
+
     @Override
     void close();
 }

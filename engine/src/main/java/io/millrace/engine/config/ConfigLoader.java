@@ -141,9 +141,14 @@ public final class ConfigLoader {
         }
         EngineConfig.Retry retry = new EngineConfig.Retry(initialMs, maxMs, rn.integer("attempts", rd.attempts(), 0, 1_000_000));
         rn.done();
+        EngineConfig.Health hd = od.health();
+        EngineConfig.Health health = new EngineConfig.Health(o.integer("ready_max_lag_s", (int) (hd.readyMaxLagMillis() / 1000), 1, 86_400) * 1000L,
+                (long) o.integer("ready_max_lag_mb", (int) (hd.readyMaxLagBytes() >> 20), 0, Integer.MAX_VALUE) << 20,
+                o.integer("live_max_stall_s", (int) (hd.liveMaxStallMillis() / 1000), 0, 86_400) * 1000L);
         EngineConfig.Operations ops = new EngineConfig.Operations(o.integer("monitor_interval_ms", (int) od.monitorIntervalMillis(), 100, 3_600_000),
                 (long) o.integer("retained_wal_warn_mb", (int) (od.retainedWalWarnBytes() >> 20), 1, Integer.MAX_VALUE) << 20,
-                o.string("http_host", od.httpHost()), o.integer("http_port", od.httpPort(), 0, 65535), retry, controlToken(o, base));
+                o.string("http_host", od.httpHost()), o.integer("http_port", od.httpPort(), 0, 65535), retry, controlToken(o, base), health,
+                o.choice("log_format", od.logFormat(), EngineConfig.LogFormat.class));
         o.done();
 
         List<EngineConfig.Destination> destinations = new ArrayList<>();

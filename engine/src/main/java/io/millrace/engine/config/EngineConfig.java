@@ -41,9 +41,16 @@ public record EngineConfig(String name, SourceConfig source, SnapshotMode snapsh
      * @param retry                 how {@code io.millrace.engine.Supervisor} restarts after a transient failure
      * @param controlToken          the bearer token control calls over HTTP must carry ({@code control_token_env} /
      *                              {@code control_token_file}); {@code Secret.NONE}: control calls are refused
+     * @param health                the bounds of {@code /healthz} and {@code /readyz}
+     * @param logFormat             how log lines are written ({@code log_format}; {@code MILLRACE_LOG_FORMAT} overrides it)
      */
     public record Operations(long monitorIntervalMillis, long retainedWalWarnBytes, String httpHost, int httpPort, Retry retry,
-                             io.millrace.core.Secret controlToken) {
+                             io.millrace.core.Secret controlToken, Health health, LogFormat logFormat) {
+        public Operations(long monitorIntervalMillis, long retainedWalWarnBytes, String httpHost, int httpPort, Retry retry,
+                          io.millrace.core.Secret controlToken) {
+            this(monitorIntervalMillis, retainedWalWarnBytes, httpHost, httpPort, retry, controlToken, Health.defaults(), LogFormat.TEXT);
+        }
+
         public Operations(long monitorIntervalMillis, long retainedWalWarnBytes, String httpHost, int httpPort, Retry retry) {
             this(monitorIntervalMillis, retainedWalWarnBytes, httpHost, httpPort, retry, io.millrace.core.Secret.NONE);
         }
@@ -56,6 +63,23 @@ public record EngineConfig(String name, SourceConfig source, SnapshotMode snapsh
             return new Operations(5000, 1L << 30, "127.0.0.1", 0, Retry.defaults());
         }
     }
+
+    /**
+     * What the health endpoints for orchestrators hold to.
+     *
+     * @param readyMaxLagMillis  {@code /readyz} answers 503 while the lag in time exceeds this ({@code ready_max_lag_s}, default 60 s)
+     * @param readyMaxLagBytes   ... or the lag in WAL bytes exceeds this ({@code ready_max_lag_mb}; default 0: no bound)
+     * @param liveMaxStallMillis {@code /healthz} answers 503 when the engine has work (WAL to read, a snapshot to copy) and has made
+     *                           no progress for this long ({@code live_max_stall_s}, default 600 s; 0: never)
+     */
+    public record Health(long readyMaxLagMillis, long readyMaxLagBytes, long liveMaxStallMillis) {
+        public static Health defaults() {
+            return new Health(60_000, 0, 600_000);
+        }
+    }
+
+    /** How log lines are written: {@code text} (one readable line) or {@code json} (one JSON object per line). */
+    public enum LogFormat { TEXT, JSON }
 
     /**
      * Automatic restarts after a transient failure ({@code operations.retry}): the n-th restart in a row waits

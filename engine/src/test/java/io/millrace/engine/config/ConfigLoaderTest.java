@@ -98,6 +98,17 @@ class ConfigLoaderTest {
         Path example = Path.of("..", "config", "example.yaml");
         EngineConfig c = new ConfigLoader(Map.of("MILLRACE_SOURCE_PASSWORD", "a", "MILLRACE_REPLICA_PASSWORD", "b")::get).load(example);
         assertThat(c.destinations()).hasSize(2);
+        assertThat(c.operations().health()).isEqualTo(EngineConfig.Health.defaults());
+        assertThat(c.operations().logFormat()).isEqualTo(EngineConfig.LogFormat.TEXT);
+    }
+
+    @Test
+    void healthBoundsAndLogFormatAreReadAndChecked() {
+        EngineConfig c = parse(SOURCE + FILES + "operations: {ready_max_lag_s: 5, ready_max_lag_mb: 16, live_max_stall_s: 0, log_format: json}\n");
+        assertThat(c.operations().health()).isEqualTo(new EngineConfig.Health(5_000, 16L << 20, 0));
+        assertThat(c.operations().logFormat()).isEqualTo(EngineConfig.LogFormat.JSON);
+        assertThat(fail(SOURCE + FILES + "operations: {log_format: xml}\n")).contains("operations.log_format").contains("text, json");
+        assertThat(fail(SOURCE + FILES + "operations: {ready_max_lag_s: 0}\n")).contains("operations.ready_max_lag_s");
     }
 
     // ---- YAML itself ----

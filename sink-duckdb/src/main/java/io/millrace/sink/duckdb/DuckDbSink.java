@@ -151,6 +151,29 @@ public final class DuckDbSink implements Sink {
         }
     }
 
+    /**
+     * The reset of this destination (see {@link io.millrace.core.sink.JdbcReset}): its row in {@code millrace.checkpoints}
+     * and, as {@code data} says, the tables of {@code tables}. A file that does not exist is left so.
+     */
+    @Override
+    public io.millrace.core.sink.SinkReset reset(List<io.millrace.core.schema.TableRef> tables, io.millrace.core.sink.SinkReset.Data data) {
+        if (!state.compareAndSet(State.NEW, State.CLOSED)) {
+            throw new IllegalStateException("Cannot reset destination '" + config.name() + "': it is " + state.get());
+        }
+        if (!java.nio.file.Files.isRegularFile(config.file())) {
+            return io.millrace.core.sink.SinkReset.none();
+        }
+        try {
+            conn = DriverManager.getConnection("jdbc:duckdb:" + config.file().toAbsolutePath()); // the reset's now: it closes it
+        } catch (SQLException e) {
+            throw new MillraceException(Kind.CONNECTION, "destination '" + config.name() + "': cannot open DuckDB file "
+                    + config.file() + ": " + e.getMessage() + " (is another process holding it open?)", e);
+        }
+        DuckTables targets = new DuckTables(conn, config.name(), config.schema());
+        return io.millrace.core.sink.JdbcReset.plan(conn, config.name(), config.file().toString(), STATE_SCHEMA,
+                tables.stream().map(targets::targetOf).toList(), data, this::readCheckpoint);
+    }
+
     @Override
     public void close() {
         if (state.getAndSet(State.CLOSED) != State.CLOSED) {

@@ -275,6 +275,16 @@ public final class JsonlSink implements Sink {
         }
     }
 
+    /** The reset of this destination ({@link JsonlReset}): reads the state file and lists the events files, changing nothing. */
+    @Override
+    public io.millrace.core.sink.SinkReset reset(List<io.millrace.core.schema.TableRef> tables, io.millrace.core.sink.SinkReset.Data data) {
+        move(State.NEW, State.CLOSED);
+        SinkState st = readState(config.stateFile());
+        List<Path> files = config.toStdout() || !Files.isDirectory(config.directory()) ? List.of()
+                : List.copyOf(listEventsFiles(config.directory()).values());
+        return new JsonlReset(config, st, files, data);
+    }
+
     /**
      * Closes the full file (fsynced), moves the state file on to the next number, then creates that file.
      * In this order a file never changes once a higher-numbered one exists: a restart continues in the

@@ -220,6 +220,75 @@ public final class KafkaSink implements Sink {
         }
     }
 
+    /**
+     * The reset of this destination: a tombstone for its checkpoint record, written by its own transactional producer
+     * (which also aborts a transaction a killed engine left open). The topics and their records stay whatever
+     * {@code data} says: Kafka cannot take records back, and consumers may still be reading them.
+     */
+    @Override
+    public io.millrace.core.sink.SinkReset reset(List<io.millrace.core.schema.TableRef> tables, io.millrace.core.sink.SinkReset.Data data) {
+        if (!state.compareAndSet(State.NEW, State.CLOSED)) {
+            throw new IllegalStateException("Cannot reset destination '" + config.name() + "': it is " + state.get());
+        }
+        Optional<Checkpoint> cp;
+        List<String> kept;
+        try (Admin a = Admin.create(clientProps(AdminClientConfig.configNames()))) {
+            Set<String> names;
+            try {
+                names = a.listTopics(new ListTopicsOptions().timeoutMs((int) timeoutMs)).names().get(timeoutMs + 5_000, TimeUnit.MILLISECONDS);
+            } catch (ExecutionException | TimeoutException e) {
+                throw unreachable("listing the topics", e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': interrupted while listing the topics", e);
+            }
+            cp = names.contains(config.checkpointTopic()) ? readCheckpoint() : Optional.empty();
+            kept = tables.stream().map(this::topic).filter(names::contains).toList();
+        }
+        return new io.millrace.core.sink.SinkReset() {
+            @Override
+            public Optional<Checkpoint> checkpoint() {
+                return cp;
+            }
+
+            @Override
+            public List<String> actions() {
+                return cp.isEmpty() ? List.of() : List.of("delete its checkpoint: a tombstone for key '" + config.transactionalId()
+                        + "' in topic " + config.checkpointTopic() + " at " + config.bootstrapServers() + " (at " + cp.get().applied() + ")");
+            }
+
+            @Override
+            public List<String> keeps() {
+                return kept.isEmpty() || cp.isEmpty() ? List.of() : List.of("the topics " + String.join(", ", kept) + " and their records:"
+                        + " Kafka cannot take records back; after the next run consumers read every row again (op r)");
+            }
+
+            @Override
+            public void apply() {
+                if (cp.isEmpty()) {
+                    return;
+                }
+                try (Producer<byte[], byte[]> p = new KafkaProducer<>(producerProps())) {
+                    p.initTransactions();
+                    p.beginTransaction();
+                    p.send(new ProducerRecord<>(config.checkpointTopic(), checkpointKey, null));
+                    p.commitTransaction();
+                } catch (RuntimeException e) {
+                    if (fenced(e)) {
+                        throw fencedError(e);
+                    }
+                    throw new MillraceException(retriable(e) ? Kind.CONNECTION : Kind.SINK, "destination '" + config.name()
+                            + "': could not delete the checkpoint in topic " + config.checkpointTopic() + " at " + config.bootstrapServers()
+                            + ": " + e.getMessage() + " (nothing was removed there; run the reset again)", e);
+                }
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+    }
+
     /** Records sent since open (data records and tombstones, not checkpoints). */
     public long records() {
         return records;

@@ -173,6 +173,21 @@ public final class PostgresSink implements Sink {
         }
     }
 
+    /**
+     * The reset of this destination (see {@link io.millrace.core.sink.JdbcReset}): its row in {@code <stateSchema>.checkpoints}
+     * and, as {@code data} says, the target tables of {@code tables}. Creates nothing, not even the state schema.
+     */
+    @Override
+    public io.millrace.core.sink.SinkReset reset(List<io.millrace.core.schema.TableRef> tables, io.millrace.core.sink.SinkReset.Data data) {
+        if (!state.compareAndSet(State.NEW, State.CLOSED)) {
+            throw new IllegalStateException("Cannot reset destination '" + config.name() + "': it is " + state.get());
+        }
+        connect(); // the connection is the reset's now: it closes it
+        TargetTables targets = new TargetTables(conn, config.name(), config.targetSchema());
+        return io.millrace.core.sink.JdbcReset.plan(conn, config.name(), where, config.stateSchema(),
+                tables.stream().map(targets::targetOf).toList(), data, this::readCheckpoint);
+    }
+
     @Override
     public void close() {
         State s = state.getAndSet(State.CLOSED);
