@@ -876,6 +876,7 @@ public final class Engine {
             p.signalTable(signal, this::onSignal);
         }
         p.onShapeChange((before, after) -> onShapeChange(conns, before, after));
+        p.idleAdvanceInterval(config.source().statusInterval().toMillis());
         Map<Integer, List<String>> keyCache = new ConcurrentHashMap<>();
         AtomicReference<Connection> keyConn = new AtomicReference<>();
         p.startStreaming(types, oid -> keyCache.computeIfAbsent(oid, o -> {

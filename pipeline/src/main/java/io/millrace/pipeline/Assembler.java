@@ -501,8 +501,21 @@ final class Assembler {
         if (inTx || streamXid != NO_STREAM || spill.openTransactions() > 0 || caughtUp == null || !caughtUp.isAfter(lastFlush)) {
             return;
         }
+        long now = System.nanoTime();
+        if (now - lastIdleAdvanceNanos < idleAdvanceNanos) {
+            return; // at most one idle checkpoint per interval: storing it may itself be WAL the next keepalive reports
+        }
+        lastIdleAdvanceNanos = now;
         flushLsn = caughtUp;
         cut();
+    }
+
+    private long idleAdvanceNanos;
+    private long lastIdleAdvanceNanos = System.nanoTime() - Long.MAX_VALUE / 2;
+
+    /** The idle slot advances at most once per {@code millis}. */
+    void idleAdvanceInterval(long millis) {
+        this.idleAdvanceNanos = millis * 1_000_000L;
     }
 
     /** True when a batch has waited its linger time and no transaction is open. */

@@ -187,6 +187,17 @@ public final class Pipeline implements AutoCloseable {
         };
     }
 
+    private volatile long idleAdvanceMillis;
+
+    /**
+     * An idle slot advances at most once per {@code millis} (the reader's status interval): each advance stores a
+     * checkpoint, and a destination on the source's own server turns that into WAL the next keepalive reports, so
+     * advancing on every keepalive wrote to it in a loop. Call before {@link #startStreaming}.
+     */
+    public void idleAdvanceInterval(long millis) {
+        this.idleAdvanceMillis = millis;
+    }
+
     /** Where online snapshot readers meet the stream. */
     public Watermarks watermarks() {
         return watermarks;
@@ -228,6 +239,7 @@ public final class Pipeline implements AutoCloseable {
                 });
         this.assembler = a;
         a.holdBudget(held, failure::isSet);
+        a.idleAdvanceInterval(idleAdvanceMillis);
         if (pool != null) {
             pool.hook(decodeHook);
             a.decodePool(pool);

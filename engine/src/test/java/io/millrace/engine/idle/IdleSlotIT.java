@@ -73,6 +73,41 @@ class IdleSlotIT {
         }
     }
 
+    /**
+     * A postgres destination on the source's own server (a copy between two databases of one cluster): each checkpoint it
+     * stores is WAL the slot then sees pass, and an idle advance on every keepalive stored a checkpoint 15 times a second,
+     * for ever, on an idle source. Idle advances come at most once per status interval.
+     */
+    @Test
+    void anIdleSourceWithTheDestinationOnTheSameServerIsNotWrittenToInALoop(@TempDir Path dir) throws Exception {
+        pg.createDatabase("copy");
+        String yaml = String.join("\n",
+                "source: {host: 127.0.0.1, port: " + pg.port() + ", database: quiet, user: postgres, slot: idle_loop,",
+                "         publication: idle_loop, tables: [public.t], status_interval_ms: 1000}",
+                "destinations:",
+                "  - {name: copy, type: postgres, host: 127.0.0.1, port: " + pg.port() + ", database: copy, user: postgres}",
+                "");
+        try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(60));
+             Connection copy = pg.connect("copy")) {
+            Thread.sleep(3_000);
+            long before = checkpointWrites(copy);
+            Thread.sleep(10_000);
+            long writes = checkpointWrites(copy) - before;
+            System.out.printf("IdleSlotIT: %d checkpoint writes in 10 s of an idle source%n", writes);
+            assertThat(writes).as("checkpoints stored in 10 s of an idle source (status interval 1 s)").isLessThanOrEqualTo(12);
+        }
+    }
+
+    private static long checkpointWrites(Connection c) throws Exception {
+        try (Statement s = c.createStatement()) {
+            s.execute("SELECT pg_stat_clear_snapshot()");
+            try (ResultSet rs = s.executeQuery("SELECT n_tup_ins + n_tup_upd FROM pg_stat_user_tables WHERE relname = 'checkpoints'")) {
+                rs.next();
+                return rs.getLong(1);
+            }
+        }
+    }
+
     private static Lsn lsn(Connection c, String sql) throws Exception {
         try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
             rs.next();
