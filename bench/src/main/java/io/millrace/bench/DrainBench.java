@@ -50,7 +50,8 @@ import java.util.concurrent.atomic.AtomicReference;
  *       and {@code pipeline.decoders: N} (d0: decoded on the assembler thread); a suffix {@code -cR} sets
  *       {@code pipeline.decode_chunk_rows: R}, {@code -bM} sets {@code pipeline.memory_budget_mb: M}; JVM settings
  *       follow a {@code ~}: {@code serial}, {@code parallel}, a heap size ({@code 128m}) or {@code lean} (bin/millrace's
- *       defaults), e.g. {@code jsonl-d0-b16~serial~160m}.</li>
+ *       defaults), e.g. {@code jsonl-d0-b16~serial~160m}; after a {@code @}, the path of another build's bench jar to run
+ *       the variant from (A/B against the commit before), e.g. {@code jsonl-d0~lean@/tmp/base/bench/target/millrace-bench.jar}.</li>
  * </ul>
  * Per variant: the median over the repetitions of seconds from its start to its last row, of the
  * drain rate from its first row to its last (start-up excluded), process CPU seconds, reader-thread
@@ -200,7 +201,14 @@ public final class DrainBench {
 
     private static double[] jvm(String name, String xmx, int port, String slot, String endLsn, long rows, Path work) throws Exception {
         // JVM settings after '~': serial / parallel (garbage collector), a heap size (128m), or "lean" (bin/millrace's
-        // default options), e.g. jsonl-d0~lean or jsonl-d0~serial~128m.
+        // default options), e.g. jsonl-d0~lean or jsonl-d0~serial~128m. After '@': the bench jar of another build to run
+        // the variant from (the commit before, for A/B), e.g. jsonl-d0~lean@/tmp/base/bench/target/millrace-bench.jar.
+        String classPath = System.getProperty("java.class.path");
+        int at = name.indexOf('@');
+        if (at > 0) {
+            classPath = name.substring(at + 1);
+            name = name.substring(0, at);
+        }
         String[] parts = name.split("~");
         String variant = parts[0];
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
@@ -230,7 +238,7 @@ public final class DrainBench {
         }
         Path dir = work.resolve(slot);
         Files.createDirectories(dir);
-        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), DrainBench.class.getName(), "child", variant, Integer.toString(port),
+        cmd.addAll(List.of("-cp", classPath, DrainBench.class.getName(), "child", variant, Integer.toString(port),
                 slot, endLsn, Long.toString(rows), dir.toString()));
         Path log = work.resolve(slot + ".log");
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();

@@ -32,10 +32,18 @@ public final class EmbeddedPg implements AutoCloseable {
     /** The major version whose binaries are on the classpath. */
     public static final int DEFAULT_MAJOR = 17;
 
-    private final EmbeddedPostgres pg;
+    /** The running server: one from Maven jars, or one of the machine's own installation ({@link SystemServer}). */
+    interface Server extends AutoCloseable {
+        int port();
+
+        @Override
+        void close() throws IOException;
+    }
+
+    private final Server pg;
     private final int major;
 
-    private EmbeddedPg(EmbeddedPostgres pg, int major) {
+    private EmbeddedPg(Server pg, int major) {
         this.pg = pg;
         this.major = major;
     }
@@ -55,6 +63,7 @@ public final class EmbeddedPg implements AutoCloseable {
         private boolean cleanDataDir = true;
         private int port;
         private final Map<String, String> settings = new LinkedHashMap<>();
+        private Path systemBinaries;
 
         public Builder major(int major) {
             this.major = major;
@@ -78,7 +87,22 @@ public final class EmbeddedPg implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Runs the server from the machine's own PostgreSQL installation ({@code initdb} and {@code postgres} in
+         * {@code binDir}, e.g. {@code /usr/lib/postgresql/15/bin}) with its default settings but for logical replication
+         * and loopback, instead of the one from Maven jars: a server configured as users' servers are (fsync on,
+         * the default {@code logical_decoding_work_mem}, {@code shared_buffers}, ...). As root it runs as the
+         * {@code postgres} OS user, since PostgreSQL refuses root. See {@link #systemBinaries()}.
+         */
+        public Builder system(Path binDir) {
+            this.systemBinaries = binDir;
+            return this;
+        }
+
         public EmbeddedPg start() {
+            if (systemBinaries != null) {
+                return new EmbeddedPg(SystemServer.start(systemBinaries, settings), SystemServer.major(systemBinaries));
+            }
             try {
                 Path hba = Files.createTempFile("millrace-pg_hba", ".conf");
                 Files.writeString(hba, String.join("\n",
@@ -109,7 +133,18 @@ public final class EmbeddedPg implements AutoCloseable {
                 if (dataDir != null) {
                     b.setDataDirectory(dataDir).setCleanDataDirectory(cleanDataDir);
                 }
-                return new EmbeddedPg(b.start(), major);
+                EmbeddedPostgres started = b.start();
+                return new EmbeddedPg(new Server() {
+                    @Override
+                    public int port() {
+                        return started.getPort();
+                    }
+
+                    @Override
+                    public void close() throws IOException {
+                        started.close();
+                    }
+                }, major);
             } catch (IOException e) {
                 throw new UncheckedIOException("could not start embedded PostgreSQL " + major, e);
             }
@@ -121,7 +156,20 @@ public final class EmbeddedPg implements AutoCloseable {
     }
 
     public int port() {
-        return pg.getPort();
+        return pg.port();
+    }
+
+    /**
+     * The machine's own PostgreSQL binaries ({@code /usr/lib/postgresql/<major>/bin} with {@code initdb} and
+     * {@code postgres}, the newest major first), if there are any and {@code -Dmillrace.pg.system} is not {@code off}.
+     */
+    public static java.util.Optional<Path> systemBinaries() {
+        return SystemServer.find();
+    }
+
+    /** Whether this server runs from the machine's own installation rather than from Maven jars. */
+    public boolean system() {
+        return pg instanceof SystemServer;
     }
 
     public String host() {

@@ -54,7 +54,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  *       once, and the jsonl files hold every row, a repeat only at the position of its first copy;</li>
  *   <li>and a SIGTERM at the end stops the engine with status 0.</li>
  * </ul>
- * {@value #DEFAULT_ROWS} rows by default; {@code -Dmillrace.large.rows=5000000} is the documented long run
+ * The source is the machine's own PostgreSQL installation with its default settings where there is one (not the
+ * embedded server the other tests use). {@value #DEFAULT_ROWS} rows by default; {@code -Dmillrace.large.rows=5000000} is the documented long run
  * (docs/RELIABILITY.md). Each run's log is in {@code target/large-tx/<name>/engine-N.log}; the peak RSS of each run is
  * printed.
  */
@@ -70,8 +71,12 @@ class LargeTransactionCrashIT {
     @BeforeAll
     static void start() throws Exception {
         kafka = KafkaBroker.start();
-        // PostgreSQL 15, as the user who found the defects ran; fsync on, as a real server has it.
-        pg = EmbeddedPg.builder().major(15).setting("fsync", "on").start();
+        // The machine's own PostgreSQL with its default settings (the user who found the defects ran a PostgreSQL 15
+        // server); where there is none, the embedded 15 with fsync on, as a real server has it.
+        pg = EmbeddedPg.systemBinaries().map(bin -> EmbeddedPg.builder().system(bin))
+                .orElseGet(() -> EmbeddedPg.builder().major(15).setting("fsync", "on")).start();
+        System.out.printf("LargeTransactionCrashIT: PostgreSQL %d, %s%n", pg.major(), pg.system() ? "the machine's own installation"
+                : "embedded (no installation under /usr/lib/postgresql)");
         pg.createDatabase(SRC);
     }
 
