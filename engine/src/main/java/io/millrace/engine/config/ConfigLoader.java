@@ -193,6 +193,11 @@ public final class ConfigLoader {
         }
         String publication = s.string("publication", "millrace");
         List<TableRef> tables = tableList(s, "tables");
+        if (tables.isEmpty() && s.has("tables")) {
+            // Absent, the key means "every table of the existing publication"; an empty list is never that.
+            throw Node.error(s.key("tables"), "is an empty list: name the tables to capture (e.g. tables: [public.orders] or"
+                    + " tables: ['public.*']), or remove " + s.key("tables") + " to capture the tables of the existing publication");
+        }
         List<TableRef> exclude = tableList(s, "exclude_tables");
         boolean create = s.bool("create_publication", true);
         SourceConfig.BinaryMode binary = s.choice("binary", SourceConfig.BinaryMode.AUTO, SourceConfig.BinaryMode.class);
