@@ -54,6 +54,15 @@ public final class Main {
             ex.printStackTrace(cmd.getErr());
             return 1;
         });
+        // picocli lets help win over a word it does not know ("millrace migrate --help" printed the top-level help and
+        // exited 0): an unknown command or option is an error naming it, with or without --help (exit 2).
+        CommandLine.IExecutionStrategy run = new CommandLine.RunLast();
+        cl.setExecutionStrategy(parsed -> {
+            if (!parsed.unmatched().isEmpty()) {
+                throw new CommandLine.UnmatchedArgumentException(parsed.commandSpec().commandLine(), parsed.unmatched());
+            }
+            return run.execute(parsed);
+        });
         return cl.execute(args);
     }
 
