@@ -1,6 +1,6 @@
 package io.millrace.cli.badinput;
 
-import io.millrace.cli.Main;
+import io.millrace.cli.Cli.Run;
 import io.millrace.embedded.EmbeddedPg;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -8,8 +8,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
 import java.nio.file.Files;
@@ -18,6 +16,7 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
 
+import static io.millrace.cli.Cli.millrace;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -48,20 +47,6 @@ class RunBadInputIT {
         if (pg != null) {
             pg.close();
         }
-    }
-
-    /** The outcome of one command. */
-    record Run(int exitCode, String out, String err) {
-    }
-
-    private static Run millrace(String... args) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        int code;
-        try (PrintWriter o = new PrintWriter(out, true); PrintWriter e = new PrintWriter(err, true)) {
-            code = Main.execute(o, e, args);
-        }
-        return new Run(code, out.toString(), err.toString());
     }
 
     private Path config(String name, String sourceLines) throws IOException {
