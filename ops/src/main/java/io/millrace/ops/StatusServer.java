@@ -75,6 +75,12 @@ public final class StatusServer implements AutoCloseable {
         HttpServer http;
         try {
             http = HttpServer.create(new InetSocketAddress(host, port), 16);
+        } catch (java.net.BindException e) {
+            // Bad input, not a bug: exit 2, naming the port and the key (before the engine writes anything).
+            throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, "config: operations.http_port "
+                    + port + " cannot be listened on at " + host + " (" + e.getMessage() + "): the port is in use (another Millrace"
+                    + " with this port?) or operations.http_host is not an address of this machine; choose another port, or 0 for no"
+                    + " status page", e);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot listen on " + host + ":" + port + " for the status page (operations.http_port): "
                     + e.getMessage(), e);

@@ -134,4 +134,17 @@ class RunBadInputIT {
         assertOneLineError(r, "table \"public\".\"missing\" does not exist in database 'src'", "source.tables");
         assertNothingWritten("notable");
     }
+
+    @Test
+    void anHttpPortInUseExitsWith2NamingThePortAndTheKey() throws Exception {
+        try (ServerSocket taken = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            int port = taken.getLocalPort();
+            Path f = config("httpport", "  port: " + pg.port() + "\n  user: postgres\n");
+            Files.writeString(f, Files.readString(f) + "operations:\n  http_port: " + port + "\n");
+            Run r = millrace("run", f.toString());
+            assertThat(r.exitCode()).isEqualTo(2);
+            assertOneLineError(r, "operations.http_port", Integer.toString(port), "in use");
+            assertNothingWritten("httpport");
+        }
+    }
 }
