@@ -75,12 +75,24 @@ public final class DuckDbSink implements Sink {
         if (!state.compareAndSet(State.NEW, State.OPEN)) {
             throw new IllegalStateException("Cannot open destination '" + config.name() + "': it is " + state.get());
         }
+        java.nio.file.Path file = config.file().toAbsolutePath();
+        String bad = java.nio.file.Files.isDirectory(file) ? file + " is a directory; name a database file in it (e.g. "
+                + file.resolve("mirror.duckdb") + ")"
+                : file.getParent() != null && !java.nio.file.Files.isDirectory(file.getParent()) ? "the directory " + file.getParent()
+                + " does not exist; create it (mkdir -p " + file.getParent() + ") or name a file in an existing directory" : null;
+        if (bad != null) {
+            // Bad input, not a lost connection: retrying cannot help (exit 2).
+            state.set(State.CLOSED);
+            throw new MillraceException(Kind.CONFIG, "config: destination '" + config.name() + "': file: " + bad);
+        }
         try {
-            conn = DriverManager.getConnection("jdbc:duckdb:" + config.file().toAbsolutePath());
+            conn = DriverManager.getConnection("jdbc:duckdb:" + file);
         } catch (SQLException e) {
             state.set(State.CLOSED);
+            // DuckDB lets one process hold the file: another one holding it is the case a retry may outlive.
+            boolean locked = String.valueOf(e.getMessage()).toLowerCase(java.util.Locale.ROOT).contains("lock");
             throw new MillraceException(Kind.CONNECTION, "destination '" + config.name() + "': cannot open DuckDB file "
-                    + config.file() + ": " + e.getMessage() + " (is another process holding it open?)", e);
+                    + config.file() + ": " + e.getMessage() + (locked ? " (is another process holding it open?)" : ""), e);
         }
         try {
             try (Statement s = conn.createStatement()) {

@@ -258,6 +258,22 @@ class DuckDbSinkIT {
     }
 
     @Test
+    void aFileInAMissingDirectoryOrAFolderIsAConfigurationErrorNotARetriedConnection() throws Exception {
+        Path missing = dir.resolve("no-such-dir").resolve("mirror.duckdb");
+        MillraceException e = assertThrows(MillraceException.class, () -> new DuckDbSink(new DuckDbSinkConfig("m", missing, null)).open());
+        assertEquals(MillraceException.Kind.CONFIG, e.kind());
+        assertTrue(e.getMessage().contains("destination 'm'") && e.getMessage().contains(missing.getParent().toString())
+                && e.getMessage().contains("does not exist") && !e.getMessage().contains("another process"), e.getMessage());
+        assertFalse(java.nio.file.Files.exists(missing.getParent()), "nothing created");
+
+        java.nio.file.Files.createDirectories(dir.resolve("folder"));
+        e = assertThrows(MillraceException.class, () -> new DuckDbSink(new DuckDbSinkConfig("m", dir.resolve("folder"), null)).open());
+        assertEquals(MillraceException.Kind.CONFIG, e.kind());
+        assertTrue(e.getMessage().contains("is a directory") && e.getMessage().contains("file:")
+                && !e.getMessage().contains("another process"), e.getMessage());
+    }
+
+    @Test
     void typesMapToDuckDbTypes() throws Exception {
         RelationInfo t = Ev.rel(109, "public.types", 'd', "*id:20", "s:21", "b:16", "f4:700", "f8:701", "byt:17", "u:2950",
                 "d:1082", "ts:1114", "tz:1184", "tm:1083", "iv:1186", "arr:1007", "js:114", "ip:869");
