@@ -39,7 +39,7 @@ final class StatusCommand implements Callable<Integer> {
             if (config == null) {
                 throw new MillraceException(Kind.CONFIG, "give the pipeline's configuration file or --url http://host:port/status");
             }
-            EngineConfig cfg = ConfigLoader.fromSystem().load(config);
+            EngineConfig cfg = ConfigLoader.fromSystem().sourceOnly().load(config); // only operations.http_* is used
             if (cfg.operations().httpPort() == 0) {
                 throw new MillraceException(Kind.CONFIG, "config: operations.http_port is 0 (off) in " + config
                         + "; set it (e.g. 8089) and restart the pipeline to query its status");

@@ -147,4 +147,23 @@ class RunBadInputIT {
             assertNothingWritten("httpport");
         }
     }
+
+    @Test
+    void preflightNeedsNoSecretItDoesNotUseButSaysThatRunDoes() throws Exception {
+        // The control token and a destination's password: preflight checks the source only. A variable no test sets.
+        String unset = "MILLRACE_TEST_UNSET_4711";
+        assertThat(System.getenv(unset)).isNull();
+        Path f = config("preflight_env", "  port: " + pg.port() + "\n  user: postgres\n");
+        Files.writeString(f, Files.readString(f).replace("    user: postgres\n", "    user: postgres\n    password_env: " + unset + "\n")
+                + "operations:\n  control_token_env: " + unset + "\n");
+        Run r = millrace("preflight", f.toString());
+        assertThat(r.exitCode()).as(r.out() + r.err()).isZero();
+        assertThat(r.out()).contains("ready").contains("operations.control_token_env").contains("destinations[0].password_env")
+                .contains(unset);
+        // run needs them: the same configuration is refused there, naming the key
+        Run run = millrace("run", f.toString());
+        assertThat(run.exitCode()).isEqualTo(2);
+        assertOneLineError(run, unset);
+        assertNothingWritten("preflight_env");
+    }
 }
