@@ -239,6 +239,12 @@ public final class Engine {
                             + " Create it: CREATE TABLE " + signalTable.sql() + " (id text PRIMARY KEY, type text NOT NULL, data text);"
                             + " or remove snapshot.signal_table");
                 }
+                Preflight.Check signalIdentity = signalTable == null ? null
+                        : Preflight.replicaIdentity(meta, Catalog.table(meta, signalTable), src.publication(), List.of());
+                if (signalIdentity != null) { // it joins the publication: never at the cost of the source's writes
+                    throw new MillraceException(signalIdentity.kind(), "snapshot.signal_table: " + signalIdentity.detail() + ". Fix: "
+                            + signalIdentity.fix());
+                }
                 for (TableRef t : report.tables()) {
                     Catalog.TableInfo info = Catalog.table(meta, t);
                     tables.add(new SnapshotRunner.Table(Catalog.relation(meta, t, types), info.partitioned(), info.estimatedRows()));

@@ -166,4 +166,19 @@ class RunBadInputIT {
         assertOneLineError(run, unset);
         assertNothingWritten("preflight_env");
     }
+
+    @Test
+    void aKeylessTableExitsWith6AndPreflightPrintsTheFix() throws Exception {
+        pg.execute("src", "CREATE TABLE public.keyless (a int, v text)");
+        Path f = config("keyless", "  port: " + pg.port() + "\n  user: postgres\n");
+        Files.writeString(f, Files.readString(f).replace("[public.items]", "[public.items, public.keyless]"));
+        Run pre = millrace("preflight", f.toString());
+        assertThat(pre.exitCode()).isEqualTo(6);
+        assertThat(pre.out()).contains("FAIL  table public.keyless").contains("no primary key and REPLICA IDENTITY DEFAULT")
+                .contains("fix: ALTER TABLE \"public\".\"keyless\" REPLICA IDENTITY FULL;");
+        Run run = millrace("run", f.toString());
+        assertThat(run.exitCode()).isEqualTo(6);
+        assertOneLineError(run, "\"public\".\"keyless\"", "Fix: ALTER TABLE \"public\".\"keyless\" REPLICA IDENTITY FULL;");
+        assertNothingWritten("keyless");
+    }
 }
