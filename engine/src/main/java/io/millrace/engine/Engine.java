@@ -159,11 +159,14 @@ public final class Engine {
         }
         // "streaming" once the reader holds the slot: the state changes a moment before START_REPLICATION is answered
         String shown = s == State.STREAMING && !readerStarted() ? "starting" : s.name().toLowerCase(java.util.Locale.ROOT);
+        long now = System.currentTimeMillis();
+        PipelineStats.Writing w = st == null ? null : st.writing();
+        EngineStatus.Slow slow = w != null && now - w.sinceMillis() >= 1000 ? new EngineStatus.Slow(w.sink(), now - w.sinceMillis()) : null;
         return new EngineStatus(config.name(), shown, config.source().where(), config.source().slot(),
                 config.source().publication(), durable, m == null ? null : m.serverLsn().toString(),
                 m == null || m.confirmedLsn() == null ? null : m.confirmedLsn().toString(), m == null ? -1 : m.retainedBytes(), lagBytes,
-                st == null || st.lastCommitMicros() == 0 ? -1 : st.lastLatencyMicros() / 1000, st == null ? 0 : st.eventsWritten(),
-                p == null ? 0 : p.budget().used(), config.pipeline().budgetBytes(), tables, lastError, onlineStatus());
+                st == null ? -1 : st.lagMillis(now), st == null ? 0 : st.eventsWritten(),
+                p == null ? 0 : p.budget().used(), config.pipeline().budgetBytes(), tables, lastError, onlineStatus(), slow);
     }
 
     public State state() {
