@@ -77,6 +77,8 @@ public final class Engine {
     private volatile ReplicationReader reader;
     private volatile io.millrace.snapshot.online.OnlineSnapshotter online;
     private volatile List<TableRef> captured = List.of();
+    /** The destinations once opened (for {@link #copyDuckDb}); empty before. */
+    private volatile List<Sink> opened = List.of();
     private volatile String lastError;
     private volatile SlotMonitor.Sample slotSample;
     /** Snapshot progress per table, for the status page: [rows copied, rows estimated, done 0/1]. */
@@ -277,6 +279,7 @@ public final class Engine {
             for (Sink s : sinks) {
                 found.add(s.open());
             }
+            opened = List.copyOf(sinks);
 
             try (Connection repl = conns.openReplication()) {
                 SlotManager.SystemInfo sys = SlotManager.identify(repl);
@@ -667,6 +670,25 @@ public final class Engine {
         } catch (MillraceException e) {
             LOG.error("cannot copy {} again: {}", after.table(), e.getMessage());
         }
+    }
+
+    /**
+     * Writes a consistent copy of the duckdb destination {@code destination} — as of its last committed batch — to
+     * {@code file}, a new file other processes can open while this engine holds the destination's own (DuckDB lets one
+     * process open a file). Any thread; returns what the copy holds, for a message.
+     */
+    public String copyDuckDb(String destination, java.nio.file.Path file) {
+        State st = state.get();
+        Sink sink = opened.stream().filter(x -> x.name().equals(destination)).findFirst().orElse(null);
+        if (!(sink instanceof io.millrace.sink.duckdb.DuckDbSink duck) || (st != State.STREAMING && st != State.SNAPSHOTTING)) {
+            throw new MillraceException(Kind.CONFIG, sink == null || sink instanceof io.millrace.sink.duckdb.DuckDbSink
+                    ? "no duckdb destination '" + destination + "' is open (the engine is " + st.name().toLowerCase(java.util.Locale.ROOT)
+                    + "; duckdb destinations: " + opened.stream().filter(x -> x instanceof io.millrace.sink.duckdb.DuckDbSink)
+                    .map(Sink::name).toList() + ")"
+                    : "destination '" + destination + "' is not a duckdb destination");
+        }
+        Optional<Checkpoint> at = duck.copyTo(file);
+        return "copied destination '" + destination + "' to " + file.toAbsolutePath() + at.map(c -> " (up to " + c.applied() + ")").orElse("");
     }
 
     /** Pauses ({@code true}) or resumes online snapshots. */

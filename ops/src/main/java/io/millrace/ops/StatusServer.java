@@ -30,7 +30,9 @@ import java.util.concurrent.TimeUnit;
  * <ul>
  *   <li>{@code /snapshot} with {@code {"tables": ["public.t"], "filter": "id > 100"}} — copy tables again
  *       while streaming (an online snapshot; the filter is optional);</li>
- *   <li>{@code /snapshot/pause}, {@code /snapshot/resume} — hold and continue online snapshots.</li>
+ *   <li>{@code /snapshot/pause}, {@code /snapshot/resume} — hold and continue online snapshots;</li>
+ *   <li>{@code /duckdb/copy} with {@code {"destination": "mirror", "file": "/abs/copy.duckdb"}} — write a consistent
+ *       copy of a duckdb destination to a new file, which other processes can open while the engine runs.</li>
  * </ul>
  *
  * <p>A sampler thread records throughput and lag once a second for the last five minutes, so the
@@ -154,16 +156,16 @@ public final class StatusServer implements AutoCloseable {
                     + " operations.control_token_env");
             return;
         }
+        com.fasterxml.jackson.databind.JsonNode body;
+        try (InputStream in = ex.getRequestBody()) {
+            body = JSON.readTree(in.readNBytes(1 << 16)); // empty for the calls that take none
+        } catch (IOException e) {
+            reply(ex, 400, false, "the body is not JSON: " + e.getMessage());
+            return;
+        }
         try {
             switch (ex.getRequestURI().getPath()) {
                 case "/snapshot" -> {
-                    com.fasterxml.jackson.databind.JsonNode body;
-                    try (InputStream in = ex.getRequestBody()) {
-                        body = JSON.readTree(in.readNBytes(1 << 16));
-                    } catch (IOException e) {
-                        reply(ex, 400, false, "the body is not JSON: " + e.getMessage());
-                        return;
-                    }
                     if (body == null || !body.path("tables").isArray() || body.path("tables").isEmpty()) {
                         reply(ex, 400, false, "name the tables: {\"tables\": [\"public.orders\"], \"filter\": \"optional SQL condition\"}");
                         return;
@@ -183,7 +185,19 @@ public final class StatusServer implements AutoCloseable {
                     engine.pauseSnapshots(false);
                     reply(ex, 200, true, "online snapshots resumed");
                 }
-                default -> reply(ex, 404, false, "no such control call: try /snapshot, /snapshot/pause or /snapshot/resume");
+                case "/duckdb/copy" -> {
+                    String dest = body == null ? null : body.path("destination").asText(null);
+                    String file = body == null ? null : body.path("file").asText(null);
+                    if (dest == null || file == null || !java.nio.file.Path.of(file).isAbsolute()) {
+                        reply(ex, 400, false, "name the destination and a new file by its absolute path:"
+                                + " {\"destination\": \"mirror\", \"file\": \"/tmp/mirror-copy.duckdb\"}");
+                        return;
+                    }
+                    String done = engine.copyDuckDb(dest, java.nio.file.Path.of(file));
+                    LOG.info("control: {}", done);
+                    reply(ex, 200, true, done);
+                }
+                default -> reply(ex, 404, false, "no such control call: try /snapshot, /snapshot/pause, /snapshot/resume or /duckdb/copy");
             }
         } catch (io.millrace.core.MillraceException e) {
             reply(ex, 400, false, e.getMessage());
