@@ -16,7 +16,8 @@ import java.io.PrintWriter;
  */
 @Command(name = "millrace", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Change-data-capture for PostgreSQL: snapshot, then stream every committed change into destinations.",
-        subcommands = {RunCommand.class, PreflightCommand.class, StatusCommand.class, SnapshotCommand.class, ResetCommand.class, DemoCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {RunCommand.class, PreflightCommand.class, StatusCommand.class, SnapshotCommand.class, ResetCommand.class,
+                DuckDbCopyCommand.class, DemoCommand.class, CommandLine.HelpCommand.class})
 public final class Main {
 
     public static void main(String[] args) {
@@ -69,6 +70,15 @@ public final class Main {
                 ex.printStackTrace(cmd.getErr());
             }
             return 1;
+        });
+        // picocli lets help win over a word it does not know ("millrace migrate --help" printed the top-level help and
+        // exited 0): an unknown command or option is an error naming it, with or without --help (exit 2).
+        CommandLine.IExecutionStrategy run = new CommandLine.RunLast();
+        cl.setExecutionStrategy(parsed -> {
+            if (!parsed.unmatched().isEmpty()) {
+                throw new CommandLine.UnmatchedArgumentException(parsed.commandSpec().commandLine(), parsed.unmatched());
+            }
+            return run.execute(parsed);
         });
         return cl.execute(args);
     }

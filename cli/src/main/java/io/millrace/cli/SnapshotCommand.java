@@ -1,6 +1,5 @@
 package io.millrace.cli;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.millrace.core.MillraceException;
@@ -12,11 +11,6 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
-import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -53,19 +47,9 @@ final class SnapshotCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         EngineConfig cfg = ConfigLoader.fromSystem().load(config);
-        if (cfg.operations().httpPort() == 0) {
-            throw new MillraceException(Kind.CONFIG, "config: operations.http_port is 0 (off) in " + config
-                    + "; set it (e.g. 8089) and operations.control_token_env, and restart the pipeline");
-        }
-        if (cfg.operations().controlToken().isEmpty()) {
-            throw new MillraceException(Kind.CONFIG, "config: operations.control_token_env (or control_token_file) is not set in " + config
-                    + "; control calls need a token: set it, export the token, and restart the pipeline");
-        }
         if (filter != null && action.tables == null) {
             throw new MillraceException(Kind.CONFIG, "--filter goes with --table");
         }
-        String base = "http://" + cfg.operations().httpHost() + ":" + cfg.operations().httpPort();
-        ObjectMapper json = new ObjectMapper();
         String path;
         String body = "";
         if (action.pause) {
@@ -74,28 +58,14 @@ final class SnapshotCommand implements Callable<Integer> {
             path = "/snapshot/resume";
         } else {
             path = "/snapshot";
-            ObjectNode o = json.createObjectNode();
+            ObjectNode o = new ObjectMapper().createObjectNode();
             action.tables.forEach(o.putArray("tables")::add);
             if (filter != null) {
                 o.put("filter", filter);
             }
             body = o.toString();
         }
-        HttpResponse<String> r;
-        try {
-            r = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build().send(HttpRequest.newBuilder(URI.create(base + path))
-                    .timeout(Duration.ofSeconds(30)).header("Authorization", "Bearer " + cfg.operations().controlToken().reveal())
-                    .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
-                    HttpResponse.BodyHandlers.ofString());
-        } catch (IOException e) {
-            throw new MillraceException(Kind.CONNECTION, "no pipeline answers at " + base + " (" + e + "): is it running?", e);
-        }
-        JsonNode answer = json.readTree(r.body());
-        if (r.statusCode() != 200) {
-            throw new MillraceException(r.statusCode() == 401 || r.statusCode() == 403 ? Kind.PERMISSION : Kind.CONFIG,
-                    "the pipeline refused: " + answer.path("error").asText(r.body()));
-        }
-        System.out.println(answer.path("message").asText());
+        System.out.println(ControlCall.post(cfg, config, path, body, Duration.ofSeconds(30)));
         return 0;
     }
 }

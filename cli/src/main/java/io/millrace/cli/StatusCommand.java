@@ -39,7 +39,7 @@ final class StatusCommand implements Callable<Integer> {
             if (config == null) {
                 throw new MillraceException(Kind.CONFIG, "give the pipeline's configuration file or --url http://host:port/status");
             }
-            EngineConfig cfg = ConfigLoader.fromSystem().load(config);
+            EngineConfig cfg = ConfigLoader.fromSystem().sourceOnly().load(config); // only operations.http_* is used
             if (cfg.operations().httpPort() == 0) {
                 throw new MillraceException(Kind.CONFIG, "config: operations.http_port is 0 (off) in " + config
                         + "; set it (e.g. 8089) and restart the pipeline to query its status");
@@ -65,13 +65,19 @@ final class StatusCommand implements Callable<Integer> {
         System.out.printf("delivered %,d events   durable at %s   lag %s   lag %s of WAL   slot retains %s%n", s.path("events_written").asLong(),
                 s.path("durable_lsn").asText("-"), s.path("lag_millis").asLong() < 0 ? "-" : s.path("lag_millis").asLong() + " ms",
                 bytes(s.path("lag_bytes").asLong()), bytes(s.path("retained_wal_bytes").asLong()));
+        JsonNode slow = s.path("slow_destination");
+        if (slow.isObject()) {
+            System.out.printf("destination '%s' has been writing one batch for %d s (slow, or blocked: a lock on its tables?)%n",
+                    slow.path("destination").asText(), slow.path("waiting_millis").asLong() / 1000);
+        }
         if (!s.path("last_error").isNull() && s.has("last_error")) {
             System.out.println("error: " + s.path("last_error").asText());
         }
         System.out.printf("%n%-32s %-10s %14s %14s %14s%n", "table", "phase", "snapshot rows", "estimated", "changes");
         for (JsonNode t : s.path("tables")) {
-            System.out.printf("%-32s %-10s %,14d %,14d %,14d%n", t.path("table").asText(), t.path("phase").asText(), t.path("rows_copied").asLong(),
-                    t.path("rows_estimated").asLong(), t.path("events").asLong());
+            long est = t.path("rows_estimated").asLong();
+            System.out.printf("%-32s %-10s %,14d %14s %,14d%n", t.path("table").asText(), t.path("phase").asText(), t.path("rows_copied").asLong(),
+                    est < 0 ? "unknown" : String.format("%,d", est), t.path("events").asLong());
         }
         return 0;
     }

@@ -74,6 +74,8 @@ public final class Engine {
     private volatile ReplicationReader reader;
     private volatile io.millrace.snapshot.online.OnlineSnapshotter online;
     private volatile List<TableRef> captured = List.of();
+    /** The destinations once opened (for {@link #copyDuckDb}); empty before. */
+    private volatile List<Sink> opened = List.of();
     private volatile String lastError;
     private volatile SlotMonitor.Sample slotSample;
     /** Snapshot progress per table, for the status page: [rows copied, rows estimated, done 0/1]. */
@@ -156,11 +158,14 @@ public final class Engine {
         }
         // "streaming" once the reader holds the slot: the state changes a moment before START_REPLICATION is answered
         String shown = s == State.STREAMING && !readerStarted() ? "starting" : s.name().toLowerCase(java.util.Locale.ROOT);
+        long now = System.currentTimeMillis();
+        PipelineStats.Writing w = st == null ? null : st.writing();
+        EngineStatus.Slow slow = w != null && now - w.sinceMillis() >= 1000 ? new EngineStatus.Slow(w.sink(), now - w.sinceMillis()) : null;
         return new EngineStatus(config.name(), shown, config.source().where(), config.source().slot(),
                 config.source().publication(), durable, m == null ? null : m.serverLsn().toString(),
                 m == null || m.confirmedLsn() == null ? null : m.confirmedLsn().toString(), m == null ? -1 : m.retainedBytes(), lagBytes,
-                st == null || st.lastCommitMicros() == 0 ? -1 : st.lastLatencyMicros() / 1000, st == null ? 0 : st.eventsWritten(),
-                p == null ? 0 : p.inflightBytes(), config.pipeline().budgetBytes(), tables, lastError, onlineStatus());
+                st == null ? -1 : st.lagMillis(now), st == null ? 0 : st.eventsWritten(),
+                p == null ? 0 : p.inflightBytes(), config.pipeline().budgetBytes(), tables, lastError, onlineStatus(), slow);
     }
 
     public State state() {
@@ -236,6 +241,12 @@ public final class Engine {
                             + " Create it: CREATE TABLE " + signalTable.sql() + " (id text PRIMARY KEY, type text NOT NULL, data text);"
                             + " or remove snapshot.signal_table");
                 }
+                Preflight.Check signalIdentity = signalTable == null ? null
+                        : Preflight.replicaIdentity(meta, Catalog.table(meta, signalTable), src.publication(), List.of());
+                if (signalIdentity != null) { // it joins the publication: never at the cost of the source's writes
+                    throw new MillraceException(signalIdentity.kind(), "snapshot.signal_table: " + signalIdentity.detail() + ". Fix: "
+                            + signalIdentity.fix());
+                }
                 for (TableRef t : report.tables()) {
                     Catalog.TableInfo info = Catalog.table(meta, t);
                     tables.add(new SnapshotRunner.Table(Catalog.relation(meta, t, types), info.partitioned(), info.estimatedRows()));
@@ -253,6 +264,7 @@ public final class Engine {
             for (Sink s : sinks) {
                 found.add(s.open());
             }
+            opened = List.copyOf(sinks);
 
             try (Connection repl = conns.openReplication()) {
                 SlotManager.SystemInfo sys = SlotManager.identify(repl);
@@ -643,6 +655,25 @@ public final class Engine {
         } catch (MillraceException e) {
             LOG.error("cannot copy {} again: {}", after.table(), e.getMessage());
         }
+    }
+
+    /**
+     * Writes a consistent copy of the duckdb destination {@code destination} — as of its last committed batch — to
+     * {@code file}, a new file other processes can open while this engine holds the destination's own (DuckDB lets one
+     * process open a file). Any thread; returns what the copy holds, for a message.
+     */
+    public String copyDuckDb(String destination, java.nio.file.Path file) {
+        State st = state.get();
+        Sink sink = opened.stream().filter(x -> x.name().equals(destination)).findFirst().orElse(null);
+        if (!(sink instanceof io.millrace.sink.duckdb.DuckDbSink duck) || (st != State.STREAMING && st != State.SNAPSHOTTING)) {
+            throw new MillraceException(Kind.CONFIG, sink == null || sink instanceof io.millrace.sink.duckdb.DuckDbSink
+                    ? "no duckdb destination '" + destination + "' is open (the engine is " + st.name().toLowerCase(java.util.Locale.ROOT)
+                    + "; duckdb destinations: " + opened.stream().filter(x -> x instanceof io.millrace.sink.duckdb.DuckDbSink)
+                    .map(Sink::name).toList() + ")"
+                    : "destination '" + destination + "' is not a duckdb destination");
+        }
+        Optional<Checkpoint> at = duck.copyTo(file);
+        return "copied destination '" + destination + "' to " + file.toAbsolutePath() + at.map(c -> " (up to " + c.applied() + ")").orElse("");
     }
 
     /** Pauses ({@code true}) or resumes online snapshots. */

@@ -16,17 +16,28 @@ import java.util.List;
  * @param confirmedLsn    the slot's confirmed_flush_lsn (sampled), or null
  * @param retainedWalBytes WAL the slot holds on the source (current position − restart_lsn), -1 when unknown
  * @param lagBytes        WAL between the source's current position and the durable position, -1 when unknown
- * @param lagMillis       commit-to-durable latency of the newest durable change, -1 when none yet
+ * @param lagMillis       how far behind the source the destinations are, in time: the age of the oldest change being
+ *                        written when a write is under way, else the commit-to-durable latency of the newest durable
+ *                        change; -1 when none yet
  * @param eventsWritten   change events delivered (snapshot rows included)
  * @param budgetUsed      bytes in flight between the reader and durable
  * @param budgetLimit     the configured budget
  * @param tables          per-table phase and counters
  * @param lastError       the error that stopped the engine, or null
  * @param online          online snapshots: under way, paused, figures; null when none can run
+ * @param slowDestination the destination the writer has been waiting on for a second or more, or null
  */
 public record EngineStatus(String name, String state, String source, String slot, String publication, String durableLsn,
                            String serverLsn, String confirmedLsn, long retainedWalBytes, long lagBytes, long lagMillis,
-                           long eventsWritten, long budgetUsed, long budgetLimit, List<Table> tables, String lastError, Online online) {
+                           long eventsWritten, long budgetUsed, long budgetLimit, List<Table> tables, String lastError, Online online,
+                           Slow slowDestination) {
+
+    public EngineStatus(String name, String state, String source, String slot, String publication, String durableLsn,
+                        String serverLsn, String confirmedLsn, long retainedWalBytes, long lagBytes, long lagMillis,
+                        long eventsWritten, long budgetUsed, long budgetLimit, List<Table> tables, String lastError, Online online) {
+        this(name, state, source, slot, publication, durableLsn, serverLsn, confirmedLsn, retainedWalBytes, lagBytes, lagMillis,
+                eventsWritten, budgetUsed, budgetLimit, tables, lastError, online, null);
+    }
 
     public EngineStatus(String name, String state, String source, String slot, String publication, String durableLsn,
                         String serverLsn, String confirmedLsn, long retainedWalBytes, long lagBytes, long lagMillis,
@@ -43,6 +54,15 @@ public record EngineStatus(String name, String state, String source, String slot
      * @param peakBufferedRows  the most chunk rows held in memory at once
      */
     public record Online(boolean paused, List<Task> tasks, long chunksRead, long chunksReadAgain, long peakBufferedRows) {
+    }
+
+    /**
+     * A destination that has not finished a write for a while (slow, or blocked — by a lock, a full disk, a broker).
+     *
+     * @param destination   the destination's name
+     * @param waitingMillis how long its current write has taken so far
+     */
+    public record Slow(String destination, long waitingMillis) {
     }
 
     /** One online snapshot under way. */

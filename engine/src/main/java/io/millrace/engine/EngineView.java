@@ -22,6 +22,9 @@ public interface EngineView {
     /** Pauses or resumes online snapshots; see {@link Engine#pauseSnapshots}. */
     void pauseSnapshots(boolean pause);
 
+    /** Writes a consistent copy of a duckdb destination to a new file; see {@link Engine#copyDuckDb}. */
+    String copyDuckDb(String destination, java.nio.file.Path file);
+
     /** A view of one engine. */
     static EngineView of(Engine engine) {
         return new EngineView() {
@@ -48,6 +51,11 @@ public interface EngineView {
             @Override
             public void pauseSnapshots(boolean pause) {
                 engine.pauseSnapshots(pause);
+            }
+
+            @Override
+            public String copyDuckDb(String destination, java.nio.file.Path file) {
+                return engine.copyDuckDb(destination, file);
             }
         };
     }

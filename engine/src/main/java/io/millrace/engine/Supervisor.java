@@ -149,6 +149,11 @@ public final class Supervisor implements EngineView {
     }
 
     @Override
+    public String copyDuckDb(String destination, java.nio.file.Path file) {
+        return running().copyDuckDb(destination, file);
+    }
+
+    @Override
     public EngineConfig config() {
         return config;
     }

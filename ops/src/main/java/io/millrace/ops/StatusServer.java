@@ -30,7 +30,9 @@ import java.util.concurrent.TimeUnit;
  * <ul>
  *   <li>{@code /snapshot} with {@code {"tables": ["public.t"], "filter": "id > 100"}} — copy tables again
  *       while streaming (an online snapshot; the filter is optional);</li>
- *   <li>{@code /snapshot/pause}, {@code /snapshot/resume} — hold and continue online snapshots.</li>
+ *   <li>{@code /snapshot/pause}, {@code /snapshot/resume} — hold and continue online snapshots;</li>
+ *   <li>{@code /duckdb/copy} with {@code {"destination": "mirror", "file": "/abs/copy.duckdb"}} — write a consistent
+ *       copy of a duckdb destination to a new file, which other processes can open while the engine runs.</li>
  * </ul>
  * and, for orchestrators, {@code /healthz} (liveness) and {@code /readyz} (readiness): 200 or 503 with a small JSON
  * body saying why ({@link Health}).
@@ -79,6 +81,12 @@ public final class StatusServer implements AutoCloseable {
         HttpServer http;
         try {
             http = HttpServer.create(new InetSocketAddress(host, port), 16);
+        } catch (java.net.BindException e) {
+            // Bad input, not a bug: exit 2, naming the port and the key (before the engine writes anything).
+            throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, "config: operations.http_port "
+                    + port + " cannot be listened on at " + host + " (" + e.getMessage() + "): the port is in use (another Millrace"
+                    + " with this port?) or operations.http_host is not an address of this machine; choose another port, or 0 for no"
+                    + " status page", e);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot listen on " + host + ":" + port + " for the status page (operations.http_port): "
                     + e.getMessage(), e);
@@ -155,16 +163,16 @@ public final class StatusServer implements AutoCloseable {
                     + " operations.control_token_env");
             return;
         }
+        com.fasterxml.jackson.databind.JsonNode body;
+        try (InputStream in = ex.getRequestBody()) {
+            body = JSON.readTree(in.readNBytes(1 << 16)); // empty for the calls that take none
+        } catch (IOException e) {
+            reply(ex, 400, false, "the body is not JSON: " + e.getMessage());
+            return;
+        }
         try {
             switch (ex.getRequestURI().getPath()) {
                 case "/snapshot" -> {
-                    com.fasterxml.jackson.databind.JsonNode body;
-                    try (InputStream in = ex.getRequestBody()) {
-                        body = JSON.readTree(in.readNBytes(1 << 16));
-                    } catch (IOException e) {
-                        reply(ex, 400, false, "the body is not JSON: " + e.getMessage());
-                        return;
-                    }
                     if (body == null || !body.path("tables").isArray() || body.path("tables").isEmpty()) {
                         reply(ex, 400, false, "name the tables: {\"tables\": [\"public.orders\"], \"filter\": \"optional SQL condition\"}");
                         return;
@@ -184,7 +192,19 @@ public final class StatusServer implements AutoCloseable {
                     engine.pauseSnapshots(false);
                     reply(ex, 200, true, "online snapshots resumed");
                 }
-                default -> reply(ex, 404, false, "no such control call: try /snapshot, /snapshot/pause or /snapshot/resume");
+                case "/duckdb/copy" -> {
+                    String dest = body == null ? null : body.path("destination").asText(null);
+                    String file = body == null ? null : body.path("file").asText(null);
+                    if (dest == null || file == null || !java.nio.file.Path.of(file).isAbsolute()) {
+                        reply(ex, 400, false, "name the destination and a new file by its absolute path:"
+                                + " {\"destination\": \"mirror\", \"file\": \"/tmp/mirror-copy.duckdb\"}");
+                        return;
+                    }
+                    String done = engine.copyDuckDb(dest, java.nio.file.Path.of(file));
+                    LOG.info("control: {}", done);
+                    reply(ex, 200, true, done);
+                }
+                default -> reply(ex, 404, false, "no such control call: try /snapshot, /snapshot/pause, /snapshot/resume or /duckdb/copy");
             }
         } catch (io.millrace.core.MillraceException e) {
             reply(ex, 400, false, e.getMessage());

@@ -130,6 +130,16 @@ class ControlApiIT {
             String status = get(port, "/status");
             assertThat(status).doesNotContain(TOKEN).contains("\"online\":{\"paused\":false");
             assertThat(get(port, "/metrics")).contains("millrace_online_snapshot_chunks_total").doesNotContain(TOKEN);
+
+            // a copy of a duckdb destination: token, an absolute path and a duckdb destination, or a 400 that says so
+            String copy = "{\"destination\": \"replica\", \"file\": \"" + dir.resolve("c.duckdb").toAbsolutePath() + "\"}";
+            assertThat(post(port, "/duckdb/copy", null, copy).statusCode()).isEqualTo(401);
+            HttpResponse<String> notDuck = post(port, "/duckdb/copy", TOKEN, copy);
+            assertThat(notDuck.statusCode()).isEqualTo(400);
+            assertThat(notDuck.body()).contains("destination 'replica' is not a duckdb destination");
+            HttpResponse<String> relative = post(port, "/duckdb/copy", TOKEN, "{\"destination\": \"replica\", \"file\": \"c.duckdb\"}");
+            assertThat(relative.statusCode()).isEqualTo(400);
+            assertThat(relative.body()).contains("absolute path");
         } finally {
             engine.stop();
             t.join(30_000);

@@ -37,7 +37,15 @@ public final class PipelineStats {
         }
     }
 
+    /**
+     * A sink write under way: the sink, since when (epoch millis), and the commit time (Unix micros) of the oldest
+     * streamed change of the batch, the oldest change not yet delivered (0 when the batch holds none).
+     */
+    public record Writing(String sink, long sinceMillis, long oldestCommitMicros) {
+    }
+
     private final AtomicLong eventsWritten = new AtomicLong();
+    private volatile Writing writing;
     private final AtomicLong batchesWritten = new AtomicLong();
     private final LongAdder spilledBytes = new LongAdder();
     private final AtomicReference<Lsn> durable = new AtomicReference<>(Lsn.ZERO);
@@ -87,6 +95,29 @@ public final class PipelineStats {
             lastLatencyMicros = Math.max(0, now * 1000 - newestCommit);
             listener.durable(streamed, lastLatencyMicros);
         }
+    }
+
+    void writing(Writing w) {
+        writing = w;
+    }
+
+    /** The sink write under way, or null between writes. */
+    public Writing writing() {
+        return writing;
+    }
+
+    /**
+     * How far behind the source delivery is at {@code nowMillis}, in milliseconds: the age of the oldest change of the
+     * write under way, so it grows while a destination is blocked, else the commit-to-durable latency of the newest
+     * durable change; -1 before any.
+     */
+    public long lagMillis(long nowMillis) {
+        long lag = lastCommitMicros == 0 ? -1 : lastLatencyMicros / 1000;
+        Writing w = writing;
+        if (w != null && w.oldestCommitMicros() > 0) {
+            lag = Math.max(lag, nowMillis - w.oldestCommitMicros() / 1000);
+        }
+        return lag;
     }
 
     void durable(Lsn lsn) {

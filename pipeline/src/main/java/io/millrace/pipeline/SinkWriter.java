@@ -43,6 +43,33 @@ final class SinkWriter {
     }
 
     void write(Batch batch) {
+        try {
+            writeToEach(batch);
+        } finally {
+            stats.writing(null);
+        }
+        stats.written(batch.events());
+        held.release(batch.heldBytes()); // INV: BOUNDED — the rows are durable: their room goes back
+        Lsn durable = checkpoints[0].flushLsn();
+        for (Checkpoint cp : checkpoints) {
+            durable = Lsn.min(durable, cp.flushLsn());
+        }
+        stats.durable(durable);
+        io.millrace.core.fault.Faults.hit("pipeline.before-durable"); // every sink wrote its checkpoint; the slot may not move yet
+        onDurable.accept(durable);
+        if (LOG.isTraceEnabled()) {
+            LOG.trace("batch of {} events durable; durable position {}", batch.events().size(), durable);
+        }
+    }
+
+    private void writeToEach(Batch batch) {
+        long oldestCommit = 0; // events are in commit order: the first streamed one is the oldest not yet delivered
+        for (ChangeEvent e : batch.events()) {
+            if (!e.snapshot()) {
+                oldestCommit = e.commitTimeMicros();
+                break;
+            }
+        }
         for (int i = 0; i < sinks.size(); i++) {
             Checkpoint cp = checkpoints[i];
             List<ChangeEvent> events = batch.events();
@@ -69,20 +96,9 @@ final class SinkWriter {
             if (events.isEmpty() && next.equals(cp)) {
                 continue;
             }
+            stats.writing(new PipelineStats.Writing(sinks.get(i).name(), System.currentTimeMillis(), oldestCommit)); // for status
             sinks.get(i).write(events, next); // durable on return
             checkpoints[i] = next;
-        }
-        stats.written(batch.events());
-        held.release(batch.heldBytes()); // INV: BOUNDED — the rows are durable: their room goes back
-        Lsn durable = checkpoints[0].flushLsn();
-        for (Checkpoint cp : checkpoints) {
-            durable = Lsn.min(durable, cp.flushLsn());
-        }
-        stats.durable(durable);
-        io.millrace.core.fault.Faults.hit("pipeline.before-durable"); // every sink wrote its checkpoint; the slot may not move yet
-        onDurable.accept(durable);
-        if (LOG.isTraceEnabled()) {
-            LOG.trace("batch of {} events durable; durable position {}", batch.events().size(), durable);
         }
     }
 }

@@ -20,7 +20,7 @@ public final class Catalog {
     private Catalog() {
     }
 
-    /** A table as the catalog describes it. */
+    /** A table as the catalog describes it; {@code estimatedRows} is -1 when PostgreSQL has no estimate. */
     public record TableInfo(TableRef ref, int oid, char relkind, char replicaIdentity, boolean hasPrimaryKey,
                             boolean canSelect, long estimatedRows, long pages) {
         public boolean partitioned() {
@@ -28,11 +28,26 @@ public final class Catalog {
         }
     }
 
+    /**
+     * The planner's row estimate of a relation with storage {@code r}, as an SQL expression: reltuples scaled to the
+     * relation's current size (as the planner does), 0 when it has no pages, -1 when unknown (never vacuumed or
+     * analysed: reltuples -1, or 0 before PostgreSQL 14, while the table has pages).
+     */
+    private static String estimate(String r) {
+        return "CASE WHEN pg_relation_size(" + r + ".oid) = 0 THEN 0 WHEN " + r + ".relpages > 0 AND " + r + ".reltuples >= 0"
+                + " THEN " + r + ".reltuples / " + r + ".relpages * (pg_relation_size(" + r + ".oid) / current_setting('block_size')::float8)"
+                + " ELSE -1 END";
+    }
+
     /** Looks a table up by schema and name (taken literally), or returns null when there is none. */
     public static TableInfo table(Connection c, TableRef ref) throws SQLException {
+        // A partitioned table holds no rows itself: its estimate is its partitions' (unknown when one is).
+        String rows = serverVersion(c) < 120000 ? estimate("c") : "CASE WHEN c.relkind = 'p' THEN (SELECT CASE WHEN bool_or(e < 0) THEN -1"
+                + " ELSE coalesce(sum(e), 0) END FROM (SELECT " + estimate("l") + " AS e FROM pg_partition_tree(c.oid) p"
+                + " JOIN pg_class l ON l.oid = p.relid WHERE p.isleaf AND l.relkind = 'r') leaves) ELSE " + estimate("c") + " END";
         String sql = "SELECT c.oid, c.relkind, c.relreplident,"
                 + " EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary),"
-                + " has_table_privilege(c.oid, 'SELECT'), greatest(c.reltuples, 0)::bigint, c.relpages"
+                + " has_table_privilege(c.oid, 'SELECT'), round(" + rows + ")::bigint, c.relpages"
                 + " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
                 + " WHERE n.nspname = ? AND c.relname = ? AND c.relkind IN ('r', 'p')";
         try (PreparedStatement ps = c.prepareStatement(sql)) {

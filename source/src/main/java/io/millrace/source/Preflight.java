@@ -131,7 +131,7 @@ public final class Preflight {
                 }
             }
         }
-        checkTables(c, tables);
+        checkTables(c, tables, version, pubExists ? Catalog.publicationTables(c, config.publication()) : List.of());
         List<TableRef> unpublished = checkPublication(c, pubExists, slotExists, tables);
         return new Report(List.copyOf(checks), version, tables, slotExists, pubExists, unpublished);
     }
@@ -236,7 +236,7 @@ public final class Preflight {
         }
     }
 
-    private void checkTables(Connection c, List<TableRef> tables) throws SQLException {
+    private void checkTables(Connection c, List<TableRef> tables, int version, List<TableRef> published) throws SQLException {
         for (TableRef t : tables) {
             Catalog.TableInfo info = Catalog.table(c, t);
             String name = "table " + t;
@@ -250,18 +250,100 @@ public final class Preflight {
                         "GRANT SELECT ON " + t.sql() + " TO " + Ident.quote(config.user()) + ";");
                 continue;
             }
-            if (info.replicaIdentity() == 'n') {
-                warn(name, "REPLICA IDENTITY NOTHING: updates and deletes of this table cannot be captured (the server rejects them)",
-                        "ALTER TABLE " + t.sql() + " REPLICA IDENTITY FULL;");
-            } else if (info.replicaIdentity() == 'd' && !info.hasPrimaryKey()) {
-                warn(name, "no primary key and REPLICA IDENTITY DEFAULT: the server rejects updates and deletes of this table once it is published",
-                        "add a primary key, or ALTER TABLE " + t.sql() + " REPLICA IDENTITY FULL;");
+            if (info.partitioned() && version < 130000) {
+                fail(name, Kind.SOURCE_SETUP, t.sql() + " is a partitioned table, which PostgreSQL publishes only from version 13 on",
+                        "list its partitions under source.tables instead (or upgrade to PostgreSQL 13+)");
+                continue;
+            }
+            Check identity = replicaIdentity(c, info, config.publication(), published);
+            if (identity != null) {
+                checks.add(identity);
             } else {
                 ok(name, "replica identity " + switch (info.replicaIdentity()) {
                     case 'f' -> "FULL";
                     case 'i' -> "USING INDEX";
                     default -> "DEFAULT (primary key)";
                 } + (info.partitioned() ? ", partitioned" : ""));
+            }
+        }
+    }
+
+    /**
+     * Refuses a table that PostgreSQL would stop updating once it is published: when a published table (or, for a
+     * partitioned table or one with inheritance children, a descendant that holds rows) has no replica identity — no
+     * primary key under REPLICA IDENTITY DEFAULT, NOTHING, or USING INDEX of a dropped index — every UPDATE and DELETE
+     * of it fails on the source ("cannot update table ... because it does not have a replica identity and publishes
+     * updates"). Millrace never puts the source's writes at risk, so such a table is a failure with the fix, found
+     * before the publication is created or altered; a partition does not take its root's replica identity, so each
+     * one is named. Returns null when the table is safe to publish. Any caller about to publish a table uses it.
+     *
+     * @param publication the publication (to say when it publishes the table already, and the source fails now)
+     * @param published   the tables that publication publishes now (empty when it does not exist)
+     */
+    public static Check replicaIdentity(Connection c, Catalog.TableInfo table, String publication, List<TableRef> published)
+            throws SQLException {
+        List<TableRef> lacking = new ArrayList<>();
+        String sql = "WITH RECURSIVE tree(oid) AS (SELECT ?::oid UNION SELECT i.inhrelid FROM pg_inherits i JOIN tree t ON i.inhparent = t.oid)"
+                + " SELECT n.nspname, c.relname FROM tree JOIN pg_class c ON c.oid = tree.oid JOIN pg_namespace n ON n.oid = c.relnamespace"
+                + " WHERE (c.oid = ?::oid OR c.relkind = 'r') AND NOT (c.relreplident = 'f'"
+                + " OR (c.relreplident = 'd' AND EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = c.oid AND x.indisprimary))"
+                + " OR (c.relreplident = 'i' AND EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = c.oid AND x.indisreplident)))"
+                + " ORDER BY c.oid <> ?::oid, 1, 2";
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setInt(1, table.oid());
+            ps.setInt(2, table.oid());
+            ps.setInt(3, table.oid());
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    lacking.add(new TableRef(rs.getString(1), rs.getString(2)));
+                }
+            }
+        }
+        if (lacking.isEmpty()) {
+            return null;
+        }
+        TableRef t = table.ref();
+        boolean tree = !lacking.equals(List.of(t)) || table.partitioned();
+        String what = tree
+                ? t.sql() + (table.partitioned() ? " is partitioned, and " : " has inheritance children, and ")
+                + lacking.stream().map(TableRef::sql).collect(Collectors.joining(", ")) + " lack" + (lacking.size() == 1 ? "s" : "")
+                + " a replica identity (no primary key and REPLICA IDENTITY DEFAULT or NOTHING; a partition does not take its root's)"
+                : "table " + t.sql() + (table.replicaIdentity() == 'n' ? " has REPLICA IDENTITY NOTHING"
+                : table.replicaIdentity() == 'i' ? " has REPLICA IDENTITY USING INDEX of an index that no longer exists"
+                : " has no primary key and REPLICA IDENTITY DEFAULT");
+        boolean already = published.contains(t) || lacking.stream().anyMatch(published::contains);
+        String detail = what + (already
+                ? ": publication '" + publication + "' already publishes it, so every UPDATE and DELETE of it fails on the source now"
+                : ": once published, every UPDATE and DELETE of it would fail on the source, so Millrace does not publish it")
+                + " (\"cannot update table ... because it does not have a replica identity and publishes updates\")";
+        String fix;
+        if (tree) {
+            fix = lacking.stream().map(x -> "ALTER TABLE " + x.sql() + " REPLICA IDENTITY FULL;").collect(Collectors.joining(" "))
+                    + (table.partitioned() ? " (a partition added later needs the same; a primary key on " + t.sql()
+                    + " gives every partition one)" : " (or give each a primary key)");
+        } else {
+            String index = identityIndex(c, table.oid());
+            fix = index != null
+                    ? "ALTER TABLE " + t.sql() + " REPLICA IDENTITY USING INDEX " + Ident.quote(index) + "; (or REPLICA IDENTITY FULL,"
+                    + " or add a primary key)"
+                    : "ALTER TABLE " + t.sql() + " REPLICA IDENTITY FULL; (or add a primary key, or REPLICA IDENTITY USING INDEX of a"
+                    + " unique index on NOT NULL columns)";
+            if (already) {
+                fix += "; or take it out: ALTER PUBLICATION " + Ident.quote(publication) + " DROP TABLE " + t.sql() + ";";
+            }
+        }
+        return new Check("table " + t, Status.FAIL, detail, fix, Kind.SOURCE_SETUP);
+    }
+
+    /** A unique index of the table that can be its replica identity (not partial, no expression, NOT NULL columns), or null. */
+    private static String identityIndex(Connection c, int relOid) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT ic.relname FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid"
+                + " WHERE i.indrelid = ? AND i.indisunique AND i.indimmediate AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL"
+                + " AND NOT EXISTS (SELECT 1 FROM unnest(i.indkey) k(attnum) JOIN pg_attribute a ON a.attrelid = i.indrelid"
+                + " AND a.attnum = k.attnum WHERE NOT a.attnotnull) ORDER BY i.indnatts, ic.relname LIMIT 1")) {
+            ps.setInt(1, relOid);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getString(1) : null;
             }
         }
     }
@@ -302,6 +384,33 @@ public final class Preflight {
         }
     }
 
+    /** The partitioned tables among {@code tables} whose partitions, not the root, {@code published} lists. */
+    private static List<TableRef> publishedThroughPartitions(Connection c, List<TableRef> tables, List<TableRef> published) throws SQLException {
+        List<TableRef> out = new ArrayList<>();
+        if (Catalog.serverVersion(c) < 130000) {
+            return out; // no publish_via_partition_root: a partitioned table fails its own check
+        }
+        for (TableRef t : tables) {
+            Catalog.TableInfo info = Catalog.table(c, t);
+            if (info == null || !info.partitioned() || published.contains(t)) {
+                continue;
+            }
+            try (PreparedStatement ps = c.prepareStatement("SELECT n.nspname, c.relname FROM pg_partition_tree(?::oid) p"
+                    + " JOIN pg_class c ON c.oid = p.relid JOIN pg_namespace n ON n.oid = c.relnamespace WHERE p.level > 0")) {
+                ps.setInt(1, info.oid());
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        if (published.contains(new TableRef(rs.getString(1), rs.getString(2)))) {
+                            out.add(t);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
     /** Returns the configured tables the existing publication lacks, when Millrace may add them (they are then copied online). */
     private List<TableRef> checkPublication(Connection c, boolean exists, boolean slotExists, List<TableRef> tables) throws SQLException {
         String pub = config.publication();
@@ -311,20 +420,30 @@ public final class Preflight {
                 if (missing != null) {
                     fail("publication", Kind.PERMISSION, "publication '" + pub + "' does not exist, and role '" + config.user()
                                     + "' cannot create it: that needs " + missing,
-                            "as a superuser or the tables' owner, run CREATE PUBLICATION " + Ident.quote(pub) + " FOR TABLE "
-                                    + tables.stream().map(TableRef::sql).collect(Collectors.joining(", ")) + ";");
+                            "as a superuser or the tables' owner, run " + SlotManager.createPublicationSql(pub, tables, Catalog.serverVersion(c)) + ";");
                 } else {
                     ok("publication", "'" + pub + "' will be created for " + tables.size() + " table(s)");
                 }
             } else if (!tables.isEmpty()) {
                 fail("publication", Kind.SOURCE_SETUP, "publication '" + pub + "' does not exist",
-                        "CREATE PUBLICATION " + Ident.quote(pub) + " FOR TABLE "
-                                + tables.stream().map(TableRef::sql).collect(Collectors.joining(", "))
-                                + "; or set source.create_publication: true");
+                        SlotManager.createPublicationSql(pub, tables, Catalog.serverVersion(c)) + "; or set source.create_publication: true");
             }
             return List.of();
         }
         List<TableRef> published = Catalog.publicationTables(c, pub);
+        List<TableRef> viaPartitions = publishedThroughPartitions(c, tables, published);
+        if (!viaPartitions.isEmpty()) {
+            // Without publish_via_partition_root the partitions' changes arrive as theirs, not the root's: ADD TABLE of the
+            // root cannot help (it is a member already), the publication's option must change.
+            List<TableRef> absent = tables.stream().filter(t -> !published.contains(t) && !viaPartitions.contains(t)).toList();
+            fail("publication", Kind.SOURCE_SETUP, "publication '" + pub + "' publishes the partitions of " + viaPartitions.stream()
+                            .map(TableRef::toString).collect(Collectors.joining(", ")) + " as tables of their own (publish_via_partition_root"
+                            + " is off), and Millrace captures a partitioned table through its root",
+                    "ALTER PUBLICATION " + Ident.quote(pub) + " SET (publish_via_partition_root = true);" + (absent.isEmpty() ? ""
+                            : " ALTER PUBLICATION " + Ident.quote(pub) + " ADD TABLE " + absent.stream().map(TableRef::sql)
+                            .collect(Collectors.joining(", ")) + ";"));
+            return List.of();
+        }
         List<TableRef> missing = tables.stream().filter(t -> !published.contains(t)).toList();
         if (!missing.isEmpty() && config.createPublication() && slotExists && publicationPrivilegesMissing(c, missing) == null) {
             // Tables added to the configuration of a pipeline that already streams: added to the publication, then

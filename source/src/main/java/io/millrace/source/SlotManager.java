@@ -126,13 +126,20 @@ public final class SlotManager {
         }
     }
 
+    /**
+     * The statement that creates {@code publication} for {@code tables} as Millrace needs it: on PostgreSQL 13+ with
+     * {@code publish_via_partition_root}, so a partitioned table's changes arrive as its own (its partitions are not
+     * captured apart). Preflight prints it as the fix when it may not run it itself.
+     */
+    public static String createPublicationSql(String publication, List<TableRef> tables, int serverVersion) {
+        return "CREATE PUBLICATION " + Ident.quote(publication) + " FOR TABLE " + tables.stream().map(TableRef::sql).collect(Collectors.joining(", "))
+                + (serverVersion >= 130000 ? " WITH (publish_via_partition_root = true)" : "");
+    }
+
     public void createPublication(Connection c, List<TableRef> tables) {
-        String sql = "CREATE PUBLICATION " + Ident.quote(config.publication()) + " FOR TABLE "
-                + tables.stream().map(TableRef::sql).collect(Collectors.joining(", "));
+        String sql = null;
         try {
-            if (Catalog.serverVersion(c) >= 130000) {
-                sql += " WITH (publish_via_partition_root = true)";
-            }
+            sql = createPublicationSql(config.publication(), tables, Catalog.serverVersion(c));
             try (Statement s = c.createStatement()) {
                 s.execute(sql);
             }

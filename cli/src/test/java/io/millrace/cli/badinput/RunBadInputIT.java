@@ -1,6 +1,6 @@
 package io.millrace.cli.badinput;
 
-import io.millrace.cli.Main;
+import io.millrace.cli.Cli.Run;
 import io.millrace.embedded.EmbeddedPg;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -8,8 +8,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
 import java.nio.file.Files;
@@ -18,6 +16,7 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
 
+import static io.millrace.cli.Cli.millrace;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -48,20 +47,6 @@ class RunBadInputIT {
         if (pg != null) {
             pg.close();
         }
-    }
-
-    /** The outcome of one command. */
-    record Run(int exitCode, String out, String err) {
-    }
-
-    private static Run millrace(String... args) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        int code;
-        try (PrintWriter o = new PrintWriter(out, true); PrintWriter e = new PrintWriter(err, true)) {
-            code = Main.execute(o, e, args);
-        }
-        return new Run(code, out.toString(), err.toString());
     }
 
     private Path config(String name, String sourceLines) throws IOException {
@@ -148,5 +133,52 @@ class RunBadInputIT {
         assertThat(r.exitCode()).isEqualTo(2);
         assertOneLineError(r, "table \"public\".\"missing\" does not exist in database 'src'", "source.tables");
         assertNothingWritten("notable");
+    }
+
+    @Test
+    void anHttpPortInUseExitsWith2NamingThePortAndTheKey() throws Exception {
+        try (ServerSocket taken = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            int port = taken.getLocalPort();
+            Path f = config("httpport", "  port: " + pg.port() + "\n  user: postgres\n");
+            Files.writeString(f, Files.readString(f) + "operations:\n  http_port: " + port + "\n");
+            Run r = millrace("run", f.toString());
+            assertThat(r.exitCode()).isEqualTo(2);
+            assertOneLineError(r, "operations.http_port", Integer.toString(port), "in use");
+            assertNothingWritten("httpport");
+        }
+    }
+
+    @Test
+    void preflightNeedsNoSecretItDoesNotUseButSaysThatRunDoes() throws Exception {
+        // The control token and a destination's password: preflight checks the source only. A variable no test sets.
+        String unset = "MILLRACE_TEST_UNSET_4711";
+        assertThat(System.getenv(unset)).isNull();
+        Path f = config("preflight_env", "  port: " + pg.port() + "\n  user: postgres\n");
+        Files.writeString(f, Files.readString(f).replace("    user: postgres\n", "    user: postgres\n    password_env: " + unset + "\n")
+                + "operations:\n  control_token_env: " + unset + "\n");
+        Run r = millrace("preflight", f.toString());
+        assertThat(r.exitCode()).as(r.out() + r.err()).isZero();
+        assertThat(r.out()).contains("ready").contains("operations.control_token_env").contains("destinations[0].password_env")
+                .contains(unset);
+        // run needs them: the same configuration is refused there, naming the key
+        Run run = millrace("run", f.toString());
+        assertThat(run.exitCode()).isEqualTo(2);
+        assertOneLineError(run, unset);
+        assertNothingWritten("preflight_env");
+    }
+
+    @Test
+    void aKeylessTableExitsWith6AndPreflightPrintsTheFix() throws Exception {
+        pg.execute("src", "CREATE TABLE public.keyless (a int, v text)");
+        Path f = config("keyless", "  port: " + pg.port() + "\n  user: postgres\n");
+        Files.writeString(f, Files.readString(f).replace("[public.items]", "[public.items, public.keyless]"));
+        Run pre = millrace("preflight", f.toString());
+        assertThat(pre.exitCode()).isEqualTo(6);
+        assertThat(pre.out()).contains("FAIL  table public.keyless").contains("no primary key and REPLICA IDENTITY DEFAULT")
+                .contains("fix: ALTER TABLE \"public\".\"keyless\" REPLICA IDENTITY FULL;");
+        Run run = millrace("run", f.toString());
+        assertThat(run.exitCode()).isEqualTo(6);
+        assertOneLineError(run, "\"public\".\"keyless\"", "Fix: ALTER TABLE \"public\".\"keyless\" REPLICA IDENTITY FULL;");
+        assertNothingWritten("keyless");
     }
 }

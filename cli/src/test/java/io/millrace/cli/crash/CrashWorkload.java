@@ -63,6 +63,7 @@ final class CrashWorkload implements Runnable {
                 "CREATE TABLE ledger (k bigint, amount int, memo text)",
                 "ALTER TABLE ledger REPLICA IDENTITY FULL",
                 "CREATE TABLE txlog (tx_id bigint, note text)",
+                "ALTER TABLE txlog REPLICA IDENTITY FULL", // no key: Millrace refuses it otherwise (the source's UPDATEs would fail)
                 "CREATE TABLE small (id int PRIMARY KEY, v text)",
                 // payload: 5% of rows, ~4 kB of md5 hex (barely compressible: stored out of line)
                 "INSERT INTO accounts SELECT g, 'owner ' || g, g * 10, CASE WHEN g % 20 = 0 THEN"

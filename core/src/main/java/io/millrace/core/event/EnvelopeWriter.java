@@ -37,8 +37,9 @@ import java.util.Properties;
  * }</pre>
  *
  * <p>Column values go through the column's codec ({@link io.millrace.core.types.TypeCodec#writeJson});
- * SQL NULL is JSON {@code null}; an unchanged TOASTed value is the string {@value #UNAVAILABLE_VALUE},
- * Debezium's default placeholder, never a made-up value.
+ * SQL NULL is JSON {@code null}; an unchanged TOASTed value takes the old image's value when the event has
+ * one (REPLICA IDENTITY FULL, or a key column), else it is the string {@value #UNAVAILABLE_VALUE}, Debezium's
+ * default placeholder, never a made-up value.
  *
  * <p>This is a hot path: it uses the streaming generator only (no tree, no per-event strings) and caches
  * the encoded column names per relation. Not thread-safe: each writer thread owns its own instance
@@ -125,9 +126,9 @@ public final class EnvelopeWriter {
             Names n = names(rel);
             gen.writeStartObject();
             gen.writeFieldName(BEFORE);
-            writeRow(gen, rel, n, e.before());
+            writeRow(gen, rel, n, e.before(), null);
             gen.writeFieldName(AFTER);
-            writeRow(gen, rel, n, e.after());
+            writeRow(gen, rel, n, e.after(), e.before());
 
             gen.writeFieldName(SOURCE);
             gen.writeStartObject();
@@ -245,17 +246,29 @@ public final class EnvelopeWriter {
         return out.toByteArray();
     }
 
-    private void writeRow(JsonGenerator gen, RelationInfo rel, Names n, Object[] row) throws IOException {
+    /**
+     * Writes a row image. An unchanged TOASTed value of {@code row} takes the value {@code old} holds for the column,
+     * as Debezium does: under REPLICA IDENTITY FULL the old image is whole (PostgreSQL logs it with its TOASTed values),
+     * and a key column is in the old key. Only where no old value was sent does the placeholder stay.
+     */
+    private void writeRow(JsonGenerator gen, RelationInfo rel, Names n, Object[] row, Object[] old) throws IOException {
         if (row == null) {
             gen.writeNull();
             return;
         }
         checkWidth(rel, row);
+        if (old != null) {
+            checkWidth(rel, old);
+        }
         gen.writeStartObject();
         SerializedString[] cols = n.columns;
         for (int i = 0; i < row.length; i++) {
+            Object v = row[i];
+            if (v == UnchangedToast.INSTANCE && old != null && old[i] != null && old[i] != UnchangedToast.INSTANCE) {
+                v = old[i];
+            }
             gen.writeFieldName(cols[i]);
-            writeColumn(gen, rel, i, row[i]);
+            writeColumn(gen, rel, i, v);
         }
         gen.writeEndObject();
     }

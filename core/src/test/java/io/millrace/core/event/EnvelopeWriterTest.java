@@ -164,6 +164,21 @@ class EnvelopeWriterTest {
     }
 
     @Test
+    void underReplicaIdentityFullAnUnchangedToastValueIsCopiedFromTheOldImageAsDebeziumDoes() throws IOException {
+        RelationInfo docs = relation("docs", 'f', col("id", 23, true), col("v", 23, false), col("body", 25, false),
+                col("note", 25, false));
+        Object[] before = row(docs, "1", "1", "a long body", null);
+        Object[] after = row(docs, "1", "2", null, null);
+        after[2] = UnchangedToast.INSTANCE;
+        JsonNode v = value(event(Op.UPDATE, docs, before, after));
+        assertThat(v.get("after").get("body").asText()).isEqualTo("a long body");
+        assertThat(v.get("after").get("v").asInt()).isEqualTo(2);
+        assertThat(v.get("after").get("note").isNull()).as("a NULL stays NULL").isTrue();
+        assertThat(v.get("before").get("body").asText()).isEqualTo("a long body");
+        assertThat(v.toString()).doesNotContain(EnvelopeWriter.UNAVAILABLE_VALUE);
+    }
+
+    @Test
     void unchangedToastedKeyColumnTakesTheOldImage() throws IOException {
         RelationInfo docs = relation("docs", 'd', col("slug", 25, true), col("body", 25, false));
         Object[] after = {UnchangedToast.INSTANCE, docs.codec(1).decodeText("new body")};

@@ -48,14 +48,45 @@ public final class ConfigLoader {
             "partitions", "replication_factor", "checkpoint_topic", "transactional_id", "producer"};
 
     private final Function<String, String> env;
+    /** Whether secrets the source does not need (control token, destination passwords) may stay unresolved. */
+    private final boolean sourceOnly;
+    private final List<String> deferred = new ArrayList<>();
 
     /** @param env environment lookup (System::getenv in production) */
     public ConfigLoader(Function<String, String> env) {
+        this(env, false);
+    }
+
+    private ConfigLoader(Function<String, String> env, boolean sourceOnly) {
         this.env = env;
+        this.sourceOnly = sourceOnly;
     }
 
     public static ConfigLoader fromSystem() {
         return new ConfigLoader(System::getenv);
+    }
+
+    /**
+     * For commands that talk to the source only ({@code preflight}, {@code status}): a control token or destination
+     * password that cannot be read (its variable unset, its file unreadable) is not an error but left empty, and
+     * its problem is listed in {@link #deferred()} — {@code run} refuses it. Every other check stays.
+     */
+    public ConfigLoader sourceOnly() {
+        return new ConfigLoader(env, true);
+    }
+
+    /** The problems {@link #sourceOnly()} let pass, each naming its key, in the order found. */
+    public List<String> deferred() {
+        return List.copyOf(deferred);
+    }
+
+    /** Throws {@code e}, or with {@link #sourceOnly()} records it and returns no secret. */
+    private Secret unresolved(MillraceException e, boolean deferrable) {
+        if (!deferrable || !sourceOnly) {
+            throw e;
+        }
+        deferred.add(e.getMessage());
+        return Secret.NONE;
     }
 
     public EngineConfig load(Path file) {
@@ -191,13 +222,18 @@ public final class ConfigLoader {
         int port = s.integer("port", 5432, 1, 65535);
         String database = s.requireString("database", "app");
         String user = s.requireString("user", "millrace");
-        Secret password = password(s, base);
+        Secret password = password(s, base, false);
         String slot = s.string("slot", "millrace");
         if (!slot.matches("[a-z0-9_]{1,63}")) {
             throw Node.error(s.key("slot"), "must be 1 to 63 lower-case letters, digits or underscores (a PostgreSQL slot name), got '" + slot + "'");
         }
         String publication = s.string("publication", "millrace");
         List<TableRef> tables = tableList(s, "tables");
+        if (tables.isEmpty() && s.has("tables")) {
+            // Absent, the key means "every table of the existing publication"; an empty list is never that.
+            throw Node.error(s.key("tables"), "is an empty list: name the tables to capture (e.g. tables: [public.orders] or"
+                    + " tables: ['public.*']), or remove " + s.key("tables") + " to capture the tables of the existing publication");
+        }
         List<TableRef> exclude = tableList(s, "exclude_tables");
         boolean create = s.bool("create_publication", true);
         SourceConfig.BinaryMode binary = s.choice("binary", SourceConfig.BinaryMode.AUTO, SourceConfig.BinaryMode.class);
@@ -256,8 +292,8 @@ public final class ConfigLoader {
         if (var != null) {
             String v = env.apply(var);
             if (v == null || v.isBlank()) {
-                throw Node.error(o.key("control_token_env"), "names the environment variable " + var + ", which is not set or empty;"
-                        + " export the token before starting");
+                return unresolved(Node.error(o.key("control_token_env"), "names the environment variable " + var + ", which is not set"
+                        + " or empty; export the token before starting"), true);
             }
             token = Secret.of(v.strip());
         } else if (file != null) {
@@ -265,7 +301,7 @@ public final class ConfigLoader {
             try {
                 token = Secret.of(Files.readString(f, StandardCharsets.UTF_8).strip());
             } catch (IOException e) {
-                throw Node.error(o.key("control_token_file"), "names " + f + ", which cannot be read: " + e.getMessage());
+                return unresolved(Node.error(o.key("control_token_file"), "names " + f + ", which cannot be read: " + e.getMessage()), true);
             }
         }
         if (!token.isEmpty() && token.reveal().length() < 16) {
@@ -275,7 +311,8 @@ public final class ConfigLoader {
         return token;
     }
 
-    private Secret password(Node n, Path base) {
+    /** A password from {@code password_env} or {@code password_file}; {@code deferrable}: see {@link #sourceOnly()}. */
+    private Secret password(Node n, Path base, boolean deferrable) {
         if (n.has("password")) {
             throw Node.error(n.key("password"), "is not allowed: a password must not be written in the configuration file."
                     + " Put it in an environment variable and name it in " + n.key("password_env")
@@ -289,11 +326,12 @@ public final class ConfigLoader {
         if (var != null) {
             String v = env.apply(var);
             if (v == null) {
-                throw Node.error(n.key("password_env"), "names the environment variable " + var + ", which is not set; export it before starting");
+                return unresolved(Node.error(n.key("password_env"), "names the environment variable " + var + ", which is not set;"
+                        + " export it before starting"), deferrable);
             }
             if (v.isEmpty()) {
-                throw Node.error(n.key("password_env"), "names the environment variable " + var + ", which is empty; export the password"
-                        + " in it, or remove " + n.key("password_env") + " if the server needs no password");
+                return unresolved(Node.error(n.key("password_env"), "names the environment variable " + var + ", which is empty;"
+                        + " export the password in it, or remove " + n.key("password_env") + " if the server needs no password"), deferrable);
             }
             return Secret.of(v);
         }
@@ -302,7 +340,7 @@ public final class ConfigLoader {
             try {
                 return Secret.of(Files.readString(f, StandardCharsets.UTF_8).strip());
             } catch (IOException e) {
-                throw Node.error(n.key("password_file"), "names " + f + ", which cannot be read: " + e.getMessage());
+                return unresolved(Node.error(n.key("password_file"), "names " + f + ", which cannot be read: " + e.getMessage()), deferrable);
             }
         }
         return Secret.NONE;
@@ -346,7 +384,7 @@ public final class ConfigLoader {
                             + d.key("password_env") + " (or a file in " + d.key("password_file") + ")");
                 }
                 String user = d.requireString("user", "millrace");
-                Secret pw = password(d, base);
+                Secret pw = password(d, base, true);
                 out = new EngineConfig.PostgresDestination(new PostgresSinkConfig(name, url, user, pw, d.string("schema", null),
                         d.string("state_schema", "millrace")));
             }

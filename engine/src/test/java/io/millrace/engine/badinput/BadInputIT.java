@@ -270,13 +270,13 @@ class BadInputIT {
             assertThat(e.kind()).isEqualTo(Kind.PERMISSION);
             assertThat(e.getMessage()).contains("publication 'no_pub_pub' does not exist, and role 'pw_role' cannot create it")
                     .contains("the CREATE privilege on database \"src\"").contains("ownership of \"public\".\"items\"")
-                    .contains("CREATE PUBLICATION \"no_pub_pub\" FOR TABLE \"public\".\"items\";");
+                    .contains("CREATE PUBLICATION \"no_pub_pub\" FOR TABLE \"public\".\"items\" WITH (publish_via_partition_root = true);");
             assertNoSecret(e, log, RIGHT_PW);
         }
         assertNothingWritten("no_pub");
 
         // The fix as the message gives it; then the same role, with its right password, starts.
-        pg.execute(SRC, "CREATE PUBLICATION no_pub_pub FOR TABLE public.items");
+        pg.execute(SRC, "CREATE PUBLICATION no_pub_pub FOR TABLE public.items WITH (publish_via_partition_root = true)");
         try (RunningEngine e = RunningEngine.start(yaml, dir, ENV)) {
             e.awaitStreaming(Duration.ofSeconds(60));
         }

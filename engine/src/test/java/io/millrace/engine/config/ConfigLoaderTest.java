@@ -231,6 +231,15 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void anEmptyTableListIsRefusedNotTakenAsEveryTableOfThePublication() {
+        // Absent, source.tables means "the tables of the existing publication"; an empty list is a mistake, never that.
+        assertThat(fail(SOURCE.replace("tables: [public.orders]", "tables: []") + FILES))
+                .contains("config: source.tables is an empty list").contains("tables: [public.orders]")
+                .contains("remove source.tables");
+        assertThat(parse(SOURCE.replace("  tables: [public.orders]\n", "") + FILES).source().tables()).isEmpty();
+    }
+
+    @Test
     void aBadSlotNameSaysWhatASlotNameIs() {
         assertThat(fail(SOURCE + "  slot: My-Slot\n" + FILES))
                 .contains("config: source.slot must be 1 to 63 lower-case letters, digits or underscores").contains("got 'My-Slot'");

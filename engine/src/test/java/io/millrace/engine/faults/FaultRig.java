@@ -62,6 +62,7 @@ final class FaultRig {
         try (Statement s = src.createStatement()) {
             s.execute("CREATE TABLE items (id bigint PRIMARY KEY, v text, n bigint)");
             s.execute("CREATE TABLE txlog (tx_id bigint NOT NULL, note text)");
+            s.execute("ALTER TABLE txlog REPLICA IDENTITY FULL"); // no key: Millrace refuses it otherwise (the source's UPDATEs would fail)
             s.execute("INSERT INTO items SELECT g, 'seed ' || g, g FROM generate_series(1, " + rows + ") g");
         }
     }

@@ -88,6 +88,54 @@ class KafkaEndToEndIT {
         assertThat(kafka.topics()).contains("millrace.checkpoints");
     }
 
+    /**
+     * A REPLICA IDENTITY FULL table with a TOASTed column an update leaves unchanged: PostgreSQL sends the whole old
+     * row, and the value goes into {@code after} as Debezium puts it (docs/EVENTS.md), in Kafka and in jsonl files —
+     * never the placeholder while {@code before} holds the value.
+     */
+    @Test
+    void anUnchangedToastValueOfAFullIdentityTableIsCopiedFromBeforeInKafkaAndJsonl(@TempDir Path dir) throws Exception {
+        pg.execute("kt", "CREATE TABLE public.docs (id int PRIMARY KEY, v int NOT NULL, body text)",
+                "ALTER TABLE public.docs REPLICA IDENTITY FULL",
+                "ALTER TABLE public.docs ALTER COLUMN body SET STORAGE EXTERNAL", // out of line, uncompressed: TOASTed for sure
+                "INSERT INTO public.docs VALUES (1, 0, repeat('toasted body ', 2000))");
+        String yaml = String.join("\n",
+                "name: kd",
+                "source: {host: 127.0.0.1, port: " + pg.port() + ", database: kt, user: postgres, slot: kd, publication: kd,",
+                "         tables: [public.docs]}",
+                "destinations:",
+                "  - {name: bus, type: kafka, bootstrap_servers: '" + kafka.bootstrapServers() + "'}",
+                "  - {name: files, type: jsonl, directory: '" + dir.resolve("events") + "'}",
+                "");
+        String body = "toasted body ".repeat(2000);
+        try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(90))) {
+            pg.execute("kt", "UPDATE public.docs SET v = 1 WHERE id = 1");
+            List<com.fasterxml.jackson.databind.JsonNode> jsonl = io.millrace.engine.e2e.E2e.awaitEvent(dir.resolve("events"),
+                    n -> "u".equals(n.path("op").asText()), "the update in the jsonl files", Duration.ofSeconds(60));
+            com.fasterxml.jackson.databind.JsonNode u = jsonl.stream().filter(n -> "u".equals(n.path("op").asText())).findFirst().orElseThrow();
+            assertThat(u.path("before").path("body").asText().equals(body)).as("jsonl before.body").isTrue();
+            assertThat(u.path("after").path("body").asText().equals(body)).as("jsonl after.body is the value, not "
+                    + io.millrace.engine.e2e.E2e.shorten(u.path("after").path("body").asText())).isTrue();
+            assertThat(u.path("after").path("v").asInt()).isEqualTo(1);
+
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            com.fasterxml.jackson.databind.JsonNode k = null;
+            while (k == null && System.nanoTime() < deadline) {
+                for (ConsumerRecord<String, String> r : kafka.readCommitted("kd.public.docs")) {
+                    com.fasterxml.jackson.databind.JsonNode n = r.value() == null ? null : io.millrace.engine.e2e.E2e.JSON.readTree(r.value());
+                    if (n != null && "u".equals(n.path("op").asText())) {
+                        k = n;
+                    }
+                }
+                Thread.sleep(200);
+            }
+            assertThat(k).as("the update in Kafka").isNotNull();
+            assertThat(k.path("before").path("body").asText().equals(body)).as("Kafka before.body").isTrue();
+            assertThat(k.path("after").path("body").asText().equals(body)).as("Kafka after.body is the value, not "
+                    + io.millrace.engine.e2e.E2e.shorten(k.path("after").path("body").asText())).isTrue();
+        }
+    }
+
     /** Polls until the state rebuilt from {@code topic} equals the source query's rows (key, then the columns). */
     private static void awaitEqual(String what, String sql, String topic, String... columns) throws Exception {
         Map<String, String> source = new TreeMap<>();

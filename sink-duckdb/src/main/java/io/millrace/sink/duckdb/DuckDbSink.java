@@ -75,12 +75,24 @@ public final class DuckDbSink implements Sink {
         if (!state.compareAndSet(State.NEW, State.OPEN)) {
             throw new IllegalStateException("Cannot open destination '" + config.name() + "': it is " + state.get());
         }
+        java.nio.file.Path file = config.file().toAbsolutePath();
+        String bad = java.nio.file.Files.isDirectory(file) ? file + " is a directory; name a database file in it (e.g. "
+                + file.resolve("mirror.duckdb") + ")"
+                : file.getParent() != null && !java.nio.file.Files.isDirectory(file.getParent()) ? "the directory " + file.getParent()
+                + " does not exist; create it (mkdir -p " + file.getParent() + ") or name a file in an existing directory" : null;
+        if (bad != null) {
+            // Bad input, not a lost connection: retrying cannot help (exit 2).
+            state.set(State.CLOSED);
+            throw new MillraceException(Kind.CONFIG, "config: destination '" + config.name() + "': file: " + bad);
+        }
         try {
-            conn = DriverManager.getConnection("jdbc:duckdb:" + config.file().toAbsolutePath());
+            conn = DriverManager.getConnection("jdbc:duckdb:" + file);
         } catch (SQLException e) {
             state.set(State.CLOSED);
+            // DuckDB lets one process hold the file: another one holding it is the case a retry may outlive.
+            boolean locked = String.valueOf(e.getMessage()).toLowerCase(java.util.Locale.ROOT).contains("lock");
             throw new MillraceException(Kind.CONNECTION, "destination '" + config.name() + "': cannot open DuckDB file "
-                    + config.file() + ": " + e.getMessage() + " (is another process holding it open?)", e);
+                    + config.file() + ": " + e.getMessage() + (locked ? " (is another process holding it open?)" : ""), e);
         }
         try {
             try (Statement s = conn.createStatement()) {
@@ -172,6 +184,71 @@ public final class DuckDbSink implements Sink {
         DuckTables targets = new DuckTables(conn, config.name(), config.schema());
         return io.millrace.core.sink.JdbcReset.plan(conn, config.name(), config.file().toString(), STATE_SCHEMA,
                 tables.stream().map(targets::targetOf).toList(), data, this::readCheckpoint);
+    }
+
+    /**
+     * Writes a consistent copy of the database — every table and the checkpoint, as of the last committed batch — to
+     * {@code target}, a new file that any process may then open (e.g. {@code duckdb -readonly}) while this sink keeps
+     * the original. The copy is one statement on a second connection to the same in-process database (MVCC: it reads
+     * one committed state and never blocks the writer), made under a temporary name and moved into place; an existing
+     * {@code target} is never replaced. Any thread; the sink must be open.
+     *
+     * @return the checkpoint the copy holds (what it is up to), or empty before the first batch
+     */
+    public Optional<Checkpoint> copyTo(java.nio.file.Path target) {
+        if (state.get() != State.OPEN) {
+            throw new MillraceException(Kind.CONFIG, "destination '" + config.name() + "' is not open: a copy can be made while it runs");
+        }
+        java.nio.file.Path to = target.toAbsolutePath();
+        if (java.nio.file.Files.exists(to)) {
+            throw new MillraceException(Kind.CONFIG, "destination '" + config.name() + "': " + to + " exists; name a new file for the copy");
+        }
+        if (to.getParent() == null || !java.nio.file.Files.isDirectory(to.getParent())) {
+            throw new MillraceException(Kind.CONFIG, "destination '" + config.name() + "': the directory of " + to + " does not exist");
+        }
+        java.nio.file.Path tmp = to.resolveSibling("." + to.getFileName() + ".millrace-" + java.util.UUID.randomUUID() + ".tmp");
+        try (Connection c = DriverManager.getConnection("jdbc:duckdb:" + config.file().toAbsolutePath()); Statement s = c.createStatement()) {
+            String db;
+            try (ResultSet rs = s.executeQuery("SELECT current_database()")) {
+                rs.next();
+                db = rs.getString(1);
+            }
+            String alias = "millrace_copy_" + Long.toHexString(System.nanoTime());
+            s.execute("ATTACH " + Ident.literal(tmp.toString()) + " AS " + Ident.quote(alias));
+            Optional<Checkpoint> at;
+            try {
+                c.setAutoCommit(false); // the copy and the checkpoint it reports: one snapshot of the database
+                s.execute("COPY FROM DATABASE " + Ident.quote(db) + " TO " + Ident.quote(alias));
+                try (PreparedStatement ps = c.prepareStatement("SELECT checkpoint FROM " + CHECKPOINTS + " WHERE destination = ?")) {
+                    ps.setString(1, config.name());
+                    try (ResultSet rs = ps.executeQuery()) {
+                        at = rs.next() ? Optional.of(CheckpointJson.read(rs.getString(1))) : Optional.empty();
+                    }
+                }
+                c.commit();
+                c.setAutoCommit(true);
+                s.execute("CHECKPOINT " + Ident.quote(alias));
+            } finally {
+                if (!c.getAutoCommit()) {
+                    c.rollback();
+                    c.setAutoCommit(true);
+                }
+                s.execute("DETACH " + Ident.quote(alias));
+            }
+            java.nio.file.Files.move(tmp, to); // a rename in the same directory; refuses a target made meanwhile
+            LOG.info("destination '{}': copied to {}{}", config.name(), to, at.map(cp -> " at " + cp.applied()).orElse(""));
+            return at;
+        } catch (SQLException | java.io.IOException e) {
+            throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': cannot copy " + config.file() + " to " + to + ": "
+                    + e.getMessage(), e);
+        } finally {
+            try {
+                java.nio.file.Files.deleteIfExists(tmp);
+                java.nio.file.Files.deleteIfExists(tmp.resolveSibling(tmp.getFileName() + ".wal"));
+            } catch (java.io.IOException e) {
+                LOG.warn("destination '{}': cannot remove {}: {}", config.name(), tmp, e.getMessage());
+            }
+        }
     }
 
     @Override

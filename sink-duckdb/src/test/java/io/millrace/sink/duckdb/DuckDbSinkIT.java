@@ -257,6 +257,78 @@ class DuckDbSinkIT {
         }
     }
 
+    /**
+     * No other process may open the file while the sink holds it (DuckDB's single-writer lock), so a copy is how it is
+     * queried: consistent (one committed state, with its checkpoint), made while batches keep coming, readable
+     * read-only by anyone, never over an existing file.
+     */
+    @Test
+    void aCopyMadeWhileBatchesArriveIsConsistentAndOpensReadOnly() throws Exception {
+        RelationInfo t = Ev.rel(300, "public.acct", 'd', "*id:23", "n:23");
+        try (DuckDbSink sink = open("d10")) {
+            List<ChangeEvent> seed = new ArrayList<>();
+            Ev ev0 = new Ev(10);
+            for (int i = 0; i < 1000; i++) {
+                seed.add(ev0.ins(t, i, 0));
+            }
+            sink.write(seed, Ev.cp("d10", 10));
+            // Each batch moves one unit from row 0 to row k: in every committed state the sum is 0.
+            java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+            java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
+            Thread writer = new Thread(() -> {
+                try {
+                    for (int b = 1; !stop.get(); b++) {
+                        Ev ev = new Ev(10 + b);
+                        sink.write(List.of(ev.upd(t, null, 0, -b), ev.upd(t, null, b % 999 + 1, 1 + (b - 1) / 999)), Ev.cp("d10", 10 + b));
+                    }
+                } catch (Throwable e) {
+                    failed.set(e);
+                }
+            });
+            writer.start();
+            Path copy = dir.resolve("copy.duckdb");
+            Optional<Checkpoint> at;
+            try {
+                Thread.sleep(200);
+                at = sink.copyTo(copy);
+            } finally {
+                stop.set(true);
+                writer.join();
+            }
+            assertTrue(failed.get() == null, String.valueOf(failed.get()));
+            assertTrue(at.isPresent());
+            java.util.Properties ro = new java.util.Properties();
+            ro.setProperty("duckdb.read_only", "true");
+            try (Connection c = DriverManager.getConnection("jdbc:duckdb:" + copy.toAbsolutePath(), ro); Statement s = c.createStatement();
+                 ResultSet rs = s.executeQuery("SELECT count(*), sum(n), (SELECT checkpoint FROM millrace.checkpoints) FROM public.acct")) {
+                rs.next();
+                assertEquals(1000, rs.getInt(1));
+                assertEquals(0, rs.getLong(2), "one committed state: every transfer whole");
+                assertEquals(at.get(), io.millrace.core.change.CheckpointJson.read(rs.getString(3)));
+            }
+            assertEquals(List.of("copy.duckdb"), java.nio.file.Files.list(dir).map(p -> p.getFileName().toString())
+                    .filter(n -> n.startsWith("copy") || n.startsWith(".copy")).toList(), "no temporary file left");
+            MillraceException again = assertThrows(MillraceException.class, () -> sink.copyTo(copy));
+            assertTrue(again.getMessage().contains("exists"), again.getMessage());
+        }
+    }
+
+    @Test
+    void aFileInAMissingDirectoryOrAFolderIsAConfigurationErrorNotARetriedConnection() throws Exception {
+        Path missing = dir.resolve("no-such-dir").resolve("mirror.duckdb");
+        MillraceException e = assertThrows(MillraceException.class, () -> new DuckDbSink(new DuckDbSinkConfig("m", missing, null)).open());
+        assertEquals(MillraceException.Kind.CONFIG, e.kind());
+        assertTrue(e.getMessage().contains("destination 'm'") && e.getMessage().contains(missing.getParent().toString())
+                && e.getMessage().contains("does not exist") && !e.getMessage().contains("another process"), e.getMessage());
+        assertFalse(java.nio.file.Files.exists(missing.getParent()), "nothing created");
+
+        java.nio.file.Files.createDirectories(dir.resolve("folder"));
+        e = assertThrows(MillraceException.class, () -> new DuckDbSink(new DuckDbSinkConfig("m", dir.resolve("folder"), null)).open());
+        assertEquals(MillraceException.Kind.CONFIG, e.kind());
+        assertTrue(e.getMessage().contains("is a directory") && e.getMessage().contains("file:")
+                && !e.getMessage().contains("another process"), e.getMessage());
+    }
+
     @Test
     void typesMapToDuckDbTypes() throws Exception {
         RelationInfo t = Ev.rel(109, "public.types", 'd', "*id:20", "s:21", "b:16", "f4:700", "f8:701", "byt:17", "u:2950",

@@ -1,0 +1,238 @@
+package io.millrace.engine.tables;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.schema.TableRef;
+import io.millrace.embedded.EmbeddedPg;
+import io.millrace.engine.Engine;
+import io.millrace.engine.RunningEngine;
+import io.millrace.engine.config.ConfigLoader;
+import io.millrace.engine.config.EngineConfig;
+import io.millrace.engine.e2e.E2e;
+import io.millrace.source.Preflight;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * Millrace never puts the source's writes at risk: a table without a replica identity (no primary key and
+ * REPLICA IDENTITY DEFAULT, or NOTHING) makes PostgreSQL reject every UPDATE and DELETE of it once it is
+ * published, so such a table is refused with the fix before anything is written to the source — named
+ * directly, matched by a pattern, a partition of a captured partitioned table, or already in a publication
+ * someone else made. Preflight prints fixes that, applied as printed, make it pass.
+ */
+class ReplicaIdentityIT {
+    private static final Pattern SQL = Pattern.compile("(?:CREATE|ALTER) (?:TABLE|PUBLICATION) [^;]+;");
+    private static EmbeddedPg pg;
+
+    @TempDir
+    Path dir;
+
+    @BeforeAll
+    static void start() {
+        E2e.init();
+        pg = EmbeddedPg.start();
+    }
+
+    @AfterAll
+    static void stop() {
+        if (pg != null) {
+            pg.close();
+        }
+    }
+
+    /** A fresh source database {@code db} (and {@code db_dst}) set up by {@code sql}. */
+    private static void database(String db, String... sql) {
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        pg.execute(db, sql);
+    }
+
+    private String yaml(String db, List<String> tables) {
+        return E2e.yaml(pg, db, db, tables, "auto", db + "_dst", dir.resolve(db + "-events"));
+    }
+
+    private MillraceException startFails(String yaml) throws InterruptedException {
+        RunningEngine e = RunningEngine.start(yaml, dir);
+        Throwable t = e.awaitEnd(Duration.ofSeconds(60));
+        assertThat(t).as("the engine should refuse to start").isInstanceOf(MillraceException.class);
+        assertThat(e.engine().state()).isEqualTo(Engine.State.FAILED);
+        return (MillraceException) t;
+    }
+
+    private static long count(String db, String sql) throws SQLException {
+        try (Connection c = pg.connect(db)) {
+            return E2e.queryLong(c, sql);
+        }
+    }
+
+    private static void assertNothingWrittenToTheSource(String db, String publication) throws SQLException {
+        assertThat(count(db, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '" + db + "'")).as("slot").isZero();
+        assertThat(count(db, "SELECT count(*) FROM pg_publication WHERE pubname = '" + publication + "'")).as("publication").isZero();
+    }
+
+    /** The SQL statements of a printed fix, in order. */
+    private static List<String> statements(String fix) {
+        List<String> out = new ArrayList<>();
+        Matcher m = SQL.matcher(fix);
+        while (m.find()) {
+            out.add(m.group());
+        }
+        assertThat(out).as("SQL in the fix: " + fix).isNotEmpty();
+        return out;
+    }
+
+    private static Preflight.Report preflight(String yaml, Path base, String db) throws SQLException {
+        EngineConfig cfg = new ConfigLoader(Map.<String, String>of()::get).parse(yaml, base);
+        try (Connection c = pg.connect(db)) {
+            return Preflight.run(cfg.source(), c);
+        }
+    }
+
+    private static void assertUpdatesAndDeletesWork(String db, String table) throws SQLException {
+        try (Connection c = pg.connect(db)) {
+            E2e.exec(c, "UPDATE " + table + " SET v = v || '!'", "DELETE FROM " + table + " WHERE v LIKE 'gone%'");
+        }
+    }
+
+    @Test
+    void aKeylessTableIsRefusedWithTheFixBeforeAnythingIsWrittenAndRunsOnceFixed() throws Exception {
+        database("ri_plain", "CREATE TABLE public.items (id int PRIMARY KEY, v text)", "CREATE TABLE public.loose (a int, v text)",
+                "INSERT INTO public.items VALUES (1, 'a')", "INSERT INTO public.loose VALUES (1, 'a'), (2, 'gone')");
+        String yaml = yaml("ri_plain", List.of("public.items", "public.loose"));
+        MillraceException e = startFails(yaml);
+        assertThat(e.kind()).isEqualTo(Kind.SOURCE_SETUP);
+        assertThat(e.kind().exitCode()).isEqualTo(6);
+        assertThat(e.getMessage()).contains("\"public\".\"loose\"").contains("no primary key").contains("cannot update")
+                .contains("ALTER TABLE \"public\".\"loose\" REPLICA IDENTITY FULL;");
+        assertNothingWrittenToTheSource("ri_plain", "ri_plain");
+        assertUpdatesAndDeletesWork("ri_plain", "public.loose");
+
+        Preflight.Report r = preflight(yaml, dir, "ri_plain");
+        assertThat(r.ok()).isFalse();
+        assertThat(r.render()).contains("FAIL  table public.loose").contains("fix: ALTER TABLE \"public\".\"loose\" REPLICA IDENTITY FULL;");
+
+        try (Connection c = pg.connect("ri_plain")) {
+            E2e.exec(c, statements(r.failures().get(0).fix()).get(0)); // the fix, as printed
+        }
+        assertThat(preflight(yaml, dir, "ri_plain").ok()).isTrue();
+        try (RunningEngine run = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(60));
+             Connection src = pg.connect("ri_plain"); Connection dst = pg.connect("ri_plain_dst")) {
+            assertUpdatesAndDeletesWork("ri_plain", "public.loose");
+            E2e.awaitSame(src, dst, E2e.refs(List.of("public.items", "public.loose")), Duration.ofSeconds(30));
+        }
+    }
+
+    @Test
+    void aKeylessTableMatchedByAPatternIsRefusedToo() throws Exception {
+        database("ri_pattern", "CREATE SCHEMA shop", "CREATE TABLE shop.orders (id int PRIMARY KEY, v text)",
+                "CREATE TABLE shop.audit (at timestamptz, v text)", "CREATE TABLE shop.notes (id int NOT NULL, v text)",
+                "CREATE TABLE shop.codes (code text NOT NULL, v text)", "CREATE UNIQUE INDEX codes_code ON shop.codes (code)");
+        MillraceException e = startFails(yaml("ri_pattern", List.of("'shop.*'")));
+        assertThat(e.kind()).isEqualTo(Kind.SOURCE_SETUP);
+        assertThat(e.getMessage()).contains("\"shop\".\"audit\"");
+        assertNothingWrittenToTheSource("ri_pattern", "ri_pattern");
+        Preflight.Report r = preflight(yaml("ri_pattern", List.of("'shop.*'")), dir, "ri_pattern");
+        assertThat(r.failures()).extracting(Preflight.Check::name).containsExactly("table shop.audit", "table shop.codes", "table shop.notes");
+        // a unique index on NOT NULL columns can be the replica identity: it is offered first
+        assertThat(r.failures().get(1).fix()).startsWith("ALTER TABLE \"shop\".\"codes\" REPLICA IDENTITY USING INDEX \"codes_code\";");
+        try (Connection c = pg.connect("ri_pattern")) {
+            for (Preflight.Check f : r.failures()) {
+                E2e.exec(c, statements(f.fix()).get(0));
+            }
+        }
+        assertThat(preflight(yaml("ri_pattern", List.of("'shop.*'")), dir, "ri_pattern").ok()).isTrue();
+    }
+
+    @Test
+    void everyPartitionOfAKeylessPartitionedTableNeedsItsOwnReplicaIdentity() throws Exception {
+        // REPLICA IDENTITY FULL on the root is not inherited: an UPDATE of a partition fails all the same once published.
+        database("ri_part", "CREATE TABLE public.m (id int, at date, v text) PARTITION BY RANGE (at)",
+                "ALTER TABLE public.m REPLICA IDENTITY FULL",
+                "CREATE TABLE public.m_2024 PARTITION OF public.m FOR VALUES FROM ('2024-01-01') TO ('2025-01-01')",
+                "CREATE TABLE public.m_2025 PARTITION OF public.m FOR VALUES FROM ('2025-01-01') TO ('2026-01-01')",
+                "ALTER TABLE public.m_2025 REPLICA IDENTITY FULL",
+                "CREATE TABLE public.m_2026 PARTITION OF public.m FOR VALUES FROM ('2026-01-01') TO ('2027-01-01')",
+                "INSERT INTO public.m VALUES (1, '2024-05-01', 'a'), (2, '2025-05-01', 'gone'), (3, '2026-05-01', 'c')");
+        String yaml = yaml("ri_part", List.of("public.m"));
+        MillraceException e = startFails(yaml);
+        assertThat(e.kind()).isEqualTo(Kind.SOURCE_SETUP);
+        assertThat(e.getMessage()).contains("\"public\".\"m_2024\"").contains("\"public\".\"m_2026\"").doesNotContain("\"m_2025\"");
+        assertNothingWrittenToTheSource("ri_part", "ri_part");
+
+        Preflight.Report r = preflight(yaml, dir, "ri_part");
+        List<String> fix = statements(r.failures().get(0).fix());
+        assertThat(fix).containsExactly("ALTER TABLE \"public\".\"m_2024\" REPLICA IDENTITY FULL;",
+                "ALTER TABLE \"public\".\"m_2026\" REPLICA IDENTITY FULL;");
+        try (Connection c = pg.connect("ri_part")) {
+            E2e.exec(c, fix.toArray(String[]::new));
+        }
+        assertThat(preflight(yaml, dir, "ri_part").ok()).isTrue();
+        try (RunningEngine run = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(60));
+             Connection src = pg.connect("ri_part"); Connection dst = pg.connect("ri_part_dst")) {
+            assertUpdatesAndDeletesWork("ri_part", "public.m");
+            E2e.awaitSame(src, dst, List.of(TableRef.parse("public.m")), Duration.ofSeconds(30));
+        }
+    }
+
+    @Test
+    void aPublicationSomeoneElseMadeThatAlreadyPublishesAKeylessTableIsRefusedAndLeftAsItIs() throws Exception {
+        database("ri_pub", "CREATE TABLE public.items (id int PRIMARY KEY, v text)", "CREATE TABLE public.loose (a int, v text)",
+                "INSERT INTO public.loose VALUES (1, 'a')", "CREATE PUBLICATION theirs FOR TABLE public.loose");
+        try (Connection c = pg.connect("ri_pub")) {
+            assertThatThrownBy(() -> E2e.exec(c, "UPDATE public.loose SET v = 'b'")).hasMessageContaining("does not have a replica identity");
+        }
+        String yaml = yaml("ri_pub", List.of("public.items", "public.loose")).replace("  publication: ri_pub", "  publication: theirs");
+        MillraceException e = startFails(yaml);
+        assertThat(e.kind()).isEqualTo(Kind.SOURCE_SETUP);
+        assertThat(e.getMessage()).contains("\"public\".\"loose\"").contains("publication 'theirs' already publishes it")
+                .contains("ALTER TABLE \"public\".\"loose\" REPLICA IDENTITY FULL;");
+        assertThat(count("ri_pub", "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'ri_pub'")).as("slot").isZero();
+        assertThat(count("ri_pub", "SELECT count(*) FROM pg_publication_tables WHERE pubname = 'theirs'")).as("publication unchanged").isEqualTo(1);
+    }
+
+    @Test
+    void thePrintedPublicationFixForAPartitionedTablePublishesItThroughItsRoot() throws Exception {
+        database("ri_root", "CREATE TABLE public.p (id int, at date, v text, PRIMARY KEY (id, at)) PARTITION BY RANGE (at)",
+                "CREATE TABLE public.p_2024 PARTITION OF public.p FOR VALUES FROM ('2024-01-01') TO ('2025-01-01')",
+                "CREATE TABLE public.p_2025 PARTITION OF public.p FOR VALUES FROM ('2025-01-01') TO ('2026-01-01')",
+                "INSERT INTO public.p VALUES (1, '2024-05-01', 'a'), (2, '2025-05-01', 'b')");
+        // No publication and create_publication: false — the fix is CREATE PUBLICATION; applied as printed, preflight passes.
+        String manual = yaml("ri_root", List.of("public.p")).replace("  publication: ri_root", "  publication: ri_root\n  create_publication: false");
+        Preflight.Report r = preflight(manual, dir, "ri_root");
+        assertThat(r.failures()).extracting(Preflight.Check::name).containsExactly("publication");
+        try (Connection c = pg.connect("ri_root")) {
+            E2e.exec(c, statements(r.failures().get(0).fix()).toArray(String[]::new));
+        }
+        assertThat(preflight(manual, dir, "ri_root").render()).doesNotContain("FAIL");
+
+        // A publication made without publish_via_partition_root publishes the partitions, not the root: the fix says so.
+        pg.execute("ri_root", "DROP PUBLICATION ri_root", "CREATE PUBLICATION ri_root FOR TABLE public.p");
+        r = preflight(manual, dir, "ri_root");
+        assertThat(r.failures()).extracting(Preflight.Check::name).containsExactly("publication");
+        assertThat(r.failures().get(0).fix()).contains("publish_via_partition_root = true");
+        try (Connection c = pg.connect("ri_root")) {
+            E2e.exec(c, statements(r.failures().get(0).fix()).toArray(String[]::new));
+        }
+        assertThat(preflight(manual, dir, "ri_root").render()).doesNotContain("FAIL");
+        try (RunningEngine run = RunningEngine.start(manual, dir).awaitStreaming(Duration.ofSeconds(60));
+             Connection src = pg.connect("ri_root"); Connection dst = pg.connect("ri_root_dst")) {
+            E2e.exec(src, "INSERT INTO public.p VALUES (3, '2025-06-01', 'c')", "UPDATE public.p SET v = 'a2' WHERE id = 1");
+            E2e.awaitSame(src, dst, List.of(TableRef.parse("public.p")), Duration.ofSeconds(30));
+        }
+    }
+}
