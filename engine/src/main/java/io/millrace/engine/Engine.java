@@ -79,6 +79,8 @@ public final class Engine {
     private volatile List<TableRef> captured = List.of();
     private volatile String lastError;
     private volatile SlotMonitor.Sample slotSample;
+    /** DDL that pgoutput does not announce (drops, new tables, renames); set at start. */
+    private volatile SourceWatch watch;
     /** Snapshot progress per table, for the status page: [rows copied, rows estimated, done 0/1]. */
     private final Map<TableRef, long[]> snapshotProgress = new ConcurrentHashMap<>();
 
@@ -243,13 +245,15 @@ public final class Engine {
                     Catalog.TableInfo info = Catalog.table(meta, t);
                     tables.add(new SnapshotRunner.Table(Catalog.relation(meta, t, types), info.partitioned(), info.estimatedRows()));
                 }
+                watch = new SourceWatch(src, tables.stream().map(SnapshotRunner.Table::relation).toList());
+                watch.loadColumns(meta);
             } catch (SQLException e) {
                 throw PgErrors.translate("reading the source catalog", e);
             }
             boolean binary = binary(src, report.serverVersion(), tables);
             // INV: IDENTITY — one engine per pipeline, from before any destination is opened until all are closed.
             lock = PipelineLock.acquire(conns);
-            monitor = SlotMonitor.start(conns, src.slot(), config.operations(), sample -> slotSample = sample);
+            monitor = SlotMonitor.start(conns, src.slot(), config.operations(), sample -> slotSample = sample, watch::tick);
 
             for (EngineConfig.Destination d : config.destinations()) {
                 if (d instanceof EngineConfig.PostgresDestination p) {
@@ -284,6 +288,7 @@ public final class Engine {
                                 + " Point this pipeline at an empty destination, or remove that destination's checkpoint to start over.");
                     }
                 }
+                tablesAtStart(conns, found);
                 long withCheckpoint = found.stream().filter(Optional::isPresent).count();
                 boolean interrupted = found.stream().anyMatch(c -> c.isPresent() && c.get().snapshot().state() == SnapshotProgress.State.RUNNING);
                 // A crash while the first checkpoints are written one destination after the other leaves some with a
@@ -601,52 +606,54 @@ public final class Engine {
      * A captured table changed shape while streaming. When the source rewrote existing rows without change
      * events — a column added with a default (its value appears in the old rows), a column retyped (its
      * values converted, perhaps by a USING expression) — the destinations cannot follow from the stream
-     * alone, so the table is copied again online. Renames and drops need no copy. Assembler thread; the
-     * task is recorded with the batch after the change (INV: RESUME).
+     * alone, so the table is copied again online. Renames and drops need no copy; but a Relation message has no
+     * attribute numbers, so where the catalog's do not confirm how the destinations read a rename (or a drop and an
+     * add) the table is copied again too. Assembler thread; the task is recorded with the batch after the change
+     * (INV: RESUME).
      */
     private void onShapeChange(PgConnections conns, RelationInfo before, RelationInfo after) {
+        watch.renamed(before, after);
         if (config.online().signalTable() != null && after.table().equals(config.online().signalTable())) {
             return;
         }
-        List<String> retyped = new ArrayList<>();
-        List<String> added = new ArrayList<>();
-        for (int i = 0; i < after.columnCount(); i++) {
-            io.millrace.core.schema.ColumnInfo c = after.column(i);
-            io.millrace.core.schema.ColumnInfo old = before.columns().stream().filter(x -> x.name().equals(c.name())).findFirst().orElse(null);
-            if (old != null) {
-                if (old.type().oid() != c.type().oid()) {
-                    retyped.add(c.name());
-                }
-                continue;
-            }
-            String was = i < before.columnCount() ? before.column(i).name() : null;
-            boolean renamed = was != null && before.column(i).type().oid() == c.type().oid()
-                    && after.columns().stream().noneMatch(x -> x.name().equals(was));
-            if (!renamed) {
-                added.add(c.name());
-            }
-        }
+        io.millrace.core.schema.ShapeChange change = io.millrace.core.schema.ShapeChange.between(before, after);
+        List<String> retyped = change.retyped();
+        List<String> added = change.added().stream().map(io.millrace.core.schema.ColumnInfo::name).toList();
+        boolean misread;
         List<String> filled = new ArrayList<>();
-        if (!added.isEmpty()) {
-            try (Connection c = conns.open(); java.sql.PreparedStatement ps = c.prepareStatement("SELECT a.attname FROM pg_attribute a"
-                    + " WHERE a.attrelid = ? AND a.attname = ANY (?) AND (a.atthasmissing OR a.attgenerated <> ''"
-                    + " OR EXISTS (SELECT 1 FROM pg_attrdef d WHERE d.adrelid = a.attrelid AND d.adnum = a.attnum))")) {
-                ps.setInt(1, after.oid());
-                ps.setArray(2, c.createArrayOf("text", added.toArray()));
-                try (java.sql.ResultSet rs = ps.executeQuery()) {
-                    while (rs.next()) {
-                        filled.add(rs.getString(1));
+        try (Connection c = conns.open()) {
+            misread = watch.misread(c, before, after, change); // a column renamed, or dropped and another added in its place?
+            if (!added.isEmpty()) {
+                try (java.sql.PreparedStatement ps = c.prepareStatement("SELECT a.attname FROM pg_attribute a"
+                        + " WHERE a.attrelid = ? AND a.attname = ANY (?) AND (a.atthasmissing OR a.attgenerated <> ''"
+                        + " OR EXISTS (SELECT 1 FROM pg_attrdef d WHERE d.adrelid = a.attrelid AND d.adnum = a.attnum))")) {
+                    ps.setInt(1, after.oid());
+                    ps.setArray(2, c.createArrayOf("text", added.toArray()));
+                    try (java.sql.ResultSet rs = ps.executeQuery()) {
+                        while (rs.next()) {
+                            filled.add(rs.getString(1));
+                        }
                     }
                 }
-            } catch (SQLException e) {
-                throw PgErrors.translate("reading the new columns of " + after.table(), e);
             }
+        } catch (SQLException e) {
+            throw PgErrors.translate("reading the columns of " + after.table(), e);
         }
-        if (retyped.isEmpty() && filled.isEmpty()) {
+        if (retyped.isEmpty() && filled.isEmpty() && !misread) {
             return;
         }
-        String why = (filled.isEmpty() ? "" : "column(s) " + filled + " added with a value for existing rows")
-                + (filled.isEmpty() || retyped.isEmpty() ? "" : " and ") + (retyped.isEmpty() ? "" : "column(s) " + retyped + " retyped");
+        List<String> reasons = new ArrayList<>();
+        if (!filled.isEmpty()) {
+            reasons.add("column(s) " + filled + " added with a value for existing rows");
+        }
+        if (!retyped.isEmpty()) {
+            reasons.add("column(s) " + retyped + " retyped");
+        }
+        if (misread) {
+            reasons.add(change.describe() + " as the stream shows it, which the catalog's attribute numbers do not confirm:"
+                    + " a column renamed, or dropped and another added in its place");
+        }
+        String why = String.join(" and ", reasons);
         if (online == null) {
             LOG.warn("{} changed without change events ({}): online snapshots need PostgreSQL 14+, so the destinations keep the old"
                     + " values of existing rows until they change; re-copy the table with a fresh pipeline", after.table(), why);
@@ -691,6 +698,15 @@ public final class Engine {
     /** The online snapshotter, or null before streaming. */
     public io.millrace.snapshot.online.OnlineSnapshotter onlineSnapshotter() {
         return online;
+    }
+
+    /** Logs the tables the destinations hold that were dropped or renamed in the source while Millrace was stopped. */
+    private void tablesAtStart(PgConnections conns, List<Optional<Checkpoint>> found) {
+        try (Connection c = conns.open()) {
+            watch.atStart(c, found.stream().flatMap(Optional::stream).map(Checkpoint::tables).toList());
+        } catch (SQLException | RuntimeException e) {
+            LOG.warn("could not compare the tables the destinations hold with the source catalog: {}", e.getMessage());
+        }
     }
 
     private static String describe(List<Sink> sinks, List<Optional<Checkpoint>> found) {
