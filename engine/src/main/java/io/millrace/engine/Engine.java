@@ -321,7 +321,7 @@ public final class Engine {
                             List<io.millrace.core.change.OnlineTask> tasks = new ArrayList<>(cp.online());
                             for (TableRef t : report.unpublished()) {
                                 if (tasks.stream().noneMatch(x -> x.table().equals(t.toString()))) {
-                                    tasks.add(io.millrace.core.change.OnlineTask.whole(t.toString(), null));
+                                    tasks.add(io.millrace.core.change.OnlineTask.whole(relation(tables, t)));
                                 }
                             }
                             Checkpoint next = cp.withOnline(tasks);
@@ -496,7 +496,7 @@ public final class Engine {
                 left, cp);
         for (int i = 0; i < sinks.size(); i++) {
             Checkpoint next = cps.get(i).withSnapshot(new SnapshotProgress(SnapshotProgress.State.DONE, cp, List.copyOf(done)))
-                    .withOnline(left.stream().map(t -> io.millrace.core.change.OnlineTask.whole(t.toString(), null)).toList());
+                    .withOnline(left.stream().map(t -> io.millrace.core.change.OnlineTask.whole(relation(tables, t))).toList());
             sinks.get(i).write(List.of(), next); // the writer has not started: this thread owns the sinks
             found.set(i, Optional.of(next));
         }
@@ -521,19 +521,7 @@ public final class Engine {
             return;
         }
         io.millrace.snapshot.online.OnlineSnapshotter o = new io.millrace.snapshot.online.OnlineSnapshotter(conns, p.watermarks(),
-                table -> {
-                    try (Connection c = conns.open()) {
-                        Catalog.TableInfo info = Catalog.table(c, table);
-                        if (info == null) {
-                            throw new MillraceException(Kind.CONFIG, "table " + table.sql() + " does not exist in the source database");
-                        }
-                        RelationInfo r = Catalog.relation(c, table, types);
-                        return new io.millrace.snapshot.online.OnlineSnapshotter.Target(r, Catalog.keyColumns(c, info.oid()),
-                                info.partitioned());
-                    } catch (SQLException e) {
-                        throw PgErrors.translate("reading table " + table, e);
-                    }
-                }, config.online(), snapshotListener, p.failure()::report);
+                new OnlineCatalog(conns, types), config.online(), snapshotListener, p.failure()::report);
         online = o;
         o.start(resumed);
     }
@@ -698,6 +686,10 @@ public final class Engine {
     /** The online snapshotter, or null before streaming. */
     public io.millrace.snapshot.online.OnlineSnapshotter onlineSnapshotter() {
         return online;
+    }
+
+    private static RelationInfo relation(List<SnapshotRunner.Table> tables, TableRef t) {
+        return tables.stream().map(SnapshotRunner.Table::relation).filter(r -> r.table().equals(t)).findFirst().orElseThrow();
     }
 
     /** Logs the tables the destinations hold that were dropped or renamed in the source while Millrace was stopped. */

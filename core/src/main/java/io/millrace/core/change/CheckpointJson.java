@@ -48,6 +48,9 @@ public final class CheckpointJson {
                     task.put("filter", t.filter());
                 }
                 task.put("rows_done", t.rowsDone());
+                if (t.oid() != 0) {
+                    task.put("oid", Integer.toUnsignedLong(t.oid()));
+                }
                 ArrayNode ranges = task.putArray("remaining");
                 for (OnlineTask.KeyRange r : t.remaining()) {
                     ObjectNode range = ranges.addObject();
@@ -107,7 +110,7 @@ public final class CheckpointJson {
                     ranges.add(new OnlineTask.KeyRange(key(r.get("lo")), key(r.get("hi"))));
                 }
                 online.add(new OnlineTask(t.required("table").asText(), t.hasNonNull("filter") ? t.get("filter").asText() : null,
-                        ranges, t.path("rows_done").asLong()));
+                        ranges, t.path("rows_done").asLong(), (int) t.path("oid").asLong()));
             }
             java.util.SortedMap<Integer, TableRef> tables = new java.util.TreeMap<>();
             for (JsonNode t : root.path("tables")) {

@@ -52,10 +52,13 @@ public final class OnlineSnapshotter implements AutoCloseable {
     public record Target(RelationInfo relation, List<String> keyColumns, boolean partitioned) {
     }
 
-    /** Resolves a table from the source catalog; throws a MillraceException naming the problem. */
-    @FunctionalInterface
+    /** The source catalog. */
     public interface Catalog {
+        /** Resolves a table; throws a MillraceException naming the problem. */
         Target resolve(TableRef table);
+
+        /** The current name of the table of {@code oid}, or null when it no longer exists (a rename keeps the oid). */
+        TableRef nameOf(int oid);
     }
 
     /**
@@ -216,7 +219,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
         }
 
         OnlineTask progress() {
-            return new OnlineTask(table.toString(), filter, chunker.remaining(), rows.get());
+            return new OnlineTask(table.toString(), filter, chunker.remaining(), rows.get(), target.relation().oid());
         }
     }
 
@@ -263,7 +266,32 @@ public final class OnlineSnapshotter implements AutoCloseable {
     public void start(List<OnlineTask> resumed) {
         for (OnlineTask t : resumed) {
             TableRef ref = TableRef.parse(t.table());
-            add(new Task(ref, t.filter(), catalog.resolve(ref), t.remaining(), t.rowsDone()), true);
+            if (t.oid() != 0) {
+                TableRef now = catalog.nameOf(t.oid());
+                if (now == null) {
+                    LOG.warn("online snapshot of {} not resumed: the table was dropped in the source", ref);
+                    watermarks.markDirty(); // recorded as dropped with the next batch
+                    continue;
+                }
+                if (!now.equals(ref)) {
+                    LOG.info("online snapshot of {} goes on as {}: the table was renamed in the source", ref, now);
+                    ref = now;
+                }
+            }
+            Target target;
+            try {
+                target = catalog.resolve(ref);
+            } catch (MillraceException e) {
+                if (e.kind() != Kind.CONFIG) {
+                    throw e;
+                }
+                // a task of an earlier version (no oid) of a table renamed or dropped since: it cannot be followed
+                LOG.warn("online snapshot of {} not resumed: {}. If the table was renamed, copy it again under its new name:"
+                        + " millrace snapshot CONFIG --table <new name>", ref, e.getMessage());
+                watermarks.markDirty();
+                continue;
+            }
+            add(new Task(ref, t.filter(), target, t.remaining(), t.rowsDone()), true);
         }
         for (int i = 0; i < Math.max(1, options.readers()); i++) {
             Thread t = new Thread(this::readLoop, "millrace-online-" + i);
@@ -544,6 +572,26 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 || state.startsWith("P0") || state.startsWith("0A");
         if (!own) {
             return false;
+        }
+        // undefined_table, undefined_column: the table (or a column) renamed or dropped while it was being copied?
+        if (("42P01".equals(state) || "42703".equals(state)) && !t.reread && t.target.relation().oid() != 0) {
+            TableRef now = catalog.nameOf(t.target.relation().oid());
+            if (now == null) {
+                if (tasks.remove(t)) {
+                    watermarks.markDirty();
+                    LOG.warn("online snapshot of {} stopped: the table was dropped in the source", t.table);
+                }
+                return true;
+            }
+            Target target = catalog.resolve(now);
+            if ((!now.equals(t.table) || !target.relation().columns().equals(t.target.relation().columns())
+                    || !target.keyColumns().equals(t.target.keyColumns())) && tasks.remove(t)) {
+                // INV: COVER — the copy goes on in the new shape from every range not landed (in-flight chunks included)
+                LOG.info("online snapshot of {} goes on{}: the table changed in the source while it was copied", t.table,
+                        now.equals(t.table) ? "" : " as " + now);
+                add(new Task(now, t.filter, target, t.chunker.remaining(), t.rows.get()), false);
+                return true;
+            }
         }
         if (tasks.remove(t)) {
             watermarks.markDirty(); // recorded as dropped with the next batch
