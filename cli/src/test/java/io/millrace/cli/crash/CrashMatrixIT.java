@@ -317,17 +317,7 @@ class CrashMatrixIT {
     /** Replaying the jsonl files by table oid gives every DDL table of the source. */
     private static void assertDdlTablesReplayed(JsonlReplay replay, Connection src) throws Exception {
         for (Map.Entry<Long, io.millrace.core.schema.TableRef> t : ddlTables(src).entrySet()) {
-            Map<List<String>, Integer> expected = new java.util.HashMap<>();
-            try (Statement s = src.createStatement(); ResultSet rs = s.executeQuery("SELECT * FROM " + t.getValue().sql())) {
-                int n = rs.getMetaData().getColumnCount();
-                while (rs.next()) {
-                    List<String> row = new ArrayList<>(n);
-                    for (int i = 1; i <= n; i++) {
-                        row.add(rs.getString(i));
-                    }
-                    expected.merge(row, 1, Integer::sum);
-                }
-            }
+            Map<List<String>, Integer> expected = CrashIT.rows(src, t.getValue());
             assertThat(replay.tableOfOid(t.getKey())).as("replaying the jsonl files by table oid gives %s", t.getValue()).isEqualTo(expected);
         }
     }
