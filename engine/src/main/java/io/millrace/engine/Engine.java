@@ -227,23 +227,35 @@ public final class Engine {
             List<SnapshotRunner.Table> tables = new ArrayList<>();
             Preflight.Report report;
             try (Connection meta = conns.open()) {
-                report = Preflight.run(src, meta);
-                for (Preflight.Check c : report.checks()) {
-                    if (c.status() == Preflight.Status.WARN) {
-                        LOG.warn("preflight: {} — {}{}", c.name(), c.detail(), c.fix() == null ? "" : " (fix: " + c.fix() + ")");
+                for (int attempt = 1; ; attempt++) {
+                    report = Preflight.run(src, meta);
+                    for (Preflight.Check c : report.checks()) {
+                        if (c.status() == Preflight.Status.WARN) {
+                            LOG.warn("preflight: {} — {}{}", c.name(), c.detail(), c.fix() == null ? "" : " (fix: " + c.fix() + ")");
+                        }
                     }
-                }
-                report.throwIfFailed();
-                types.load(meta);
-                TableRef signalTable = config.online().signalTable();
-                if (signalTable != null && Catalog.table(meta, signalTable) == null) {
-                    throw new MillraceException(Kind.CONFIG, "config: snapshot.signal_table names " + signalTable + ", which does not exist."
-                            + " Create it: CREATE TABLE " + signalTable.sql() + " (id text PRIMARY KEY, type text NOT NULL, data text);"
-                            + " or remove snapshot.signal_table");
-                }
-                for (TableRef t : report.tables()) {
-                    Catalog.TableInfo info = Catalog.table(meta, t);
-                    tables.add(new SnapshotRunner.Table(Catalog.relation(meta, t, types), info.partitioned(), info.estimatedRows()));
+                    if (attempt < 3 && !report.ok() && report.failures().stream().allMatch(f -> f.kind() == Kind.CONFIG
+                            && f.name().startsWith("table ") && src.tables().stream().noneMatch(x -> f.name().equals("table " + x)))) {
+                        LOG.info("a table source.tables matches was renamed or dropped while Millrace started: checking the source again");
+                        continue; // listed by a pattern, gone a moment later
+                    }
+                    report.throwIfFailed();
+                    types.load(meta);
+                    TableRef signalTable = config.online().signalTable();
+                    if (signalTable != null && Catalog.table(meta, signalTable) == null) {
+                        throw new MillraceException(Kind.CONFIG, "config: snapshot.signal_table names " + signalTable + ", which does not exist."
+                                + " Create it: CREATE TABLE " + signalTable.sql() + " (id text PRIMARY KEY, type text NOT NULL, data text);"
+                                + " or remove snapshot.signal_table");
+                    }
+                    tables.clear();
+                    TableRef gone = readTables(meta, report.tables(), types, tables);
+                    if (gone == null) {
+                        break;
+                    }
+                    if (attempt == 3) {
+                        throw new MillraceException(Kind.CONFIG, "table " + gone.sql() + " does not exist in the source database");
+                    }
+                    LOG.info("table {} was renamed or dropped while Millrace started: checking the source again", gone);
                 }
                 watch = new SourceWatch(src, tables.stream().map(SnapshotRunner.Table::relation).toList());
                 watch.loadColumns(meta);
@@ -332,9 +344,8 @@ public final class Engine {
                         }
                     }
                     try (Connection c = conns.open()) {
-                        slots.addToPublication(c, report.unpublished());
+                        publish(c, slots, report.unpublished().stream().map(t -> relation(tables, t)).toList());
                     }
-                    LOG.info("added {} to publication '{}'", report.unpublished(), src.publication());
                 }
                 captured = report.tables();
                 if (signal != null && report.publicationExists()) {
@@ -686,6 +697,49 @@ public final class Engine {
     /** The online snapshotter, or null before streaming. */
     public io.millrace.snapshot.online.OnlineSnapshotter onlineSnapshotter() {
         return online;
+    }
+
+    /**
+     * Adds tables to the publication by their current names: a table renamed since the catalog was read keeps its oid,
+     * and is added under its new name (its copy, recorded with the oid, follows); one dropped meanwhile is left out.
+     */
+    private void publish(Connection c, SlotManager slots, List<RelationInfo> rels) throws SQLException {
+        for (int attempt = 1; ; attempt++) {
+            Map<Integer, TableRef> now = Catalog.tablesByOid(c, rels.stream().map(RelationInfo::oid).toList());
+            List<TableRef> names = rels.stream().map(r -> now.get(r.oid())).filter(java.util.Objects::nonNull).toList();
+            try {
+                if (!names.isEmpty()) {
+                    slots.addToPublication(c, names);
+                }
+                LOG.info("added {} to publication '{}'", names, config.source().publication());
+                return;
+            } catch (MillraceException e) {
+                if (attempt == 3 || !(e.getCause() instanceof SQLException q) || !"42P01".equals(q.getSQLState())) {
+                    throw e;
+                }
+                // renamed or dropped between the look-up and ALTER PUBLICATION: look again
+            }
+        }
+    }
+
+    /** Reads the shape of each of {@code names} into {@code out}; returns one that no longer exists (DDL meanwhile), or null. */
+    private static TableRef readTables(Connection meta, List<TableRef> names, CatalogTypeResolver types, List<SnapshotRunner.Table> out)
+            throws SQLException {
+        for (TableRef t : names) {
+            Catalog.TableInfo info = Catalog.table(meta, t);
+            if (info == null) {
+                return t;
+            }
+            try {
+                out.add(new SnapshotRunner.Table(Catalog.relation(meta, t, types), info.partitioned(), info.estimatedRows()));
+            } catch (MillraceException e) {
+                if (e.kind() != Kind.CONFIG) {
+                    throw e;
+                }
+                return t; // gone between the two look-ups
+            }
+        }
+        return null;
     }
 
     private static RelationInfo relation(List<SnapshotRunner.Table> tables, TableRef t) {

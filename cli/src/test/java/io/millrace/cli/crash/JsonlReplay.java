@@ -112,6 +112,8 @@ final class JsonlReplay {
     private final Set<String> streamTruncated = new HashSet<>();
     /** Per table: changes that found no row before any streamed {@code t} of it (excused if one follows). */
     private final Map<String, List<String>> awaitingTruncate = new HashMap<>();
+    /** Followed tables: changes that found no row and no copy followed, by table (see {@link #unexcused}). */
+    private final Map<String, List<String>> unexcused = new HashMap<>();
 
     JsonlReplay(Map<String, TableShape> shapes) {
         this(shapes, t -> false);
@@ -339,7 +341,13 @@ final class JsonlReplay {
         if (runNext >= 0) {
             anomaly("the files end inside a repeat run, at " + order.get(runNext - 1) + " before " + lastStreamed);
         }
-        awaitingTruncate.forEach((t, l) -> l.forEach(w -> anomaly(t + ": " + w + " (and no TRUNCATE of it follows)")));
+        awaitingTruncate.forEach((t, l) -> {
+            if (t.startsWith("oid ")) {
+                unexcused.put(t, l); // a followed table: an anomaly only if it still exists (its copy may have stopped at a drop)
+            } else {
+                l.forEach(w -> anomaly(t + ": " + w + " (and no TRUNCATE of it follows)"));
+            }
+        });
         awaitingTruncate.clear();
     }
 
@@ -367,6 +375,14 @@ final class JsonlReplay {
         List<String> out = new ArrayList<>();
         image.elements().forEachRemaining(v -> out.add(v.isNull() ? null : v.asText()));
         return out;
+    }
+
+    /**
+     * Changes of the followed table of {@code oid} that found no row, with no online copy of it after them: none may be
+     * left for a table that exists at the end (one dropped during its copy has them).
+     */
+    List<String> unexcused(long oid) {
+        return unexcused.getOrDefault(byOid(oid), List.of());
     }
 
     /** The replayed rows of the followed table of {@code oid} (see the class comment). */
