@@ -178,6 +178,12 @@ final class DuckTables {
                 addColumn(target, c);
             }
         }
+        Set<String> extra = new LinkedHashSet<>(existing.keySet());
+        rel.columns().forEach(c -> extra.remove(c.name()));
+        if (!extra.isEmpty()) {
+            LOG.warn("destination '{}': table {} has columns the source {} lacks, left as they are: {}", destination, target,
+                    rel.table(), extra);
+        }
     }
 
     /** Follows a shape change between the last relation applied ({@code old}) and {@code rel}, keeping every value. */

@@ -583,13 +583,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 }
                 return true;
             }
-            Target target = catalog.resolve(now);
-            if ((!now.equals(t.table) || !target.relation().columns().equals(t.target.relation().columns())
-                    || !target.keyColumns().equals(t.target.keyColumns())) && tasks.remove(t)) {
-                // INV: COVER — the copy goes on in the new shape from every range not landed (in-flight chunks included)
-                LOG.info("online snapshot of {} goes on{}: the table changed in the source while it was copied", t.table,
-                        now.equals(t.table) ? "" : " as " + now);
-                add(new Task(now, t.filter, target, t.chunker.remaining(), t.rows.get()), false);
+            if (reshape(t, now)) {
                 return true;
             }
         }
@@ -599,6 +593,42 @@ public final class OnlineSnapshotter implements AutoCloseable {
                     + " for the copy again", t.table, t.filter == null ? "" : " where " + t.filter, e.getMessage(), state);
         }
         return true;
+    }
+
+    /**
+     * The table of {@code t} (now named {@code now}) changed while it was copied: the copy goes on in its new shape, from
+     * every range not landed (INV: COVER — in-flight and given-back chunks included). False when nothing changed.
+     */
+    private boolean reshape(Task t, TableRef now) {
+        Target target = catalog.resolve(now);
+        if ((!now.equals(t.table) || !target.relation().columns().equals(t.target.relation().columns())
+                || !target.keyColumns().equals(t.target.keyColumns())) && tasks.remove(t)) {
+            LOG.info("online snapshot of {} goes on{}: the table changed in the source while it was copied", t.table,
+                    now.equals(t.table) ? "" : " as " + now);
+            add(new Task(now, t.filter, target, t.chunker.remaining(), t.rows.get()), false);
+            return true;
+        }
+        return false;
+    }
+
+    /** Whether the table's columns (names, types, modifiers, in order) are still those the task reads. */
+    private static boolean sameColumns(Connection c, Task task) throws SQLException {
+        List<io.millrace.core.schema.ColumnInfo> cols = task.target.relation().columns();
+        try (PreparedStatement ps = c.prepareStatement("SELECT attname, atttypid::int8, atttypmod FROM pg_attribute WHERE attrelid = ?::oid"
+                + " AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum")) {
+            ps.setLong(1, Integer.toUnsignedLong(task.target.relation().oid()));
+            try (ResultSet rs = ps.executeQuery()) {
+                int i = 0;
+                while (rs.next()) {
+                    if (i >= cols.size() || !cols.get(i).name().equals(rs.getString(1)) || cols.get(i).type() == null
+                            || Integer.toUnsignedLong(cols.get(i).type().oid()) != rs.getLong(2) || cols.get(i).typeMod() != rs.getInt(3)) {
+                        return false;
+                    }
+                    i++;
+                }
+                return i == cols.size();
+            }
+        }
     }
 
     private void readLoop() {
@@ -668,6 +698,8 @@ public final class OnlineSnapshotter implements AutoCloseable {
         c.setAutoCommit(false);
         try (Statement s = c.createStatement()) {
             s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
+            // Locked before the snapshot is taken: DDL committed before is in it, later DDL waits for the chunk's end.
+            s.execute("LOCK TABLE " + task.from() + " IN ACCESS SHARE MODE");
             try (ResultSet rs = s.executeQuery("SELECT ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(pg_current_snapshot()) x),"
                     + " pg_snapshot_xmax(pg_current_snapshot())::text::bigint")) {
                 rs.next(); // the transaction's snapshot is taken here: the chunk is read in it
@@ -678,6 +710,17 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 for (int i = 0; i < xs.length; i++) {
                     inProgress[i] = xs[i];
                 }
+            }
+            if (task.target.relation().oid() != 0 && !sameColumns(c, task)) {
+                // The table changed shape since the task resolved it: this chunk is not read in the old shape.
+                c.rollback();
+                task.chunker.giveBack(chunk);
+                watermarks.abandon(window);
+                TableRef now = catalog.nameOf(task.target.relation().oid());
+                if (now != null) {
+                    reshape(task, now);
+                }
+                return;
             }
             bytes = copy(c, task, chunk, rows);
             c.commit();
