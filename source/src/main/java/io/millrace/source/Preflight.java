@@ -351,7 +351,10 @@ public final class Preflight {
         if (!missing.isEmpty()) {
             fail("publication", Kind.SOURCE_SETUP, "publication '" + pub + "' does not publish " + missing.stream().map(TableRef::toString)
                             .collect(Collectors.joining(", ")),
-                    "ALTER PUBLICATION " + Ident.quote(pub) + " ADD TABLE " + missing.stream().map(TableRef::sql).collect(Collectors.joining(", ")) + ";");
+                    "ALTER PUBLICATION " + Ident.quote(pub) + " ADD TABLE " + missing.stream().map(TableRef::sql).collect(Collectors.joining(", ")) + ";"
+                            + (slotExists ? " (as the tables' owner or a superuser: Millrace adds tables itself only where it may), then,"
+                            + " once Millrace streams, copy each: millrace snapshot CONFIG --table " + missing.get(0)
+                            + " (a table added to the publication by hand is streamed from then on, not copied)" : ""));
         } else {
             ok("publication", "'" + pub + "' publishes " + published.size() + " table(s)");
         }
