@@ -78,6 +78,8 @@ public final class Engine {
     private volatile List<Sink> opened = List.of();
     private volatile String lastError;
     private volatile SlotMonitor.Sample slotSample;
+    /** DDL that pgoutput does not announce (drops, new tables, renames); set at start. */
+    private volatile SourceWatch watch;
     /** Snapshot progress per table, for the status page: [rows copied, rows estimated, done 0/1]. */
     private final Map<TableRef, long[]> snapshotProgress = new ConcurrentHashMap<>();
 
@@ -227,37 +229,51 @@ public final class Engine {
             List<SnapshotRunner.Table> tables = new ArrayList<>();
             Preflight.Report report;
             try (Connection meta = conns.open()) {
-                report = Preflight.run(src, meta);
-                for (Preflight.Check c : report.checks()) {
-                    if (c.status() == Preflight.Status.WARN) {
-                        LOG.warn("preflight: {} — {}{}", c.name(), c.detail(), c.fix() == null ? "" : " (fix: " + c.fix() + ")");
+                for (int attempt = 1; ; attempt++) {
+                    report = Preflight.run(src, meta);
+                    for (Preflight.Check c : report.checks()) {
+                        if (c.status() == Preflight.Status.WARN) {
+                            LOG.warn("preflight: {} — {}{}", c.name(), c.detail(), c.fix() == null ? "" : " (fix: " + c.fix() + ")");
+                        }
                     }
+                    if (attempt < 3 && !report.ok() && report.failures().stream().allMatch(f -> f.kind() == Kind.CONFIG
+                            && f.name().startsWith("table ") && src.tables().stream().noneMatch(x -> f.name().equals("table " + x)))) {
+                        LOG.info("a table source.tables matches was renamed or dropped while Millrace started: checking the source again");
+                        continue; // listed by a pattern, gone a moment later
+                    }
+                    report.throwIfFailed();
+                    types.load(meta);
+                    TableRef signalTable = config.online().signalTable();
+                    if (signalTable != null && Catalog.table(meta, signalTable) == null) {
+                        throw new MillraceException(Kind.CONFIG, "config: snapshot.signal_table names " + signalTable + ", which does not exist."
+                                + " Create it: CREATE TABLE " + signalTable.sql() + " (id text PRIMARY KEY, type text NOT NULL, data text);"
+                                + " or remove snapshot.signal_table");
+                    }
+                    Preflight.Check signalIdentity = signalTable == null ? null
+                            : Preflight.replicaIdentity(meta, Catalog.table(meta, signalTable), src.publication(), List.of());
+                    if (signalIdentity != null) { // it joins the publication: never at the cost of the source's writes
+                        throw new MillraceException(signalIdentity.kind(), "snapshot.signal_table: " + signalIdentity.detail()
+                                + ". Fix: " + signalIdentity.fix());
+                    }
+                    tables.clear();
+                    TableRef gone = readTables(meta, report.tables(), types, tables);
+                    if (gone == null) {
+                        break;
+                    }
+                    if (attempt == 3) {
+                        throw new MillraceException(Kind.CONFIG, "table " + gone.sql() + " does not exist in the source database");
+                    }
+                    LOG.info("table {} was renamed or dropped while Millrace started: checking the source again", gone);
                 }
-                report.throwIfFailed();
-                types.load(meta);
-                TableRef signalTable = config.online().signalTable();
-                if (signalTable != null && Catalog.table(meta, signalTable) == null) {
-                    throw new MillraceException(Kind.CONFIG, "config: snapshot.signal_table names " + signalTable + ", which does not exist."
-                            + " Create it: CREATE TABLE " + signalTable.sql() + " (id text PRIMARY KEY, type text NOT NULL, data text);"
-                            + " or remove snapshot.signal_table");
-                }
-                Preflight.Check signalIdentity = signalTable == null ? null
-                        : Preflight.replicaIdentity(meta, Catalog.table(meta, signalTable), src.publication(), List.of());
-                if (signalIdentity != null) { // it joins the publication: never at the cost of the source's writes
-                    throw new MillraceException(signalIdentity.kind(), "snapshot.signal_table: " + signalIdentity.detail() + ". Fix: "
-                            + signalIdentity.fix());
-                }
-                for (TableRef t : report.tables()) {
-                    Catalog.TableInfo info = Catalog.table(meta, t);
-                    tables.add(new SnapshotRunner.Table(Catalog.relation(meta, t, types), info.partitioned(), info.estimatedRows()));
-                }
+                watch = new SourceWatch(src, tables.stream().map(SnapshotRunner.Table::relation).toList());
+                watch.loadColumns(meta);
             } catch (SQLException e) {
                 throw PgErrors.translate("reading the source catalog", e);
             }
             boolean binary = binary(src, report.serverVersion(), tables);
             // INV: IDENTITY — one engine per pipeline, from before any destination is opened until all are closed.
             lock = PipelineLock.acquire(conns);
-            monitor = SlotMonitor.start(conns, src.slot(), config.operations(), sample -> slotSample = sample);
+            monitor = SlotMonitor.start(conns, src.slot(), config.operations(), sample -> slotSample = sample, watch::tick);
 
             sinks.addAll(Destinations.of(config));
             List<Optional<Checkpoint>> found = new ArrayList<>();
@@ -281,6 +297,7 @@ public final class Engine {
                                 + " Point this pipeline at an empty destination, or remove that destination's checkpoint to start over.");
                     }
                 }
+                tablesAtStart(conns, found);
                 long withCheckpoint = found.stream().filter(Optional::isPresent).count();
                 boolean interrupted = found.stream().anyMatch(c -> c.isPresent() && c.get().snapshot().state() == SnapshotProgress.State.RUNNING);
                 // A crash while the first checkpoints are written one destination after the other leaves some with a
@@ -313,7 +330,7 @@ public final class Engine {
                             List<io.millrace.core.change.OnlineTask> tasks = new ArrayList<>(cp.online());
                             for (TableRef t : report.unpublished()) {
                                 if (tasks.stream().noneMatch(x -> x.table().equals(t.toString()))) {
-                                    tasks.add(io.millrace.core.change.OnlineTask.whole(t.toString(), null));
+                                    tasks.add(io.millrace.core.change.OnlineTask.whole(relation(tables, t)));
                                 }
                             }
                             Checkpoint next = cp.withOnline(tasks);
@@ -324,9 +341,8 @@ public final class Engine {
                         }
                     }
                     try (Connection c = conns.open()) {
-                        slots.addToPublication(c, report.unpublished());
+                        publish(c, slots, report.unpublished().stream().map(t -> relation(tables, t)).toList());
                     }
-                    LOG.info("added {} to publication '{}'", report.unpublished(), src.publication());
                 }
                 captured = report.tables();
                 if (signal != null && report.publicationExists()) {
@@ -488,7 +504,7 @@ public final class Engine {
                 left, cp);
         for (int i = 0; i < sinks.size(); i++) {
             Checkpoint next = cps.get(i).withSnapshot(new SnapshotProgress(SnapshotProgress.State.DONE, cp, List.copyOf(done)))
-                    .withOnline(left.stream().map(t -> io.millrace.core.change.OnlineTask.whole(t.toString(), null)).toList());
+                    .withOnline(left.stream().map(t -> io.millrace.core.change.OnlineTask.whole(relation(tables, t))).toList());
             sinks.get(i).write(List.of(), next); // the writer has not started: this thread owns the sinks
             found.set(i, Optional.of(next));
         }
@@ -513,19 +529,7 @@ public final class Engine {
             return;
         }
         io.millrace.snapshot.online.OnlineSnapshotter o = new io.millrace.snapshot.online.OnlineSnapshotter(conns, p.watermarks(),
-                table -> {
-                    try (Connection c = conns.open()) {
-                        Catalog.TableInfo info = Catalog.table(c, table);
-                        if (info == null) {
-                            throw new MillraceException(Kind.CONFIG, "table " + table.sql() + " does not exist in the source database");
-                        }
-                        RelationInfo r = Catalog.relation(c, table, types);
-                        return new io.millrace.snapshot.online.OnlineSnapshotter.Target(r, Catalog.keyColumns(c, info.oid()),
-                                info.partitioned());
-                    } catch (SQLException e) {
-                        throw PgErrors.translate("reading table " + table, e);
-                    }
-                }, config.online(), snapshotListener, p.failure()::report);
+                new OnlineCatalog(conns, types), config.online(), snapshotListener, p.failure()::report);
         online = o;
         o.start(resumed);
     }
@@ -598,52 +602,54 @@ public final class Engine {
      * A captured table changed shape while streaming. When the source rewrote existing rows without change
      * events — a column added with a default (its value appears in the old rows), a column retyped (its
      * values converted, perhaps by a USING expression) — the destinations cannot follow from the stream
-     * alone, so the table is copied again online. Renames and drops need no copy. Assembler thread; the
-     * task is recorded with the batch after the change (INV: RESUME).
+     * alone, so the table is copied again online. Renames and drops need no copy; but a Relation message has no
+     * attribute numbers, so where the catalog's do not confirm how the destinations read a rename (or a drop and an
+     * add) the table is copied again too. Assembler thread; the task is recorded with the batch after the change
+     * (INV: RESUME).
      */
     private void onShapeChange(PgConnections conns, RelationInfo before, RelationInfo after) {
+        watch.renamed(before, after);
         if (config.online().signalTable() != null && after.table().equals(config.online().signalTable())) {
             return;
         }
-        List<String> retyped = new ArrayList<>();
-        List<String> added = new ArrayList<>();
-        for (int i = 0; i < after.columnCount(); i++) {
-            io.millrace.core.schema.ColumnInfo c = after.column(i);
-            io.millrace.core.schema.ColumnInfo old = before.columns().stream().filter(x -> x.name().equals(c.name())).findFirst().orElse(null);
-            if (old != null) {
-                if (old.type().oid() != c.type().oid()) {
-                    retyped.add(c.name());
-                }
-                continue;
-            }
-            String was = i < before.columnCount() ? before.column(i).name() : null;
-            boolean renamed = was != null && before.column(i).type().oid() == c.type().oid()
-                    && after.columns().stream().noneMatch(x -> x.name().equals(was));
-            if (!renamed) {
-                added.add(c.name());
-            }
-        }
+        io.millrace.core.schema.ShapeChange change = io.millrace.core.schema.ShapeChange.between(before, after);
+        List<String> retyped = change.retyped();
+        List<String> added = change.added().stream().map(io.millrace.core.schema.ColumnInfo::name).toList();
+        boolean misread;
         List<String> filled = new ArrayList<>();
-        if (!added.isEmpty()) {
-            try (Connection c = conns.open(); java.sql.PreparedStatement ps = c.prepareStatement("SELECT a.attname FROM pg_attribute a"
-                    + " WHERE a.attrelid = ? AND a.attname = ANY (?) AND (a.atthasmissing OR a.attgenerated <> ''"
-                    + " OR EXISTS (SELECT 1 FROM pg_attrdef d WHERE d.adrelid = a.attrelid AND d.adnum = a.attnum))")) {
-                ps.setInt(1, after.oid());
-                ps.setArray(2, c.createArrayOf("text", added.toArray()));
-                try (java.sql.ResultSet rs = ps.executeQuery()) {
-                    while (rs.next()) {
-                        filled.add(rs.getString(1));
+        try (Connection c = conns.open()) {
+            misread = watch.misread(c, before, after, change); // a column renamed, or dropped and another added in its place?
+            if (!added.isEmpty()) {
+                try (java.sql.PreparedStatement ps = c.prepareStatement("SELECT a.attname FROM pg_attribute a"
+                        + " WHERE a.attrelid = ? AND a.attname = ANY (?) AND (a.atthasmissing OR a.attgenerated <> ''"
+                        + " OR EXISTS (SELECT 1 FROM pg_attrdef d WHERE d.adrelid = a.attrelid AND d.adnum = a.attnum))")) {
+                    ps.setInt(1, after.oid());
+                    ps.setArray(2, c.createArrayOf("text", added.toArray()));
+                    try (java.sql.ResultSet rs = ps.executeQuery()) {
+                        while (rs.next()) {
+                            filled.add(rs.getString(1));
+                        }
                     }
                 }
-            } catch (SQLException e) {
-                throw PgErrors.translate("reading the new columns of " + after.table(), e);
             }
+        } catch (SQLException e) {
+            throw PgErrors.translate("reading the columns of " + after.table(), e);
         }
-        if (retyped.isEmpty() && filled.isEmpty()) {
+        if (retyped.isEmpty() && filled.isEmpty() && !misread) {
             return;
         }
-        String why = (filled.isEmpty() ? "" : "column(s) " + filled + " added with a value for existing rows")
-                + (filled.isEmpty() || retyped.isEmpty() ? "" : " and ") + (retyped.isEmpty() ? "" : "column(s) " + retyped + " retyped");
+        List<String> reasons = new ArrayList<>();
+        if (!filled.isEmpty()) {
+            reasons.add("column(s) " + filled + " added with a value for existing rows");
+        }
+        if (!retyped.isEmpty()) {
+            reasons.add("column(s) " + retyped + " retyped");
+        }
+        if (misread) {
+            reasons.add(change.describe() + " as the stream shows it, which the catalog's attribute numbers do not confirm:"
+                    + " a column renamed, or dropped and another added in its place");
+        }
+        String why = String.join(" and ", reasons);
         if (online == null) {
             LOG.warn("{} changed without change events ({}): online snapshots need PostgreSQL 14+, so the destinations keep the old"
                     + " values of existing rows until they change; re-copy the table with a fresh pipeline", after.table(), why);
@@ -707,6 +713,62 @@ public final class Engine {
     /** The online snapshotter, or null before streaming. */
     public io.millrace.snapshot.online.OnlineSnapshotter onlineSnapshotter() {
         return online;
+    }
+
+    /**
+     * Adds tables to the publication by their current names: a table renamed since the catalog was read keeps its oid,
+     * and is added under its new name (its copy, recorded with the oid, follows); one dropped meanwhile is left out.
+     */
+    private void publish(Connection c, SlotManager slots, List<RelationInfo> rels) throws SQLException {
+        for (int attempt = 1; ; attempt++) {
+            Map<Integer, TableRef> now = Catalog.tablesByOid(c, rels.stream().map(RelationInfo::oid).toList());
+            List<TableRef> names = rels.stream().map(r -> now.get(r.oid())).filter(java.util.Objects::nonNull).toList();
+            try {
+                if (!names.isEmpty()) {
+                    slots.addToPublication(c, names);
+                }
+                LOG.info("added {} to publication '{}'", names, config.source().publication());
+                return;
+            } catch (MillraceException e) {
+                if (attempt == 3 || !(e.getCause() instanceof SQLException q) || !"42P01".equals(q.getSQLState())) {
+                    throw e;
+                }
+                // renamed or dropped between the look-up and ALTER PUBLICATION: look again
+            }
+        }
+    }
+
+    /** Reads the shape of each of {@code names} into {@code out}; returns one that no longer exists (DDL meanwhile), or null. */
+    private static TableRef readTables(Connection meta, List<TableRef> names, CatalogTypeResolver types, List<SnapshotRunner.Table> out)
+            throws SQLException {
+        for (TableRef t : names) {
+            Catalog.TableInfo info = Catalog.table(meta, t);
+            if (info == null) {
+                return t;
+            }
+            try {
+                out.add(new SnapshotRunner.Table(Catalog.relation(meta, t, types), info.partitioned(), info.estimatedRows()));
+            } catch (MillraceException e) {
+                if (e.kind() != Kind.CONFIG) {
+                    throw e;
+                }
+                return t; // gone between the two look-ups
+            }
+        }
+        return null;
+    }
+
+    private static RelationInfo relation(List<SnapshotRunner.Table> tables, TableRef t) {
+        return tables.stream().map(SnapshotRunner.Table::relation).filter(r -> r.table().equals(t)).findFirst().orElseThrow();
+    }
+
+    /** Logs the tables the destinations hold that were dropped or renamed in the source while Millrace was stopped. */
+    private void tablesAtStart(PgConnections conns, List<Optional<Checkpoint>> found) {
+        try (Connection c = conns.open()) {
+            watch.atStart(c, found.stream().flatMap(Optional::stream).map(Checkpoint::tables).toList());
+        } catch (SQLException | RuntimeException e) {
+            LOG.warn("could not compare the tables the destinations hold with the source catalog: {}", e.getMessage());
+        }
     }
 
     private static String describe(List<Sink> sinks, List<Optional<Checkpoint>> found) {

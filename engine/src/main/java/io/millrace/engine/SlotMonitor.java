@@ -14,7 +14,7 @@ import java.util.function.Consumer;
 /**
  * Samples the source's WAL position and the slot (confirmed position, retained WAL) on a timer, for
  * the status page and metrics, and warns when the slot retains more WAL than the configured
- * threshold. Runs on its own daemon thread with its own connection; a failed sample is logged and
+ * threshold; then runs the engine's {@link Check} (the source catalog's DDL, {@link SourceWatch}). Runs on its own daemon thread with its own connection; a failed sample is logged and
  * retried at the next tick (monitoring never stops the pipeline).
  */
 final class SlotMonitor {
@@ -27,14 +27,20 @@ final class SlotMonitor {
     private SlotMonitor() {
     }
 
-    static Thread start(PgConnections conns, String slot, EngineConfig.Operations ops, Consumer<Sample> out) {
-        Thread t = new Thread(() -> loop(conns, slot, ops, out), "millrace-slot-monitor");
+    /** Something more to look at on each tick, with the monitor's connection (a failure is logged, never fatal). */
+    @FunctionalInterface
+    interface Check {
+        void run(Connection c) throws Exception;
+    }
+
+    static Thread start(PgConnections conns, String slot, EngineConfig.Operations ops, Consumer<Sample> out, Check check) {
+        Thread t = new Thread(() -> loop(conns, slot, ops, out, check), "millrace-slot-monitor");
         t.setDaemon(true);
         t.start();
         return t;
     }
 
-    private static void loop(PgConnections conns, String slot, EngineConfig.Operations ops, Consumer<Sample> out) {
+    private static void loop(PgConnections conns, String slot, EngineConfig.Operations ops, Consumer<Sample> out, Check check) {
         boolean warned = false;
         Connection c = null;
         try {
@@ -54,6 +60,7 @@ final class SlotMonitor {
                     } else if (s.retainedBytes() < ops.retainedWalWarnBytes() / 2) {
                         warned = false;
                     }
+                    check.run(c);
                 } catch (Exception e) {
                     LOG.debug("slot monitor sample failed: {}", e.getMessage());
                     try {

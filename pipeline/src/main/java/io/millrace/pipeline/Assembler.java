@@ -190,6 +190,7 @@ final class Assembler {
             replay(sc);
             return;
         } else if (m instanceof PgOutputMessage.RelationMessage rm) {
+            watermarks.described(rm.relation()); // a chunk read in another shape is read again (INV: WATERMARK)
             RelationInfo before = shapes.put(rm.relation().oid(), rm.relation());
             if (before != null && onShapeChange != null && !before.sameShape(rm.relation())) {
                 onShapeChange.accept(before, rm.relation());
@@ -308,6 +309,9 @@ final class Assembler {
                     continue;
                 }
                 PgOutputMessage m = f.frame(rec.data(), 0, rec.data().length);
+                if (m instanceof PgOutputMessage.RelationMessage rm) {
+                    watermarks.described(rm.relation());
+                }
                 change(m, rec.walStart(), rec.data().length);
                 cutForSize();
             }
@@ -411,7 +415,7 @@ final class Assembler {
             throw new MillraceException(Kind.INTERNAL, "online snapshot chunk " + w.id() + " of " + w.relation().table()
                     + " reached its high watermark without its rows");
         }
-        if (watermarks.missedBeforeLow(w) || watermarks.missedPartial(w)) {
+        if (watermarks.missedBeforeLow(w) || watermarks.missedPartial(w) || w.reshaped()) {
             w.done(Watermarks.Window.RETRY);
             return;
         }

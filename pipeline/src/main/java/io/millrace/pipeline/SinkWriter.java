@@ -5,6 +5,7 @@ import io.millrace.core.Lsn;
 import io.millrace.core.Position;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Checkpoint;
+import io.millrace.core.change.SourceTables;
 import io.millrace.core.sink.Sink;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -92,6 +93,9 @@ final class SinkWriter {
             }
             if (batch.online() != null) {
                 next = next.withOnline(batch.online()); // INV: RESUME — after the rows of the chunks it counts as landed
+            }
+            if (!events.isEmpty()) {
+                next = next.withTables(SourceTables.follow(cp.tables(), events).held()); // renames followed by oid, also after a restart
             }
             if (events.isEmpty() && next.equals(cp)) {
                 continue;

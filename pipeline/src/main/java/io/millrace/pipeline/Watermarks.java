@@ -233,6 +233,41 @@ public final class Watermarks {
         openCount++;
     }
 
+    /**
+     * A Relation message described {@code r}: an open window (past its low watermark) on that table whose chunk was read
+     * under another name or in other columns is read again at its high watermark. Its rows would come after changes in
+     * the new shape, and a change of the table under its new name does not find the window (INV: WATERMARK).
+     * Assembler thread.
+     */
+    void described(RelationInfo r) {
+        if (openCount == 0) {
+            return;
+        }
+        for (List<Window> ws : open.values()) {
+            for (Window w : ws) {
+                if (w.relation.oid() == r.oid() && !sameTable(w.relation, r)) {
+                    w.reshaped = true;
+                }
+            }
+        }
+    }
+
+    /** Same name, same columns (names, types, modifiers) in the same order; key flags aside. */
+    private static boolean sameTable(RelationInfo a, RelationInfo b) {
+        if (!a.table().equals(b.table()) || a.columnCount() != b.columnCount()) {
+            return false;
+        }
+        for (int i = 0; i < a.columnCount(); i++) {
+            io.millrace.core.schema.ColumnInfo x = a.column(i);
+            io.millrace.core.schema.ColumnInfo y = b.column(i);
+            if (!x.name().equals(y.name()) || x.typeMod() != y.typeMod() || x.type() == null || y.type() == null
+                    || x.type().oid() != y.type().oid()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** The window's high watermark arrived: it leaves the open set; its surviving rows are emitted by the caller. */
     void high(Window w) {
         List<Window> ws = open.get(w.relation.table());
@@ -385,6 +420,8 @@ public final class Watermarks {
         private final Map<Key, List<Object[]>> overlays = new HashMap<>();
         private RelationInfo lastShape;
         private int[] lastIndexes;
+        /** The table was described in another shape after the low watermark ({@link Watermarks#described}). */
+        private boolean reshaped;
 
         private Window(String id, RelationInfo relation, List<String> keyColumns, java.util.function.LongConsumer onEmitted,
                        java.util.function.Consumer<List<String>> onLandedThrough) {
@@ -394,6 +431,11 @@ public final class Watermarks {
             this.keyIndexes = indexes(relation, keyColumns);
             this.onEmitted = onEmitted;
             this.onLandedThrough = onLandedThrough;
+        }
+
+        /** Whether the chunk must be read again because its table changed shape meanwhile (assembler thread). */
+        boolean reshaped() {
+            return reshaped;
         }
 
         /** A batch is cut after {@code row} of this chunk (assembler thread, before the batch's progress is taken). */

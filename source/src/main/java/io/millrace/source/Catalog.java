@@ -13,7 +13,10 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /** Reads what Millrace needs from the source catalog. Every method takes the connection to use. */
 public final class Catalog {
@@ -118,13 +121,54 @@ public final class Catalog {
 
     /** Every user table (and partitioned root; no partitions), in name order. */
     public static List<TableRef> userTables(Connection c) throws SQLException {
-        List<TableRef> out = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement("SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-                + " WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND n.nspname NOT IN ('pg_catalog', 'information_schema')"
-                + " AND n.nspname NOT LIKE 'pg\\_%' ORDER BY 1, 2");
+        return userTablesByOid(c).values().stream().sorted().toList();
+    }
+
+    /** The tables of {@code oids} that exist, by oid, under their current names. */
+    public static Map<Integer, TableRef> tablesByOid(Connection c, Collection<Integer> oids) throws SQLException {
+        Map<Integer, TableRef> out = new HashMap<>();
+        if (oids.isEmpty()) {
+            return out;
+        }
+        try (PreparedStatement ps = c.prepareStatement("SELECT c.oid::int8, n.nspname, c.relname FROM pg_class c"
+                + " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid::int8 = ANY (?)")) {
+            ps.setArray(1, c.createArrayOf("int8", oids.stream().map(Integer::toUnsignedLong).toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.put((int) rs.getLong(1), new TableRef(rs.getString(2), rs.getString(3)));
+                }
+            }
+        }
+        return out;
+    }
+
+    /** Every user table and partitioned root (no partitions), by oid. */
+    public static Map<Integer, TableRef> userTablesByOid(Connection c) throws SQLException {
+        Map<Integer, TableRef> out = new HashMap<>();
+        try (PreparedStatement ps = c.prepareStatement("SELECT c.oid::int8, n.nspname, c.relname FROM pg_class c"
+                + " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition"
+                + " AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'");
              ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {
-                out.add(new TableRef(rs.getString(1), rs.getString(2)));
+                out.put((int) rs.getLong(1), new TableRef(rs.getString(2), rs.getString(3)));
+            }
+        }
+        return out;
+    }
+
+    /** The attribute numbers of the live columns of the tables {@code oids}, by column name. */
+    public static Map<Integer, Map<String, Integer>> attributeNumbers(Connection c, Collection<Integer> oids) throws SQLException {
+        Map<Integer, Map<String, Integer>> out = new HashMap<>();
+        if (oids.isEmpty()) {
+            return out;
+        }
+        try (PreparedStatement ps = c.prepareStatement("SELECT attrelid::int8, attname, attnum FROM pg_attribute"
+                + " WHERE attrelid::int8 = ANY (?) AND attnum > 0 AND NOT attisdropped")) {
+            ps.setArray(1, c.createArrayOf("int8", oids.stream().map(Integer::toUnsignedLong).toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.computeIfAbsent((int) rs.getLong(1), k -> new HashMap<>()).put(rs.getString(2), rs.getInt(3));
+                }
             }
         }
         return out;

@@ -131,7 +131,7 @@ public final class Preflight {
                 }
             }
         }
-        checkTables(c, tables, version, pubExists ? Catalog.publicationTables(c, config.publication()) : List.of());
+        checkTables(c, tables, version, pubExists, pubExists ? Catalog.publicationTables(c, config.publication()) : List.of());
         List<TableRef> unpublished = checkPublication(c, pubExists, slotExists, tables);
         return new Report(List.copyOf(checks), version, tables, slotExists, pubExists, unpublished);
     }
@@ -236,13 +236,24 @@ public final class Preflight {
         }
     }
 
-    private void checkTables(Connection c, List<TableRef> tables, int version, List<TableRef> published) throws SQLException {
+    private void checkTables(Connection c, List<TableRef> tables, int version, boolean pubExists, List<TableRef> published)
+            throws SQLException {
+        List<TableRef> unnamed = null;
         for (TableRef t : tables) {
             Catalog.TableInfo info = Catalog.table(c, t);
             String name = "table " + t;
             if (info == null) {
-                fail(name, Kind.CONFIG, "table " + t.sql() + " does not exist in database '" + config.database() + "'",
-                        "check the name under source.tables (names are case-sensitive: write schema.table as the catalog spells them)");
+                if (unnamed == null) {
+                    unnamed = pubExists ? unnamed(c, tables) : List.of();
+                }
+                fail(name, Kind.CONFIG, "table " + t.sql() + " does not exist in database '" + config.database() + "'"
+                        + (unnamed.isEmpty() ? "" : "; publication '" + config.publication() + "' still publishes "
+                        + unnamed.stream().map(TableRef::toString).collect(Collectors.joining(", ")) + ", which source.tables does not name"),
+                        unnamed.size() == 1 ? "if " + t + " was renamed to " + unnamed.get(0) + " (a rename keeps the table captured, and the"
+                                + " destinations follow it), write " + unnamed.get(0) + " in source.tables instead; if it was dropped, remove it"
+                                + " from source.tables"
+                                : "check the name under source.tables (names are case-sensitive: write schema.table as the catalog spells them);"
+                                + " a table renamed or dropped in the source: write its new name, or remove it");
                 continue;
             }
             if (!info.canSelect()) {
@@ -266,6 +277,11 @@ public final class Preflight {
                 } + (info.partitioned() ? ", partitioned" : ""));
             }
         }
+    }
+
+    /** Tables the publication publishes that {@code tables} (the configured ones) do not include. */
+    private List<TableRef> unnamed(Connection c, List<TableRef> tables) throws SQLException {
+        return Catalog.publicationTables(c, config.publication()).stream().filter(p -> !tables.contains(p)).toList();
     }
 
     /**
@@ -455,7 +471,10 @@ public final class Preflight {
         if (!missing.isEmpty()) {
             fail("publication", Kind.SOURCE_SETUP, "publication '" + pub + "' does not publish " + missing.stream().map(TableRef::toString)
                             .collect(Collectors.joining(", ")),
-                    "ALTER PUBLICATION " + Ident.quote(pub) + " ADD TABLE " + missing.stream().map(TableRef::sql).collect(Collectors.joining(", ")) + ";");
+                    "ALTER PUBLICATION " + Ident.quote(pub) + " ADD TABLE " + missing.stream().map(TableRef::sql).collect(Collectors.joining(", ")) + ";"
+                            + (slotExists ? " (as the tables' owner or a superuser: Millrace adds tables itself only where it may), then,"
+                            + " once Millrace streams, copy each: millrace snapshot CONFIG --table " + missing.get(0)
+                            + " (a table added to the publication by hand is streamed from then on, not copied)" : ""));
         } else {
             ok("publication", "'" + pub + "' publishes " + published.size() + " table(s)");
         }

@@ -24,7 +24,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * The crash matrix: {@code millrace run} in its own JVM, under {@link CrashWorkload} (inserts, updates, deletes, key
  * changes, TRUNCATEs, small transactions and 100 000-row ones, which the server streams in progress — protocol v2,
- * {@code logical_decoding_work_mem} = 1 MB), ended again and again, each time in one of two ways:
+ * {@code logical_decoding_work_mem} = 1 MB; and, once the snapshot landed, DDL every 3 s ({@code -Dcrash.ddl_ms}): tables
+ * created, renamed and dropped, columns renamed, keys retyped), ended again and again, each time in one of two ways:
  * <ul>
  *   <li><b>fault trial</b> (odd trials): the JVM starts with one named fault point armed
  *       ({@code -Dmillrace.fault=<point>:crash:<n>}, n random) and halts itself there ({@link Runtime#halt}, exit
@@ -45,7 +46,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  *       checkpoint of both destinations;</li>
  *   <li>INV: RESUME, exactly once — no txlog tx_id twice in the postgres destination (after every trial); at the end
  *       every table equals the source row for row and every source transaction is there once (lost = 0,
- *       duplicated = 0);</li>
+ *       duplicated = 0); each DDL table the source has then is in the destination under its name, with its columns'
+ *       names, row for row;</li>
  *   <li>INV: RESUME, at least once — the jsonl files repeat events only at or before the durable checkpoint, as
  *       {@link JsonlReplay} documents, and replay to exactly the source.</li>
  * </ul>
@@ -56,6 +58,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class CrashMatrixIT {
     static final int DEFAULT_TRIALS = 8;
     static final int SNAPSHOT_TRIALS = 2;
+    static final long DDL_EVERY_MS = Long.getLong("crash.ddl_ms", 3_000);
     static final long FAULT_WAIT_MS = 30_000;
     /**
      * Whether the server streams the large transactions in progress (protocol v2, the disk spill). On by default since
@@ -108,6 +111,7 @@ class CrashMatrixIT {
 
         CrashWorkload load = new CrashWorkload(pg, CrashIT.SRC, seed * 31 + 7).big(100_000, 25_000).truncateEvery(15_000);
         load.createAndSeed(30_000, 10_000, 100);
+        load.ddl(DDL_EVERY_MS);
         Thread loadThread = new Thread(load, "matrix-load");
         DurableSampler sampler = new DurableSampler(pg, CrashIT.SRC, CrashIT.DST, CrashIT.SLOT, CrashIT.PG_DEST, events.resolve("checkpoint.json"));
         Thread samplerThread = new Thread(sampler, "matrix-sampler");
@@ -131,9 +135,13 @@ class CrashMatrixIT {
                     // a streaming trial needs a landed snapshot: let this run land it, then end it as planned
                     engine = EngineProcess.start(config, log);
                     CrashIT.awaitSnapshotLanded(engine, dst, events);
+                    load.allowDdl(); // not before: DDL under the initial snapshot stops it (README, "Schema changes")
                     engine.kill();
                     CrashIT.awaitSlotIdle(src);
                     log = work.resolve(String.format("engine-%03d-b.log", i));
+                }
+                if (!snapshotTrial) {
+                    load.allowDdl(); // the snapshot landed
                 }
                 String how;
                 int code;
@@ -192,6 +200,7 @@ class CrashMatrixIT {
             long c0 = System.currentTimeMillis();
             engine = EngineProcess.start(config, work.resolve("engine-final.log"));
             CrashIT.awaitEqual(engine, src, dst);
+            awaitDdlTablesEqual(engine, src, dst);
             CrashIT.awaitJsonlCaughtUp(engine, dst, events);
             long catchUp = System.currentTimeMillis() - c0;
             int finalExit = engine.terminate(60);
@@ -208,13 +217,14 @@ class CrashMatrixIT {
             String summary = String.format("CrashMatrixIT summary: seed %d; %d trials in %d s (%d fault trials: fired %s, not reached %s;"
                             + " %d SIGKILLs); phases %s; %d source transactions (%d large of 100000 rows, %d truncates), %d streamed in"
                             + " progress by the server; postgres destination %s, lost %d, duplicated %d; jsonl %d events, %d repeats,"
-                            + " %d online-copy upserts, %d changes excused by an online copy;"
+                            + " %d online-copy upserts, %d changes excused by an online copy; %d DDL statements, DDL tables %s;"
                             + " DURABLE %s; catch-up %d ms; final SIGTERM exit %d; logical_decoding_work_mem %s",
                     seed, done.size(), (System.currentTimeMillis() - t0) / 1000, done.stream().filter(t -> t.how().startsWith("fault")).count(),
                     fired, notReached, done.stream().filter(t -> t.how().contains("SIGKILL")).count(), phases(done), load.committed(),
                     load.bigCommitted(), load.truncates(), streamed,
                     results.stream().allMatch(Verifier.TableResult::equal) ? "equals the source" : "DIFFERS", Math.max(0, sourceTx - destTx),
-                    twice.size(), replay.events, replay.repeats, replay.incrementalUpserts, replay.excusedByCopy, sampler.summary(), catchUp, finalExit, STREAMED ? "1MB" : "64MB");
+                    twice.size(), replay.events, replay.repeats, replay.incrementalUpserts, replay.excusedByCopy, load.ddls(), ddlTables(src),
+                    sampler.summary(), catchUp, finalExit, STREAMED ? "1MB" : "64MB");
             System.out.println(summary);
             Files.writeString(work.resolve("summary.txt"), summary + "\n", StandardCharsets.UTF_8);
 
@@ -224,6 +234,7 @@ class CrashMatrixIT {
             assertThat(twice).as("transactions applied twice").isEmpty();
             assertThat(destTx).as("transactions in the destination").isEqualTo(sourceTx).isEqualTo(load.committed() + 1);
             CrashIT.assertJsonl(replay, src, events);
+            assertDdlTablesReplayed(replay, src);
             assertThat(finalExit).isEqualTo(0);
             // every fired point was checked above (exit 86 and its line); on a busy machine some are not reached in time
             assertThat(fired.values().stream().mapToInt(Integer::intValue).sum()).as("fault points that fired").isPositive();
@@ -256,6 +267,62 @@ class CrashMatrixIT {
         return engine.awaitExit(millis);
     }
 
+    /** The DDL tables the source has now ({@link CrashWorkload#DDL_PATTERN}), by oid. */
+    private static Map<Long, io.millrace.core.schema.TableRef> ddlTables(Connection c) throws Exception {
+        Map<Long, io.millrace.core.schema.TableRef> out = new TreeMap<>();
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT oid::int8, relname FROM pg_class"
+                + " WHERE relnamespace = 'public'::regnamespace AND relkind = 'r' AND relname LIKE 'd\\_%'")) {
+            while (rs.next()) {
+                out.put(rs.getLong(1), new io.millrace.core.schema.TableRef("public", rs.getString(2)));
+            }
+        }
+        return out;
+    }
+
+    private static List<String> columns(Connection c, io.millrace.core.schema.TableRef t) throws Exception {
+        List<String> out = new ArrayList<>();
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT attname FROM pg_attribute WHERE attrelid = to_regclass('"
+                + t.sql() + "') AND attnum > 0 AND NOT attisdropped ORDER BY attnum")) {
+            while (rs.next()) {
+                out.add(rs.getString(1));
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Waits until every DDL table of the source is in the postgres destination under its name, with the same column
+     * names and rows (a table created after the last start is copied online by the final run).
+     */
+    private static void awaitDdlTablesEqual(EngineProcess engine, Connection src, Connection dst) throws Exception {
+        long deadline = System.currentTimeMillis() + 120_000;
+        while (true) {
+            List<io.millrace.core.schema.TableRef> tables = List.copyOf(ddlTables(src).values());
+            List<Verifier.TableResult> results = Verifier.compare(src, dst, tables, null);
+            String columns = null;
+            for (io.millrace.core.schema.TableRef t : tables) {
+                if (!columns(src, t).equals(columns(dst, t))) {
+                    columns = t + ": source columns " + columns(src, t) + ", destination " + columns(dst, t);
+                }
+            }
+            if (columns == null && results.stream().allMatch(Verifier.TableResult::equal)) {
+                return;
+            }
+            assertThat(System.currentTimeMillis()).as("DDL tables of the postgres destination differ from the source: %s %s; log %s:%n%s",
+                    results, columns == null ? "" : columns, engine.log(), engine.logTail(30)).isLessThan(deadline);
+            Thread.sleep(250);
+        }
+    }
+
+    /** Replaying the jsonl files by table oid gives every DDL table of the source. */
+    private static void assertDdlTablesReplayed(JsonlReplay replay, Connection src) throws Exception {
+        for (Map.Entry<Long, io.millrace.core.schema.TableRef> t : ddlTables(src).entrySet()) {
+            Map<List<String>, Integer> expected = CrashIT.rows(src, t.getValue());
+            assertThat(replay.unexcused(t.getKey())).as("changes of %s that found no row in the jsonl replay", t.getValue()).isEmpty();
+            assertThat(replay.tableOfOid(t.getKey())).as("replaying the jsonl files by table oid gives %s", t.getValue()).isEqualTo(expected);
+        }
+    }
+
     private static Map<String, Long> phases(List<Trial> done) {
         Map<String, Long> m = new TreeMap<>();
         done.forEach(t -> m.merge(t.phase(), 1L, Long::sum));
@@ -281,7 +348,8 @@ class CrashMatrixIT {
                 "  user: postgres",
                 "  slot: " + CrashIT.SLOT,
                 "  publication: crash",
-                "  tables: [" + String.join(", ", CrashWorkload.TABLES.stream().map(Object::toString).toList()) + "]",
+                "  tables: [" + String.join(", ", CrashWorkload.TABLES.stream().map(Object::toString).toList()) + ", "
+                        + CrashWorkload.DDL_PATTERN + "]",
                 "  status_interval_ms: 1000",
                 "snapshot:",
                 "  mode: initial",

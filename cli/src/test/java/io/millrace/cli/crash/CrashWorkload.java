@@ -25,7 +25,13 @@ import java.util.concurrent.atomic.AtomicReference;
  *       update of an eighth of {@code accounts}, so the pipeline cuts batches inside a transaction;</li>
  *   <li>every transaction inserts one row {@code (tx_id, kind)} into {@code txlog} (no key, insert only):
  *       the tx_ids are unique in the source, so a repeated tx_id in a destination is a transaction
- *       applied twice.</li>
+ *       applied twice;</li>
+ *   <li>with {@link #ddl}: tables {@code d_<n>} ({@value #DDL_PATTERN} in source.tables) and, every few seconds once
+ *       {@link #allowDdl() allowed}, one DDL statement on them: a table created (also by {@code CREATE TABLE AS}, also
+ *       under the name of one dropped before), renamed, a column renamed, the key retyped int → bigint, a table dropped.
+ *       Each DDL but a drop is followed by an insert in the same transaction, so the destinations see the new shape
+ *       (they follow a rename at the table's next change); inserts, updates and deletes of them come with the other
+ *       small transactions.</li>
  * </ul>
  * Choices come from a seeded {@link Random}; the interleaving with the engine's crashes does not.
  */
@@ -49,6 +55,17 @@ final class CrashWorkload implements Runnable {
     private int bigRows = BIG_ROWS;
     private long bigEveryMs = BIG_EVERY_MS;
     private long truncateEveryMs = TRUNCATE_EVERY_MS;
+    static final String DDL_PATTERN = "public.d_*";
+    /** A DDL statement every this many ms (0: none), once {@link #allowDdl()} was called. */
+    private long ddlEveryMs;
+    private volatile boolean ddlAllowed;
+    private final AtomicLong ddls = new AtomicLong();
+    /** The d_ tables of the source, by name: [value column's name, key type]. Load thread only. */
+    private final java.util.TreeMap<String, String[]> ddlTables = new java.util.TreeMap<>();
+    private final List<String> dropped = new java.util.ArrayList<>();
+    private int nextDdlTable = 1;
+    private int nextColumn = 1;
+    private long nextDdlId = 1_000;
 
     CrashWorkload(EmbeddedPg pg, String database, long seed) {
         this.pg = pg;
@@ -78,6 +95,28 @@ final class CrashWorkload implements Runnable {
 
     void stop() {
         stop = true;
+    }
+
+    /** Creates tables {@code d_1}, {@code d_2} and, once {@link #allowDdl()} is called, runs DDL on d_ tables every {@code everyMs}. */
+    CrashWorkload ddl(long everyMs) {
+        this.ddlEveryMs = everyMs;
+        try (Connection c = pg.connect(database)) {
+            for (int i = 0; i < 2; i++) {
+                createDdlTable(c, false);
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+        return this;
+    }
+
+    /** DDL may start (not during the initial snapshot: a table rewritten under it makes it start over). */
+    void allowDdl() {
+        ddlAllowed = true;
+    }
+
+    long ddls() {
+        return ddls.get();
     }
 
     /** Large transactions of {@code rows} ledger inserts every {@code everyMs} (defaults {@value #BIG_ROWS}, {@value #BIG_EVERY_MS}). */
@@ -118,6 +157,7 @@ final class CrashWorkload implements Runnable {
             c.setAutoCommit(false);
             long lastBig = System.currentTimeMillis();
             long lastTruncate = lastBig;
+            long lastDdl = lastBig;
             boolean bigLedger = true;
             while (!stop) {
                 long now = System.currentTimeMillis();
@@ -129,6 +169,9 @@ final class CrashWorkload implements Runnable {
                 } else if (now - lastTruncate >= truncateEveryMs) {
                     kind = truncateSmall(c);
                     lastTruncate = now;
+                } else if (ddlEveryMs > 0 && ddlAllowed && now - lastDdl >= ddlEveryMs) {
+                    kind = ddlStatement(c);
+                    lastDdl = now;
                 } else if (rnd.nextInt(100) < 55) {
                     kind = keyed(c);
                 } else {
@@ -195,6 +238,9 @@ final class CrashWorkload implements Runnable {
                 smallDel.executeUpdate();
             }
         }
+        if (!ddlTables.isEmpty() && rnd.nextInt(10) < 4) {
+            ddlRows(c);
+        }
         return "keyed";
     }
 
@@ -240,6 +286,106 @@ final class CrashWorkload implements Runnable {
         }
         truncates.incrementAndGet();
         return "truncate";
+    }
+
+    // ---------------------------------------------------------------- DDL
+
+    private String ddlStatement(Connection c) throws SQLException {
+        List<String> names = List.copyOf(ddlTables.keySet());
+        String t = names.isEmpty() ? null : names.get(rnd.nextInt(names.size()));
+        int pick = t == null ? 0 : ddlTables.size() >= 4 ? 1 + rnd.nextInt(4) : rnd.nextInt(5); // 0: create, at most 4 tables
+        String kind;
+        try (Statement s = c.createStatement()) {
+            switch (pick) {
+                case 1 -> {
+                    String to = "d_" + nextDdlTable++;
+                    s.execute("ALTER TABLE " + t + " RENAME TO " + to);
+                    ddlTables.put(to, ddlTables.remove(t));
+                    insertDdlRow(c, to);
+                    kind = "ddl rename table " + t + " to " + to;
+                }
+                case 2 -> {
+                    String[] shape = ddlTables.get(t);
+                    String to = "v" + nextColumn++;
+                    s.execute("ALTER TABLE " + t + " RENAME COLUMN " + shape[0] + " TO " + to);
+                    shape[0] = to;
+                    insertDdlRow(c, t);
+                    kind = "ddl rename column of " + t;
+                }
+                case 3 -> {
+                    String[] shape = ddlTables.get(t);
+                    if (shape[1].equals("int")) {
+                        s.execute("ALTER TABLE " + t + " ALTER COLUMN id TYPE bigint");
+                        shape[1] = "bigint";
+                    }
+                    insertDdlRow(c, t);
+                    kind = "ddl retype key of " + t;
+                }
+                case 4 -> {
+                    if (ddlTables.size() > 1) {
+                        s.execute("DROP TABLE " + t);
+                        ddlTables.remove(t);
+                        dropped.add(t);
+                        kind = "ddl drop " + t;
+                    } else {
+                        kind = "ddl create " + createDdlTable(c, true);
+                    }
+                }
+                default -> kind = "ddl create " + createDdlTable(c, true);
+            }
+        }
+        ddls.incrementAndGet();
+        return kind;
+    }
+
+    /** A new d_ table with rows: by CREATE TABLE or CREATE TABLE AS, now and then under the name of one dropped before. */
+    private String createDdlTable(Connection c, boolean mayReuse) throws SQLException {
+        String name = mayReuse && !dropped.isEmpty() && rnd.nextInt(3) == 0 ? dropped.remove(rnd.nextInt(dropped.size()))
+                : "d_" + nextDdlTable++;
+        long from = nextDdlId;
+        nextDdlId += 20;
+        try (Statement s = c.createStatement()) {
+            if (rnd.nextBoolean()) {
+                s.execute("CREATE TABLE " + name + " (id int PRIMARY KEY, v text, n int)");
+                s.execute("INSERT INTO " + name + " SELECT g, 'v' || g, g FROM generate_series(" + from + ", " + (from + 19) + ") g");
+            } else {
+                s.execute("CREATE TABLE " + name + " AS SELECT g::int AS id, 'v' || g AS v, g::int AS n FROM generate_series(" + from
+                        + ", " + (from + 19) + ") g");
+                s.execute("ALTER TABLE " + name + " ADD PRIMARY KEY (id)");
+            }
+        }
+        ddlTables.put(name, new String[] {"v", "int"});
+        return name;
+    }
+
+    private void insertDdlRow(Connection c, String table) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("INSERT INTO " + table + " VALUES (?, ?, ?)")) {
+            ps.setLong(1, nextDdlId++ + (ddlTables.get(table)[1].equals("bigint") ? 3_000_000_000L : 0)); // past int, once retyped
+            ps.setString(2, "after ddl");
+            ps.setInt(3, rnd.nextInt(1000));
+            ps.executeUpdate();
+        }
+    }
+
+    /** An insert, update or delete in one of the d_ tables. */
+    private void ddlRows(Connection c) throws SQLException {
+        List<String> names = List.copyOf(ddlTables.keySet());
+        String t = names.get(rnd.nextInt(names.size()));
+        String v = ddlTables.get(t)[0];
+        switch (rnd.nextInt(3)) {
+            case 0 -> insertDdlRow(c, t);
+            case 1 -> {
+                try (Statement s = c.createStatement()) {
+                    s.executeUpdate("UPDATE " + t + " SET " + v + " = " + v + " || '+', n = n + 1 WHERE id = (SELECT min(id) FROM " + t
+                            + " WHERE n % 3 = " + rnd.nextInt(3) + ")");
+                }
+            }
+            default -> {
+                try (Statement s = c.createStatement()) {
+                    s.executeUpdate("DELETE FROM " + t + " WHERE id = (SELECT max(id) FROM " + t + " WHERE n % 5 = " + rnd.nextInt(5) + ")");
+                }
+            }
+        }
     }
 
     /** Owner names, some with characters that text COPY and JSON must escape. */

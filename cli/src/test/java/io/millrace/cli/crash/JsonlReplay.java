@@ -59,6 +59,11 @@ import java.util.stream.Stream;
  * created. Its {@code r} events are upserts of the row as it is: one of a key that exists replaces it, counted
  * in {@link #incrementalUpserts}. A change that found no row is excused, counted in {@link #excusedByCopy},
  * when an {@code r} of the same table's online copy follows it. The replayed state must still equal the source.
+ *
+ * <h2>Tables that DDL changes</h2>
+ * Tables whose name {@link #followed} accepts are replayed as a consumer that follows DDL would: by
+ * {@code source.table_oid} (a rename keeps it; a table created under a dropped table's name has another), each row
+ * as its values in the event's column order (a renamed column keeps its place), keyed by the first.
  */
 final class JsonlReplay {
     static final String UNAVAILABLE = "__debezium_unavailable_value";
@@ -69,6 +74,8 @@ final class JsonlReplay {
     }
 
     final Map<String, TableShape> shapes;
+    /** Tables (by name, without schema) replayed by oid, whose shape DDL changes (see the class comment). */
+    private final java.util.function.Predicate<String> followed;
     final Map<String, Map<String, List<String>>> keyed = new HashMap<>();
     final Map<String, Map<List<String>, Integer>> keyless = new HashMap<>();
     final List<String> anomalies = new ArrayList<>();
@@ -105,8 +112,15 @@ final class JsonlReplay {
     private final Set<String> streamTruncated = new HashSet<>();
     /** Per table: changes that found no row before any streamed {@code t} of it (excused if one follows). */
     private final Map<String, List<String>> awaitingTruncate = new HashMap<>();
+    /** Followed tables: changes that found no row and no copy followed, by table (see {@link #unexcused}). */
+    private final Map<String, List<String>> unexcused = new HashMap<>();
 
     JsonlReplay(Map<String, TableShape> shapes) {
+        this(shapes, t -> false);
+    }
+
+    JsonlReplay(Map<String, TableShape> shapes, java.util.function.Predicate<String> followed) {
+        this.followed = followed;
         this.shapes = new LinkedHashMap<>(shapes);
         for (Map.Entry<String, TableShape> e : shapes.entrySet()) {
             if (e.getValue().keyColumn() >= 0) {
@@ -188,6 +202,12 @@ final class JsonlReplay {
             }
         }
         TableShape shape = shapes.get(table);
+        if (shape == null && followed.test(src.get("table").asText()) && src.hasNonNull("table_oid")) {
+            String byOid = byOid(src.get("table_oid").asLong());
+            keyed.computeIfAbsent(byOid, k -> new HashMap<>());
+            applyKeyed(byOid, 0, op, values(e.get("before")), values(e.get("after")), "incremental".equals(src.get("snapshot").asText()));
+            return;
+        }
         if (shape == null) {
             anomaly("event for unexpected table " + table);
             return;
@@ -321,7 +341,13 @@ final class JsonlReplay {
         if (runNext >= 0) {
             anomaly("the files end inside a repeat run, at " + order.get(runNext - 1) + " before " + lastStreamed);
         }
-        awaitingTruncate.forEach((t, l) -> l.forEach(w -> anomaly(t + ": " + w + " (and no TRUNCATE of it follows)")));
+        awaitingTruncate.forEach((t, l) -> {
+            if (t.startsWith("oid ")) {
+                unexcused.put(t, l); // a followed table: an anomaly only if it still exists (its copy may have stopped at a drop)
+            } else {
+                l.forEach(w -> anomaly(t + ": " + w + " (and no TRUNCATE of it follows)"));
+            }
+        });
         awaitingTruncate.clear();
     }
 
@@ -334,6 +360,35 @@ final class JsonlReplay {
             JsonNode v = image.get(c);
             out.add(v == null || v.isNull() ? null : v.asText());
         }
+        return out;
+    }
+
+    private static String byOid(long oid) {
+        return "oid " + oid;
+    }
+
+    /** A row image as its values in the event's column order. */
+    private static List<String> values(JsonNode image) {
+        if (image == null || image.isNull()) {
+            return null;
+        }
+        List<String> out = new ArrayList<>();
+        image.elements().forEachRemaining(v -> out.add(v.isNull() ? null : v.asText()));
+        return out;
+    }
+
+    /**
+     * Changes of the followed table of {@code oid} that found no row, with no online copy of it after them: none may be
+     * left for a table that exists at the end (one dropped during its copy has them).
+     */
+    List<String> unexcused(long oid) {
+        return unexcused.getOrDefault(byOid(oid), List.of());
+    }
+
+    /** The replayed rows of the followed table of {@code oid} (see the class comment). */
+    Map<List<String>, Integer> tableOfOid(long oid) {
+        Map<List<String>, Integer> out = new HashMap<>();
+        keyed.getOrDefault(byOid(oid), Map.of()).values().forEach(r -> out.merge(r, 1, Integer::sum));
         return out;
     }
 

@@ -2,6 +2,12 @@ package io.millrace.core.change;
 
 import io.millrace.core.Lsn;
 import io.millrace.core.Position;
+import io.millrace.core.schema.TableRef;
+
+import java.util.Collections;
+import java.util.List;
+import java.util.SortedMap;
+import java.util.TreeMap;
 
 /**
  * The durable position of one destination. Written by the sink together with the data it covers
@@ -15,9 +21,11 @@ import io.millrace.core.Position;
  *                 on restart, changes at or before it are skipped (INV: RESUME)
  * @param snapshot the initial snapshot's progress
  * @param online   online (watermark) snapshots not yet landed in full, each with its remaining key ranges
+ * @param tables   the source tables the destination holds, by oid, each under the name the destination holds it as
+ *                 ({@link SourceTables#follow}): a rename keeps the oid, so the destination follows it, across restarts too
  */
 public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position applied, SnapshotProgress snapshot,
-                         java.util.List<OnlineTask> online) {
+                         List<OnlineTask> online, SortedMap<Integer, TableRef> tables) {
     public static final int VERSION = 1;
 
     public Checkpoint {
@@ -25,20 +33,26 @@ public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position 
             throw new IllegalArgumentException("checkpoint format version " + version + " is not supported (this build reads "
                     + VERSION + ")");
         }
-        online = online == null ? java.util.List.of() : java.util.List.copyOf(online);
+        online = online == null ? List.of() : List.copyOf(online);
+        tables = tables == null || tables.isEmpty() ? Collections.emptySortedMap() : Collections.unmodifiableSortedMap(new TreeMap<>(tables));
     }
 
-    /** A checkpoint with no online snapshot under way. */
+    /** A checkpoint that holds no source table yet. */
+    public Checkpoint(int version, Identity identity, Lsn flushLsn, Position applied, SnapshotProgress snapshot, List<OnlineTask> online) {
+        this(version, identity, flushLsn, applied, snapshot, online, null);
+    }
+
+    /** A checkpoint with no online snapshot under way, holding no source table yet. */
     public Checkpoint(int version, Identity identity, Lsn flushLsn, Position applied, SnapshotProgress snapshot) {
-        this(version, identity, flushLsn, applied, snapshot, java.util.List.of());
+        this(version, identity, flushLsn, applied, snapshot, List.of());
     }
 
     public Checkpoint advance(Lsn newFlushLsn, Position newApplied) {
-        return new Checkpoint(version, identity, newFlushLsn, newApplied, snapshot, online);
+        return new Checkpoint(version, identity, newFlushLsn, newApplied, snapshot, online, tables);
     }
 
     public Checkpoint withSnapshot(SnapshotProgress progress) {
-        return new Checkpoint(version, identity, flushLsn, applied, progress, online);
+        return new Checkpoint(version, identity, flushLsn, applied, progress, online, tables);
     }
 
     /**
@@ -53,7 +67,12 @@ public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position 
         return t;
     }
 
-    public Checkpoint withOnline(java.util.List<OnlineTask> tasks) {
-        return new Checkpoint(version, identity, flushLsn, applied, snapshot, tasks);
+    public Checkpoint withOnline(List<OnlineTask> tasks) {
+        return new Checkpoint(version, identity, flushLsn, applied, snapshot, tasks, tables);
+    }
+
+    /** This checkpoint holding {@code held} (see {@link SourceTables#follow}). */
+    public Checkpoint withTables(SortedMap<Integer, TableRef> held) {
+        return held.equals(tables) ? this : new Checkpoint(version, identity, flushLsn, applied, snapshot, online, held);
     }
 }

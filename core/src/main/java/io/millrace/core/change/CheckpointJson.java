@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.millrace.core.Lsn;
 import io.millrace.core.Position;
+import io.millrace.core.schema.TableRef;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -47,6 +48,9 @@ public final class CheckpointJson {
                     task.put("filter", t.filter());
                 }
                 task.put("rows_done", t.rowsDone());
+                if (t.oid() != 0) {
+                    task.put("oid", Integer.toUnsignedLong(t.oid()));
+                }
                 ArrayNode ranges = task.putArray("remaining");
                 for (OnlineTask.KeyRange r : t.remaining()) {
                     ObjectNode range = ranges.addObject();
@@ -54,6 +58,11 @@ public final class CheckpointJson {
                     key(range, "hi", r.hi());
                 }
             }
+        }
+        if (!c.tables().isEmpty()) {
+            ArrayNode tables = root.putArray("tables");
+            c.tables().forEach((oid, t) -> tables.addObject().put("oid", Integer.toUnsignedLong(oid)).put("schema", t.schema())
+                    .put("table", t.table()));
         }
         return root.toString();
     }
@@ -101,11 +110,15 @@ public final class CheckpointJson {
                     ranges.add(new OnlineTask.KeyRange(key(r.get("lo")), key(r.get("hi"))));
                 }
                 online.add(new OnlineTask(t.required("table").asText(), t.hasNonNull("filter") ? t.get("filter").asText() : null,
-                        ranges, t.path("rows_done").asLong()));
+                        ranges, t.path("rows_done").asLong(), (int) t.path("oid").asLong()));
+            }
+            java.util.SortedMap<Integer, TableRef> tables = new java.util.TreeMap<>();
+            for (JsonNode t : root.path("tables")) {
+                tables.put((int) t.required("oid").asLong(), new TableRef(t.required("schema").asText(), t.required("table").asText()));
             }
             return new Checkpoint(version, identity, Lsn.parse(root.required("flush_lsn").asText()),
                     new Position(Lsn.parse(root.required("applied_commit_lsn").asText()), root.required("applied_ordinal").asLong()),
-                    progress, online);
+                    progress, online, tables);
         } catch (Exception e) {
             throw new IllegalArgumentException("unreadable checkpoint: " + e.getMessage(), e);
         }

@@ -12,17 +12,28 @@ import java.util.Objects;
  * @param remaining the key ranges not yet landed, in key order (INV: COVER — together with the
  *                  landed chunks they tile the key space)
  * @param rowsDone  rows landed so far (for progress reports only)
+ * @param oid       the table's oid, 0 when not known yet: a table renamed while its copy is under way (or while
+ *                  Millrace is stopped) is found again by it
  */
-public record OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone) {
+public record OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone, int oid) {
 
     public OnlineTask {
         Objects.requireNonNull(table, "table");
         remaining = List.copyOf(remaining);
     }
 
+    public OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone) {
+        this(table, filter, remaining, rowsDone, 0);
+    }
+
     /** A new task covering the whole key space. */
     public static OnlineTask whole(String table, String filter) {
         return new OnlineTask(table, filter, List.of(KeyRange.ALL), 0);
+    }
+
+    /** A new task copying the whole table {@code table} of oid {@code oid}. */
+    public static OnlineTask whole(io.millrace.core.schema.RelationInfo table) {
+        return new OnlineTask(table.table().toString(), null, List.of(KeyRange.ALL), 0, table.oid());
     }
 
     /**

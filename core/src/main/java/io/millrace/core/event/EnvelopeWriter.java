@@ -32,7 +32,7 @@ import java.util.Properties;
  *  "source":{"version":"0.1.0","connector":"postgresql","name":"shop","ts_ms":1700000000123,
  *            "snapshot":"false","db":"shop","sequence":"[null,\"23456784\"]","ts_us":1700000000123456,
  *            "ts_ns":1700000000123456000,"schema":"public","table":"orders","txId":770,"lsn":23456784,
- *            "xmin":null,"commit_lsn":23456900,"ordinal":1},
+ *            "xmin":null,"commit_lsn":23456900,"ordinal":1,"table_oid":16385},
  *  "transaction":null,"op":"c","ts_ms":1700000000200,"ts_us":1700000000200123,"ts_ns":1700000000200123000}
  * }</pre>
  *
@@ -77,6 +77,7 @@ public final class EnvelopeWriter {
     private static final SerializedString F_XMIN = new SerializedString("xmin");
     private static final SerializedString F_COMMIT_LSN = new SerializedString("commit_lsn");
     private static final SerializedString F_ORDINAL = new SerializedString("ordinal");
+    private static final SerializedString F_TABLE_OID = new SerializedString("table_oid");
     private static final SerializedString V_POSTGRESQL = new SerializedString("postgresql");
     private static final SerializedString V_TRUE = new SerializedString("true");
     private static final SerializedString V_FALSE = new SerializedString("false");
@@ -169,6 +170,8 @@ public final class EnvelopeWriter {
             writeLsn(gen, e.position().commitLsn());
             gen.writeFieldName(F_ORDINAL);
             gen.writeNumber(e.position().ordinal());
+            gen.writeFieldName(F_TABLE_OID);
+            gen.writeNumber(Integer.toUnsignedLong(e.relation().oid()));
             gen.writeEndObject();
 
             gen.writeFieldName(TRANSACTION);

@@ -87,7 +87,7 @@ class EnvelopeWriterTest {
                 + "\"source\":{\"version\":\"9.9.9\",\"connector\":\"postgresql\",\"name\":\"shop\",\"ts_ms\":1700000000123,"
                 + "\"snapshot\":\"false\",\"db\":\"shopdb\",\"sequence\":\"[null,\\\"" + lsn + "\\\"]\","
                 + "\"ts_us\":1700000000123456,\"ts_ns\":1700000000123456000,\"schema\":\"public\",\"table\":\"orders\","
-                + "\"txId\":770,\"lsn\":" + lsn + ",\"xmin\":null,\"commit_lsn\":" + commitLsn + ",\"ordinal\":3},"
+                + "\"txId\":770,\"lsn\":" + lsn + ",\"xmin\":null,\"commit_lsn\":" + commitLsn + ",\"ordinal\":3,\"table_oid\":16384},"
                 + "\"transaction\":null,\"op\":\"c\",\"ts_ms\":1714979289123,\"ts_us\":1714979289123456,"
                 + "\"ts_ns\":1714979289123456789}");
         JsonNode v = JSON.readTree(json);

@@ -8,22 +8,22 @@ import org.slf4j.LoggerFactory;
 import java.util.List;
 
 /** The formatted messages logged under {@code io.millrace} while it is open. */
-final class LogCapture implements AutoCloseable {
+public final class LogCapture implements AutoCloseable {
     private final Logger logger = (Logger) LoggerFactory.getLogger("io.millrace");
     private final ListAppender<ILoggingEvent> appender = new ListAppender<>();
 
-    LogCapture() {
+    public LogCapture() {
         appender.start();
         logger.addAppender(appender);
     }
 
-    List<String> lines() {
+    public List<String> lines() {
         synchronized (appender) { // AppenderBase.doAppend appends under the appender's lock
             return appender.list.stream().map(ILoggingEvent::getFormattedMessage).toList();
         }
     }
 
-    List<String> containing(String text) {
+    public List<String> containing(String text) {
         return lines().stream().filter(l -> l.contains(text)).toList();
     }
 
@@ -31,7 +31,7 @@ final class LogCapture implements AutoCloseable {
      * The lines containing {@code text}, once there is one (up to 10 s): a reader logs a copy as landed after the
      * assembler emitted its last chunk, which is when the copy leaves {@code onlineSnapshots()}.
      */
-    List<String> awaitContaining(String text) throws InterruptedException {
+    public List<String> awaitContaining(String text) throws InterruptedException {
         long deadline = System.nanoTime() + 10_000_000_000L;
         List<String> found = containing(text);
         while (found.isEmpty() && System.nanoTime() < deadline) {

@@ -3,6 +3,7 @@ package io.millrace.sink.duckdb;
 import io.millrace.core.MillraceException;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Op;
+import io.millrace.core.change.SourceTables;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
@@ -77,12 +78,22 @@ final class BatchApplier {
      *                unchanged TOAST values of a row they do not have yet is left to the chunk that copies the
      *                row (INV: WATERMARK keeps that chunk's row when it is newer than the update, else reads it
      *                again)
+     * @param held    the source tables this destination held before the batch ({@link io.millrace.core.change.Checkpoint#tables()}):
+     *                a table renamed in the source is renamed here before its changes are applied
      */
-    void apply(List<ChangeEvent> events, java.util.Set<String> copying) {
+    void apply(List<ChangeEvent> events, java.util.Set<String> copying, java.util.SortedMap<Integer, TableRef> held) {
         this.copying = copying;
+        SourceTables.Followed followed = SourceTables.follow(held, events);
+        for (SourceTables.Rename r : followed.renames()) {
+            try {
+                tables.rename(r);
+            } catch (SQLException e) {
+                throw r.failed(destination, e.getMessage(), e);
+            }
+        }
         Map<TableRef, List<ChangeEvent>> byTable = new LinkedHashMap<>();
         for (ChangeEvent e : events) {
-            byTable.computeIfAbsent(tables.targetOf(e.relation().table()), t -> new ArrayList<>()).add(e);
+            byTable.computeIfAbsent(tables.targetOf(followed.name(e.relation())), t -> new ArrayList<>()).add(e);
         }
         for (Map.Entry<TableRef, List<ChangeEvent>> t : byTable.entrySet()) {
             applyTable(t.getKey(), t.getValue());

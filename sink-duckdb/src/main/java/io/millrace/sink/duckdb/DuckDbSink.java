@@ -55,6 +55,8 @@ public final class DuckDbSink implements Sink {
     private BatchApplier applier;
     /** Tables an online snapshot was copying as of the last durable checkpoint (see {@link Checkpoint#copying()}). */
     private java.util.Set<String> copyingBefore = java.util.Set.of();
+    /** The source tables held as of the last durable checkpoint (see {@link Checkpoint#tables()}). */
+    private java.util.SortedMap<Integer, io.millrace.core.schema.TableRef> heldBefore = java.util.Collections.emptySortedMap();
 
     public DuckDbSink(DuckDbSinkConfig config) {
         this.config = Objects.requireNonNull(config, "config");
@@ -109,6 +111,7 @@ public final class DuckDbSink implements Sink {
             Optional<Checkpoint> cp = readCheckpoint();
             conn.commit();
             copyingBefore = cp.map(Checkpoint::copying).orElse(java.util.Set.of());
+            heldBefore = cp.map(Checkpoint::tables).orElse(java.util.Collections.emptySortedMap());
             applier = new BatchApplier(conn, config.name(), config.schema());
             LOG.info("destination '{}': opened {}, checkpoint {}", config.name(), config.file(),
                     cp.map(c -> "at " + c.applied()).orElse("none"));
@@ -137,7 +140,7 @@ public final class DuckDbSink implements Sink {
         java.util.Set<String> copying = new java.util.HashSet<>(copyingBefore);
         copying.addAll(checkpoint.copying());
         try {
-            applier.apply(events, copying);
+            applier.apply(events, copying, heldBefore);
             applier.dropStages();
             try (PreparedStatement ps = conn.prepareStatement("INSERT INTO " + CHECKPOINTS
                     + " (destination, checkpoint) VALUES (?, ?) ON CONFLICT (destination) DO UPDATE SET checkpoint = EXCLUDED.checkpoint")) {
@@ -149,6 +152,7 @@ public final class DuckDbSink implements Sink {
             conn.commit(); // INV: DURABLE — data and checkpoint become durable together, only now
             io.millrace.core.fault.Faults.hit("sink.duckdb.after-commit");
             copyingBefore = checkpoint.copying();
+            heldBefore = checkpoint.tables();
         } catch (SQLException | RuntimeException e) {
             rollback(); // INV: RESUME — neither data nor checkpoint of a failed batch remains
             if (e instanceof MillraceException m) {

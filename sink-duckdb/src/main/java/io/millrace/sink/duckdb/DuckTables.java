@@ -1,9 +1,11 @@
 package io.millrace.sink.duckdb;
 
 import io.millrace.core.MillraceException;
+import io.millrace.core.change.SourceTables;
 import io.millrace.core.schema.ColumnInfo;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.ShapeChange;
 import io.millrace.core.schema.TableRef;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -15,6 +17,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -22,8 +25,9 @@ import java.util.Set;
 
 /**
  * The destination tables: creates each on first sight from its {@link RelationInfo} (primary key =
- * the relation's key columns), adds columns an existing table lacks, and follows shape changes with
- * {@code ALTER TABLE ADD/DROP COLUMN} inside the caller's transaction. What it knows is the current
+ * the relation's key columns), adds columns an existing table lacks, and follows shape changes inside the caller's
+ * transaction: columns renamed, added, dropped, retyped ({@link ShapeChange}); a key column retyped or the key changed
+ * rebuilds the table (DuckDB cannot alter either in place); a table renamed in the source is renamed. What it knows is the current
  * transaction's view: call {@link #forget()} after a rollback. Owned by the sink's writer thread.
  */
 final class DuckTables {
@@ -38,6 +42,8 @@ final class DuckTables {
     private final Map<TableRef, Set<String>> columns = new HashMap<>();
     /** Target table → the source table it receives. Configuration-level: survives rollbacks. */
     private final Map<TableRef, TableRef> owners = new HashMap<>();
+    /** A type as written → DuckDB's spelling of it. */
+    private final Map<String, String> canonicalTypes = new HashMap<>();
 
     DuckTables(Connection conn, String destination, String targetSchema) {
         this.conn = conn;
@@ -74,69 +80,254 @@ final class DuckTables {
         columns.clear();
     }
 
-    /** Makes the destination table match {@code rel}. */
-    void ensure(TableRef target, RelationInfo rel) throws SQLException {
+    /**
+     * Makes the destination table match {@code rel}. A change the table cannot follow stops with the destination, the
+     * table and the fix named.
+     */
+    void ensure(TableRef target, RelationInfo rel) {
         RelationInfo known = shapes.get(target);
-        if (known == null) {
-            load(target, rel);
-        } else if (known != rel && !known.sameShape(rel)) {
-            follow(target, known, rel);
+        try {
+            if (known == null) {
+                load(target, rel);
+            } else if (known != rel && !known.sameShape(rel)) {
+                follow(target, known, rel);
+            }
+        } catch (SQLException e) {
+            throw new MillraceException(MillraceException.Kind.SINK, "destination '" + destination + "': table " + target
+                    + " cannot follow source table " + rel.table() + " ("
+                    + (known == null ? "its shape now" : ShapeChange.between(known, rel).describe()) + "): " + e.getMessage()
+                    + ". Fix: change table " + target + " in " + "the DuckDB file to match by hand, or drop it there (Millrace creates"
+                    + " it again), start again and copy it: millrace snapshot CONFIG --table " + rel.table(), e);
         }
         shapes.put(target, rel);
     }
 
-    private void load(TableRef target, RelationInfo rel) throws SQLException {
-        Set<String> cols = readColumns(target);
-        if (cols.isEmpty()) {
-            execute("CREATE SCHEMA IF NOT EXISTS " + Ident.quote(target.schema()));
-            List<String> defs = new ArrayList<>();
-            for (ColumnInfo c : rel.columns()) {
-                defs.add(Ident.quote(c.name()) + " " + DuckTypes.sqlType(c));
-                cols.add(c.name());
-            }
-            if (keyed(rel)) {
-                List<String> key = new ArrayList<>();
-                for (int k : rel.keyIndexes()) {
-                    key.add(Ident.quote(rel.column(k).name()));
-                }
-                defs.add("PRIMARY KEY (" + String.join(", ", key) + ")");
-            }
-            execute("CREATE TABLE " + target.sql() + " (" + String.join(", ", defs) + ")");
-            LOG.info("destination '{}': created table {} for {}", destination, target, rel.table());
-        } else {
-            for (ColumnInfo c : rel.columns()) {
-                if (cols.add(c.name())) {
-                    addColumn(target, c);
-                }
-            }
+    /**
+     * Follows a source table renamed, or put aside because another table took its name ({@link SourceTables}): renames
+     * the destination table inside the caller's transaction. DuckDB cannot move a table to another schema
+     * ({@code SET SCHEMA}): such a rename copies the table into the new schema.
+     */
+    void rename(SourceTables.Rename r) throws SQLException {
+        TableRef from = targetOf(r.from());
+        TableRef to = targetOf(r.to());
+        if (from.equals(to)) {
+            return;
         }
-        columns.put(target, cols);
+        RelationInfo shape = shapes.remove(from);
+        Set<String> cols = columns.remove(from);
+        if (readColumns(from).isEmpty()) {
+            LOG.info(r.nothing(destination, from));
+            return;
+        }
+        if (!readColumns(to).isEmpty()) {
+            throw r.occupied(destination, to);
+        }
+        if (from.schema().equals(to.schema())) {
+            execute("ALTER TABLE " + from.sql() + " RENAME TO " + Ident.quote(to.table()));
+        } else {
+            execute("CREATE SCHEMA IF NOT EXISTS " + Ident.quote(to.schema()));
+            List<String> key = primaryKey(from);
+            execute("CREATE TABLE " + to.sql() + " AS SELECT * FROM " + from.sql());
+            if (!key.isEmpty()) {
+                execute("ALTER TABLE " + to.sql() + " ADD PRIMARY KEY (" + quoteAll(key) + ")");
+            }
+            execute("DROP TABLE " + from.sql());
+        }
+        if (shape != null) {
+            shapes.put(to, shape);
+            columns.put(to, cols);
+        }
+        if (r.aside()) {
+            LOG.warn(r.done(destination, from, to));
+        } else {
+            LOG.info(r.done(destination, from, to));
+        }
     }
 
+    private void load(TableRef target, RelationInfo rel) throws SQLException {
+        Map<String, String> existing = readTypes(target);
+        Set<String> cols = new LinkedHashSet<>(existing.keySet());
+        if (cols.isEmpty()) {
+            execute("CREATE SCHEMA IF NOT EXISTS " + Ident.quote(target.schema()));
+            execute("CREATE TABLE " + target.sql() + " (" + String.join(", ", definitions(rel)) + ")");
+            rel.columns().forEach(c -> cols.add(c.name()));
+            LOG.info("destination '{}': created table {} for {}", destination, target, rel.table());
+            columns.put(target, cols);
+            return;
+        }
+        columns.put(target, cols);
+        // After a restart the first shape seen may already differ from the table (a retype while stopped, or one the
+        // last run failed to follow): follow the types too, not only the names.
+        List<String> retyped = new ArrayList<>();
+        for (ColumnInfo c : rel.columns()) {
+            String type = existing.get(c.name());
+            if (type != null && !type.equals(canonical(DuckTypes.sqlType(c)))) {
+                retyped.add(c.name());
+            }
+        }
+        List<String> key = primaryKey(target);
+        if (!retyped.isEmpty() && (retyped.stream().anyMatch(key::contains) || keyChanged(key, rel))) {
+            rebuild(target, rel, ShapeChange.between(rel, rel), "column(s) " + retyped + " retyped");
+            return;
+        }
+        for (String name : retyped) {
+            retype(target, rel.columns().stream().filter(c -> c.name().equals(name)).findFirst().orElseThrow());
+        }
+        for (ColumnInfo c : rel.columns()) {
+            if (cols.add(c.name())) {
+                addColumn(target, c);
+            }
+        }
+        Set<String> extra = new LinkedHashSet<>(existing.keySet());
+        rel.columns().forEach(c -> extra.remove(c.name()));
+        if (!extra.isEmpty()) {
+            LOG.warn("destination '{}': table {} has columns the source {} lacks, left as they are: {}", destination, target,
+                    rel.table(), extra);
+        }
+    }
+
+    /** Follows a shape change between the last relation applied ({@code old}) and {@code rel}, keeping every value. */
     private void follow(TableRef target, RelationInfo old, RelationInfo rel) throws SQLException {
         Set<String> cols = columns.get(target);
-        Set<String> now = new LinkedHashSet<>();
-        for (ColumnInfo c : rel.columns()) {
-            now.add(c.name());
+        ShapeChange change = ShapeChange.between(old, rel);
+        List<String> oldKey = new ArrayList<>();
+        for (int k : old.keyIndexes()) {
+            oldKey.add(change.renamedTo(old.column(k).name()));
+        }
+        boolean keyRetyped = change.retyped().stream().anyMatch(n -> oldKey.contains(n) || rel.columns().stream()
+                .anyMatch(c -> c.key() && c.name().equals(n)));
+        if (keyRetyped || (keyed(old) || keyed(rel)) && keyChanged(keyed(old) ? oldKey : List.of(), rel)) {
+            // DuckDB cannot change a key column's type, nor the primary key, in place.
+            rebuild(target, rel, change, keyRetyped ? "key column(s) retyped" : "primary key changed");
+            return;
+        }
+        for (Map.Entry<String, String> r : change.renamed().entrySet()) {
+            if (cols.contains(r.getKey()) && !cols.contains(r.getValue())) {
+                execute("ALTER TABLE " + target.sql() + " RENAME COLUMN " + Ident.quote(r.getKey()) + " TO " + Ident.quote(r.getValue()));
+                cols.remove(r.getKey());
+                cols.add(r.getValue());
+                LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source)", destination, target, r.getKey(),
+                        r.getValue());
+            }
+        }
+        for (ColumnInfo c : change.added()) {
             if (cols.add(c.name())) {
                 addColumn(target, c);
                 LOG.warn("destination '{}': column {}.{} was added in the source; rows not changed since keep NULL there",
                         destination, target, c.name());
             }
         }
-        for (ColumnInfo c : old.columns()) {
-            if (!now.contains(c.name()) && cols.remove(c.name())) {
+        for (ColumnInfo c : change.dropped()) {
+            if (cols.remove(c.name())) {
                 execute("ALTER TABLE " + target.sql() + " DROP COLUMN IF EXISTS " + Ident.quote(c.name()));
                 LOG.info("destination '{}': dropped column {}.{} (dropped in the source)", destination, target, c.name());
             }
         }
+        for (String name : change.retyped()) {
+            ColumnInfo c = rel.columns().stream().filter(x -> x.name().equals(name)).findFirst().orElseThrow();
+            ColumnInfo o = old.columns().stream().filter(x -> x.name().equals(name)).findFirst().orElseThrow();
+            if (!DuckTypes.sqlType(o).equals(DuckTypes.sqlType(c))) {
+                retype(target, c);
+            }
+        }
+    }
+
+    private void retype(TableRef target, ColumnInfo c) throws SQLException {
+        execute("ALTER TABLE " + target.sql() + " ALTER COLUMN " + Ident.quote(c.name()) + " TYPE " + DuckTypes.sqlType(c));
+        LOG.warn("destination '{}': column {}.{} is now {}", destination, target, c.name(), DuckTypes.sqlType(c));
+    }
+
+    /** Whether the table's primary key ({@code key}, in the new column names) is not the one {@code rel} needs. */
+    private static boolean keyChanged(List<String> key, RelationInfo rel) {
+        List<String> wanted = new ArrayList<>();
+        if (keyed(rel)) {
+            for (int k : rel.keyIndexes()) {
+                wanted.add(rel.column(k).name());
+            }
+        }
+        return !new java.util.HashSet<>(key).equals(new java.util.HashSet<>(wanted));
+    }
+
+    /**
+     * Makes the table anew in {@code rel}'s shape, in the caller's transaction: a new table with the new types and
+     * primary key, every row copied over (renamed columns by their old name, cast to the new type), the old table
+     * dropped and the new one given its name.
+     */
+    private void rebuild(TableRef target, RelationInfo rel, ShapeChange change, String why) throws SQLException {
+        Set<String> present = readTypes(target).keySet();
+        TableRef tmp = new TableRef(target.schema(), target.table() + "__millrace_rebuild");
+        execute("DROP TABLE IF EXISTS " + tmp.sql());
+        execute("CREATE TABLE " + tmp.sql() + " (" + String.join(", ", definitions(rel)) + ")");
+        Map<String, String> from = new LinkedHashMap<>();
+        change.renamed().forEach((o, n) -> from.put(n, o));
+        List<String> into = new ArrayList<>();
+        List<String> values = new ArrayList<>();
         for (ColumnInfo c : rel.columns()) {
-            for (ColumnInfo o : old.columns()) {
-                if (o.name().equals(c.name()) && !DuckTypes.sqlType(o).equals(DuckTypes.sqlType(c))) {
-                    execute("ALTER TABLE " + target.sql() + " ALTER COLUMN " + Ident.quote(c.name()) + " TYPE "
-                            + DuckTypes.sqlType(c));
-                    LOG.warn("destination '{}': column {}.{} is now {}", destination, target, c.name(), DuckTypes.sqlType(c));
+            String source = from.getOrDefault(c.name(), c.name());
+            if (present.contains(source)) {
+                into.add(Ident.quote(c.name()));
+                values.add("CAST(" + Ident.quote(source) + " AS " + DuckTypes.sqlType(c) + ")");
+            }
+        }
+        if (!into.isEmpty()) {
+            execute("INSERT INTO " + tmp.sql() + " (" + String.join(", ", into) + ") SELECT " + String.join(", ", values)
+                    + " FROM " + target.sql());
+        }
+        execute("DROP TABLE " + target.sql());
+        execute("ALTER TABLE " + tmp.sql() + " RENAME TO " + Ident.quote(target.table()));
+        Set<String> cols = new LinkedHashSet<>();
+        rel.columns().forEach(c -> cols.add(c.name()));
+        columns.put(target, cols);
+        LOG.warn("destination '{}': rebuilt table {} to follow source table {} ({}: DuckDB cannot change a key in place); every row"
+                + " was copied over", destination, target, rel.table(), why);
+    }
+
+    private static List<String> definitions(RelationInfo rel) {
+        List<String> defs = new ArrayList<>();
+        for (ColumnInfo c : rel.columns()) {
+            defs.add(Ident.quote(c.name()) + " " + DuckTypes.sqlType(c));
+        }
+        if (keyed(rel)) {
+            List<String> key = new ArrayList<>();
+            for (int k : rel.keyIndexes()) {
+                key.add(rel.column(k).name());
+            }
+            defs.add("PRIMARY KEY (" + quoteAll(key) + ")");
+        }
+        return defs;
+    }
+
+    private static String quoteAll(List<String> names) {
+        return String.join(", ", names.stream().map(Ident::quote).toList());
+    }
+
+    /** DuckDB's own spelling of a type ({@code TIMESTAMPTZ} → {@code TIMESTAMP WITH TIME ZONE}), as duckdb_columns() shows it. */
+    private String canonical(String type) throws SQLException {
+        String c = canonicalTypes.get(type);
+        if (c == null) {
+            try (Statement s = conn.createStatement(); ResultSet rs = s.executeQuery("SELECT typeof(CAST(NULL AS " + type + "))")) {
+                rs.next();
+                c = rs.getString(1);
+            }
+            canonicalTypes.put(type, c);
+        }
+        return c;
+    }
+
+    private List<String> primaryKey(TableRef target) throws SQLException {
+        try (PreparedStatement ps = conn.prepareStatement("SELECT constraint_column_names FROM duckdb_constraints()"
+                + " WHERE database_name = current_database() AND schema_name = ? AND table_name = ? AND constraint_type = 'PRIMARY KEY'")) {
+            ps.setString(1, target.schema());
+            ps.setString(2, target.table());
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    return List.of();
                 }
+                List<String> key = new ArrayList<>();
+                for (Object o : (Object[]) rs.getArray(1).getArray()) {
+                    key.add(String.valueOf(o));
+                }
+                return key;
             }
         }
     }
@@ -148,14 +339,19 @@ final class DuckTables {
     }
 
     private Set<String> readColumns(TableRef target) throws SQLException {
-        Set<String> cols = new LinkedHashSet<>();
-        try (PreparedStatement ps = conn.prepareStatement("SELECT column_name FROM duckdb_columns()"
+        return readTypes(target).keySet();
+    }
+
+    /** The table's columns and their types, in order; empty when there is no such table. */
+    private Map<String, String> readTypes(TableRef target) throws SQLException {
+        Map<String, String> cols = new LinkedHashMap<>();
+        try (PreparedStatement ps = conn.prepareStatement("SELECT column_name, data_type FROM duckdb_columns()"
                 + " WHERE database_name = current_database() AND schema_name = ? AND table_name = ? ORDER BY column_index")) {
             ps.setString(1, target.schema());
             ps.setString(2, target.table());
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    cols.add(rs.getString(1));
+                    cols.put(rs.getString(1), rs.getString(2));
                 }
             }
         }

@@ -2,7 +2,9 @@ package io.millrace.sink.postgres;
 
 import io.millrace.core.MillraceException;
 import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.Checkpoint;
 import io.millrace.core.change.Op;
+import io.millrace.core.change.SourceTables;
 import io.millrace.core.schema.ColumnInfo;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
@@ -25,6 +27,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.SortedMap;
 
 /**
  * Applies one batch of change events inside the caller's open transaction, set-wise.
@@ -87,12 +90,22 @@ final class BatchApplier {
      *                unchanged TOAST values of a row they do not have yet is left to the chunk that copies the
      *                row (INV: WATERMARK keeps that chunk's row when it is newer than the update, else reads it
      *                again)
+     * @param held    the source tables this destination held before the batch ({@link Checkpoint#tables()}): a table
+     *                renamed in the source is renamed here before its changes are applied
      */
-    void apply(List<ChangeEvent> events, Set<String> copying) {
+    void apply(List<ChangeEvent> events, Set<String> copying, SortedMap<Integer, TableRef> held) {
         this.copying = copying;
+        SourceTables.Followed followed = SourceTables.follow(held, events);
+        for (SourceTables.Rename r : followed.renames()) {
+            try {
+                tables.rename(r);
+            } catch (SQLException e) {
+                throw r.failed(destination, Errors.message(e), e);
+            }
+        }
         Map<TableRef, List<ChangeEvent>> byTable = new LinkedHashMap<>();
         for (ChangeEvent e : events) {
-            TableRef target = tables.targetOf(e.relation().table());
+            TableRef target = tables.targetOf(followed.name(e.relation()));
             byTable.computeIfAbsent(target, t -> new ArrayList<>()).add(e);
         }
         for (Map.Entry<TableRef, List<ChangeEvent>> t : byTable.entrySet()) {

@@ -57,6 +57,8 @@ public final class PostgresSink implements Sink {
     private Checkpoint inDoubt;
     /** Tables an online snapshot was copying as of the last durable checkpoint (see {@link Checkpoint#copying()}). */
     private java.util.Set<String> copyingBefore = java.util.Set.of();
+    /** The source tables held as of the last durable checkpoint (see {@link Checkpoint#tables()}). */
+    private java.util.SortedMap<Integer, io.millrace.core.schema.TableRef> heldBefore = java.util.Collections.emptySortedMap();
     private FaultPoints faults = FaultPoints.NONE;
 
     public PostgresSink(PostgresSinkConfig config) {
@@ -86,6 +88,7 @@ public final class PostgresSink implements Sink {
             Optional<Checkpoint> cp = readCheckpoint();
             conn.commit();
             copyingBefore = cp.map(Checkpoint::copying).orElse(java.util.Set.of());
+            heldBefore = cp.map(Checkpoint::tables).orElse(java.util.Collections.emptySortedMap());
             transition(State.NEW, State.OPEN);
             LOG.info("destination '{}': connected to {}, checkpoint {}", config.name(), where,
                     cp.map(c -> "at " + c.applied()).orElse("none"));
@@ -112,6 +115,7 @@ public final class PostgresSink implements Sink {
         }
         if (inDoubt != null && alreadyCommitted(checkpoint)) {
             copyingBefore = checkpoint.copying();
+            heldBefore = checkpoint.tables();
             return;
         }
         String json = CheckpointJson.write(checkpoint);
@@ -121,7 +125,7 @@ public final class PostgresSink implements Sink {
         java.util.Set<String> copying = new java.util.HashSet<>(copyingBefore);
         copying.addAll(checkpoint.copying());
         try {
-            applier.apply(events, copying);
+            applier.apply(events, copying, heldBefore);
             applied = System.nanoTime();
             try (PreparedStatement ps = conn.prepareStatement("INSERT INTO " + checkpointTable
                     + " (destination, checkpoint, updated_at) VALUES (?, CAST(? AS jsonb), now())"
@@ -164,6 +168,7 @@ public final class PostgresSink implements Sink {
         }
         inDoubt = null;
         copyingBefore = checkpoint.copying();
+        heldBefore = checkpoint.tables();
         applier.committed();
         if (LOG.isDebugEnabled()) {
             long end = System.nanoTime();

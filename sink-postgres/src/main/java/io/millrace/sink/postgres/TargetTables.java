@@ -1,9 +1,11 @@
 package io.millrace.sink.postgres;
 
 import io.millrace.core.MillraceException;
+import io.millrace.core.change.SourceTables;
 import io.millrace.core.schema.ColumnInfo;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.ShapeChange;
 import io.millrace.core.schema.TableRef;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -34,8 +36,8 @@ final class TargetTables {
 
     /** One destination table as this sink knows it. */
     static final class Table {
-        final TableRef target;
-        final TableRef source;
+        TableRef target;
+        TableRef source;
         /** The shape the destination table follows now (the last relation applied). */
         RelationInfo shape;
         /** Column names present in the destination table. */
@@ -101,6 +103,46 @@ final class TargetTables {
         return target;
     }
 
+    /**
+     * Follows a source table renamed, or put aside because another table took its name ({@link SourceTables}): renames
+     * the destination table, inside the caller's transaction. A destination without that table has nothing to rename; a
+     * destination that has a table of the new name already (one Millrace holds for no source table) stops with the fix.
+     */
+    void rename(SourceTables.Rename r) throws SQLException {
+        TableRef from = targetOf(r.from());
+        TableRef to = targetOf(r.to());
+        if (from.equals(to)) {
+            return;
+        }
+        Table t = tables.remove(from);
+        if (regclass(from) == null) {
+            LOG.info(r.nothing(destination, from));
+            return;
+        }
+        if (regclass(to) != null) {
+            throw r.occupied(destination, to);
+        }
+        ensureSchema(to.schema());
+        TableRef at = from;
+        if (!from.schema().equals(to.schema())) {
+            execute("ALTER TABLE " + from.sql() + " SET SCHEMA " + Ident.quote(to.schema()));
+            at = new TableRef(to.schema(), from.table());
+        }
+        if (!at.table().equals(to.table())) {
+            execute("ALTER TABLE " + at.sql() + " RENAME TO " + Ident.quote(to.table()));
+        }
+        if (t != null) {
+            t.target = to;
+            t.source = r.to();
+            tables.put(to, t);
+        }
+        if (r.aside()) {
+            LOG.warn(r.done(destination, from, to));
+        } else {
+            LOG.info(r.done(destination, from, to));
+        }
+    }
+
     /** Forgets what was learnt in a transaction that rolled back. */
     void forget() {
         tables.clear();
@@ -117,7 +159,14 @@ final class TargetTables {
             t = load(target, rel);
             tables.put(target, t);
         } else if (t.shape != rel && !t.shape.sameShape(rel)) {
-            follow(t, rel);
+            try {
+                follow(t, rel);
+            } catch (SQLException e) {
+                throw new MillraceException(MillraceException.Kind.SINK, "destination '" + destination + "': table " + target
+                        + " cannot follow source table " + rel.table() + " (" + ShapeChange.between(t.shape, rel).describe() + "): "
+                        + Errors.message(e) + ". Fix: change table " + target.sql() + " to match by hand, or drop it (Millrace"
+                        + " creates it again), start again and copy it: millrace snapshot CONFIG --table " + rel.table(), e);
+            }
         }
         t.shape = rel;
         return t;
@@ -201,31 +250,26 @@ final class TargetTables {
     }
 
     /**
-     * A column renamed in the source arrives as a Relation message where, at the same position, one
-     * name gave way to another of the same type (pgoutput sends columns in attribute order). Renaming
-     * it in the destination keeps the values of rows that do not change afterwards.
+     * Columns renamed in the source ({@link ShapeChange}) are renamed here, which keeps the values of rows that do not
+     * change afterwards. Returns the old shape's columns under their new names.
      */
     private List<ColumnInfo> renames(Table t, RelationInfo rel) throws SQLException {
-        List<ColumnInfo> old = t.shape.columns();
-        List<ColumnInfo> now = rel.columns();
-        if (old.size() != now.size()) {
-            return old;
-        }
-        Map<String, ColumnInfo> oldByName = byName(t.shape);
-        Map<String, ColumnInfo> nowByName = byName(rel);
-        List<ColumnInfo> out = new java.util.ArrayList<>(old);
-        for (int i = 0; i < old.size(); i++) {
-            ColumnInfo a = old.get(i);
-            ColumnInfo b = now.get(i);
-            if (!a.name().equals(b.name()) && !nowByName.containsKey(a.name()) && !oldByName.containsKey(b.name())
-                    && TypeMapping.sqlType(a).equals(TypeMapping.sqlType(b)) && t.columns.contains(a.name())
-                    && !t.columns.contains(b.name())) {
-                execute("ALTER TABLE " + t.target.sql() + " RENAME COLUMN " + Ident.quote(a.name()) + " TO " + Ident.quote(b.name()));
+        ShapeChange change = ShapeChange.between(t.shape, rel);
+        List<ColumnInfo> out = new java.util.ArrayList<>();
+        for (ColumnInfo a : t.shape.columns()) {
+            String to = change.renamedTo(a.name());
+            if (!to.equals(a.name()) && t.columns.contains(a.name()) && !t.columns.contains(to)) {
+                execute("ALTER TABLE " + t.target.sql() + " RENAME COLUMN " + Ident.quote(a.name()) + " TO " + Ident.quote(to));
                 t.columns.remove(a.name());
-                t.columns.add(b.name());
-                out.set(i, new ColumnInfo(b.name(), a.type(), a.typeMod(), a.key()));
-                LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source)", destination, t.target, a.name(), b.name());
+                t.columns.add(to);
+                if (t.uniqueKey != null && t.uniqueKey.contains(a.name())) {
+                    Set<String> key = new LinkedHashSet<>();
+                    t.uniqueKey.forEach(k -> key.add(k.equals(a.name()) ? to : k));
+                    t.uniqueKey = key; // the index follows the column
+                }
+                LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source)", destination, t.target, a.name(), to);
             }
+            out.add(to.equals(a.name()) ? a : new ColumnInfo(to, a.type(), a.typeMod(), a.key()));
         }
         return out;
     }

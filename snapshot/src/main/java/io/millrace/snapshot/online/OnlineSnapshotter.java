@@ -52,10 +52,13 @@ public final class OnlineSnapshotter implements AutoCloseable {
     public record Target(RelationInfo relation, List<String> keyColumns, boolean partitioned) {
     }
 
-    /** Resolves a table from the source catalog; throws a MillraceException naming the problem. */
-    @FunctionalInterface
+    /** The source catalog. */
     public interface Catalog {
+        /** Resolves a table; throws a MillraceException naming the problem. */
         Target resolve(TableRef table);
+
+        /** The current name of the table of {@code oid}, or null when it no longer exists (a rename keeps the oid). */
+        TableRef nameOf(int oid);
     }
 
     /**
@@ -216,7 +219,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
         }
 
         OnlineTask progress() {
-            return new OnlineTask(table.toString(), filter, chunker.remaining(), rows.get());
+            return new OnlineTask(table.toString(), filter, chunker.remaining(), rows.get(), target.relation().oid());
         }
     }
 
@@ -263,7 +266,32 @@ public final class OnlineSnapshotter implements AutoCloseable {
     public void start(List<OnlineTask> resumed) {
         for (OnlineTask t : resumed) {
             TableRef ref = TableRef.parse(t.table());
-            add(new Task(ref, t.filter(), catalog.resolve(ref), t.remaining(), t.rowsDone()), true);
+            if (t.oid() != 0) {
+                TableRef now = catalog.nameOf(t.oid());
+                if (now == null) {
+                    LOG.warn("online snapshot of {} not resumed: the table was dropped in the source", ref);
+                    watermarks.markDirty(); // recorded as dropped with the next batch
+                    continue;
+                }
+                if (!now.equals(ref)) {
+                    LOG.info("online snapshot of {} goes on as {}: the table was renamed in the source", ref, now);
+                    ref = now;
+                }
+            }
+            Target target;
+            try {
+                target = catalog.resolve(ref);
+            } catch (MillraceException e) {
+                if (e.kind() != Kind.CONFIG) {
+                    throw e;
+                }
+                // a task of an earlier version (no oid) of a table renamed or dropped since: it cannot be followed
+                LOG.warn("online snapshot of {} not resumed: {}. If the table was renamed, copy it again under its new name:"
+                        + " millrace snapshot CONFIG --table <new name>", ref, e.getMessage());
+                watermarks.markDirty();
+                continue;
+            }
+            add(new Task(ref, t.filter(), target, t.remaining(), t.rowsDone()), true);
         }
         for (int i = 0; i < Math.max(1, options.readers()); i++) {
             Thread t = new Thread(this::readLoop, "millrace-online-" + i);
@@ -545,12 +573,62 @@ public final class OnlineSnapshotter implements AutoCloseable {
         if (!own) {
             return false;
         }
+        // undefined_table, undefined_column: the table (or a column) renamed or dropped while it was being copied?
+        if (("42P01".equals(state) || "42703".equals(state)) && !t.reread && t.target.relation().oid() != 0) {
+            TableRef now = catalog.nameOf(t.target.relation().oid());
+            if (now == null) {
+                if (tasks.remove(t)) {
+                    watermarks.markDirty();
+                    LOG.warn("online snapshot of {} stopped: the table was dropped in the source", t.table);
+                }
+                return true;
+            }
+            if (reshape(t, now)) {
+                return true;
+            }
+        }
         if (tasks.remove(t)) {
             watermarks.markDirty(); // recorded as dropped with the next batch
             LOG.error("online snapshot of {}{} stopped, the stream goes on: {} (SQLSTATE {}). Fix the filter or the table and ask"
                     + " for the copy again", t.table, t.filter == null ? "" : " where " + t.filter, e.getMessage(), state);
         }
         return true;
+    }
+
+    /**
+     * The table of {@code t} (now named {@code now}) changed while it was copied: the copy goes on in its new shape, from
+     * every range not landed (INV: COVER — in-flight and given-back chunks included). False when nothing changed.
+     */
+    private boolean reshape(Task t, TableRef now) {
+        Target target = catalog.resolve(now);
+        if ((!now.equals(t.table) || !target.relation().columns().equals(t.target.relation().columns())
+                || !target.keyColumns().equals(t.target.keyColumns())) && tasks.remove(t)) {
+            LOG.info("online snapshot of {} goes on{}: the table changed in the source while it was copied", t.table,
+                    now.equals(t.table) ? "" : " as " + now);
+            add(new Task(now, t.filter, target, t.chunker.remaining(), t.rows.get()), false);
+            return true;
+        }
+        return false;
+    }
+
+    /** Whether the table's columns (names, types, modifiers, in order) are still those the task reads. */
+    private static boolean sameColumns(Connection c, Task task) throws SQLException {
+        List<io.millrace.core.schema.ColumnInfo> cols = task.target.relation().columns();
+        try (PreparedStatement ps = c.prepareStatement("SELECT attname, atttypid::int8, atttypmod FROM pg_attribute WHERE attrelid = ?::oid"
+                + " AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum")) {
+            ps.setLong(1, Integer.toUnsignedLong(task.target.relation().oid()));
+            try (ResultSet rs = ps.executeQuery()) {
+                int i = 0;
+                while (rs.next()) {
+                    if (i >= cols.size() || !cols.get(i).name().equals(rs.getString(1)) || cols.get(i).type() == null
+                            || Integer.toUnsignedLong(cols.get(i).type().oid()) != rs.getLong(2) || cols.get(i).typeMod() != rs.getInt(3)) {
+                        return false;
+                    }
+                    i++;
+                }
+                return i == cols.size();
+            }
+        }
     }
 
     private void readLoop() {
@@ -620,6 +698,8 @@ public final class OnlineSnapshotter implements AutoCloseable {
         c.setAutoCommit(false);
         try (Statement s = c.createStatement()) {
             s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
+            // Locked before the snapshot is taken: DDL committed before is in it, later DDL waits for the chunk's end.
+            s.execute("LOCK TABLE " + task.from() + " IN ACCESS SHARE MODE");
             try (ResultSet rs = s.executeQuery("SELECT ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(pg_current_snapshot()) x),"
                     + " pg_snapshot_xmax(pg_current_snapshot())::text::bigint")) {
                 rs.next(); // the transaction's snapshot is taken here: the chunk is read in it
@@ -630,6 +710,17 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 for (int i = 0; i < xs.length; i++) {
                     inProgress[i] = xs[i];
                 }
+            }
+            if (task.target.relation().oid() != 0 && !sameColumns(c, task)) {
+                // The table changed shape since the task resolved it: this chunk is not read in the old shape.
+                c.rollback();
+                task.chunker.giveBack(chunk);
+                watermarks.abandon(window);
+                TableRef now = catalog.nameOf(task.target.relation().oid());
+                if (now != null) {
+                    reshape(task, now);
+                }
+                return;
             }
             bytes = copy(c, task, chunk, rows);
             c.commit();

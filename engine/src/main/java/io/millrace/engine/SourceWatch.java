@@ -1,0 +1,171 @@
+package io.millrace.engine;
+
+import io.millrace.core.schema.Ident;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.ShapeChange;
+import io.millrace.core.schema.TableRef;
+import io.millrace.source.Catalog;
+import io.millrace.source.SourceConfig;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Watches the source catalog for the DDL that pgoutput does not announce, and says what the destinations do about it.
+ *
+ * <ul>
+ *   <li>A captured table dropped: pgoutput sends nothing. Logged once (on the slot monitor's tick): the destinations keep
+ *       their copy as it was; a table created later under that name gets a copy of its own and the old one is kept aside
+ *       ({@link io.millrace.core.change.SourceTables}).</li>
+ *   <li>A table created that {@code source.tables} matches: logged once; the next start adds it to the publication and
+ *       copies it while streaming.</li>
+ *   <li>A captured table renamed: it keeps its oid, so it stays captured; the destinations follow at its next change.
+ *       Logged once, by whichever sees it first: the tick, or the stream's Relation message.</li>
+ *   <li>At start: tables the destinations hold that were dropped or renamed while Millrace was stopped.</li>
+ *   <li>Columns: {@link ShapeChange} reads renames from Relation messages, which carry no attribute numbers; {@link #misread}
+ *       checks that reading against the catalog's attribute numbers.</li>
+ * </ul>
+ *
+ * <p>Threads: {@link #tick} runs on the slot monitor's thread, {@link #renamed} and {@link #misread} on the assembler's;
+ * the maps are concurrent. Nothing here writes to the source, and a failed look-up never stops the pipeline.
+ */
+final class SourceWatch {
+    private static final Logger LOG = LoggerFactory.getLogger(SourceWatch.class);
+
+    private final SourceConfig config;
+    /** Captured tables by oid, under their current name as far as known. */
+    private final Map<Integer, TableRef> captured = new ConcurrentHashMap<>();
+    /** New tables already reported, by oid. */
+    private final Set<Integer> reported = ConcurrentHashMap.newKeySet();
+    /** Attribute numbers of each captured table's live columns by name, as last read. */
+    private final Map<Integer, Map<String, Integer>> attnums = new ConcurrentHashMap<>();
+
+    SourceWatch(SourceConfig config, Collection<RelationInfo> tables) {
+        this.config = config;
+        tables.forEach(r -> captured.put(r.oid(), r.table()));
+    }
+
+    /** Reads the attribute numbers of the captured tables; at start, before streaming. */
+    void loadColumns(Connection c) throws SQLException {
+        attnums.putAll(Catalog.attributeNumbers(c, captured.keySet()));
+    }
+
+    /**
+     * At start: the tables the destinations hold ({@code held}, from their checkpoints) that were dropped or renamed in the
+     * source since they last saw them.
+     */
+    void atStart(Connection c, Collection<? extends Map<Integer, TableRef>> held) throws SQLException {
+        Map<Integer, TableRef> all = new TreeMap<>();
+        held.forEach(all::putAll);
+        Map<Integer, TableRef> now = Catalog.tablesByOid(c, all.keySet());
+        for (Map.Entry<Integer, TableRef> e : all.entrySet()) {
+            TableRef t = now.get(e.getKey());
+            if (t == null) {
+                LOG.info("the destinations keep their copy of {} (oid {}): that table was dropped in the source", e.getValue(),
+                        Integer.toUnsignedString(e.getKey()));
+            } else if (!t.equals(e.getValue())) {
+                LOG.info("table {} (oid {}) is now {} in the source: the destinations follow at its next change (tables are renamed,"
+                        + " events carry the new name)", e.getValue(), Integer.toUnsignedString(e.getKey()), t);
+            }
+        }
+    }
+
+    /** One look at the catalog (slot monitor thread): captured tables dropped or renamed, new tables source.tables matches. */
+    void tick(Connection c) throws SQLException {
+        Map<Integer, TableRef> now = Catalog.tablesByOid(c, captured.keySet());
+        for (Map.Entry<Integer, TableRef> e : captured.entrySet()) {
+            int oid = e.getKey();
+            TableRef t = now.get(oid);
+            if (t == null) {
+                if (captured.remove(oid) != null) {
+                    attnums.remove(oid);
+                    LOG.warn("table {} (oid {}) was dropped in the source: pgoutput sends nothing for a drop, and the destinations keep"
+                            + " their copy of it as it was (drop it there when it is no longer needed). A table created later under"
+                            + " that name gets a copy of its own; the old copy is then kept as {}", e.getValue(),
+                            Integer.toUnsignedString(oid), io.millrace.core.change.SourceTables.aside(e.getValue(), oid));
+                }
+            } else {
+                rename(oid, e.getValue(), t);
+            }
+        }
+        if (config.tables().stream().noneMatch(TableRef::isPattern)) {
+            return; // a table created later can match only a pattern
+        }
+        for (Map.Entry<Integer, TableRef> e : Catalog.userTablesByOid(c).entrySet()) {
+            TableRef t = e.getValue();
+            if (captured.containsKey(e.getKey()) || !matched(t) || !reported.add(e.getKey())) {
+                continue;
+            }
+            if (config.createPublication()) {
+                LOG.warn("table {} was created in the source and source.tables matches it: it is captured from the next start, which"
+                        + " adds it to publication '{}' and copies it while streaming (its changes until then are part of that copy)",
+                        t, config.publication());
+            } else {
+                LOG.warn("table {} was created in the source and source.tables matches it, but Millrace does not manage publication"
+                        + " '{}' (source.create_publication: false): to capture it, run ALTER PUBLICATION {} ADD TABLE {}; and restart",
+                        t, config.publication(), Ident.quote(config.publication()), t.sql());
+            }
+        }
+    }
+
+    /** A Relation message showed {@code after} (assembler thread): a table renamed since {@code before} is logged. */
+    void renamed(RelationInfo before, RelationInfo after) {
+        if (!before.table().equals(after.table())) {
+            captured.putIfAbsent(after.oid(), before.table());
+            rename(after.oid(), before.table(), after.table());
+        }
+    }
+
+    private void rename(int oid, TableRef from, TableRef to) {
+        if (!from.equals(to) && captured.replace(oid, from, to)) {
+            LOG.info("table {} (oid {}) was renamed to {} in the source: it stays captured, and the destinations follow at its next"
+                    + " change (tables are renamed, events carry the new name){}", from, Integer.toUnsignedString(oid), to,
+                    matched(to) ? "" : ". source.tables does not match its new name; the publication holds the table by oid, so it"
+                            + " stays captured. To stop capturing it: ALTER PUBLICATION " + Ident.quote(config.publication())
+                            + " DROP TABLE " + to.sql() + ";");
+        }
+    }
+
+    /**
+     * Whether {@link ShapeChange}'s reading of a change between {@code before} and {@code after} may be wrong: a column
+     * read as renamed that the catalog's attribute numbers show dropped and another added, or the other way round
+     * (assembler thread). Unknown numbers count as wrong: the caller then copies the table again, which is always right.
+     */
+    boolean misread(Connection c, RelationInfo before, RelationInfo after, ShapeChange change) throws SQLException {
+        Map<String, Integer> old = attnums.get(after.oid());
+        Map<String, Integer> now = Catalog.attributeNumbers(c, List.of(after.oid())).getOrDefault(after.oid(), Map.of());
+        attnums.put(after.oid(), now);
+        if (change.renamed().isEmpty() && (change.added().isEmpty() || change.dropped().isEmpty())) {
+            return false; // nothing to tell apart: only added, only dropped, or only retyped columns
+        }
+        if (old == null) {
+            return true;
+        }
+        for (Map.Entry<String, String> r : change.renamed().entrySet()) {
+            Integer was = old.get(r.getKey());
+            if (was == null || !was.equals(now.get(r.getValue()))) {
+                return true;
+            }
+        }
+        for (io.millrace.core.schema.ColumnInfo a : change.added()) {
+            Integer n = now.get(a.name());
+            if (n == null || old.containsValue(n)) {
+                return true; // an added column with an old column's number is that column renamed
+            }
+        }
+        return false;
+    }
+
+    private boolean matched(TableRef t) {
+        return config.tables().stream().anyMatch(p -> TableRef.matches(p, t))
+                && config.excludeTables().stream().noneMatch(x -> TableRef.matches(x, t));
+    }
+}
