@@ -173,7 +173,11 @@ class PipelineDecodeStressTest {
                 p.flush();
             }
         }
+        if (Thread.interrupted()) {
+            return; // a flush found the pipeline stopped and set the flag, as it does for the reader: the reader leaves then
+        }
         p.flush();
+        Thread.interrupted(); // likewise: the pipeline stopped during this last flush
     }
 
     @Test
