@@ -43,11 +43,13 @@ import static org.assertj.core.api.Assertions.assertThat;
  * <p>What must hold, after every trial and at the end (the checks of {@link CrashIT}):
  * <ul>
  *   <li>INV: DURABLE — {@link DurableSampler}, every ~50 ms for the whole test: confirmed_flush_lsn ≤ the durable
- *       checkpoint of both destinations;</li>
+ *       checkpoint of the postgres and jsonl destinations; and after every trial (the engine's JVM has ended, so its file
+ *       can be opened) ≤ the DuckDB destination's ({@link DuckCheck});</li>
  *   <li>INV: RESUME, exactly once — no txlog tx_id twice in the postgres destination (after every trial); at the end
  *       every table equals the source row for row and every source transaction is there once (lost = 0,
  *       duplicated = 0); each DDL table the source has then is in the destination under its name, with its columns'
- *       names, row for row;</li>
+ *       names, row for row; the same for the DuckDB destination (no txlog tx_id twice after every trial; every table,
+ *       DDL tables included, row for row at the end), which also takes the large transactions;</li>
  *   <li>INV: RESUME, at least once — the jsonl files repeat events only at or before the durable checkpoint, as
  *       {@link JsonlReplay} documents, and replay to exactly the source.</li>
  * </ul>
@@ -57,6 +59,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class CrashMatrixIT {
     static final int DEFAULT_TRIALS = 8;
+    static final String DUCK_DEST = "mirror";
     static final int SNAPSHOT_TRIALS = 2;
     static final long DDL_EVERY_MS = Long.getLong("crash.ddl_ms", 3_000);
     static final long FAULT_WAIT_MS = 30_000;
@@ -66,8 +69,10 @@ class CrashMatrixIT {
      * lets them arrive whole.
      */
     static final boolean STREAMED = Boolean.parseBoolean(System.getProperty("crash.streamed", "true"));
-    static final List<String> STREAM_POINTS = List.of("sink.postgres.before-commit", "sink.postgres.after-commit",
-            "sink.jsonl.before-checkpoint", "sink.jsonl.after-checkpoint", "pipeline.before-durable", "source.before-feedback");
+    /** Streaming trials take these in turn (CI's 8 trials reach the first three). */
+    static final List<String> STREAM_POINTS = List.of("sink.postgres.before-commit", "sink.duckdb.after-commit",
+            "sink.jsonl.before-checkpoint", "sink.duckdb.before-commit", "sink.postgres.after-commit", "sink.jsonl.after-checkpoint",
+            "pipeline.before-durable", "source.before-feedback");
     static final List<String> SNAPSHOT_POINTS = List.of("snapshot.mid-chunk", "sink.postgres.after-commit", "sink.jsonl.before-checkpoint");
 
     private static EmbeddedPg pg;
@@ -108,6 +113,7 @@ class CrashMatrixIT {
         Files.createDirectories(events);
         Path config = work.resolve("config.yaml");
         Files.writeString(config, config(events), StandardCharsets.UTF_8);
+        DuckCheck duck = new DuckCheck(work.resolve("mirror.duckdb"), DUCK_DEST);
 
         CrashWorkload load = new CrashWorkload(pg, CrashIT.SRC, seed * 31 + 7).big(100_000, 25_000).truncateEvery(15_000);
         load.createAndSeed(30_000, 10_000, 100);
@@ -190,6 +196,13 @@ class CrashMatrixIT {
                 System.out.printf("CrashMatrixIT: trial %3d: %-45s after %5d ms in %-9s exit %d%n", i, how, at, phase, code);
                 assertThat(CrashIT.duplicateTxIds(dst)).as("tx_ids applied twice in the postgres destination after trial %d", i).isEmpty();
                 assertThat(sampler.violations()).as("INV: DURABLE after trial %d", i).isEmpty();
+                io.millrace.core.Lsn duckFlush = duck.flushLsn();
+                io.millrace.core.Lsn confirmed = DurableSampler.confirmedFlush(src, CrashIT.SLOT);
+                if (duckFlush != null && confirmed != null) {
+                    assertThat(confirmed.compareTo(duckFlush)).as("INV: DURABLE after trial %d: slot %s not past the DuckDB checkpoint %s",
+                            i, confirmed, duckFlush).isLessThanOrEqualTo(0);
+                }
+                assertThat(duck.duplicateTxIds()).as("tx_ids applied twice in the DuckDB destination after trial %d", i).isEmpty();
                 load.throwIfFailed();
             }
             load.stop();
@@ -236,6 +249,7 @@ class CrashMatrixIT {
             CrashIT.assertJsonl(replay, src, events);
             assertDdlTablesReplayed(replay, src);
             assertThat(finalExit).isEqualTo(0);
+            assertDuckDbEqualsSource(duck, src);
             // every fired point was checked above (exit 86 and its line); on a busy machine some are not reached in time
             assertThat(fired.values().stream().mapToInt(Integer::intValue).sum()).as("fault points that fired").isPositive();
             if (STREAMED && load.bigCommitted() > 0) {
@@ -314,6 +328,20 @@ class CrashMatrixIT {
         }
     }
 
+    /** The DuckDB destination (the engine stopped) holds every table of the source row for row, DDL tables included. */
+    private static void assertDuckDbEqualsSource(DuckCheck duck, Connection src) throws Exception {
+        List<io.millrace.core.schema.TableRef> tables = new ArrayList<>(CrashWorkload.TABLES);
+        tables.addAll(ddlTables(src).values());
+        for (io.millrace.core.schema.TableRef t : tables) {
+            List<String> cols = columns(src, t);
+            List<String> expected = DuckCheck.sourceRows(src, t, cols);
+            List<String> actual = duck.rows(t, cols);
+            assertThat(actual).as("DuckDB destination: table %s (columns %s) missing", t, cols).isNotNull();
+            assertThat(actual.size()).as("DuckDB destination: rows of %s", t).isEqualTo(expected.size());
+            assertThat(actual).as("DuckDB destination: table %s row for row", t).isEqualTo(expected);
+        }
+    }
+
     /** Replaying the jsonl files by table oid gives every DDL table of the source. */
     private static void assertDdlTablesReplayed(JsonlReplay replay, Connection src) throws Exception {
         for (Map.Entry<Long, io.millrace.core.schema.TableRef> t : ddlTables(src).entrySet()) {
@@ -362,6 +390,9 @@ class CrashMatrixIT {
                 "    port: " + pg.port(),
                 "    database: " + CrashIT.DST,
                 "    user: postgres",
+                "  - name: " + DUCK_DEST,
+                "    type: duckdb",
+                "    file: " + events.resolveSibling("mirror.duckdb"),
                 "  - name: " + CrashIT.FILES_DEST,
                 "    type: jsonl",
                 "    directory: " + events,
