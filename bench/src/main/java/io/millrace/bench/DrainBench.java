@@ -148,8 +148,11 @@ public final class DrainBench {
         }
     }
 
+    /** A slot name per variant and run; a variant run from another build's jar ({@code @path}) is told apart by a hash. */
     private static String slot(String variant, int run) {
-        return ("drain_" + variant.replaceAll("[^a-z0-9]", "_") + "_" + run).toLowerCase(Locale.ROOT);
+        int at = variant.indexOf('@');
+        String name = at < 0 ? variant : variant.substring(0, at) + "_b" + Integer.toHexString(variant.substring(at).hashCode());
+        return ("drain_" + name.replaceAll("[^a-zA-Z0-9]", "_") + "_" + run).toLowerCase(Locale.ROOT);
     }
 
     private static double median(List<double[]> ms, int i) {
