@@ -26,7 +26,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <pre>
  * java -cp bench/target/millrace-bench.jar io.millrace.bench.LatencyBench [--rates 5000,20000] [--seconds 30]
- *      [--warmup 5] [--tx-rows 20] [--dest jsonl|null] [--decoders N]
+ *      [--warmup 5] [--tx-rows 20] [--dest jsonl|postgres|null] [--decoders N] [--pg setting=value ...] [--async-commit]
  * </pre>
  */
 public final class LatencyBench {
@@ -40,6 +40,8 @@ public final class LatencyBench {
         int txRows = 20;
         String dest = "jsonl";
         int decoders = 0;
+        java.util.Map<String, String> pgSettings = new java.util.LinkedHashMap<>();
+        boolean asyncCommit = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--rates" -> rates = Arrays.stream(args[++i].split(",")).map(Integer::parseInt).toList();
@@ -48,6 +50,11 @@ public final class LatencyBench {
                 case "--tx-rows" -> txRows = Integer.parseInt(args[++i]);
                 case "--dest" -> dest = args[++i];
                 case "--decoders" -> decoders = Integer.parseInt(args[++i]);
+                case "--async-commit" -> asyncCommit = true;
+                case "--pg" -> {
+                    String[] kv = args[++i].split("=", 2);
+                    pgSettings.put(kv[0], kv[1]);
+                }
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
@@ -55,7 +62,9 @@ public final class LatencyBench {
         System.out.println(Orchestrator.machine() + "; load average " + Files.readString(Path.of("/proc/loadavg")).trim());
         System.out.println("| rate (changes/s) | achieved | transactions of | destination | events measured | p50 ms | p90 ms | p99 ms | max ms | load |");
         System.out.println("|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|");
-        try (EmbeddedPg pg = EmbeddedPg.builder().major(15).dataDirectory(work.resolve("pgdata"), true).start()) {
+        EmbeddedPg.Builder server = EmbeddedPg.builder().major(15).dataDirectory(work.resolve("pgdata"), true);
+        pgSettings.forEach(server::setting);
+        try (EmbeddedPg pg = server.start()) {
             pg.createDatabase("bench");
             try (Connection c = pg.connect("bench")) {
                 Workload.createTable(c);
@@ -71,8 +80,13 @@ public final class LatencyBench {
                 String yaml = String.join("\n", "name: latency", "source:", "  host: 127.0.0.1", "  port: " + pg.port(), "  database: bench",
                         "  user: postgres", "  slot: " + slot, "  publication: " + Workload.PUBLICATION, "  tables: [public.bench]",
                         "snapshot:", "  mode: never", "pipeline:", "  decoders: " + decoders, "destinations:", "  - name: out",
-                        "    type: " + (dest.equals("null") ? "discard" : dest), dest.equals("jsonl") ? "    directory: " + dir.resolve("events") : "",
+                        "    type: " + (dest.equals("null") ? "discard" : dest), dest.equals("jsonl") ? "    directory: " + dir.resolve("events")
+                                : dest.equals("postgres") ? "    host: 127.0.0.1\n    port: " + pg.port() + "\n    database: " + slot
+                                + "\n    user: postgres" : "",
                         "");
+                if (dest.equals("postgres")) {
+                    pg.createDatabase(slot); // a destination database on the same server
+                }
                 EngineConfig cfg = new ConfigLoader(System::getenv).parse(yaml, dir);
                 Engine engine = new Engine(cfg);
                 AtomicReference<Throwable> error = new AtomicReference<>();
@@ -93,7 +107,11 @@ public final class LatencyBench {
                 double load = Proc.load1();
                 long written = 0;
                 try (Connection c = pg.connect("bench"); Statement s = c.createStatement()) {
-                    s.execute("SET synchronous_commit = off");
+                    // An asynchronous commit reaches the walsender only when the WAL writer flushes it (wal_writer_delay,
+                    // 200 ms): that would be the source's latency, not Millrace's. Applications commit synchronously by default.
+                    if (asyncCommit) {
+                        s.execute("SET synchronous_commit = off");
+                    }
                     engine.stats().eachLatency(l -> {
                         // commit time = now − latency; only changes committed after the warm-up count
                         java.time.Instant now = java.time.Instant.now();

@@ -224,8 +224,8 @@ final class Assembler {
         inTx = false;
         watermarks.committed(txXid);
         flushLsn = endLsn;
-        if (size >= batchBytes || System.nanoTime() - batchStartNanos >= lingerNanos) {
-            cut();
+        if (size >= batchBytes || writerIdle.getAsBoolean() || System.nanoTime() - batchStartNanos >= lingerNanos) {
+            cut(); // group commit: an idle writer takes what is complete at once; a busy one gets it when it is done
         }
     }
 
@@ -522,9 +522,23 @@ final class Assembler {
         this.idleAdvanceNanos = millis * 1_000_000L;
     }
 
-    /** True when a batch has waited its linger time and no transaction is open. */
+    /**
+     * True when no transaction is open and the batch holds something: once the writer is idle (group commit: the batch
+     * grew while the writer applied the one before), or once it has waited its linger time.
+     */
     boolean due() {
-        return !inTx && (eventCount() > 0 || flushLsn != null || watermarks.dirty())
-                && System.nanoTime() - batchStartNanos >= lingerNanos;
+        return pending() && (writerIdle.getAsBoolean() || System.nanoTime() - batchStartNanos >= lingerNanos);
+    }
+
+    /** Whether the batch holds something to hand on and no transaction is open. */
+    boolean pending() {
+        return !inTx && (eventCount() > 0 || flushLsn != null || watermarks.dirty());
+    }
+
+    private java.util.function.BooleanSupplier writerIdle = () -> false;
+
+    /** Tells whether the writer has nothing to apply: a batch is then handed on as soon as a transaction completes. */
+    void writerIdle(java.util.function.BooleanSupplier idle) {
+        this.writerIdle = idle;
     }
 }

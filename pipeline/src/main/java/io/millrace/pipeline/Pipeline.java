@@ -239,6 +239,7 @@ public final class Pipeline implements AutoCloseable {
                 });
         this.assembler = a;
         a.holdBudget(held, failure::isSet);
+        a.writerIdle(() -> applied.get() == submitted.get()); // every batch handed on is durable
         a.idleAdvanceInterval(idleAdvanceMillis);
         if (pool != null) {
             pool.hook(decodeHook);
@@ -254,7 +255,8 @@ public final class Pipeline implements AutoCloseable {
         start("millrace-assembler", () -> {
             try (spill) {
                 while (true) {
-                    List<Raw> ms = raw.receive(Math.max(1, options.lingerMillis() / 4));
+                    // A batch waiting for the writer to be done is checked for every millisecond (group commit).
+                    List<Raw> ms = raw.receive(a.pending() ? 1 : Math.max(1, options.lingerMillis() / 4));
                     if (ms != null) {
                         long taken = 0;
                         for (Raw m : ms) {
