@@ -1,0 +1,20 @@
+package io.millrace.core.sink;
+
+/**
+ * One configured destination: validated settings that can make its {@link Sink}.
+ *
+ * <p>Built-in destinations and third-party ones alike implement this (usually as a record); the engine knows
+ * destinations only through it, so a jar on the class path with a {@link DestinationProvider} adds a destination
+ * without any change to the engine or the configuration loader.
+ */
+public interface DestinationConfig {
+
+    /** The destination's name in the configuration: unique within a pipeline, part of its checkpoint identity. */
+    String name();
+
+    /** The {@link DestinationProvider#type()} it was configured as, e.g. {@code postgres}. */
+    String type();
+
+    /** A new sink for these settings, not yet {@linkplain Sink#open() opened}; called once per engine run. */
+    Sink newSink();
+}
