@@ -129,8 +129,9 @@ public final class ConfigLoader {
         Node snap = r.child("snapshot");
         EngineConfig.SnapshotMode mode = snap.choice("mode", EngineConfig.SnapshotMode.INITIAL, EngineConfig.SnapshotMode.class);
         SnapshotRunner.Options d = SnapshotRunner.Options.defaults();
+        boolean binaryCopy = source.binary() != SourceConfig.BinaryMode.OFF; // snapshots read COPY in binary where the types allow
         SnapshotRunner.Options snapshot = new SnapshotRunner.Options(snap.integer("readers", d.readers(), 1, 64),
-                snap.integer("chunk_pages", (int) d.pagesPerChunk(), 1, Integer.MAX_VALUE), d.batchBytes());
+                snap.integer("chunk_pages", (int) d.pagesPerChunk(), 1, Integer.MAX_VALUE), d.batchBytes(), binaryCopy);
         Node on = snap.child("online");
         io.millrace.snapshot.online.OnlineSnapshotter.Options od0 = io.millrace.snapshot.online.OnlineSnapshotter.Options.defaults();
         io.millrace.snapshot.online.KeysetChunker.Sizing sz = od0.sizing();
@@ -149,7 +150,7 @@ public final class ConfigLoader {
         io.millrace.snapshot.online.OnlineSnapshotter.Options online = new io.millrace.snapshot.online.OnlineSnapshotter.Options(onReaders,
                 new io.millrace.snapshot.online.KeysetChunker.Sizing(chunkRows, minRows, maxRows, targetMs * 1_000_000L,
                         (long) maxChunkMb << 20),
-                signal == null ? null : io.millrace.core.schema.TableRef.parse(signal));
+                signal == null ? null : io.millrace.core.schema.TableRef.parse(signal), binaryCopy);
         snap.done();
 
         Node p = r.child("pipeline");
