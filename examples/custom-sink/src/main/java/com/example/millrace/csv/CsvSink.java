@@ -15,7 +15,9 @@ import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.ColumnInfo;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
+import io.millrace.core.sink.FileReset;
 import io.millrace.core.sink.Sink;
+import io.millrace.core.sink.SinkReset;
 import io.millrace.core.types.UnchangedToast;
 
 import java.io.IOException;
@@ -54,7 +56,8 @@ import java.util.Optional;
  * since; the engine then sends the changes after the checkpoint again. The files therefore hold each change once after
  * open, but a reader that tailed a file meanwhile may see lines again: it recognises them by their position and keeps
  * only lines whose {@code (_commit_lsn, _ordinal)} is after the last it read. (Snapshot rows all carry {@code 0/0}, 0;
- * a table copied again is preceded by a truncate.)
+ * a table copied again is preceded by a truncate.) A directory that holds CSV files but no state file is refused, never
+ * cut: they are someone else's.
  *
  * <p>One writer thread owns the sink, as {@link Sink} says. File names keep letters, digits, {@code _} and {@code -} of
  * the schema and table names and replace other characters by {@code _}.
@@ -114,7 +117,12 @@ public final class CsvSink implements Sink {
         Path dir = config.directory();
         try {
             Files.createDirectories(dir);
-            Optional<Checkpoint> checkpoint = readState(dir.resolve(STATE_FILE));
+            Path stateFile = dir.resolve(STATE_FILE);
+            if (!Files.exists(stateFile)) {
+                refuseForeignFiles(dir);
+                writeState(null); // from now on every .csv file here is this destination's
+            }
+            Optional<Checkpoint> checkpoint = readState(stateFile);
             try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, "*.csv")) {
                 for (Path f : files) {
                     Part p = parts.get(f.getFileName().toString());
@@ -146,10 +154,19 @@ public final class CsvSink implements Sink {
         }
     }
 
-    private Optional<Checkpoint> readState(Path file) throws IOException {
-        if (!Files.exists(file)) {
-            return Optional.empty();
+    /** Without a state file the directory is new to this destination: CSV files in it are someone else's, never cut or removed. */
+    private void refuseForeignFiles(Path dir) throws IOException {
+        try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, "*.csv")) {
+            for (Path f : files) {
+                throw new MillraceException(Kind.SINK, "csv destination '" + name() + "': " + dir + " holds " + f.getFileName()
+                        + " but no " + STATE_FILE + ": it is not this destination's directory (or its state was removed);"
+                        + " name an empty or new directory, or move the files away");
+            }
         }
+    }
+
+    /** The state file's checkpoint (empty before the first write) and files. */
+    private Optional<Checkpoint> readState(Path file) throws IOException {
         JsonNode root = json.readTree(file.toFile());
         for (JsonNode f : root.get("files")) {
             List<String> columns = new ArrayList<>();
@@ -159,7 +176,8 @@ public final class CsvSink implements Sink {
             parts.put(p.file, p);
             current.put(p.table, p); // files are listed in the order begun: the last of a table is its current one
         }
-        return Optional.of(CheckpointJson.read(root.get("checkpoint").toString()));
+        JsonNode cp = root.get("checkpoint");
+        return cp == null || cp.isNull() ? Optional.empty() : Optional.of(CheckpointJson.read(cp.toString()));
     }
 
     @Override
@@ -247,10 +265,10 @@ public final class CsvSink implements Sink {
         }
     }
 
-    /** Replaces the state file: a new file, fsynced, renamed over the old one, and the directory fsynced. */
+    /** Replaces the state file: a new file, fsynced, renamed over the old one, and the directory fsynced. Null: none yet. */
     private void writeState(Checkpoint checkpoint) throws IOException {
         ObjectNode root = json.createObjectNode();
-        root.set("checkpoint", json.readTree(CheckpointJson.write(checkpoint)));
+        root.set("checkpoint", checkpoint == null ? json.nullNode() : json.readTree(CheckpointJson.write(checkpoint)));
         ArrayNode files = root.putArray("files");
         for (Part p : parts.values()) {
             ObjectNode f = files.addObject().put("file", p.file).put("schema", p.table.schema()).put("table", p.table.table())
@@ -268,8 +286,26 @@ public final class CsvSink implements Sink {
             ch.force(true);
         }
         Files.move(tmp, dir.resolve(STATE_FILE), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
-            d.force(true); // the rename itself survives a crash
+        FileReset.fsyncDirectory(dir); // the rename itself survives a crash
+    }
+
+    @Override
+    public SinkReset reset(List<TableRef> tables, SinkReset.Data data) {
+        Path dir = config.directory();
+        try {
+            if (!Files.exists(dir.resolve(STATE_FILE))) {
+                return SinkReset.none(); // never written to: nothing of this pipeline's is here
+            }
+            Checkpoint checkpoint = readState(dir.resolve(STATE_FILE)).orElse(null);
+            List<Path> files = new ArrayList<>();
+            try (DirectoryStream<Path> found = Files.newDirectoryStream(dir, "*.csv")) {
+                found.forEach(files::add);
+            }
+            files.sort(null);
+            return new FileReset("csv destination '" + name() + "'", checkpoint, files, "csv file(s)", dir, dir.resolve(STATE_FILE),
+                    dir.resolve(STATE_FILE + ".tmp"), data);
+        } catch (IOException e) {
+            throw new MillraceException(Kind.SINK, "csv destination '" + name() + "': cannot read " + dir + ": " + e.getMessage(), e);
         }
     }
 
