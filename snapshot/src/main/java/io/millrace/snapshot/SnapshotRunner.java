@@ -8,6 +8,8 @@ import io.millrace.core.Position;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Op;
 import io.millrace.core.change.SnapshotProgress;
+import io.millrace.core.fault.FaultPoint;
+import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
@@ -261,7 +263,7 @@ public final class SnapshotRunner {
             batch.rows++;
             if (batch.bytes >= options.batchBytes()) {
                 hand(batch.events, ref, batch.rows, batch.bytes);
-                io.millrace.core.fault.Faults.hit("snapshot.mid-chunk"); // fault point: docs/RELIABILITY.md
+                Faults.hit(FaultPoint.SNAPSHOT_MID_CHUNK);
                 batch.events = new ArrayList<>();
                 batch.bytes = 0;
                 batch.rows = 0;
