@@ -7,7 +7,10 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** The fault spec parser; arming itself is exercised by the crash matrix (cli CrashMatrixIT), in JVMs of their own. */
+/**
+ * The fault spec parser and arming in a running JVM ({@link Faults#arm}); arming at JVM start is exercised by the crash matrix
+ * (cli CrashMatrixIT), in JVMs of their own.
+ */
 class FaultsTest {
     @Test
     void unarmedInThisJvm() {
@@ -32,5 +35,24 @@ class FaultsTest {
         assertThatThrownBy(() -> Faults.parse("x:explode")).hasMessageContaining("unknown action 'explode'");
         assertThatThrownBy(() -> Faults.parse("x:crash:many")).hasMessageContaining("'many' in 'x:crash:many' is not a number");
         assertThatThrownBy(() -> Faults.parse("x:crash:0")).hasMessageContaining("the hit number starts at 1");
+    }
+
+    @Test
+    void armingNeedsAnArmableJvm() {
+        assertThat(Faults.armable()).isEqualTo(Boolean.getBoolean(Faults.ARMABLE_PROPERTY));
+        if (!Faults.armable()) {
+            assertThatThrownBy(() -> Faults.arm("sink.postgres.after-commit:fail")).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("-Dmillrace.fault.test=true");
+            return;
+        }
+        try (Faults.Armed armed = Faults.arm("test.point:fail:2")) {
+            assertThat(Faults.armed()).isTrue();
+            Faults.hit("test.point");
+            assertThatThrownBy(() -> Faults.hit("test.point")).isInstanceOf(Faults.InjectedFault.class)
+                    .hasMessage("injected fault at test.point (hit 2)");
+            Faults.hit("test.point");
+        }
+        assertThat(Faults.armed()).isFalse();
+        Faults.hit("test.point"); // disarmed again
     }
 }
