@@ -1,6 +1,5 @@
 package io.millrace.sinkkit;
 
-import io.millrace.core.Position;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.ShapeChange;
@@ -53,7 +52,7 @@ public abstract class TableSinkContract extends SinkContract {
     }
 
     @Override
-    protected void assertHolds(String destination, List<ChangeEvent> written, Position durable) {
+    protected void assertHolds(String destination, List<ChangeEvent> written, Repeats repeats) {
         Map<Integer, RelationInfo> shapes = new LinkedHashMap<>();
         Map<Integer, Map<String, Map<String, String>>> tables = new HashMap<>();
         for (ChangeEvent e : written) {
