@@ -13,8 +13,10 @@ import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
 import io.millrace.core.Secret;
 import io.millrace.core.event.SourceMeta;
-import io.millrace.sink.jsonl.JsonlSinkConfig;
-import io.millrace.sink.postgres.PostgresSinkConfig;
+import io.millrace.core.sink.DestinationConfig;
+import io.millrace.core.sink.DestinationContext;
+import io.millrace.core.sink.DestinationProvider;
+import io.millrace.core.sink.DestinationProviders;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -22,9 +24,7 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 import java.util.function.Function;
 
 /**
@@ -32,31 +32,38 @@ import java.util.function.Function;
  * the wrong form are errors that name the key and the expected form. Passwords come from an
  * environment variable ({@code password_env}) or a file ({@code password_file}), never from the
  * file itself. Relative paths are resolved against the configuration file's folder.
+ *
+ * <p>A destination's {@code type:} names a {@link DestinationProvider} found on the class path with
+ * {@link java.util.ServiceLoader}; the provider reads the destination's other keys.
  */
 public final class ConfigLoader {
     /** The top-level sections, and the keys of each mapping that checks required settings while reading. */
     private static final String[] SECTIONS = {"name", "source", "snapshot", "pipeline", "operations", "destinations"};
     private static final String[] SOURCE_KEYS = {"host", "port", "database", "user", "password", "password_env", "password_file", "slot",
             "publication", "tables", "exclude_tables", "create_publication", "binary", "status_interval_ms", "ssl", "socket_timeout_s"};
-    private static final String[] POSTGRES_KEYS = {"name", "type", "url", "host", "port", "database", "user", "password", "password_env",
-            "password_file", "schema", "state_schema"};
-    private static final String[] JSONL_KEYS = {"name", "type", "stdout", "directory", "state_file", "rotate_mb"};
-    private static final String[] KAFKA_KEYS = {"name", "type", "bootstrap_servers", "topic", "topic_prefix", "tombstones", "truncates",
-            "partitions", "replication_factor", "checkpoint_topic", "transactional_id", "producer"};
+    /** The types built into the distribution, each in its own module: named when a configuration asks for one that is missing. */
+    private static final List<String> BUILT_IN_MODULES = List.of("postgres", "jsonl", "duckdb", "kafka");
 
     private final Function<String, String> env;
+    private final DestinationProviders providers;
     /** Whether secrets the source does not need (control token, destination passwords) may stay unresolved. */
     private final boolean sourceOnly;
     private final List<String> deferred = new ArrayList<>();
 
     /** @param env environment lookup (System::getenv in production) */
     public ConfigLoader(Function<String, String> env) {
-        this(env, false);
+        this(env, DestinationProviders.installed(), false);
     }
 
-    private ConfigLoader(Function<String, String> env, boolean sourceOnly) {
+    private ConfigLoader(Function<String, String> env, DestinationProviders providers, boolean sourceOnly) {
         this.env = env;
+        this.providers = providers;
         this.sourceOnly = sourceOnly;
+    }
+
+    /** This loader with exactly {@code providers} as the destination types it accepts (instead of the class path's). */
+    public ConfigLoader withProviders(DestinationProviders providers) {
+        return new ConfigLoader(env, providers, sourceOnly);
     }
 
     public static ConfigLoader fromSystem() {
@@ -69,7 +76,7 @@ public final class ConfigLoader {
      * its problem is listed in {@link #deferred()} — {@code run} refuses it. Every other check stays.
      */
     public ConfigLoader sourceOnly() {
-        return new ConfigLoader(env, true);
+        return new ConfigLoader(env, providers, true);
     }
 
     /** The problems {@link #sourceOnly()} let pass, each naming its key, in the order found. */
@@ -118,20 +125,12 @@ public final class ConfigLoader {
         PipelineSettings pipeline = pipeline(r.child("pipeline"), base);
         OperationsSettings ops = operations(r.child("operations"), base);
 
-        List<EngineConfig.Destination> destinations = new ArrayList<>();
-        Set<String> names = new HashSet<>();
+        List<DestinationConfig> destinations = new ArrayList<>();
         List<Node> ds = r.children("destinations");
-        if (ds.isEmpty()) {
-            throw Node.error("destinations", "is required: a list with at least one destination, e.g.\n"
-                    + "destinations:\n  - name: files\n    type: jsonl\n    directory: ./out");
-        }
+        EngineConfigs.requireDestinations(ds.size());
+        DestinationContext context = new DestinationContext(name, source.slot(), new SourceMeta(name, source.database()), base);
         for (Node dn : ds) {
-            EngineConfig.Destination dest = destination(dn, base, new SourceMeta(name, source.database()), source.slot());
-            if (!names.add(dest.name())) {
-                throw Node.error(dn.key("name"), "'" + dest.name() + "' is used by two destinations; names must be unique"
-                        + " (a destination without a name is named after its type): give each destination its own name");
-            }
-            destinations.add(dest);
+            destinations.add(destination(dn, base, context));
         }
         r.done();
         return EngineConfigs.of(name, source, snapshot, pipeline, ops, destinations);
@@ -234,7 +233,7 @@ public final class ConfigLoader {
         string(s, "host", b::host);
         integer(s, "port", Limit.SOURCE_PORT, b::port);
         b.database(s.requireString("database", "app")).user(s.requireString("user", "millrace"));
-        literalPassword(s);
+        literal(s, "password");
         string(s, "password_env", b::passwordEnv);
         string(s, "password_file", f -> b.passwordFile(base.resolve(f)));
         string(s, "slot", b::slot);
@@ -260,110 +259,51 @@ public final class ConfigLoader {
         return s.strings(key);
     }
 
-    /** Refuses a password written in the file itself. */
-    private static void literalPassword(Node n) {
-        if (n.has("password")) {
-            throw Node.error(n.key("password"), "is not allowed: a password must not be written in the configuration file."
-                    + " Put it in an environment variable and name it in " + n.key("password_env")
-                    + ", or in a file named by " + n.key("password_file"));
+    /** Refuses a secret written in the file itself ({@code <prefix>}, e.g. {@code password}). */
+    private static void literal(Node n, String prefix) {
+        if (n.has(prefix)) {
+            String what = prefix.equals("password") ? "password" : "secret";
+            throw Node.error(n.key(prefix), "is not allowed: a " + what + " must not be written in the configuration file."
+                    + " Put it in an environment variable and name it in " + n.key(prefix + "_env")
+                    + ", or in a file named by " + n.key(prefix + "_file"));
         }
     }
 
-    /** A password from {@code password_env} or {@code password_file}; {@code deferrable}: see {@link #sourceOnly()}. */
-    private Secret password(Node n, Path base, boolean deferrable) {
-        literalPassword(n);
-        String var = n.string("password_env", null);
-        String file = n.string("password_file", null);
+    /**
+     * A secret from {@code <prefix>_env} or {@code <prefix>_file} (e.g. {@code password_env}); a literal {@code <prefix>}
+     * key is refused. {@code deferrable}: see {@link #sourceOnly()}.
+     */
+    private Secret secret(Node n, String prefix, Path base, boolean deferrable) {
+        literal(n, prefix);
+        String envKey = prefix + "_env";
+        String fileKey = prefix + "_file";
+        String var = n.string(envKey, null);
+        String file = n.string(fileKey, null);
         if (var != null && file != null) {
-            throw Secrets.both(n.key("password_env"), n.key("password_file"));
+            throw Secrets.both(n.key(envKey), n.key(fileKey));
         }
         try {
             if (var != null) {
-                return Secrets.passwordFromEnv(n.key("password_env"), var, env);
+                return Secrets.fromEnv(n.key(envKey), var, env, prefix.equals("password") ? "password" : "secret");
             }
-            return file == null ? Secret.NONE : Secrets.fromFile(n.key("password_file"), base.resolve(file));
+            return file == null ? Secret.NONE : Secrets.fromFile(n.key(fileKey), base.resolve(file));
         } catch (MillraceException e) {
             return unresolved(e, deferrable);
         }
     }
 
-    private EngineConfig.Destination destination(Node d, Path base, SourceMeta meta, String slot) {
-        Set<String> all = new java.util.LinkedHashSet<>(List.of(POSTGRES_KEYS));
-        all.addAll(List.of(JSONL_KEYS));
-        all.add("file");
-        all.add("memory_limit_mb");
-        all.addAll(List.of(KAFKA_KEYS));
-        d.allow(all.toArray(String[]::new)); // a misspelt "type" is named as such, not reported missing
+    /**
+     * One destination, read by the provider of its {@code type:}. Its secrets may be deferred ({@link #sourceOnly()}):
+     * commands that talk to the source only need none of them.
+     */
+    private DestinationConfig destination(Node d, Path base, DestinationContext context) {
+        d.refuseMisspelling("type", "name", "type"); // a misspelt "type" is named as such, not reported missing
         String type = d.requireString("type", "jsonl");
-        switch (type) {
-            case "postgres" -> d.allow(POSTGRES_KEYS);
-            case "jsonl" -> d.allow(JSONL_KEYS);
-            case "discard", "null" -> d.allow("name", "type");
-            case "duckdb" -> d.allow("name", "type", "file", "schema", "memory_limit_mb");
-            case "kafka" -> d.allow(KAFKA_KEYS);
-            default -> {
-                // reported below
-            }
-        }
+        DestinationProvider provider = providers.find(type).orElseThrow(() -> Node.error(d.key("type"), "must be one of "
+                + String.join(", ", providers.types()) + "; got '" + type + "'" + (BUILT_IN_MODULES.contains(type)
+                ? " (its module, millrace-sink-" + type + ", is not on the class path)" : "")));
         String name = d.string("name", type);
-        EngineConfig.Destination out;
-        switch (type) {
-            case "postgres" -> {
-                String url = d.string("url", null);
-                if (url == null) {
-                    String host = d.string("host", "127.0.0.1");
-                    int port = d.integer("port", 5432, 1, 65535);
-                    String db = d.requireString("database", "replica");
-                    url = "jdbc:postgresql://" + host + ":" + port + "/" + db;
-                } else if (!url.startsWith("jdbc:postgresql://")) {
-                    // Only the scheme is echoed: postgres://user:password@host/db would print the password.
-                    int colon = url.indexOf(':');
-                    throw Node.error(d.key("url"), "must start with jdbc:postgresql:// (e.g. jdbc:postgresql://127.0.0.1:5432/replica)"
-                            + (colon > 0 ? ", got a URL starting with '" + url.substring(0, colon + 1) + "'" : ""));
-                } else if (url.toLowerCase(java.util.Locale.ROOT).contains("password=")) {
-                    throw Node.error(d.key("url"), "must not hold a password: remove it from the URL and name an environment variable in "
-                            + d.key("password_env") + " (or a file in " + d.key("password_file") + ")");
-                }
-                String user = d.requireString("user", "millrace");
-                Secret pw = password(d, base, true);
-                out = new EngineConfig.PostgresDestination(new PostgresSinkConfig(name, url, user, pw, d.string("schema", null),
-                        d.string("state_schema", "millrace")));
-            }
-            case "jsonl" -> {
-                boolean stdout = d.bool("stdout", false);
-                String dir = d.string("directory", null);
-                if (stdout && dir != null) {
-                    throw Node.error(d.key("directory"), "and " + d.key("stdout") + ": true are both set; keep one"
-                            + " (a directory for events files, or stdout)");
-                }
-                if (!stdout && dir == null) {
-                    throw Node.error(d.key("directory"), "is required for a jsonl destination (e.g. directory: ./events),"
-                            + " or set " + d.key("stdout") + ": true (with a state_file) to write events to standard output");
-                }
-                String state = d.string("state_file", null);
-                if (stdout && state == null) {
-                    throw Node.error(d.key("state_file"), "is required with " + d.key("stdout") + ": true: a path where the checkpoint"
-                            + " can live, e.g. state_file: ./" + name + "-checkpoint.json");
-                }
-                long rotate = (long) d.integer("rotate_mb", (int) (JsonlSinkConfig.DEFAULT_ROTATE_BYTES >> 20), 1, 1 << 20) << 20;
-                out = new EngineConfig.JsonlDestination(new JsonlSinkConfig(name, dir == null ? null : base.resolve(dir),
-                        state == null ? null : base.resolve(state), rotate, meta));
-            }
-            case "discard", "null" -> out = new EngineConfig.NullDestination(name); // for benchmarks; "null" must be quoted in YAML
-            case "duckdb" -> out = new EngineConfig.DuckDbDestination(new io.millrace.sink.duckdb.DuckDbSinkConfig(name,
-                    base.resolve(d.requireString("file", "mirror.duckdb")), d.string("schema", null),
-                    d.integer("memory_limit_mb", io.millrace.sink.duckdb.DuckDbSinkConfig.DEFAULT_MEMORY_LIMIT_MB, 16, 1 << 20)));
-            case "kafka" -> {
-                // One transactional id per pipeline, slot and destination: a second engine on the same pipeline fences the first.
-                String txId = d.string("transactional_id", "millrace." + meta.name() + "." + slot + "." + name);
-                out = new EngineConfig.KafkaDestination(new io.millrace.sink.kafka.KafkaSinkConfig(name,
-                        d.requireString("bootstrap_servers", "kafka1:9092,kafka2:9092"), d.string("topic", null),
-                        d.string("topic_prefix", null), d.bool("tombstones", true), d.bool("truncates", true),
-                        d.integer("partitions", 1, 1, 100_000), (short) d.integer("replication_factor", -1, -1, Short.MAX_VALUE),
-                        d.string("checkpoint_topic", null), txId, d.stringMap("producer"), meta));
-            }
-            default -> throw Node.error(d.key("type"), "must be one of postgres, jsonl, duckdb, kafka, discard; got '" + type + "'");
-        }
+        DestinationConfig out = provider.configure(name, new NodeSettings(d, base, (n, prefix) -> secret(n, prefix, base, true)), context);
         d.done();
         return out;
     }

@@ -4,6 +4,7 @@ import io.millrace.api.OperationsSettings;
 import io.millrace.api.PipelineSettings;
 import io.millrace.api.SnapshotSettings;
 import io.millrace.api.SourceSettings;
+import io.millrace.core.sink.DestinationConfig;
 import io.millrace.pipeline.Pipeline;
 import io.millrace.snapshot.SnapshotRunner;
 import io.millrace.snapshot.online.KeysetChunker;
@@ -12,9 +13,11 @@ import io.millrace.source.SourceConfig;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * The engine's configuration made from the checked settings of {@code io.millrace.api} (built by the builder, or by
@@ -24,13 +27,35 @@ public final class EngineConfigs {
     private EngineConfigs() {
     }
 
+    /**
+     * The whole configuration; checks that there is at least one destination and that their names are unique.
+     *
+     * @param name the pipeline's logical name ({@code name:})
+     */
     public static EngineConfig of(String name, SourceSettings source, SnapshotSettings snapshot, PipelineSettings pipeline,
-                                  OperationsSettings operations, List<EngineConfig.Destination> destinations) {
+                                  OperationsSettings operations, List<DestinationConfig> destinations) {
+        requireDestinations(destinations.size());
+        Set<String> names = new HashSet<>();
+        for (int i = 0; i < destinations.size(); i++) {
+            String d = destinations.get(i).name();
+            if (!names.add(d)) {
+                throw Limit.error("destinations[" + i + "].name", "'" + d + "' is used by two destinations; names must be unique"
+                        + " (a destination without a name is named after its type): give each destination its own name");
+            }
+        }
         SourceConfig src = source(source);
         Path spill = pipeline.spillDir() != null ? pipeline.spillDir()
                 : Path.of(System.getProperty("java.io.tmpdir"), "millrace-spill-" + src.slot());
         return new EngineConfig(name, src, EngineConfig.SnapshotMode.valueOf(snapshot.mode().name()), initial(snapshot), destinations,
                 pipeline(pipeline), operations(operations), spill, online(snapshot));
+    }
+
+    /** Refuses a pipeline without a destination. */
+    public static void requireDestinations(int count) {
+        if (count == 0) {
+            throw Limit.error("destinations", "is required: a list with at least one destination, e.g.\n"
+                    + "destinations:\n  - name: files\n    type: jsonl\n    directory: ./out");
+        }
     }
 
     public static SourceConfig source(SourceSettings s) {

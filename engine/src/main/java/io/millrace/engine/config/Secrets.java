@@ -19,13 +19,18 @@ public final class Secrets {
 
     /** A password from the environment variable {@code var}; unset or empty is an error. */
     public static Secret passwordFromEnv(String key, String var, Function<String, String> env) {
+        return fromEnv(key, var, env, "password");
+    }
+
+    /** A secret from the environment variable {@code var}; unset or empty is an error, which calls it {@code what}. */
+    public static Secret fromEnv(String key, String var, Function<String, String> env, String what) {
         String v = env.apply(var);
         if (v == null) {
             throw Limit.error(key, "names the environment variable " + var + ", which is not set; export it before starting");
         }
         if (v.isEmpty()) {
-            throw Limit.error(key, "names the environment variable " + var + ", which is empty; export the password in it, or remove "
-                    + key + " if the server needs no password");
+            throw Limit.error(key, "names the environment variable " + var + ", which is empty; export the " + what + " in it, or remove "
+                    + key + " if the server needs no " + what);
         }
         return Secret.of(v);
     }

@@ -39,7 +39,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * <p><b>Lifecycle.</b> {@code NEW → OPEN → CLOSED}, changed only by compare-and-set. One writer thread
  * owns the sink (see {@link Sink}).
  */
-public final class DuckDbSink implements Sink {
+public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
     private static final Logger LOG = LoggerFactory.getLogger(DuckDbSink.class);
     /** Schema of Millrace's own tables in the destination file (checkpoints, staging). */
     static final String STATE_SCHEMA = "millrace";
@@ -199,6 +199,7 @@ public final class DuckDbSink implements Sink {
      *
      * @return the checkpoint the copy holds (what it is up to), or empty before the first batch
      */
+    @Override
     public Optional<Checkpoint> copyTo(java.nio.file.Path target) {
         if (state.get() != State.OPEN) {
             throw new MillraceException(Kind.CONFIG, "destination '" + config.name() + "' is not open: a copy can be made while it runs");
