@@ -7,7 +7,10 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** The fault spec parser; arming itself is exercised by the crash matrix (cli CrashMatrixIT), in JVMs of their own. */
+/**
+ * The fault spec parser and arming in a running JVM ({@link Faults#arm}); arming at JVM start is exercised by the crash matrix
+ * (cli CrashMatrixIT), in JVMs of their own.
+ */
 class FaultsTest {
     @Test
     void unarmedInThisJvm() {
@@ -43,5 +46,24 @@ class FaultsTest {
         assertThat(FaultPoint.SINK_DUCKDB_BEFORE_COMMIT.crashAt(2)).isEqualTo("sink.duckdb.before-commit:crash:2");
         assertThat(FaultPoint.SINK_DUCKDB_BEFORE_COMMIT.crashLine(2)).isEqualTo("millrace fault point sink.duckdb.before-commit: crash at hit 2");
         assertThatThrownBy(() -> new FaultPoint("sink mine")).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void armingNeedsAnArmableJvm() {
+        assertThat(Faults.armable()).isEqualTo(Boolean.getBoolean(Faults.ARMABLE_PROPERTY));
+        if (!Faults.armable()) {
+            assertThatThrownBy(() -> Faults.arm("sink.postgres.after-commit:fail")).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("-Dmillrace.fault.test=true");
+            return;
+        }
+        try (Faults.Armed armed = Faults.arm("test.point:fail:2")) {
+            assertThat(Faults.armed()).isTrue();
+            Faults.hit(new FaultPoint("test.point"));
+            assertThatThrownBy(() -> Faults.hit(new FaultPoint("test.point"))).isInstanceOf(Faults.InjectedFault.class)
+                    .hasMessage("injected fault at test.point (hit 2)");
+            Faults.hit(new FaultPoint("test.point"));
+        }
+        assertThat(Faults.armed()).isFalse();
+        Faults.hit(new FaultPoint("test.point")); // disarmed again
     }
 }
