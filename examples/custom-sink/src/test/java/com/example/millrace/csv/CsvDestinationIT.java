@@ -3,6 +3,8 @@ package com.example.millrace.csv;
 import io.millrace.core.MillraceException;
 import io.millrace.core.Position;
 import io.millrace.core.sink.DestinationProviders;
+import io.millrace.api.Millrace;
+import io.millrace.api.SourceSettings;
 import io.millrace.embedded.EmbeddedPg;
 import io.millrace.engine.Engine;
 import io.millrace.engine.config.ConfigLoader;
@@ -18,6 +20,7 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.ResultSetMetaData;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -32,7 +35,8 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
 /**
  * The csv destination, found only through its META-INF/services entry, run by the real engine from a YAML
  * configuration against an embedded PostgreSQL: the change log replayed equals what the source committed, across
- * a restart and a column added, and its settings' mistakes are named like the built-in destinations'.
+ * a restart and a column added, and its settings' mistakes are named like the built-in destinations'; an application
+ * hands the same configuration to the public builder.
  */
 class CsvDestinationIT {
     private static EmbeddedPg pg;
@@ -89,6 +93,24 @@ class CsvDestinationIT {
         List<Position> streamed = CsvChangeLog.read(out).stream().map(CsvChangeLog.Change::position)
                 .filter(p -> p.isAfter(Position.START)).toList();
         assertThat(streamed).as("after a clean stop nothing is written twice (INV: RESUME)").doesNotHaveDuplicates().isNotEmpty();
+    }
+
+    @Test
+    void anApplicationPassesItsConfigurationToTheBuilder(@TempDir Path dir) throws Exception {
+        Path out = dir.resolve("api");
+        try (Millrace millrace = Millrace.builder()
+                .name("shop")
+                .source(SourceSettings.builder().host(pg.host()).port(pg.port()).database("shop").user("postgres")
+                        .slot("csv_api").publication("csv_api").tables("public.items").build())
+                .destination(new CsvSinkConfig("changes", out))
+                .build()) {
+            millrace.start();
+            long deadline = System.currentTimeMillis() + 60_000;
+            while (!replay(out).equals(sourceRows()) && System.currentTimeMillis() < deadline) {
+                assertThat(millrace.await(Duration.ofMillis(100))).as("the pipeline ended: %s", millrace.status().lastError()).isFalse();
+            }
+            assertThat(replay(out)).isEqualTo(sourceRows());
+        }
     }
 
     @Test
