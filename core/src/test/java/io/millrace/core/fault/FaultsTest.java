@@ -49,6 +49,17 @@ class FaultsTest {
     }
 
     @Test
+    void everyConstantIsAmongTheBuiltInPoints() throws Exception {
+        java.util.List<FaultPoint> constants = new java.util.ArrayList<>();
+        for (java.lang.reflect.Field f : FaultPoint.class.getFields()) {
+            if (f.getType() == FaultPoint.class && java.lang.reflect.Modifier.isStatic(f.getModifiers())) {
+                constants.add((FaultPoint) f.get(null));
+            }
+        }
+        assertThat(FaultPoint.BUILT_IN).containsExactlyInAnyOrderElementsOf(constants);
+    }
+
+    @Test
     void armingNeedsAnArmableJvm() {
         assertThat(Faults.armable()).isEqualTo(Boolean.getBoolean(Faults.ARMABLE_PROPERTY));
         if (!Faults.armable()) {
