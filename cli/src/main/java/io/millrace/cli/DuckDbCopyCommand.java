@@ -41,7 +41,7 @@ final class DuckDbCopyCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         EngineConfig cfg = ConfigLoader.fromSystem().load(config);
-        List<String> ducks = cfg.destinations().stream().filter(d -> d.type().equals("duckdb"))
+        List<String> ducks = cfg.destinations().stream().filter(d -> d.type().equals(io.millrace.sink.duckdb.DuckDbDestinationProvider.TYPE))
                 .map(io.millrace.core.sink.DestinationConfig::name).toList();
         String name = destination;
         if (name == null) {
