@@ -46,8 +46,9 @@ public final class EngineConfigs {
         SourceConfig src = source(source);
         Path spill = pipeline.spillDir() != null ? pipeline.spillDir()
                 : Path.of(System.getProperty("java.io.tmpdir"), "millrace-spill-" + src.slot());
-        return new EngineConfig(name, src, EngineConfig.SnapshotMode.valueOf(snapshot.mode().name()), initial(snapshot), destinations,
-                pipeline(pipeline), operations(operations), spill, online(snapshot));
+        boolean binaryCopy = src.binary() != SourceConfig.BinaryMode.OFF; // snapshots read COPY in binary where the types allow
+        return new EngineConfig(name, src, EngineConfig.SnapshotMode.valueOf(snapshot.mode().name()), initial(snapshot, binaryCopy),
+                destinations, pipeline(pipeline), operations(operations), spill, online(snapshot, binaryCopy));
     }
 
     /** Refuses a pipeline without a destination. */
@@ -77,13 +78,13 @@ public final class EngineConfigs {
                 Duration.ofMillis(s.statusIntervalMs()), jdbc);
     }
 
-    private static SnapshotRunner.Options initial(SnapshotSettings s) {
-        return new SnapshotRunner.Options(s.readers(), s.chunkPages(), SnapshotRunner.Options.defaults().batchBytes());
+    private static SnapshotRunner.Options initial(SnapshotSettings s, boolean binaryCopy) {
+        return new SnapshotRunner.Options(s.readers(), s.chunkPages(), SnapshotRunner.Options.defaults().batchBytes(), binaryCopy);
     }
 
-    private static OnlineSnapshotter.Options online(SnapshotSettings s) {
+    private static OnlineSnapshotter.Options online(SnapshotSettings s, boolean binaryCopy) {
         return new OnlineSnapshotter.Options(s.onlineReaders(), new KeysetChunker.Sizing(s.chunkRows(), s.minChunkRows(), s.maxChunkRows(),
-                s.targetChunkMs() * 1_000_000L, (long) s.maxChunkMb() << 20), s.signalTable());
+                s.targetChunkMs() * 1_000_000L, (long) s.maxChunkMb() << 20), s.signalTable(), binaryCopy);
     }
 
     private static Pipeline.Options pipeline(PipelineSettings p) {

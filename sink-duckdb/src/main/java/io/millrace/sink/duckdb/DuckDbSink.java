@@ -5,6 +5,8 @@ import io.millrace.core.MillraceException.Kind;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Checkpoint;
 import io.millrace.core.change.CheckpointJson;
+import io.millrace.core.fault.FaultPoint;
+import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.sink.Sink;
 import org.slf4j.Logger;
@@ -148,9 +150,9 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
                 ps.setString(2, CheckpointJson.write(checkpoint));
                 ps.executeUpdate();
             }
-            io.millrace.core.fault.Faults.hit("sink.duckdb.before-commit");
+            Faults.hit(FaultPoint.SINK_DUCKDB_BEFORE_COMMIT);
             conn.commit(); // INV: DURABLE — data and checkpoint become durable together, only now
-            io.millrace.core.fault.Faults.hit("sink.duckdb.after-commit");
+            Faults.hit(FaultPoint.SINK_DUCKDB_AFTER_COMMIT);
             copyingBefore = checkpoint.copying();
             heldBefore = checkpoint.tables();
         } catch (SQLException | RuntimeException e) {
