@@ -138,6 +138,25 @@ class MillraceBuilderTest {
     }
 
     @Test
+    void destinationsGivenAsSettingsAreReadByTheirProvider() {
+        same(SOURCE + "destinations:\n  - {name: f, type: jsonl}\n",
+                () -> Millrace.builder().source(source().build()).destination("jsonl", Map.of("name", "f")).build(),
+                "config: destinations[0].directory is required for a jsonl destination");
+        same(SOURCE + "destinations:\n  - {name: k, type: kinesis}\n",
+                () -> Millrace.builder().source(source().build()).destination("kinesis", Map.of("name", "k")).build(),
+                "config: destinations[0].type must be one of");
+        same(SOURCE + "destinations:\n  - {type: discard}\n  - {name: f, type: jsonl, directroy: d}\n",
+                () -> Millrace.builder().source(source().build()).destination("discard", Map.of())
+                        .destination("jsonl", Map.of("name", "f", "directroy", "d")).build(),
+                "config: destinations[1].directroy is not a known setting; did you mean 'directory'?");
+        EngineConfig loaded = new ConfigLoader(ENV::get).parse(SOURCE + "destinations:\n  - {name: f, type: jsonl, directory: events, rotate_mb: 2}\n",
+                dir);
+        EngineConfig built = Millrace.builder().source(source().build()).baseDir(dir)
+                .destination("jsonl", Map.of("name", "f", "directory", "events", "rotate_mb", 2)).config();
+        assertThat(built.destinations()).isEqualTo(loaded.destinations());
+    }
+
+    @Test
     void theBuilderMakesWhatTheLoaderReads() throws Exception {
         Files.writeString(dir.resolve("token.txt"), "0123456789abcdef0123\n");
         String yaml = """
