@@ -130,6 +130,20 @@ class MillraceBuilderTest {
     }
 
     @Test
+    void commandsThatReadOnlyTheSourceDeferAnUnreadableControlToken() {
+        ConfigLoader loader = new ConfigLoader(ENV::get).sourceOnly();
+        EngineConfig c = loader.parse(SOURCE + FILES + "operations: {control_token_env: NO_TOKEN}\n", dir);
+        assertThat(c.operations().controlToken()).isEqualTo(Secret.NONE);
+        assertThat(loader.deferred()).containsExactly("config: operations.control_token_env names the environment variable NO_TOKEN,"
+                + " which is not set or empty; export the token before starting");
+        List<String> problems = new java.util.ArrayList<>();
+        OperationsSettings o = OperationsSettings.builder().environment(ENV::get).controlTokenEnv("NO_TOKEN")
+                .tolerateUnreadableControlToken(problems::add).build();
+        assertThat(o.controlToken()).isEqualTo(Secret.NONE);
+        assertThat(problems).isEqualTo(loader.deferred());
+    }
+
+    @Test
     void destinationsRequiredWithUniqueNames() {
         same(SOURCE, () -> Millrace.builder().source(source().build()).build(), "config: destinations is required");
         same(SOURCE + FILES + "  - name: files\n    type: discard\n",
