@@ -213,21 +213,25 @@ public final class Millrace implements AutoCloseable {
             return this;
         }
 
+        /** Where and what to capture (required). */
         public Builder source(SourceSettings source) {
             this.source = Check.given("source", source);
             return this;
         }
 
+        /** Whether and how the tables are copied; an initial snapshot by default. */
         public Builder snapshot(SnapshotSettings snapshot) {
             this.snapshot = Check.given("snapshot", snapshot);
             return this;
         }
 
+        /** Batching and memory; the defaults by default. */
         public Builder pipeline(PipelineSettings pipeline) {
             this.pipeline = Check.given("pipeline", pipeline);
             return this;
         }
 
+        /** Monitoring, health bounds and restarts; the defaults by default. */
         public Builder operations(OperationsSettings operations) {
             this.operations = Check.given("operations", operations);
             return this;
