@@ -6,9 +6,9 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Named fault points for crash tests: {@code Faults.hit("sink.postgres.before-commit")} marks a place
+ * Named fault points for crash tests: {@code Faults.hit(FaultPoint.SINK_POSTGRES_BEFORE_COMMIT)} marks a place
  * where a crash or a delay tells something about the invariants (INV: DURABLE, INV: RESUME). The points
- * and their places are listed in docs/RELIABILITY.md.
+ * are the constants of {@link FaultPoint}, also listed with their places in docs/RELIABILITY.md.
  *
  * <p>Armed only at JVM start, from the system property {@code millrace.fault} or, when that is absent,
  * the environment variable {@code MILLRACE_FAULT}: a comma-separated list of
@@ -62,9 +62,9 @@ public final class Faults {
     }
 
     /** Marks the fault point {@code point}; does nothing unless armed. Any thread. */
-    public static void hit(String point) {
+    public static void hit(FaultPoint point) {
         if (ARMABLE) {
-            fire(point);
+            fire(point.id());
         }
     }
 
@@ -103,7 +103,7 @@ public final class Faults {
         switch (a.action()) {
             case CRASH -> {
                 if (n == a.arg()) {
-                    System.err.println("millrace fault point " + point + ": crash at hit " + n);
+                    System.err.println(new FaultPoint(point).crashLine(n));
                     System.err.flush();
                     Runtime.getRuntime().halt(CRASH_EXIT);
                 }
@@ -145,6 +145,11 @@ public final class Faults {
             if (p.length < 2 || p.length > 3 || p[0].isBlank()) {
                 throw new IllegalArgumentException("millrace.fault: '" + entry + "' is not point:action[:arg]"
                         + " (e.g. sink.postgres.after-commit:crash:3, source.before-feedback:delay:200)");
+            }
+            try {
+                new FaultPoint(p[0].strip());
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("millrace.fault: '" + entry + "': " + e.getMessage(), e);
             }
             Action action;
             try {

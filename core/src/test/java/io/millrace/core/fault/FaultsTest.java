@@ -16,12 +16,12 @@ class FaultsTest {
     void unarmedInThisJvm() {
         assertThat(System.getProperty("millrace.fault")).isNull();
         assertThat(Faults.armed()).isFalse();
-        Faults.hit("sink.postgres.after-commit"); // nothing happens
+        Faults.hit(FaultPoint.SINK_POSTGRES_AFTER_COMMIT); // nothing happens
     }
 
     @Test
     void specsParse() {
-        Map<String, ?> arms = Faults.parse("sink.postgres.after-commit:crash:3, source.before-feedback:delay:200,pipeline.before-durable:fail");
+        Map<String, ?> arms = Faults.parse(FaultPoint.SINK_POSTGRES_AFTER_COMMIT.crashAt(3) + ", source.before-feedback:delay:200,pipeline.before-durable:fail");
         assertThat(arms).containsOnlyKeys("sink.postgres.after-commit", "source.before-feedback", "pipeline.before-durable");
         assertThat(arms.get("sink.postgres.after-commit").toString()).contains("CRASH").contains("arg=3");
         assertThat(arms.get("source.before-feedback").toString()).contains("DELAY").contains("arg=200");
@@ -35,6 +35,17 @@ class FaultsTest {
         assertThatThrownBy(() -> Faults.parse("x:explode")).hasMessageContaining("unknown action 'explode'");
         assertThatThrownBy(() -> Faults.parse("x:crash:many")).hasMessageContaining("'many' in 'x:crash:many' is not a number");
         assertThatThrownBy(() -> Faults.parse("x:crash:0")).hasMessageContaining("the hit number starts at 1");
+        assertThatThrownBy(() -> Faults.parse("Sink.Mine:crash")).hasMessageContaining("lower-case words joined by '.' and '-'");
+    }
+
+    @Test
+    void theBuiltInPointsAreNamedOnceEach() {
+        assertThat(FaultPoint.BUILT_IN).extracting(FaultPoint::id).doesNotHaveDuplicates().contains("sink.postgres.before-commit",
+                "sink.duckdb.after-commit", "sink.jsonl.before-checkpoint", "pipeline.before-durable", "source.before-feedback",
+                "snapshot.mid-chunk");
+        assertThat(FaultPoint.SINK_DUCKDB_BEFORE_COMMIT.crashAt(2)).isEqualTo("sink.duckdb.before-commit:crash:2");
+        assertThat(FaultPoint.SINK_DUCKDB_BEFORE_COMMIT.crashLine(2)).isEqualTo("millrace fault point sink.duckdb.before-commit: crash at hit 2");
+        assertThatThrownBy(() -> new FaultPoint("sink mine")).isInstanceOf(IllegalArgumentException.class);
     }
 
     @Test
@@ -45,14 +56,15 @@ class FaultsTest {
                     .hasMessageContaining("-Dmillrace.fault.test=true");
             return;
         }
-        try (Faults.Armed armed = Faults.arm("test.point:fail:2")) {
+        FaultPoint point = new FaultPoint("test.point");
+        try (Faults.Armed armed = Faults.arm(point.id() + ":fail:2")) {
             assertThat(Faults.armed()).isTrue();
-            Faults.hit("test.point");
-            assertThatThrownBy(() -> Faults.hit("test.point")).isInstanceOf(Faults.InjectedFault.class)
+            Faults.hit(point);
+            assertThatThrownBy(() -> Faults.hit(point)).isInstanceOf(Faults.InjectedFault.class)
                     .hasMessage("injected fault at test.point (hit 2)");
-            Faults.hit("test.point");
+            Faults.hit(point);
         }
         assertThat(Faults.armed()).isFalse();
-        Faults.hit("test.point"); // disarmed again
+        Faults.hit(point); // disarmed again
     }
 }

@@ -10,9 +10,11 @@ import io.millrace.core.MillraceException.Kind;
 import io.millrace.core.Secret;
 import io.millrace.core.event.SourceMeta;
 import io.millrace.core.schema.TableRef;
+import io.millrace.core.sink.DestinationConfig;
+import io.millrace.core.sink.DestinationContext;
+import io.millrace.core.sink.DestinationProvider;
+import io.millrace.core.sink.DestinationProviders;
 import io.millrace.pipeline.Pipeline;
-import io.millrace.sink.jsonl.JsonlSinkConfig;
-import io.millrace.sink.postgres.PostgresSinkConfig;
 import io.millrace.snapshot.SnapshotRunner;
 import io.millrace.source.SourceConfig;
 
@@ -35,31 +37,38 @@ import java.util.function.Function;
  * the wrong form are errors that name the key and the expected form. Passwords come from an
  * environment variable ({@code password_env}) or a file ({@code password_file}), never from the
  * file itself. Relative paths are resolved against the configuration file's folder.
+ *
+ * <p>A destination's {@code type:} names a {@link DestinationProvider} found on the class path with
+ * {@link java.util.ServiceLoader}; the provider reads the destination's other keys.
  */
 public final class ConfigLoader {
     /** The top-level sections, and the keys of each mapping that checks required settings while reading. */
     private static final String[] SECTIONS = {"name", "source", "snapshot", "pipeline", "operations", "destinations"};
     private static final String[] SOURCE_KEYS = {"host", "port", "database", "user", "password", "password_env", "password_file", "slot",
             "publication", "tables", "exclude_tables", "create_publication", "binary", "status_interval_ms", "ssl", "socket_timeout_s"};
-    private static final String[] POSTGRES_KEYS = {"name", "type", "url", "host", "port", "database", "user", "password", "password_env",
-            "password_file", "schema", "state_schema"};
-    private static final String[] JSONL_KEYS = {"name", "type", "stdout", "directory", "state_file", "rotate_mb"};
-    private static final String[] KAFKA_KEYS = {"name", "type", "bootstrap_servers", "topic", "topic_prefix", "tombstones", "truncates",
-            "partitions", "replication_factor", "checkpoint_topic", "transactional_id", "producer"};
+    /** The types built into the distribution, each in its own module: named when a configuration asks for one that is missing. */
+    private static final List<String> BUILT_IN_MODULES = List.of("postgres", "jsonl", "duckdb", "kafka");
 
     private final Function<String, String> env;
+    private final DestinationProviders providers;
     /** Whether secrets the source does not need (control token, destination passwords) may stay unresolved. */
     private final boolean sourceOnly;
     private final List<String> deferred = new ArrayList<>();
 
     /** @param env environment lookup (System::getenv in production) */
     public ConfigLoader(Function<String, String> env) {
-        this(env, false);
+        this(env, DestinationProviders.installed(), false);
     }
 
-    private ConfigLoader(Function<String, String> env, boolean sourceOnly) {
+    private ConfigLoader(Function<String, String> env, DestinationProviders providers, boolean sourceOnly) {
         this.env = env;
+        this.providers = providers;
         this.sourceOnly = sourceOnly;
+    }
+
+    /** This loader with exactly {@code providers} as the destination types it accepts (instead of the class path's). */
+    public ConfigLoader withProviders(DestinationProviders providers) {
+        return new ConfigLoader(env, providers, sourceOnly);
     }
 
     public static ConfigLoader fromSystem() {
@@ -72,7 +81,7 @@ public final class ConfigLoader {
      * its problem is listed in {@link #deferred()} — {@code run} refuses it. Every other check stays.
      */
     public ConfigLoader sourceOnly() {
-        return new ConfigLoader(env, true);
+        return new ConfigLoader(env, providers, true);
     }
 
     /** The problems {@link #sourceOnly()} let pass, each naming its key, in the order found. */
@@ -120,8 +129,9 @@ public final class ConfigLoader {
         Node snap = r.child("snapshot");
         EngineConfig.SnapshotMode mode = snap.choice("mode", EngineConfig.SnapshotMode.INITIAL, EngineConfig.SnapshotMode.class);
         SnapshotRunner.Options d = SnapshotRunner.Options.defaults();
+        boolean binaryCopy = source.binary() != SourceConfig.BinaryMode.OFF; // snapshots read COPY in binary where the types allow
         SnapshotRunner.Options snapshot = new SnapshotRunner.Options(snap.integer("readers", d.readers(), 1, 64),
-                snap.integer("chunk_pages", (int) d.pagesPerChunk(), 1, Integer.MAX_VALUE), d.batchBytes());
+                snap.integer("chunk_pages", (int) d.pagesPerChunk(), 1, Integer.MAX_VALUE), d.batchBytes(), binaryCopy);
         Node on = snap.child("online");
         io.millrace.snapshot.online.OnlineSnapshotter.Options od0 = io.millrace.snapshot.online.OnlineSnapshotter.Options.defaults();
         io.millrace.snapshot.online.KeysetChunker.Sizing sz = od0.sizing();
@@ -140,7 +150,7 @@ public final class ConfigLoader {
         io.millrace.snapshot.online.OnlineSnapshotter.Options online = new io.millrace.snapshot.online.OnlineSnapshotter.Options(onReaders,
                 new io.millrace.snapshot.online.KeysetChunker.Sizing(chunkRows, minRows, maxRows, targetMs * 1_000_000L,
                         (long) maxChunkMb << 20),
-                signal == null ? null : io.millrace.core.schema.TableRef.parse(signal));
+                signal == null ? null : io.millrace.core.schema.TableRef.parse(signal), binaryCopy);
         snap.done();
 
         Node p = r.child("pipeline");
@@ -182,15 +192,16 @@ public final class ConfigLoader {
                 o.choice("log_format", od.logFormat(), EngineConfig.LogFormat.class));
         o.done();
 
-        List<EngineConfig.Destination> destinations = new ArrayList<>();
+        List<DestinationConfig> destinations = new ArrayList<>();
         Set<String> names = new HashSet<>();
         List<Node> ds = r.children("destinations");
         if (ds.isEmpty()) {
             throw Node.error("destinations", "is required: a list with at least one destination, e.g.\n"
                     + "destinations:\n  - name: files\n    type: jsonl\n    directory: ./out");
         }
+        DestinationContext context = new DestinationContext(name, source.slot(), new SourceMeta(name, source.database()), base);
         for (Node dn : ds) {
-            EngineConfig.Destination dest = destination(dn, base, new SourceMeta(name, source.database()), source.slot());
+            DestinationConfig dest = destination(dn, base, context);
             if (!names.add(dest.name())) {
                 throw Node.error(dn.key("name"), "'" + dest.name() + "' is used by two destinations; names must be unique"
                         + " (a destination without a name is named after its type): give each destination its own name");
@@ -222,7 +233,7 @@ public final class ConfigLoader {
         int port = s.integer("port", 5432, 1, 65535);
         String database = s.requireString("database", "app");
         String user = s.requireString("user", "millrace");
-        Secret password = password(s, base, false);
+        Secret password = secret(s, "password", base, false);
         String slot = s.string("slot", "millrace");
         if (!slot.matches("[a-z0-9_]{1,63}")) {
             throw Node.error(s.key("slot"), "must be 1 to 63 lower-case letters, digits or underscores (a PostgreSQL slot name), got '" + slot + "'");
@@ -311,27 +322,33 @@ public final class ConfigLoader {
         return token;
     }
 
-    /** A password from {@code password_env} or {@code password_file}; {@code deferrable}: see {@link #sourceOnly()}. */
-    private Secret password(Node n, Path base, boolean deferrable) {
-        if (n.has("password")) {
-            throw Node.error(n.key("password"), "is not allowed: a password must not be written in the configuration file."
-                    + " Put it in an environment variable and name it in " + n.key("password_env")
-                    + ", or in a file named by " + n.key("password_file"));
+    /**
+     * A secret from {@code <prefix>_env} or {@code <prefix>_file} (e.g. {@code password_env}); a literal {@code <prefix>}
+     * key is refused. {@code deferrable}: see {@link #sourceOnly()}.
+     */
+    private Secret secret(Node n, String prefix, Path base, boolean deferrable) {
+        String what = prefix.equals("password") ? "password" : "secret";
+        String envKey = prefix + "_env";
+        String fileKey = prefix + "_file";
+        if (n.has(prefix)) {
+            throw Node.error(n.key(prefix), "is not allowed: a " + what + " must not be written in the configuration file."
+                    + " Put it in an environment variable and name it in " + n.key(envKey)
+                    + ", or in a file named by " + n.key(fileKey));
         }
-        String var = n.string("password_env", null);
-        String file = n.string("password_file", null);
+        String var = n.string(envKey, null);
+        String file = n.string(fileKey, null);
         if (var != null && file != null) {
-            throw Node.error(n.key("password_env"), "and " + n.key("password_file") + " are both set; keep one");
+            throw Node.error(n.key(envKey), "and " + n.key(fileKey) + " are both set; keep one");
         }
         if (var != null) {
             String v = env.apply(var);
             if (v == null) {
-                return unresolved(Node.error(n.key("password_env"), "names the environment variable " + var + ", which is not set;"
+                return unresolved(Node.error(n.key(envKey), "names the environment variable " + var + ", which is not set;"
                         + " export it before starting"), deferrable);
             }
             if (v.isEmpty()) {
-                return unresolved(Node.error(n.key("password_env"), "names the environment variable " + var + ", which is empty;"
-                        + " export the password in it, or remove " + n.key("password_env") + " if the server needs no password"), deferrable);
+                return unresolved(Node.error(n.key(envKey), "names the environment variable " + var + ", which is empty;"
+                        + " export the " + what + " in it, or remove " + n.key(envKey) + " if the server needs no " + what), deferrable);
             }
             return Secret.of(v);
         }
@@ -340,89 +357,24 @@ public final class ConfigLoader {
             try {
                 return Secret.of(Files.readString(f, StandardCharsets.UTF_8).strip());
             } catch (IOException e) {
-                return unresolved(Node.error(n.key("password_file"), "names " + f + ", which cannot be read: " + e.getMessage()), deferrable);
+                return unresolved(Node.error(n.key(fileKey), "names " + f + ", which cannot be read: " + e.getMessage()), deferrable);
             }
         }
         return Secret.NONE;
     }
 
-    private EngineConfig.Destination destination(Node d, Path base, SourceMeta meta, String slot) {
-        Set<String> all = new java.util.LinkedHashSet<>(List.of(POSTGRES_KEYS));
-        all.addAll(List.of(JSONL_KEYS));
-        all.add("file");
-        all.add("memory_limit_mb");
-        all.addAll(List.of(KAFKA_KEYS));
-        d.allow(all.toArray(String[]::new)); // a misspelt "type" is named as such, not reported missing
+    /**
+     * One destination, read by the provider of its {@code type:}. Its secrets may be deferred ({@link #sourceOnly()}):
+     * commands that talk to the source only need none of them.
+     */
+    private DestinationConfig destination(Node d, Path base, DestinationContext context) {
+        d.refuseMisspelling("type", "name", "type"); // a misspelt "type" is named as such, not reported missing
         String type = d.requireString("type", "jsonl");
-        switch (type) {
-            case "postgres" -> d.allow(POSTGRES_KEYS);
-            case "jsonl" -> d.allow(JSONL_KEYS);
-            case "discard", "null" -> d.allow("name", "type");
-            case "duckdb" -> d.allow("name", "type", "file", "schema", "memory_limit_mb");
-            case "kafka" -> d.allow(KAFKA_KEYS);
-            default -> {
-                // reported below
-            }
-        }
+        DestinationProvider provider = providers.find(type).orElseThrow(() -> Node.error(d.key("type"), "must be one of "
+                + String.join(", ", providers.types()) + "; got '" + type + "'" + (BUILT_IN_MODULES.contains(type)
+                ? " (its module, millrace-sink-" + type + ", is not on the class path)" : "")));
         String name = d.string("name", type);
-        EngineConfig.Destination out;
-        switch (type) {
-            case "postgres" -> {
-                String url = d.string("url", null);
-                if (url == null) {
-                    String host = d.string("host", "127.0.0.1");
-                    int port = d.integer("port", 5432, 1, 65535);
-                    String db = d.requireString("database", "replica");
-                    url = "jdbc:postgresql://" + host + ":" + port + "/" + db;
-                } else if (!url.startsWith("jdbc:postgresql://")) {
-                    // Only the scheme is echoed: postgres://user:password@host/db would print the password.
-                    int colon = url.indexOf(':');
-                    throw Node.error(d.key("url"), "must start with jdbc:postgresql:// (e.g. jdbc:postgresql://127.0.0.1:5432/replica)"
-                            + (colon > 0 ? ", got a URL starting with '" + url.substring(0, colon + 1) + "'" : ""));
-                } else if (url.toLowerCase(java.util.Locale.ROOT).contains("password=")) {
-                    throw Node.error(d.key("url"), "must not hold a password: remove it from the URL and name an environment variable in "
-                            + d.key("password_env") + " (or a file in " + d.key("password_file") + ")");
-                }
-                String user = d.requireString("user", "millrace");
-                Secret pw = password(d, base, true);
-                out = new EngineConfig.PostgresDestination(new PostgresSinkConfig(name, url, user, pw, d.string("schema", null),
-                        d.string("state_schema", "millrace")));
-            }
-            case "jsonl" -> {
-                boolean stdout = d.bool("stdout", false);
-                String dir = d.string("directory", null);
-                if (stdout && dir != null) {
-                    throw Node.error(d.key("directory"), "and " + d.key("stdout") + ": true are both set; keep one"
-                            + " (a directory for events files, or stdout)");
-                }
-                if (!stdout && dir == null) {
-                    throw Node.error(d.key("directory"), "is required for a jsonl destination (e.g. directory: ./events),"
-                            + " or set " + d.key("stdout") + ": true (with a state_file) to write events to standard output");
-                }
-                String state = d.string("state_file", null);
-                if (stdout && state == null) {
-                    throw Node.error(d.key("state_file"), "is required with " + d.key("stdout") + ": true: a path where the checkpoint"
-                            + " can live, e.g. state_file: ./" + name + "-checkpoint.json");
-                }
-                long rotate = (long) d.integer("rotate_mb", (int) (JsonlSinkConfig.DEFAULT_ROTATE_BYTES >> 20), 1, 1 << 20) << 20;
-                out = new EngineConfig.JsonlDestination(new JsonlSinkConfig(name, dir == null ? null : base.resolve(dir),
-                        state == null ? null : base.resolve(state), rotate, meta));
-            }
-            case "discard", "null" -> out = new EngineConfig.NullDestination(name); // for benchmarks; "null" must be quoted in YAML
-            case "duckdb" -> out = new EngineConfig.DuckDbDestination(new io.millrace.sink.duckdb.DuckDbSinkConfig(name,
-                    base.resolve(d.requireString("file", "mirror.duckdb")), d.string("schema", null),
-                    d.integer("memory_limit_mb", io.millrace.sink.duckdb.DuckDbSinkConfig.DEFAULT_MEMORY_LIMIT_MB, 16, 1 << 20)));
-            case "kafka" -> {
-                // One transactional id per pipeline, slot and destination: a second engine on the same pipeline fences the first.
-                String txId = d.string("transactional_id", "millrace." + meta.name() + "." + slot + "." + name);
-                out = new EngineConfig.KafkaDestination(new io.millrace.sink.kafka.KafkaSinkConfig(name,
-                        d.requireString("bootstrap_servers", "kafka1:9092,kafka2:9092"), d.string("topic", null),
-                        d.string("topic_prefix", null), d.bool("tombstones", true), d.bool("truncates", true),
-                        d.integer("partitions", 1, 1, 100_000), (short) d.integer("replication_factor", -1, -1, Short.MAX_VALUE),
-                        d.string("checkpoint_topic", null), txId, d.stringMap("producer"), meta));
-            }
-            default -> throw Node.error(d.key("type"), "must be one of postgres, jsonl, duckdb, kafka, discard; got '" + type + "'");
-        }
+        DestinationConfig out = provider.configure(name, new NodeSettings(d, base, (n, prefix) -> secret(n, prefix, base, true)), context);
         d.done();
         return out;
     }

@@ -200,6 +200,23 @@ final class Node {
         }
     }
 
+    /**
+     * When {@code name} is absent, refuses a key that looks like a misspelling of it, naming {@code known} as the keys
+     * known so far (e.g. {@code tpye} before a destination's type says which keys it has).
+     */
+    void refuseMisspelling(String name, String... known) {
+        if (node == null || has(name)) {
+            return;
+        }
+        Iterator<String> it = node.fieldNames();
+        while (it.hasNext()) {
+            String k = it.next();
+            if (!List.of(known).contains(k) && nearest(k, List.of(name)) != null) {
+                throw unknown(k, List.of(known));
+            }
+        }
+    }
+
     private MillraceException unknown(String k, java.util.Collection<String> candidates) {
         String near = nearest(k, candidates);
         return error(key(k), "is not a known setting" + (near == null ? "" : "; did you mean '" + near + "'?")

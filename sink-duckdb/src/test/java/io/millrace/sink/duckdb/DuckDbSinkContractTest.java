@@ -1,5 +1,6 @@
 package io.millrace.sink.duckdb;
 
+import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.Sink;
@@ -29,8 +30,8 @@ class DuckDbSinkContractTest extends TableSinkContract {
     }
 
     @Override
-    protected List<String> faultPoints() {
-        return List.of("sink.duckdb.before-commit", "sink.duckdb.after-commit");
+    protected List<FaultPoint> faultPoints() {
+        return List.of(FaultPoint.SINK_DUCKDB_BEFORE_COMMIT, FaultPoint.SINK_DUCKDB_AFTER_COMMIT);
     }
 
     @Override

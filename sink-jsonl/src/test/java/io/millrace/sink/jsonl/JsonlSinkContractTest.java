@@ -1,6 +1,7 @@
 package io.millrace.sink.jsonl;
 
 import io.millrace.core.event.SourceMeta;
+import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.sink.Sink;
 import io.millrace.sinkkit.EventSinkContract;
 import io.millrace.sinkkit.Recorded;
@@ -31,8 +32,8 @@ class JsonlSinkContractTest extends EventSinkContract {
     }
 
     @Override
-    protected List<String> faultPoints() {
-        return List.of("sink.jsonl.before-checkpoint", "sink.jsonl.after-checkpoint");
+    protected List<FaultPoint> faultPoints() {
+        return List.of(FaultPoint.SINK_JSONL_BEFORE_CHECKPOINT, FaultPoint.SINK_JSONL_AFTER_CHECKPOINT);
     }
 
     /** Every complete line of the events files, oldest file first (docs/EVENTS.md, "The jsonl destination"). */

@@ -10,6 +10,8 @@ import io.millrace.core.change.Checkpoint;
 import io.millrace.core.change.CheckpointJson;
 import io.millrace.core.change.Op;
 import io.millrace.core.event.EnvelopeWriter;
+import io.millrace.core.fault.FaultPoint;
+import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.sink.Sink;
 import io.millrace.core.types.UnchangedToast;
@@ -210,12 +212,12 @@ public final class KafkaSink implements Sink {
             }
             producer.send(new ProducerRecord<>(config.checkpointTopic(), checkpointKey,
                     CheckpointJson.write(checkpoint).getBytes(StandardCharsets.UTF_8)));
-            io.millrace.core.fault.Faults.hit("sink.kafka.before-commit"); // fault point: docs/RELIABILITY.md
+            Faults.hit(FaultPoint.SINK_KAFKA_BEFORE_COMMIT);
             producer.commitTransaction(); // INV: DURABLE — records and checkpoint become visible together, only now
         } catch (RuntimeException e) {
             throw failed(e, begun, events.size());
         }
-        io.millrace.core.fault.Faults.hit("sink.kafka.after-commit"); // fault point: docs/RELIABILITY.md
+        Faults.hit(FaultPoint.SINK_KAFKA_AFTER_COMMIT);
         if (LOG.isDebugEnabled()) {
             LOG.debug("destination '{}': batch of {} change(s) committed at {} in {} ms", config.name(), events.size(),
                     checkpoint.applied(), (System.nanoTime() - start) / 1_000_000);

@@ -1,6 +1,7 @@
 package io.millrace.sink.kafka;
 
 import io.millrace.core.event.SourceMeta;
+import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.sink.Sink;
 import io.millrace.sink.kafka.testing.KafkaBroker;
 import io.millrace.sinkkit.EventSinkContract;
@@ -38,8 +39,8 @@ class KafkaSinkContractIT extends EventSinkContract {
     }
 
     @Override
-    protected List<String> faultPoints() {
-        return List.of("sink.kafka.before-commit", "sink.kafka.after-commit");
+    protected List<FaultPoint> faultPoints() {
+        return List.of(FaultPoint.SINK_KAFKA_BEFORE_COMMIT, FaultPoint.SINK_KAFKA_AFTER_COMMIT);
     }
 
     /** The committed records of the destination's topics ({@code <destination>.<schema>.<table>}), tombstones left out. */

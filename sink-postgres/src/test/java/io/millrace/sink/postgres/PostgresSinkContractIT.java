@@ -1,6 +1,7 @@
 package io.millrace.sink.postgres;
 
 import io.millrace.core.Secret;
+import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.Sink;
@@ -38,8 +39,8 @@ class PostgresSinkContractIT extends TableSinkContract {
     }
 
     @Override
-    protected List<String> faultPoints() {
-        return List.of("sink.postgres.before-commit", "sink.postgres.after-commit");
+    protected List<FaultPoint> faultPoints() {
+        return List.of(FaultPoint.SINK_POSTGRES_BEFORE_COMMIT, FaultPoint.SINK_POSTGRES_AFTER_COMMIT);
     }
 
     @Override
