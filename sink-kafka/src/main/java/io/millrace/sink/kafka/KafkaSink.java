@@ -14,6 +14,7 @@ import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.sink.Sink;
+import io.millrace.core.sink.SinkLifecycle;
 import io.millrace.core.types.UnchangedToast;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -57,7 +58,6 @@ import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The {@code kafka} destination, exactly once for {@code read_committed} consumers.
@@ -95,11 +95,9 @@ public final class KafkaSink implements Sink {
     private static final JsonFactory JSON = JsonFactory.builder().build();
     private static final long DEFAULT_MAX_BLOCK_MS = 60_000;
 
-    private enum State { NEW, OPEN, FAILED, CLOSED }
-
     private final KafkaSinkConfig config;
     private final EnvelopeWriter envelope;
-    private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
+    private final SinkLifecycle state;
     private final byte[] checkpointKey;
     private final long timeoutMs;
 
@@ -120,6 +118,7 @@ public final class KafkaSink implements Sink {
     public KafkaSink(KafkaSinkConfig config, EnvelopeWriter envelope) {
         this.config = Objects.requireNonNull(config, "config");
         this.envelope = Objects.requireNonNull(envelope, "envelope");
+        this.state = new SinkLifecycle(config.name());
         this.checkpointKey = config.transactionalId().getBytes(StandardCharsets.UTF_8);
         this.timeoutMs = parseLong(config.producer().get(ProducerConfig.MAX_BLOCK_MS_CONFIG), DEFAULT_MAX_BLOCK_MS);
         try {
@@ -147,9 +146,7 @@ public final class KafkaSink implements Sink {
 
     @Override
     public Optional<Checkpoint> open() {
-        if (!state.compareAndSet(State.NEW, State.OPEN)) {
-            throw new IllegalStateException("Cannot open destination '" + config.name() + "': it is " + state.get());
-        }
+        state.open();
         try {
             admin = Admin.create(clientProps(AdminClientConfig.configNames()));
             try {
@@ -171,7 +168,7 @@ public final class KafkaSink implements Sink {
                     config.transactionalId(), cp.map(c -> "at " + c.applied()).orElse("none"));
             return cp;
         } catch (RuntimeException e) {
-            state.set(State.CLOSED);
+            state.openFailed();
             closeClients();
             if (e instanceof MillraceException m) {
                 throw m;
@@ -183,7 +180,7 @@ public final class KafkaSink implements Sink {
                     + ": " + e.getMessage(), e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            state.set(State.CLOSED);
+            state.openFailed();
             closeClients();
             throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': interrupted while opening", e);
         }
@@ -191,10 +188,7 @@ public final class KafkaSink implements Sink {
 
     @Override
     public void write(List<ChangeEvent> events, Checkpoint checkpoint) {
-        State s = state.get();
-        if (s != State.OPEN) {
-            throw new IllegalStateException("Cannot write to destination '" + config.name() + "': it is " + s);
-        }
+        state.requireOpen();
         Objects.requireNonNull(checkpoint, "checkpoint");
         long start = System.nanoTime();
         try {
@@ -231,9 +225,7 @@ public final class KafkaSink implements Sink {
      */
     @Override
     public io.millrace.core.sink.SinkReset reset(List<io.millrace.core.schema.TableRef> tables, io.millrace.core.sink.SinkReset.Data data) {
-        if (!state.compareAndSet(State.NEW, State.CLOSED)) {
-            throw new IllegalStateException("Cannot reset destination '" + config.name() + "': it is " + state.get());
-        }
+        state.reset();
         Optional<Checkpoint> cp;
         List<String> kept;
         try (Admin a = Admin.create(clientProps(AdminClientConfig.configNames()))) {
@@ -300,7 +292,7 @@ public final class KafkaSink implements Sink {
 
     @Override
     public void close() {
-        if (state.getAndSet(State.CLOSED) != State.CLOSED) {
+        if (state.close()) {
             closeClients();
         }
     }
@@ -513,7 +505,7 @@ public final class KafkaSink implements Sink {
     /** Aborts the open transaction where possible (INV: RESUME) and returns the error to throw. */
     private MillraceException failed(RuntimeException e, boolean begun, int size) {
         if (fenced(e)) {
-            state.set(State.FAILED);
+            state.fail();
             closeClients();
             return fencedError(e);
         }
@@ -521,7 +513,7 @@ public final class KafkaSink implements Sink {
             try {
                 producer.abortTransaction(); // INV: RESUME — nothing of this batch, not its checkpoint, becomes visible
             } catch (RuntimeException abort) {
-                state.set(State.FAILED); // the producer is unusable: a new engine start re-initialises it
+                state.fail(); // the producer is unusable: a new engine start re-initialises it
                 e.addSuppressed(abort);
                 closeClients();
             }

@@ -9,6 +9,7 @@ import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.sink.Sink;
+import io.millrace.core.sink.SinkLifecycle;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -20,7 +21,6 @@ import java.sql.Statement;
 import java.util.List;
 import java.util.Optional;
 import java.util.Properties;
-import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The {@code postgres} destination, exactly once.
@@ -45,12 +45,10 @@ public final class PostgresSink implements Sink {
     /** Session settings that make text forms unambiguous: UTC, exact floats, ISO intervals. */
     static final String SESSION_OPTIONS = "-c TimeZone=UTC -c extra_float_digits=3 -c IntervalStyle=postgres";
 
-    private enum State { NEW, OPEN, CLOSED }
-
     private final PostgresSinkConfig config;
     private final String where;
     private final String checkpointTable;
-    private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
+    private final SinkLifecycle state;
 
     // Owned by the writer thread.
     private Connection conn;
@@ -67,6 +65,7 @@ public final class PostgresSink implements Sink {
         this.config = java.util.Objects.requireNonNull(config, "config");
         this.where = describe(config.jdbcUrl());
         this.checkpointTable = Ident.qualified(config.stateSchema(), "checkpoints");
+        this.state = new SinkLifecycle(config.name());
     }
 
     @Override
@@ -81,9 +80,7 @@ public final class PostgresSink implements Sink {
 
     @Override
     public Optional<Checkpoint> open() {
-        if (state.get() != State.NEW) {
-            throw new IllegalStateException("Cannot open destination '" + config.name() + "': it is " + state.get());
-        }
+        state.requireNew();
         connect();
         try {
             prepareState();
@@ -91,7 +88,7 @@ public final class PostgresSink implements Sink {
             conn.commit();
             copyingBefore = cp.map(Checkpoint::copying).orElse(java.util.Set.of());
             heldBefore = cp.map(Checkpoint::tables).orElse(java.util.Collections.emptySortedMap());
-            transition(State.NEW, State.OPEN);
+            state.move(SinkLifecycle.State.NEW, SinkLifecycle.State.OPEN);
             LOG.info("destination '{}': connected to {}, checkpoint {}", config.name(), where,
                     cp.map(c -> "at " + c.applied()).orElse("none"));
             return cp;
@@ -106,10 +103,7 @@ public final class PostgresSink implements Sink {
 
     @Override
     public void write(List<ChangeEvent> events, Checkpoint checkpoint) {
-        State s = state.get();
-        if (s != State.OPEN) {
-            throw new IllegalStateException("Cannot write to destination '" + config.name() + "': it is " + s);
-        }
+        state.requireOpen();
         java.util.Objects.requireNonNull(checkpoint, "checkpoint");
         if (conn == null || isClosed(conn)) {
             disconnect();
@@ -186,9 +180,7 @@ public final class PostgresSink implements Sink {
      */
     @Override
     public io.millrace.core.sink.SinkReset reset(List<io.millrace.core.schema.TableRef> tables, io.millrace.core.sink.SinkReset.Data data) {
-        if (!state.compareAndSet(State.NEW, State.CLOSED)) {
-            throw new IllegalStateException("Cannot reset destination '" + config.name() + "': it is " + state.get());
-        }
+        state.reset();
         connect(); // the connection is the reset's now: it closes it
         TargetTables targets = new TargetTables(conn, config.name(), config.targetSchema());
         return io.millrace.core.sink.JdbcReset.plan(conn, config.name(), where, config.stateSchema(),
@@ -197,8 +189,7 @@ public final class PostgresSink implements Sink {
 
     @Override
     public void close() {
-        State s = state.getAndSet(State.CLOSED);
-        if (s != State.CLOSED) {
+        if (state.close()) {
             disconnect();
         }
     }
@@ -355,13 +346,6 @@ public final class PostgresSink implements Sink {
             return c.isClosed();
         } catch (SQLException e) {
             return true;
-        }
-    }
-
-    private void transition(State from, State to) {
-        if (!state.compareAndSet(from, to)) {
-            throw new IllegalStateException(String.format("Cannot change destination '%s' to state '%s' as it is not"
-                    + " in expected state '%s', current state is '%s'", config.name(), to, from, state.get()));
         }
     }
 
