@@ -8,6 +8,7 @@ import io.millrace.core.change.CheckpointJson;
 import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.Ident;
+import io.millrace.core.sink.DurableTables;
 import io.millrace.core.sink.Sink;
 import io.millrace.core.sink.SinkLifecycle;
 import org.slf4j.Logger;
@@ -53,10 +54,8 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
     // Owned by the writer thread.
     private Connection conn;
     private BatchApplier applier;
-    /** Tables an online snapshot was copying as of the last durable checkpoint (see {@link Checkpoint#copying()}). */
-    private java.util.Set<String> copyingBefore = java.util.Set.of();
-    /** The source tables held as of the last durable checkpoint (see {@link Checkpoint#tables()}). */
-    private java.util.SortedMap<Integer, io.millrace.core.schema.TableRef> heldBefore = java.util.Collections.emptySortedMap();
+    /** What the last durable checkpoint says the next batch needs (held tables, tables being copied). */
+    private final DurableTables durable = new DurableTables();
 
     public DuckDbSink(DuckDbSinkConfig config) {
         this.config = Objects.requireNonNull(config, "config");
@@ -109,8 +108,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
             }
             Optional<Checkpoint> cp = readCheckpoint();
             conn.commit();
-            copyingBefore = cp.map(Checkpoint::copying).orElse(java.util.Set.of());
-            heldBefore = cp.map(Checkpoint::tables).orElse(java.util.Collections.emptySortedMap());
+            durable.durable(cp);
             applier = new BatchApplier(conn, config.name(), config.schema());
             LOG.info("destination '{}': opened {}, checkpoint {}", config.name(), config.file(),
                     cp.map(c -> "at " + c.applied()).orElse("none"));
@@ -132,11 +130,8 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
         state.requireOpen();
         Objects.requireNonNull(checkpoint, "checkpoint");
         long start = System.nanoTime();
-        // A table being copied online during this batch: before it, after it, or both.
-        java.util.Set<String> copying = new java.util.HashSet<>(copyingBefore);
-        copying.addAll(checkpoint.copying());
         try {
-            applier.apply(events, copying, heldBefore);
+            applier.apply(events, durable.copyingUntil(checkpoint), durable.held());
             applier.dropStages();
             try (PreparedStatement ps = conn.prepareStatement("INSERT INTO " + CHECKPOINTS
                     + " (destination, checkpoint) VALUES (?, ?) ON CONFLICT (destination) DO UPDATE SET checkpoint = EXCLUDED.checkpoint")) {
@@ -147,8 +142,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
             Faults.hit(FaultPoint.SINK_DUCKDB_BEFORE_COMMIT);
             conn.commit(); // INV: DURABLE — data and checkpoint become durable together, only now
             Faults.hit(FaultPoint.SINK_DUCKDB_AFTER_COMMIT);
-            copyingBefore = checkpoint.copying();
-            heldBefore = checkpoint.tables();
+            durable.durable(checkpoint);
         } catch (SQLException | RuntimeException e) {
             rollback(); // INV: RESUME — neither data nor checkpoint of a failed batch remains
             if (e instanceof MillraceException m) {

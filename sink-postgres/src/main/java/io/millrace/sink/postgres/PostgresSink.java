@@ -8,6 +8,7 @@ import io.millrace.core.change.CheckpointJson;
 import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.Ident;
+import io.millrace.core.sink.DurableTables;
 import io.millrace.core.sink.Sink;
 import io.millrace.core.sink.SinkLifecycle;
 import org.slf4j.Logger;
@@ -55,10 +56,8 @@ public final class PostgresSink implements Sink {
     private BatchApplier applier;
     /** The checkpoint of a batch whose COMMIT had an unknown outcome; null otherwise. */
     private Checkpoint inDoubt;
-    /** Tables an online snapshot was copying as of the last durable checkpoint (see {@link Checkpoint#copying()}). */
-    private java.util.Set<String> copyingBefore = java.util.Set.of();
-    /** The source tables held as of the last durable checkpoint (see {@link Checkpoint#tables()}). */
-    private java.util.SortedMap<Integer, io.millrace.core.schema.TableRef> heldBefore = java.util.Collections.emptySortedMap();
+    /** What the last durable checkpoint says the next batch needs (held tables, tables being copied). */
+    private final DurableTables durable = new DurableTables();
     private FaultPoints faults = FaultPoints.NONE;
 
     public PostgresSink(PostgresSinkConfig config) {
@@ -86,8 +85,7 @@ public final class PostgresSink implements Sink {
             prepareState();
             Optional<Checkpoint> cp = readCheckpoint();
             conn.commit();
-            copyingBefore = cp.map(Checkpoint::copying).orElse(java.util.Set.of());
-            heldBefore = cp.map(Checkpoint::tables).orElse(java.util.Collections.emptySortedMap());
+            durable.durable(cp);
             state.move(SinkLifecycle.State.NEW, SinkLifecycle.State.OPEN);
             LOG.info("destination '{}': connected to {}, checkpoint {}", config.name(), where,
                     cp.map(c -> "at " + c.applied()).orElse("none"));
@@ -110,18 +108,14 @@ public final class PostgresSink implements Sink {
             connect();
         }
         if (inDoubt != null && alreadyCommitted(checkpoint)) {
-            copyingBefore = checkpoint.copying();
-            heldBefore = checkpoint.tables();
+            durable.durable(checkpoint);
             return;
         }
         String json = CheckpointJson.write(checkpoint);
         long start = System.nanoTime();
         long applied;
-        // A table being copied online during this batch: before it, after it, or both.
-        java.util.Set<String> copying = new java.util.HashSet<>(copyingBefore);
-        copying.addAll(checkpoint.copying());
         try {
-            applier.apply(events, copying, heldBefore);
+            applier.apply(events, durable.copyingUntil(checkpoint), durable.held());
             applied = System.nanoTime();
             try (PreparedStatement ps = conn.prepareStatement("INSERT INTO " + checkpointTable
                     + " (destination, checkpoint, updated_at) VALUES (?, CAST(? AS jsonb), now())"
@@ -163,8 +157,7 @@ public final class PostgresSink implements Sink {
                     + events.size() + " change(s) failed: " + Errors.message(e), e);
         }
         inDoubt = null;
-        copyingBefore = checkpoint.copying();
-        heldBefore = checkpoint.tables();
+        durable.durable(checkpoint);
         applier.committed();
         if (LOG.isDebugEnabled()) {
             long end = System.nanoTime();
