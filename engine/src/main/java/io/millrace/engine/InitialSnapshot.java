@@ -31,7 +31,7 @@ import java.util.Optional;
  * times). Run thread; {@code repl}, the connection that exported the snapshot, stays open until every chunk is read.
  */
 final class InitialSnapshot {
-    private static final Logger LOG = LoggerFactory.getLogger(InitialSnapshot.class);
+    private static final Logger LOG = LoggerFactory.getLogger(Engine.class); // the engine's log: one category for a run's stages
     private static final int ATTEMPTS = 3;
 
     private final EngineContext ctx;

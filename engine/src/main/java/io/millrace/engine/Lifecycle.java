@@ -12,7 +12,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * moves it; any thread reads it.
  */
 final class Lifecycle {
-    private static final Logger LOG = LoggerFactory.getLogger(Lifecycle.class);
+    private static final Logger LOG = LoggerFactory.getLogger(Engine.class); // the engine's log: one category for a run's stages
     private final AtomicReference<State> state = new AtomicReference<>(State.CREATED);
 
     State get() {

@@ -29,7 +29,7 @@ import java.util.Map;
  * changed its rows without change events; pause and resume. Any thread unless a method says otherwise.
  */
 final class OnlineControls {
-    private static final Logger LOG = LoggerFactory.getLogger(OnlineControls.class);
+    private static final Logger LOG = LoggerFactory.getLogger(Engine.class); // the engine's log: one category for a run's stages
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private final EngineContext ctx;

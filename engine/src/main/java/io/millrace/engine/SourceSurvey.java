@@ -23,7 +23,7 @@ import java.util.List;
  * are read as binary. Reads the source only; a table renamed or dropped meanwhile is looked up again (three times).
  */
 final class SourceSurvey {
-    private static final Logger LOG = LoggerFactory.getLogger(SourceSurvey.class);
+    private static final Logger LOG = LoggerFactory.getLogger(Engine.class); // the engine's log: one category for a run's stages
     private static final int ATTEMPTS = 3;
 
     /** What the start reads of the source before it opens the destinations. */

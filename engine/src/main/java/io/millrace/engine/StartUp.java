@@ -27,7 +27,7 @@ import java.util.Optional;
  * until the pipeline's writer starts.
  */
 final class StartUp {
-    private static final Logger LOG = LoggerFactory.getLogger(StartUp.class);
+    private static final Logger LOG = LoggerFactory.getLogger(Engine.class); // the engine's log: one category for a run's stages
 
     private final EngineContext ctx;
     private final SourceConfig src;
@@ -126,7 +126,7 @@ final class StartUp {
             LOG.info("created publication '{}' for {} table(s)", src.publication(), survey.report().tables().size());
         } else if (!p.add().isEmpty()) {
             try (Connection c = ctx.conns.open()) {
-                publisher.addByCurrentName(c, p.add());
+                LOG.info("added {} to publication '{}'", publisher.addByCurrentName(c, p.add()), src.publication());
             }
         }
         if (p.addSignal()) {

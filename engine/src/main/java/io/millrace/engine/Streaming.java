@@ -28,7 +28,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * lowest durable position over the destinations (INV: RESUME), and waits for a stop or a failure. Run thread.
  */
 final class Streaming {
-    private static final Logger LOG = LoggerFactory.getLogger(Streaming.class);
+    private static final Logger LOG = LoggerFactory.getLogger(Engine.class); // the engine's log: one category for a run's stages
     private static final int V14 = StartPlanner.ONLINE_VERSION; // protocol v2: streamed transactions, messages, binary
 
     private final EngineContext ctx;

@@ -17,7 +17,7 @@ import java.util.List;
  * to report. Run thread.
  */
 final class Teardown {
-    private static final Logger LOG = LoggerFactory.getLogger(Teardown.class);
+    private static final Logger LOG = LoggerFactory.getLogger(Engine.class); // the engine's log: one category for a run's stages
 
     private final EngineContext ctx;
     private final List<Sink> sinks;

@@ -5,8 +5,6 @@ import io.millrace.core.MillraceException.Kind;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -18,7 +16,6 @@ import java.util.stream.Collectors;
 
 /** The pipeline's publication: creates it, adds tables to it, drops it. */
 public final class Publisher {
-    private static final Logger LOG = LoggerFactory.getLogger(Publisher.class);
     private final SourceConfig config;
 
     public Publisher(SourceConfig config) {
@@ -69,8 +66,9 @@ public final class Publisher {
     /**
      * Adds tables to the publication by their current names: a table renamed since the catalog was read keeps its oid,
      * and is added under its new name (its copy, recorded with the oid, follows); one dropped meanwhile is left out.
+     * Returns the names added.
      */
-    public void addByCurrentName(Connection c, List<RelationInfo> rels) throws SQLException {
+    public List<TableRef> addByCurrentName(Connection c, List<RelationInfo> rels) throws SQLException {
         for (int attempt = 1; ; attempt++) {
             Map<Integer, TableRef> now = Catalog.tablesByOid(c, rels.stream().map(RelationInfo::oid).toList());
             List<TableRef> names = rels.stream().map(r -> now.get(r.oid())).filter(Objects::nonNull).toList();
@@ -78,8 +76,7 @@ public final class Publisher {
                 if (!names.isEmpty()) {
                     add(c, names);
                 }
-                LOG.info("added {} to publication '{}'", names, config.publication());
-                return;
+                return names;
             } catch (MillraceException e) {
                 if (attempt == 3 || !(e.getCause() instanceof SQLException q) || !"42P01".equals(q.getSQLState())) {
                     throw e;
