@@ -41,8 +41,8 @@ final class DuckDbCopyCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         EngineConfig cfg = ConfigLoader.fromSystem().load(config);
-        List<String> ducks = cfg.destinations().stream().filter(d -> d instanceof EngineConfig.DuckDbDestination)
-                .map(EngineConfig.Destination::name).toList();
+        List<String> ducks = cfg.destinations().stream().filter(d -> d.type().equals("duckdb"))
+                .map(io.millrace.core.sink.DestinationConfig::name).toList();
         String name = destination;
         if (name == null) {
             if (ducks.size() != 1) {

@@ -177,17 +177,17 @@ public final class Engine {
     }
 
     /**
-     * Writes a consistent copy of the duckdb destination {@code destination} — as of its last committed batch — to
-     * {@code file}, a new file other processes can open while this engine holds the destination's own (DuckDB lets one
+     * Writes a consistent copy of the duckdb destination {@code destination} (a {@link io.millrace.core.sink.CopyableSink}) — as of
+     * its last committed batch — to {@code file}, a new file other processes can open while this engine holds the destination's own (DuckDB lets one
      * process open a file). Any thread; returns what the copy holds, for a message.
      */
     public String copyDuckDb(String destination, java.nio.file.Path file) {
         State st = state.get();
         Sink sink = opened.stream().filter(x -> x.name().equals(destination)).findFirst().orElse(null);
-        if (!(sink instanceof io.millrace.sink.duckdb.DuckDbSink duck) || (st != State.STREAMING && st != State.SNAPSHOTTING)) {
-            throw new MillraceException(Kind.CONFIG, sink == null || sink instanceof io.millrace.sink.duckdb.DuckDbSink
+        if (!(sink instanceof io.millrace.core.sink.CopyableSink duck) || (st != State.STREAMING && st != State.SNAPSHOTTING)) {
+            throw new MillraceException(Kind.CONFIG, sink == null || sink instanceof io.millrace.core.sink.CopyableSink
                     ? "no duckdb destination '" + destination + "' is open (the engine is " + st.name().toLowerCase(java.util.Locale.ROOT)
-                    + "; duckdb destinations: " + opened.stream().filter(x -> x instanceof io.millrace.sink.duckdb.DuckDbSink)
+                    + "; duckdb destinations: " + opened.stream().filter(x -> x instanceof io.millrace.core.sink.CopyableSink)
                     .map(Sink::name).toList() + ")"
                     : "destination '" + destination + "' is not a duckdb destination");
         }

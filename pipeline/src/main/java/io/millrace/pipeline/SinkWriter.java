@@ -6,6 +6,8 @@ import io.millrace.core.Position;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Checkpoint;
 import io.millrace.core.change.SourceTables;
+import io.millrace.core.fault.FaultPoint;
+import io.millrace.core.fault.Faults;
 import io.millrace.core.sink.Sink;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -56,7 +58,7 @@ final class SinkWriter {
             durable = Lsn.min(durable, cp.flushLsn());
         }
         stats.durable(durable);
-        io.millrace.core.fault.Faults.hit("pipeline.before-durable"); // every sink wrote its checkpoint; the slot may not move yet
+        Faults.hit(FaultPoint.PIPELINE_BEFORE_DURABLE); // every sink wrote its checkpoint; the slot may not move yet
         onDurable.accept(durable);
         if (LOG.isTraceEnabled()) {
             LOG.trace("batch of {} events durable; durable position {}", batch.events().size(), durable);

@@ -8,14 +8,14 @@ import io.millrace.core.Position;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Op;
 import io.millrace.core.change.SnapshotProgress;
+import io.millrace.core.fault.FaultPoint;
+import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.pipeline.Batch;
 import io.millrace.source.PgConnections;
 import io.millrace.source.PgErrors;
-import org.postgresql.PGConnection;
-import org.postgresql.copy.CopyOut;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -74,7 +74,15 @@ public final class SnapshotRunner {
      * @param pagesPerChunk CTID chunk size in 8 kB pages
      * @param batchBytes    rows per batch handed to the writer, by size
      */
-    public record Options(int readers, long pagesPerChunk, long batchBytes) {
+    /**
+     * @param binary read tables in binary COPY where every column's codec decodes the binary form ({@link CopyRows});
+     *               false with {@code source.binary: off}
+     */
+    public record Options(int readers, long pagesPerChunk, long batchBytes, boolean binary) {
+        public Options(int readers, long pagesPerChunk, long batchBytes) {
+            this(readers, pagesPerChunk, batchBytes, true);
+        }
+
         public static Options defaults() {
             return new Options(Math.max(2, Runtime.getRuntime().availableProcessors()), 4096, 4L << 20);
         }
@@ -241,56 +249,35 @@ public final class SnapshotRunner {
         RelationInfo r = chunk.relation();
         TableRef ref = r.table();
         String cols = r.columns().stream().map(col -> Ident.quote(col.name())).collect(Collectors.joining(", "));
-        String from = r.columns().isEmpty() ? "" : cols;
         boolean partitioned = tables.stream().anyMatch(t -> t.relation() == r && t.partitioned());
-        String sql = "COPY (SELECT " + (from.isEmpty() ? "" : from) + " FROM " + (partitioned ? "" : "ONLY ") + ref.sql()
-                + chunk.where() + ") TO STDOUT";
-        CopyOut out = c.unwrap(PGConnection.class).getCopyAPI().copyOut(sql);
-        String[] fields = new String[r.columnCount()];
-        List<ChangeEvent> events = new ArrayList<>();
-        long bytes = 0;
-        long rows = 0;
-        long now = System.currentTimeMillis() * 1000;
-        try {
-            byte[] row;
-            while ((row = out.readFromCopy()) != null) {
-                int n = CopyText.split(row, row.length, fields);
-                if (n != fields.length) {
-                    throw new MillraceException(Kind.DECODE, "COPY of " + ref + " returned " + n + " columns, expected " + fields.length);
-                }
-                Object[] after = new Object[n];
-                for (int i = 0; i < n; i++) {
-                    String v = fields[i];
-                    if (v != null) {
-                        try {
-                            after[i] = r.codec(i).decodeText(v);
-                        } catch (RuntimeException e) {
-                            throw new MillraceException(Kind.DECODE, "cannot decode column " + r.column(i).name() + " of " + ref
-                                    + " (type " + r.codec(i).typeName() + ") during the snapshot: " + e.getMessage(), e);
-                        }
-                    }
-                }
-                events.add(new ChangeEvent(Op.READ, r, null, after, consistentPoint, Position.START, 0, now, true));
-                bytes += HeapCost.row(row.length, n, 1); // INV: BOUNDED — the batch's size is what its rows take on the heap
-                rows++;
-                if (bytes >= options.batchBytes()) {
-                    hand(events, ref, rows, bytes);
-                    io.millrace.core.fault.Faults.hit("snapshot.mid-chunk"); // fault point: docs/RELIABILITY.md
-                    events = new ArrayList<>();
-                    bytes = 0;
-                    rows = 0;
-                    now = System.currentTimeMillis() * 1000;
-                    if (failure.get() != null) {
-                        out.cancelCopy();
-                        return;
-                    }
-                }
+        String select = "SELECT " + cols + " FROM " + (partitioned ? "" : "ONLY ") + ref.sql() + chunk.where();
+        var batch = new Object() {
+            List<ChangeEvent> events = new ArrayList<>();
+            long bytes;
+            long rows;
+            long now = System.currentTimeMillis() * 1000;
+        };
+        CopyRows.read(c, select, r, options.binary(), "during the snapshot", (after, wireBytes) -> {
+            batch.events.add(new ChangeEvent(Op.READ, r, null, after, consistentPoint, Position.START, 0, batch.now, true));
+            batch.bytes += HeapCost.row(wireBytes, after.length, 1); // INV: BOUNDED — the batch's size is what its rows take on the heap
+            batch.rows++;
+            if (batch.bytes >= options.batchBytes()) {
+                hand(batch.events, ref, batch.rows, batch.bytes);
+                Faults.hit(FaultPoint.SNAPSHOT_MID_CHUNK);
+                batch.events = new ArrayList<>();
+                batch.bytes = 0;
+                batch.rows = 0;
+                batch.now = System.currentTimeMillis() * 1000;
+                return failure.get() == null;
             }
-        } finally {
-            if (out.isActive()) {
-                out.cancelCopy();
-            }
+            return true;
+        });
+        if (failure.get() != null) {
+            return;
         }
+        List<ChangeEvent> events = batch.events;
+        long rows = batch.rows;
+        long bytes = batch.bytes;
         hand(events, ref, rows, bytes);
         synchronized (progressLock) {
             int left = chunksLeft.merge(ref, -1, Integer::sum);

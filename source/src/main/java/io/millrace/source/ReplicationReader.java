@@ -4,6 +4,8 @@ import io.millrace.core.ByteBudget;
 import io.millrace.core.Lsn;
 import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.fault.FaultPoint;
+import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.Ident;
 import org.postgresql.PGConnection;
 import org.postgresql.replication.LogSequenceNumber;
@@ -135,7 +137,7 @@ public final class ReplicationReader implements Runnable {
                 if (d.isAfter(reported)) {
                     // INV: DURABLE — only what every sink made durable is reported as flushed.
                     LogSequenceNumber l = LogSequenceNumber.valueOf(d.value());
-                    io.millrace.core.fault.Faults.hit("source.before-feedback"); // fault point: docs/RELIABILITY.md
+                    Faults.hit(FaultPoint.SOURCE_BEFORE_FEEDBACK);
                     stream.setFlushedLSN(l);
                     stream.setAppliedLSN(l);
                     stream.forceUpdateStatus();

@@ -1,5 +1,6 @@
 package io.millrace.cli.crash;
 
+import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.fault.Faults;
 import io.millrace.embedded.EmbeddedPg;
 import io.millrace.engine.verify.Verifier;
@@ -70,10 +71,11 @@ class CrashMatrixIT {
      */
     static final boolean STREAMED = Boolean.parseBoolean(System.getProperty("crash.streamed", "true"));
     /** Streaming trials take these in turn (CI's 8 trials reach the first three). */
-    static final List<String> STREAM_POINTS = List.of("sink.postgres.before-commit", "sink.duckdb.after-commit",
-            "sink.jsonl.before-checkpoint", "sink.duckdb.before-commit", "sink.postgres.after-commit", "sink.jsonl.after-checkpoint",
-            "pipeline.before-durable", "source.before-feedback");
-    static final List<String> SNAPSHOT_POINTS = List.of("snapshot.mid-chunk", "sink.postgres.after-commit", "sink.jsonl.before-checkpoint");
+    static final List<FaultPoint> STREAM_POINTS = List.of(FaultPoint.SINK_POSTGRES_BEFORE_COMMIT, FaultPoint.SINK_DUCKDB_AFTER_COMMIT,
+            FaultPoint.SINK_JSONL_BEFORE_CHECKPOINT, FaultPoint.SINK_DUCKDB_BEFORE_COMMIT, FaultPoint.SINK_POSTGRES_AFTER_COMMIT,
+            FaultPoint.SINK_JSONL_AFTER_CHECKPOINT, FaultPoint.PIPELINE_BEFORE_DURABLE, FaultPoint.SOURCE_BEFORE_FEEDBACK);
+    static final List<FaultPoint> SNAPSHOT_POINTS = List.of(FaultPoint.SNAPSHOT_MID_CHUNK, FaultPoint.SINK_POSTGRES_AFTER_COMMIT,
+            FaultPoint.SINK_JSONL_BEFORE_CHECKPOINT);
 
     private static EmbeddedPg pg;
 
@@ -153,26 +155,25 @@ class CrashMatrixIT {
                 int code;
                 long at;
                 if (fault) {
-                    String point = snapshotTrial ? SNAPSHOT_POINTS.get(snapshotPoint++ % SNAPSHOT_POINTS.size())
+                    FaultPoint point = snapshotTrial ? SNAPSHOT_POINTS.get(snapshotPoint++ % SNAPSHOT_POINTS.size())
                             : STREAM_POINTS.get(streamPoint++ % STREAM_POINTS.size());
                     // a snapshot hands a batch to the writer every 4 MB of rows: few mid-chunk hits per table
-                    int hit = point.startsWith("snapshot.") ? 1 : 1 + rnd.nextInt(snapshotTrial ? 3 : 6);
-                    String spec = point + ":crash:" + hit;
+                    int hit = point.equals(FaultPoint.SNAPSHOT_MID_CHUNK) ? 1 : 1 + rnd.nextInt(snapshotTrial ? 3 : 6);
+                    String spec = point.crashAt(hit);
                     engine = EngineProcess.start(config, log, List.of("-Dmillrace.fault=" + spec));
                     code = snapshotTrial ? engine.awaitExit(FAULT_WAIT_MS) : awaitExitAfterStreaming(engine, FAULT_WAIT_MS);
                     at = engine.millisSinceStart();
                     if (code == -1) {
                         how = "fault " + spec + " not reached, SIGKILL";
-                        notReached.merge(point, 1, Integer::sum);
+                        notReached.merge(point.id(), 1, Integer::sum);
                         code = engine.kill();
                         assertThat(code).isEqualTo(EngineProcess.SIGKILL_EXIT);
                     } else {
                         how = "fault " + spec;
                         assertThat(code).as("exit status of trial %d (%s); log %s:%n%s", i, spec, engine.log(), engine.logTail(30))
                                 .isEqualTo(EngineProcess.FAULT_EXIT);
-                        assertThat(engine.logText()).as("the JVM halted at the armed point").contains("millrace fault point " + point
-                                + ": crash at hit " + hit);
-                        fired.merge(point, 1, Integer::sum);
+                        assertThat(engine.logText()).as("the JVM halted at the armed point").contains(point.crashLine(hit));
+                        fired.merge(point.id(), 1, Integer::sum);
                     }
                 } else {
                     engine = EngineProcess.start(config, log);

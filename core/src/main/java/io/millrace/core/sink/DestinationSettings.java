@@ -39,10 +39,18 @@ public interface DestinationSettings {
     /**
      * A secret from {@code <prefix>_env} (an environment variable) or {@code <prefix>_file}; a literal
      * {@code <prefix>} key is refused. {@link Secret#NONE} when neither is set. {@code prefix} is e.g. {@code password}.
+     * For commands that talk to the source only ({@code preflight}, {@code status}) a secret that cannot be read (its
+     * variable unset, its file unreadable) is not an error but {@link Secret#NONE}, and {@code run} refuses it: so
+     * a provider must not refuse an empty secret itself.
      */
     Secret secret(String prefix);
 
-    /** Declares keys this destination accepts without reading them yet (so a misspelling is named as such). */
+    /**
+     * Declares every key this destination accepts besides {@code name} and {@code type}; call it first. A key
+     * present but not among them is refused at once, naming it, the nearest known one and the known ones, so that a
+     * misspelling ({@code databse}) is named as such and not reported as a missing required setting. Keys read later
+     * are known too.
+     */
     void allow(String... keys);
 
     /** A configuration error naming {@code key} (as {@link #key}). */

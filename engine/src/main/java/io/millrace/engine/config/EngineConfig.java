@@ -1,8 +1,7 @@
 package io.millrace.engine.config;
 
+import io.millrace.core.sink.DestinationConfig;
 import io.millrace.pipeline.Pipeline;
-import io.millrace.sink.jsonl.JsonlSinkConfig;
-import io.millrace.sink.postgres.PostgresSinkConfig;
 import io.millrace.snapshot.SnapshotRunner;
 import io.millrace.source.SourceConfig;
 
@@ -15,18 +14,18 @@ import java.util.List;
  * @param source       how to read the source
  * @param snapshotMode whether to copy the tables first
  * @param snapshot     snapshot reader settings
- * @param destinations one or more destinations (names unique)
+ * @param destinations one or more destinations (names unique), each made by the provider of its type
  * @param pipeline     batching and memory budget
  * @param operations   monitoring and the HTTP endpoint
  * @param spillDir     where large in-progress transactions wait on disk for their commit
  * @param online       online (watermark) snapshot readers and chunk sizes ({@code snapshot.online})
  */
 public record EngineConfig(String name, SourceConfig source, SnapshotMode snapshotMode, SnapshotRunner.Options snapshot,
-                           List<Destination> destinations, Pipeline.Options pipeline, Operations operations,
+                           List<DestinationConfig> destinations, Pipeline.Options pipeline, Operations operations,
                            java.nio.file.Path spillDir, io.millrace.snapshot.online.OnlineSnapshotter.Options online) {
 
     public EngineConfig(String name, SourceConfig source, SnapshotMode snapshotMode, SnapshotRunner.Options snapshot,
-                        List<Destination> destinations, Pipeline.Options pipeline, Operations operations, java.nio.file.Path spillDir) {
+                        List<DestinationConfig> destinations, Pipeline.Options pipeline, Operations operations, java.nio.file.Path spillDir) {
         this(name, source, snapshotMode, snapshot, destinations, pipeline, operations, spillDir,
                 io.millrace.snapshot.online.OnlineSnapshotter.Options.defaults());
     }
@@ -103,43 +102,6 @@ public record EngineConfig(String name, SourceConfig source, SnapshotMode snapsh
         NEVER,
         /** Copy the tables and stop. */
         INITIAL_ONLY
-    }
-
-    /** One destination. */
-    public sealed interface Destination {
-        String name();
-    }
-
-    public record PostgresDestination(PostgresSinkConfig config) implements Destination {
-        @Override
-        public String name() {
-            return config.name();
-        }
-    }
-
-    public record JsonlDestination(JsonlSinkConfig config) implements Destination {
-        @Override
-        public String name() {
-            return config.name();
-        }
-    }
-
-    public record DuckDbDestination(io.millrace.sink.duckdb.DuckDbSinkConfig config) implements Destination {
-        @Override
-        public String name() {
-            return config.name();
-        }
-    }
-
-    public record KafkaDestination(io.millrace.sink.kafka.KafkaSinkConfig config) implements Destination {
-        @Override
-        public String name() {
-            return config.name();
-        }
-    }
-
-    /** Discards events; for benchmarks. */
-    public record NullDestination(String name) implements Destination {
     }
 
     public EngineConfig {

@@ -3,6 +3,9 @@ package io.millrace.engine.config;
 import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
 import io.millrace.core.schema.TableRef;
+import io.millrace.core.sink.DestinationProviders;
+import io.millrace.core.sink.DiscardProvider;
+import io.millrace.sink.jsonl.JsonlDestinationProvider;
 import io.millrace.sink.jsonl.JsonlSinkConfig;
 import io.millrace.sink.postgres.PostgresSinkConfig;
 import org.junit.jupiter.api.Test;
@@ -86,10 +89,10 @@ class ConfigLoaderTest {
         assertThat(c.source().password().reveal()).isEqualTo("s3cret-src");
         assertThat(c.source().tables()).containsExactly(new TableRef("public", "orders"));
         assertThat(c.snapshot().readers()).isEqualTo(3);
-        PostgresSinkConfig pg = ((EngineConfig.PostgresDestination) c.destinations().get(0)).config();
+        PostgresSinkConfig pg = (PostgresSinkConfig) c.destinations().get(0);
         assertThat(pg.jdbcUrl()).isEqualTo("jdbc:postgresql://db2:5433/replica");
         assertThat(pg.password().reveal()).isEqualTo("s3cret-dst");
-        JsonlSinkConfig files = ((EngineConfig.JsonlDestination) c.destinations().get(1)).config();
+        JsonlSinkConfig files = (JsonlSinkConfig) c.destinations().get(1);
         assertThat(files.directory().normalize()).isEqualTo(dir.resolve("events"));
     }
 
@@ -100,6 +103,17 @@ class ConfigLoaderTest {
         assertThat(c.destinations()).hasSize(2);
         assertThat(c.operations().health()).isEqualTo(EngineConfig.Health.defaults());
         assertThat(c.operations().logFormat()).isEqualTo(EngineConfig.LogFormat.TEXT);
+    }
+
+    @Test
+    void snapshotsCopyInBinaryUnlessSourceBinaryIsOff() {
+        EngineConfig auto = parse(SOURCE + FILES);
+        assertThat(auto.snapshot().binary()).isTrue();
+        assertThat(auto.online().binary()).isTrue();
+        EngineConfig off = parse(SOURCE.replace("source:\n", "source:\n  binary: \"off\"\n") + FILES);
+        assertThat(off.source().binary()).isEqualTo(io.millrace.source.SourceConfig.BinaryMode.OFF);
+        assertThat(off.snapshot().binary()).isFalse();
+        assertThat(off.online().binary()).isFalse();
     }
 
     @Test
@@ -332,6 +346,20 @@ class ConfigLoaderTest {
     void anUnknownDestinationTypeListsTheKnownOnes() {
         assertThat(fail(SOURCE + "destinations:\n  - {name: k, type: kinesis}\n")).contains("destinations[0].type must be one of postgres, jsonl, duckdb, kafka");
         assertThat(fail(SOURCE + "destinations:\n  - {name: k}\n")).contains("destinations[0].type is required");
+    }
+
+    @Test
+    void destinationTypesAreTheProvidersOnTheClassPath() {
+        assertThat(fail(SOURCE + "destinations:\n  - {name: k, type: kinesis}\n"))
+                .contains("destinations[0].type must be one of postgres, jsonl, duckdb, kafka, discard; got 'kinesis'");
+        MillraceException e = catchThrowableOfType(MillraceException.class, () -> new ConfigLoader(ENV::get)
+                .withProviders(DestinationProviders.of(List.of(new JsonlDestinationProvider())))
+                .parse(SOURCE + "destinations:\n  - {name: r, type: postgres, database: r, user: u}\n", dir));
+        assertThat(e.getMessage()).contains("destinations[0].type must be one of jsonl; got 'postgres'"
+                + " (its module, millrace-sink-postgres, is not on the class path)");
+        assertThat(parse(SOURCE + "destinations:\n  - {type: 'null'}\n").destinations()).containsExactly(new DiscardProvider.Config("null"));
+        assertThat(fail(SOURCE + "destinations:\n  - {type: discard, directory: d}\n"))
+                .contains("destinations[0].directory is not a known setting").contains("known here: name, type)");
     }
 
     @Test

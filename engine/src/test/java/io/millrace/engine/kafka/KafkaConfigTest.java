@@ -18,7 +18,7 @@ class KafkaConfigTest {
 
     private static KafkaSinkConfig parse(String destination) {
         EngineConfig c = new ConfigLoader(Map.<String, String>of()::get).parse(SOURCE + "destinations:\n" + destination, Path.of("/tmp"));
-        return ((EngineConfig.KafkaDestination) c.destinations().get(0)).config();
+        return (KafkaSinkConfig) c.destinations().get(0);
     }
 
     @Test

@@ -5,6 +5,8 @@ import io.millrace.core.MillraceException.Kind;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Checkpoint;
 import io.millrace.core.change.CheckpointJson;
+import io.millrace.core.fault.FaultPoint;
+import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.sink.Sink;
 import org.slf4j.Logger;
@@ -39,7 +41,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * <p><b>Lifecycle.</b> {@code NEW → OPEN → CLOSED}, changed only by compare-and-set. One writer thread
  * owns the sink (see {@link Sink}).
  */
-public final class DuckDbSink implements Sink {
+public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
     private static final Logger LOG = LoggerFactory.getLogger(DuckDbSink.class);
     /** Schema of Millrace's own tables in the destination file (checkpoints, staging). */
     static final String STATE_SCHEMA = "millrace";
@@ -148,9 +150,9 @@ public final class DuckDbSink implements Sink {
                 ps.setString(2, CheckpointJson.write(checkpoint));
                 ps.executeUpdate();
             }
-            io.millrace.core.fault.Faults.hit("sink.duckdb.before-commit");
+            Faults.hit(FaultPoint.SINK_DUCKDB_BEFORE_COMMIT);
             conn.commit(); // INV: DURABLE — data and checkpoint become durable together, only now
-            io.millrace.core.fault.Faults.hit("sink.duckdb.after-commit");
+            Faults.hit(FaultPoint.SINK_DUCKDB_AFTER_COMMIT);
             copyingBefore = checkpoint.copying();
             heldBefore = checkpoint.tables();
         } catch (SQLException | RuntimeException e) {
@@ -199,6 +201,7 @@ public final class DuckDbSink implements Sink {
      *
      * @return the checkpoint the copy holds (what it is up to), or empty before the first batch
      */
+    @Override
     public Optional<Checkpoint> copyTo(java.nio.file.Path target) {
         if (state.get() != State.OPEN) {
             throw new MillraceException(Kind.CONFIG, "destination '" + config.name() + "' is not open: a copy can be made while it runs");

@@ -1,11 +1,14 @@
 package io.millrace.sink.duckdb;
 
 import io.millrace.core.MillraceException;
+import io.millrace.core.sink.DestinationConfig;
+import io.millrace.core.sink.Sink;
 
 import java.nio.file.Path;
 
 /**
- * Settings of a {@code duckdb} destination.
+ * Settings of a {@code duckdb} destination: the YAML's {@code type: duckdb} reads into one
+ * ({@link DuckDbDestinationProvider}); an application may build one with a constructor, which checks every value.
  *
  * @param name   the destination's name in the configuration (part of the checkpoint identity)
  * @param file   the DuckDB database file; created when missing (its directory must exist)
@@ -14,7 +17,7 @@ import java.nio.file.Path;
  *               heap (DuckDB's own default is 80 % of the machine's RAM); larger work spills to a temporary folder
  *               beside the file (INV: BOUNDED)
  */
-public record DuckDbSinkConfig(String name, Path file, String schema, int memoryLimitMb) {
+public record DuckDbSinkConfig(String name, Path file, String schema, int memoryLimitMb) implements DestinationConfig {
     /** DuckDB's memory limit unless the configuration says otherwise: its own default would be 80 % of the machine. */
     public static final int DEFAULT_MEMORY_LIMIT_MB = 256;
 
@@ -42,5 +45,15 @@ public record DuckDbSinkConfig(String name, Path file, String schema, int memory
             throw new MillraceException(MillraceException.Kind.CONFIG, "destination '" + name + "': schema '"
                     + schema + "' holds Millrace's own bookkeeping; choose another");
         }
+    }
+
+    @Override
+    public String type() {
+        return DuckDbDestinationProvider.TYPE;
+    }
+
+    @Override
+    public Sink newSink() {
+        return new DuckDbSink(this);
     }
 }

@@ -4,6 +4,7 @@ import io.millrace.core.MillraceException;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Checkpoint;
 import io.millrace.core.schema.RelationInfo;
+import io.millrace.testkit.Events;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -17,7 +18,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
-import static io.millrace.sink.duckdb.Ev.TOAST;
+import static io.millrace.testkit.Events.TOAST;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -27,7 +28,7 @@ class DuckDbSinkIT {
     @TempDir
     Path dir;
 
-    private static final RelationInfo ITEMS = Ev.rel(100, "shop.items", 'd', "*id:23", "name:25", "price:1700:" + ((10 << 16 | 2) + 4),
+    private static final RelationInfo ITEMS = Events.rel(100, "shop.items", 'd', "*id:23", "name:25", "price:1700:" + ((10 << 16 | 2) + 4),
             "big:1700", "tags:1009", "doc:3802", "body:25");
 
     private DuckDbSink open(String name) {
@@ -59,89 +60,89 @@ class DuckDbSinkIT {
     @Test
     void manyInsertsUpdatesDeletesAndTruncateMatchExpected() throws Exception {
         try (DuckDbSink sink = open("d1")) {
-            Ev ev = new Ev(100);
+            Events ev = Events.transaction(100);
             List<ChangeEvent> batch = new ArrayList<>();
             for (int i = 0; i < 5000; i++) {
-                batch.add(ev.ins(ITEMS, i, "item " + i, i + ".25", "123456789012345678901234567890123456789012." + i,
+                batch.add(ev.insertText(ITEMS, i, "item " + i, i + ".25", "123456789012345678901234567890123456789012." + i,
                         "{a,\"b c\"}", "{\"k\": " + i + "}", "x".repeat(i % 7)));
             }
-            sink.write(batch, Ev.cp("d1", 100));
+            sink.write(batch, Events.checkpoint("d1", 100));
             assertEquals(List.of("5000|12498750.00"), query("SELECT count(*), sum(price) FROM shop.items"));
             assertEquals(List.of("8|item 8|8.25|123456789012345678901234567890123456789012.8|{a,\"b c\"}|{\"k\": 8}|x"),
                     query("SELECT * FROM shop.items WHERE id = 8"));
             assertEquals(List.of("DECIMAL(10,2)|VARCHAR|JSON"), query("SELECT typeof(price), typeof(big), typeof(doc) FROM shop.items LIMIT 1"));
 
-            Ev ev2 = new Ev(200);
+            Events ev2 = Events.transaction(200);
             batch.clear();
             for (int i = 0; i < 5000; i += 2) {
-                batch.add(ev2.upd(ITEMS, null, i, "even " + i, "1.00", null, null, null, "b"));
+                batch.add(ev2.updateText(ITEMS, null, i, "even " + i, "1.00", null, null, null, "b"));
             }
             for (int i = 1; i < 5000; i += 4) {
-                batch.add(ev2.del(ITEMS, i, null, null, null, null, null, null));
+                batch.add(ev2.deleteText(ITEMS, i, null, null, null, null, null, null));
             }
-            sink.write(batch, Ev.cp("d1", 200));
+            sink.write(batch, Events.checkpoint("d1", 200));
             assertEquals(List.of("3750"), query("SELECT count(*) FROM shop.items"));
             assertEquals(List.of("2500"), query("SELECT count(*) FROM shop.items WHERE name LIKE 'even %' AND price = 1 AND big IS NULL"));
             assertEquals(List.of("0"), query("SELECT count(*) FROM shop.items WHERE id % 4 = 1"));
             assertEquals(List.of("3|item 3|3.25"), query("SELECT id, name, price FROM shop.items WHERE id = 3"));
 
-            Ev ev3 = new Ev(300);
-            sink.write(List.of(ev3.trunc(ITEMS), ev3.ins(ITEMS, 1, "again", "2.50", null, null, null, null),
-                    ev3.ins(ITEMS, 2, "two", "0", null, null, null, null)), Ev.cp("d1", 300));
+            Events ev3 = Events.transaction(300);
+            sink.write(List.of(ev3.truncate(ITEMS), ev3.insertText(ITEMS, 1, "again", "2.50", null, null, null, null),
+                    ev3.insertText(ITEMS, 2, "two", "0", null, null, null, null)), Events.checkpoint("d1", 300));
             assertEquals(List.of("1|again|2.50", "2|two|0.00"), query("SELECT id, name, price FROM shop.items ORDER BY id"));
         }
     }
 
     @Test
     void severalChangesToOneKeyInOneBatchEndInTheLastState() throws Exception {
-        RelationInfo t = Ev.rel(101, "public.k", 'd', "*id:20", "v:25");
+        RelationInfo t = Events.rel(101, "public.k", 'd', "*id:20", "v:25");
         try (DuckDbSink sink = open("d2")) {
-            Ev ev = new Ev(10);
-            sink.write(List.of(ev.ins(t, 1, "a"), ev.upd(t, null, 1, "b"), ev.upd(t, null, 1, "c"),
-                    ev.ins(t, 2, "x"), ev.del(t, 2, null), ev.ins(t, 3, "y"), ev.del(t, 3, null), ev.ins(t, 3, "z"),
-                    ev.ins(t, 4, "w"), ev.upd(t, null, 4, null)), Ev.cp("d2", 10));
+            Events ev = Events.transaction(10);
+            sink.write(List.of(ev.insertText(t, 1, "a"), ev.updateText(t, null, 1, "b"), ev.updateText(t, null, 1, "c"),
+                    ev.insertText(t, 2, "x"), ev.deleteText(t, 2, null), ev.insertText(t, 3, "y"), ev.deleteText(t, 3, null), ev.insertText(t, 3, "z"),
+                    ev.insertText(t, 4, "w"), ev.updateText(t, null, 4, null)), Events.checkpoint("d2", 10));
             assertEquals(List.of("1|c", "3|z", "4|null"), query("SELECT * FROM public.k ORDER BY id"));
-            Ev ev2 = new Ev(20);
+            Events ev2 = Events.transaction(20);
             // delete then re-insert a committed key in one batch, and update of a committed row
-            sink.write(List.of(ev2.del(t, 1, null), ev2.ins(t, 1, "again"), ev2.upd(t, null, 3, "zz")), Ev.cp("d2", 20));
+            sink.write(List.of(ev2.deleteText(t, 1, null), ev2.insertText(t, 1, "again"), ev2.updateText(t, null, 3, "zz")), Events.checkpoint("d2", 20));
             assertEquals(List.of("1|again", "3|zz", "4|null"), query("SELECT * FROM public.k ORDER BY id"));
         }
     }
 
     @Test
     void keyChangeDeletesOldKeyAndKeepsUnchangedToastFromTheOldRow() throws Exception {
-        RelationInfo t = Ev.rel(102, "public.kc", 'd', "*id:23", "v:25", "big:25");
+        RelationInfo t = Events.rel(102, "public.kc", 'd', "*id:23", "v:25", "big:25");
         try (DuckDbSink sink = open("d3")) {
-            Ev ev = new Ev(10);
-            sink.write(List.of(ev.ins(t, 1, "a", "LONG-1"), ev.ins(t, 2, "b", "LONG-2"), ev.ins(t, 5, "e", "LONG-5")), Ev.cp("d3", 10));
-            Ev ev2 = new Ev(20);
+            Events ev = Events.transaction(10);
+            sink.write(List.of(ev.insertText(t, 1, "a", "LONG-1"), ev.insertText(t, 2, "b", "LONG-2"), ev.insertText(t, 5, "e", "LONG-5")), Events.checkpoint("d3", 10));
+            Events ev2 = Events.transaction(20);
             sink.write(List.of(
-                    ev2.upd(t, new Object[] {1, null, null}, 10, "a2", TOAST),   // key change + unchanged TOAST
-                    ev2.upd(t, null, 2, "b2", TOAST),                            // plain unchanged TOAST
-                    ev2.upd(t, new Object[] {5, null, null}, 6, "e2", "NEW"),    // key change, full row
-                    ev2.upd(t, null, 6, "e3", TOAST)),                           // TOAST from the earlier image in the batch
-                    Ev.cp("d3", 20));
+                    ev2.updateText(t, new Object[] {1, null, null}, 10, "a2", TOAST),   // key change + unchanged TOAST
+                    ev2.updateText(t, null, 2, "b2", TOAST),                            // plain unchanged TOAST
+                    ev2.updateText(t, new Object[] {5, null, null}, 6, "e2", "NEW"),    // key change, full row
+                    ev2.updateText(t, null, 6, "e3", TOAST)),                           // TOAST from the earlier image in the batch
+                    Events.checkpoint("d3", 20));
             assertEquals(List.of("2|b2|LONG-2", "6|e3|NEW", "10|a2|LONG-1"), query("SELECT * FROM public.kc ORDER BY id"));
         }
     }
 
     @Test
     void unchangedToastWithoutADestinationRowFailsAndLeavesNothing() throws Exception {
-        RelationInfo t = Ev.rel(103, "public.tt", 'd', "*id:23", "big:25");
+        RelationInfo t = Events.rel(103, "public.tt", 'd', "*id:23", "big:25");
         try (DuckDbSink sink = open("d4")) {
-            Ev ev = new Ev(10);
-            sink.write(List.of(ev.ins(t, 1, "x")), Ev.cp("d4", 10));
-            Ev ev2 = new Ev(20);
-            MillraceException e = assertThrows(MillraceException.class, () -> sink.write(List.of(ev2.ins(t, 2, "y"),
-                    ev2.upd(t, null, 9, TOAST)), Ev.cp("d4", 20)));
+            Events ev = Events.transaction(10);
+            sink.write(List.of(ev.insertText(t, 1, "x")), Events.checkpoint("d4", 10));
+            Events ev2 = Events.transaction(20);
+            MillraceException e = assertThrows(MillraceException.class, () -> sink.write(List.of(ev2.insertText(t, 2, "y"),
+                    ev2.updateText(t, null, 9, TOAST)), Events.checkpoint("d4", 20)));
             assertEquals(MillraceException.Kind.SINK, e.kind());
             assertTrue(e.getMessage().contains("public.tt"), e.getMessage());
             assertEquals(List.of("1|x"), query("SELECT * FROM public.tt ORDER BY id"));
 
             // While an online snapshot copies the table, the row is one its chunk has not brought yet: the update
             // waits for the chunk (INV: WATERMARK overlays it on the chunk's row); the others apply as usual.
-            Ev ev3 = new Ev(30);
-            sink.write(List.of(ev3.ins(t, 2, "y"), ev3.upd(t, null, 9, TOAST)), Ev.cp("d4", 30)
+            Events ev3 = Events.transaction(30);
+            sink.write(List.of(ev3.insertText(t, 2, "y"), ev3.updateText(t, null, 9, TOAST)), Events.checkpoint("d4", 30)
                     .withOnline(List.of(io.millrace.core.change.OnlineTask.whole("public.tt", null))));
             assertEquals(List.of("1|x", "2|y"), query("SELECT * FROM public.tt ORDER BY id"));
         }
@@ -149,33 +150,33 @@ class DuckDbSinkIT {
 
     @Test
     void keylessTableAppendsInsertsAndMatchesOneRowOnAllOldColumns() throws Exception {
-        RelationInfo t = Ev.rel(104, "public.log", 'f', "a:23", "b:25", "c:16");
+        RelationInfo t = Events.rel(104, "public.log", 'f', "a:23", "b:25", "c:16");
         try (DuckDbSink sink = open("d5")) {
-            Ev ev = new Ev(10);
-            sink.write(List.of(ev.ins(t, 1, "x", "t"), ev.ins(t, 1, "x", "t"), ev.ins(t, 2, null, "f"),
-                    ev.upd(t, new Object[] {1, "x", "t"}, 1, "y", "t"),       // one of the two look-alikes
-                    ev.del(t, 2, null, "f"), ev.ins(t, 3, "z", null)), Ev.cp("d5", 10));
+            Events ev = Events.transaction(10);
+            sink.write(List.of(ev.insertText(t, 1, "x", "t"), ev.insertText(t, 1, "x", "t"), ev.insertText(t, 2, null, "f"),
+                    ev.updateText(t, new Object[] {1, "x", "t"}, 1, "y", "t"),       // one of the two look-alikes
+                    ev.deleteText(t, 2, null, "f"), ev.insertText(t, 3, "z", null)), Events.checkpoint("d5", 10));
             assertEquals(List.of("1|x|true", "1|y|true", "3|z|null"), query("SELECT * FROM public.log ORDER BY a, b"));
-            Ev ev2 = new Ev(20);
-            sink.write(List.of(ev2.del(t, 1, "x", "t"), ev2.upd(t, new Object[] {3, "z", null}, 3, "z", "f")), Ev.cp("d5", 20));
+            Events ev2 = Events.transaction(20);
+            sink.write(List.of(ev2.deleteText(t, 1, "x", "t"), ev2.updateText(t, new Object[] {3, "z", null}, 3, "z", "f")), Events.checkpoint("d5", 20));
             assertEquals(List.of("1|y|true", "3|z|false"), query("SELECT * FROM public.log ORDER BY a, b"));
         }
     }
 
     @Test
     void columnsAddedAndDroppedMidStreamAreFollowed() throws Exception {
-        RelationInfo v1 = Ev.rel(105, "public.s", 'd', "*id:23", "a:25");
-        RelationInfo v2 = Ev.rel(105, "public.s", 'd', "*id:23", "a:25", "added:1184");
-        RelationInfo v3 = Ev.rel(105, "public.s", 'd', "*id:23", "added:1184");
+        RelationInfo v1 = Events.rel(105, "public.s", 'd', "*id:23", "a:25");
+        RelationInfo v2 = Events.rel(105, "public.s", 'd', "*id:23", "a:25", "added:1184");
+        RelationInfo v3 = Events.rel(105, "public.s", 'd', "*id:23", "added:1184");
         try (DuckDbSink sink = open("d6")) {
-            Ev ev = new Ev(10);
-            sink.write(List.of(ev.ins(v1, 1, "one"), ev.ins(v2, 2, "two", "2024-05-06 07:08:09.123456+00"),
-                    ev.upd(v2, null, 1, "one", "2024-01-01 00:00:00+00")), Ev.cp("d6", 10));
+            Events ev = Events.transaction(10);
+            sink.write(List.of(ev.insertText(v1, 1, "one"), ev.insertText(v2, 2, "two", "2024-05-06 07:08:09.123456+00"),
+                    ev.updateText(v2, null, 1, "one", "2024-01-01 00:00:00+00")), Events.checkpoint("d6", 10));
             assertEquals(List.of("1|one|2024-01-01 00:00:00+00", "2|two|2024-05-06 07:08:09.123456+00"),
                     query("SELECT id, a, strftime(added, '%Y-%m-%d %H:%M:%S.%f') FROM public.s ORDER BY id").stream()
                             .map(r -> r.replace(".000000", "")).map(r -> r + "+00").toList());
-            Ev ev2 = new Ev(20);
-            sink.write(List.of(ev2.ins(v3, 3, "2025-01-01 00:00:00+00")), Ev.cp("d6", 20));
+            Events ev2 = Events.transaction(20);
+            sink.write(List.of(ev2.insertText(v3, 3, "2025-01-01 00:00:00+00")), Events.checkpoint("d6", 20));
             assertEquals(List.of("id|added"), List.of(String.join("|", query(
                     "SELECT column_name FROM duckdb_columns() WHERE schema_name = 'public' AND table_name = 's' ORDER BY column_index"))));
             assertEquals(List.of("3"), query("SELECT count(*) FROM public.s"));
@@ -184,7 +185,7 @@ class DuckDbSinkIT {
 
     @Test
     void checkpointRoundTripsAndReopenResumesFromIt() {
-        Checkpoint cp = Ev.cp("d7", 0x1234_5678L);
+        Checkpoint cp = Events.checkpoint("d7", 0x1234_5678L);
         Path file = dir.resolve("mirror.duckdb");
         try (DuckDbSink sink = new DuckDbSink(new DuckDbSinkConfig("d7", file, null))) {
             assertEquals(Optional.empty(), sink.open());
@@ -200,41 +201,41 @@ class DuckDbSinkIT {
 
     @Test
     void aFailingBatchLeavesNeitherDataNorCheckpoint() throws Exception {
-        RelationInfo good = Ev.rel(106, "public.good", 'd', "*id:23", "v:25");
-        RelationInfo narrow = Ev.rel(107, "public.narrow", 'd', "*id:23", "n:1700:" + ((4 << 16 | 0) + 4));
+        RelationInfo good = Events.rel(106, "public.good", 'd', "*id:23", "v:25");
+        RelationInfo narrow = Events.rel(107, "public.narrow", 'd', "*id:23", "n:1700:" + ((4 << 16 | 0) + 4));
         Path file = dir.resolve("mirror.duckdb");
         try (DuckDbSink sink = new DuckDbSink(new DuckDbSinkConfig("d8", file, null))) {
             sink.open();
-            Ev ev = new Ev(10);
-            sink.write(List.of(ev.ins(good, 1, "kept")), Ev.cp("d8", 10));
-            Ev ev2 = new Ev(20);
+            Events ev = Events.transaction(10);
+            sink.write(List.of(ev.insertText(good, 1, "kept")), Events.checkpoint("d8", 10));
+            Events ev2 = Events.transaction(20);
             // INV: DURABLE — the first table's rows and the new table must vanish with the failing one
-            MillraceException e = assertThrows(MillraceException.class, () -> sink.write(List.of(ev2.ins(good, 2, "lost"),
-                    ev2.upd(good, null, 1, "changed"), ev2.ins(narrow, 1, "123456")), Ev.cp("d8", 20)));
+            MillraceException e = assertThrows(MillraceException.class, () -> sink.write(List.of(ev2.insertText(good, 2, "lost"),
+                    ev2.updateText(good, null, 1, "changed"), ev2.insertText(narrow, 1, "123456")), Events.checkpoint("d8", 20)));
             assertEquals(MillraceException.Kind.SINK, e.kind());
             assertTrue(e.getMessage().contains("public.narrow"), e.getMessage());
             assertEquals(List.of("1|kept"), query("SELECT * FROM public.good ORDER BY id"));
             assertEquals(List.of("0"), query("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'narrow'"));
             assertEquals(List.of("0"), query("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'millrace' AND table_name LIKE 'stage%'"));
             // the sink goes on after the failure: a good batch lands, with its checkpoint
-            Ev ev3 = new Ev(30);
-            sink.write(List.of(ev3.ins(good, 3, "after"), ev3.ins(narrow, 1, "1234")), Ev.cp("d8", 30));
+            Events ev3 = Events.transaction(30);
+            sink.write(List.of(ev3.insertText(good, 3, "after"), ev3.insertText(narrow, 1, "1234")), Events.checkpoint("d8", 30));
             assertEquals(List.of("1|kept", "3|after"), query("SELECT * FROM public.good ORDER BY id"));
             assertEquals(List.of("1|1234"), query("SELECT * FROM public.narrow"));
         }
         try (DuckDbSink sink = new DuckDbSink(new DuckDbSinkConfig("d8", file, null))) {
-            assertEquals(Optional.of(Ev.cp("d8", 30)), sink.open());
+            assertEquals(Optional.of(Events.checkpoint("d8", 30)), sink.open());
         }
     }
 
     @Test
     void anotherConnectionReadsCommittedStateWhileTheSinkHoldsTheFile() throws Exception {
-        RelationInfo t = Ev.rel(108, "public.live", 'd', "*id:23");
+        RelationInfo t = Events.rel(108, "public.live", 'd', "*id:23");
         Path file = dir.resolve("mirror.duckdb");
         try (DuckDbSink sink = new DuckDbSink(new DuckDbSinkConfig("d9", file, null))) {
             sink.open();
-            Ev ev = new Ev(10);
-            sink.write(List.of(ev.ins(t, 1), ev.ins(t, 2)), Ev.cp("d9", 10));
+            Events ev = Events.transaction(10);
+            sink.write(List.of(ev.insertText(t, 1), ev.insertText(t, 2)), Events.checkpoint("d9", 10));
             // same JVM, same (default) configuration: shares the sink's database instance and reads committed data
             try (Connection reader = DriverManager.getConnection("jdbc:duckdb:" + file.toAbsolutePath());
                  Statement s = reader.createStatement()) {
@@ -242,7 +243,7 @@ class DuckDbSinkIT {
                     rs.next();
                     assertEquals(2, rs.getInt(1));
                 }
-                sink.write(List.of(new Ev(20).ins(t, 3)), Ev.cp("d9", 20));
+                sink.write(List.of(Events.transaction(20).insertText(t, 3)), Events.checkpoint("d9", 20));
                 try (ResultSet rs = s.executeQuery("SELECT count(*) FROM public.live")) {
                     rs.next();
                     assertEquals(3, rs.getInt(1));
@@ -264,22 +265,22 @@ class DuckDbSinkIT {
      */
     @Test
     void aCopyMadeWhileBatchesArriveIsConsistentAndOpensReadOnly() throws Exception {
-        RelationInfo t = Ev.rel(300, "public.acct", 'd', "*id:23", "n:23");
+        RelationInfo t = Events.rel(300, "public.acct", 'd', "*id:23", "n:23");
         try (DuckDbSink sink = open("d10")) {
             List<ChangeEvent> seed = new ArrayList<>();
-            Ev ev0 = new Ev(10);
+            Events ev0 = Events.transaction(10);
             for (int i = 0; i < 1000; i++) {
-                seed.add(ev0.ins(t, i, 0));
+                seed.add(ev0.insertText(t, i, 0));
             }
-            sink.write(seed, Ev.cp("d10", 10));
+            sink.write(seed, Events.checkpoint("d10", 10));
             // Each batch moves one unit from row 0 to row k: in every committed state the sum is 0.
             java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
             java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
             Thread writer = new Thread(() -> {
                 try {
                     for (int b = 1; !stop.get(); b++) {
-                        Ev ev = new Ev(10 + b);
-                        sink.write(List.of(ev.upd(t, null, 0, -b), ev.upd(t, null, b % 999 + 1, 1 + (b - 1) / 999)), Ev.cp("d10", 10 + b));
+                        Events ev = Events.transaction(10 + b);
+                        sink.write(List.of(ev.updateText(t, null, 0, -b), ev.updateText(t, null, b % 999 + 1, 1 + (b - 1) / 999)), Events.checkpoint("d10", 10 + b));
                     }
                 } catch (Throwable e) {
                     failed.set(e);
@@ -331,13 +332,13 @@ class DuckDbSinkIT {
 
     @Test
     void typesMapToDuckDbTypes() throws Exception {
-        RelationInfo t = Ev.rel(109, "public.types", 'd', "*id:20", "s:21", "b:16", "f4:700", "f8:701", "byt:17", "u:2950",
+        RelationInfo t = Events.rel(109, "public.types", 'd', "*id:20", "s:21", "b:16", "f4:700", "f8:701", "byt:17", "u:2950",
                 "d:1082", "ts:1114", "tz:1184", "tm:1083", "iv:1186", "arr:1007", "js:114", "ip:869");
         try (DuckDbSink sink = new DuckDbSink(new DuckDbSinkConfig("d10", dir.resolve("mirror.duckdb"), "analytics"))) {
             sink.open();
-            sink.write(List.of(new Ev(10).ins(t, 1, 2, "t", "1.5", "NaN", "\\x00ff10", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+            sink.write(List.of(Events.transaction(10).insertText(t, 1, 2, "t", "1.5", "NaN", "\\x00ff10", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
                     "2024-02-29", "2024-02-29 12:34:56.789", "2024-02-29 12:34:56+00", "23:59:59.5", "1 day 02:00:00",
-                    "{1,2,NULL}", "{\"a\": [1, 2]}", "10.0.0.1/8")), Ev.cp("d10", 10));
+                    "{1,2,NULL}", "{\"a\": [1, 2]}", "10.0.0.1/8")), Events.checkpoint("d10", 10));
             assertEquals(List.of("BIGINT|SMALLINT|BOOLEAN|FLOAT|DOUBLE|BLOB|UUID|DATE|TIMESTAMP|TIMESTAMP WITH TIME ZONE|TIME|VARCHAR|VARCHAR|JSON|VARCHAR"),
                     query("SELECT typeof(id), typeof(s), typeof(b), typeof(f4), typeof(f8), typeof(byt), typeof(u), typeof(d),"
                             + " typeof(ts), typeof(tz), typeof(tm), typeof(iv), typeof(arr), typeof(js), typeof(ip) FROM analytics.types"));
@@ -350,45 +351,45 @@ class DuckDbSinkIT {
 
     @Test
     void compositeKeysMergeByEveryKeyColumn() throws Exception {
-        RelationInfo t = Ev.rel(111, "public.ck", 'd', "*tenant:23", "*code:25", "v:25", "big:25");
+        RelationInfo t = Events.rel(111, "public.ck", 'd', "*tenant:23", "*code:25", "v:25", "big:25");
         try (DuckDbSink sink = open("d12")) {
-            Ev ev = new Ev(10);
-            sink.write(List.of(ev.ins(t, 1, "a", "x", "B1"), ev.ins(t, 1, "b", "y", "B2"), ev.ins(t, 2, "a", "z", "B3")),
-                    Ev.cp("d12", 10));
-            Ev ev2 = new Ev(20);
-            sink.write(List.of(ev2.del(t, 1, "a", null, null),                                   // same code, other tenant stays
-                    ev2.upd(t, new Object[] {1, "b", null, null}, 1, "c", "y2", TOAST),           // key change keeps big
-                    ev2.upd(t, null, 2, "a", "z2", TOAST)), Ev.cp("d12", 20));
+            Events ev = Events.transaction(10);
+            sink.write(List.of(ev.insertText(t, 1, "a", "x", "B1"), ev.insertText(t, 1, "b", "y", "B2"), ev.insertText(t, 2, "a", "z", "B3")),
+                    Events.checkpoint("d12", 10));
+            Events ev2 = Events.transaction(20);
+            sink.write(List.of(ev2.deleteText(t, 1, "a", null, null),                                   // same code, other tenant stays
+                    ev2.updateText(t, new Object[] {1, "b", null, null}, 1, "c", "y2", TOAST),           // key change keeps big
+                    ev2.updateText(t, null, 2, "a", "z2", TOAST)), Events.checkpoint("d12", 20));
             assertEquals(List.of("1|c|y2|B2", "2|a|z2|B3"), query("SELECT * FROM public.ck ORDER BY tenant, code"));
         }
     }
 
     @Test
     void aRestartedSinkAddsColumnsToTheTableItFinds() throws Exception {
-        RelationInfo v1 = Ev.rel(112, "public.re", 'd', "*id:23", "a:25");
-        RelationInfo v2 = Ev.rel(112, "public.re", 'd', "*id:23", "a:25", "b:23");
+        RelationInfo v1 = Events.rel(112, "public.re", 'd', "*id:23", "a:25");
+        RelationInfo v2 = Events.rel(112, "public.re", 'd', "*id:23", "a:25", "b:23");
         try (DuckDbSink sink = open("d13")) {
-            sink.write(List.of(new Ev(10).ins(v1, 1, "one")), Ev.cp("d13", 10));
+            sink.write(List.of(Events.transaction(10).insertText(v1, 1, "one")), Events.checkpoint("d13", 10));
         }
         try (DuckDbSink sink = open("d13")) {
-            sink.write(List.of(new Ev(20).ins(v2, 2, "two", 22), new Ev(20).upd(v2, null, 1, "uno", 11)), Ev.cp("d13", 20));
+            sink.write(List.of(Events.transaction(20).insertText(v2, 2, "two", 22), Events.transaction(20).updateText(v2, null, 1, "uno", 11)), Events.checkpoint("d13", 20));
         }
         assertEquals(List.of("1|uno|11", "2|two|22"), query("SELECT * FROM public.re ORDER BY id"));
     }
 
     @Test
     void throughputOf100kRowBatch() throws Exception {
-        RelationInfo t = Ev.rel(110, "public.bench", 'd', "*id:20", "name:25", "amount:1700:" + ((12 << 16 | 2) + 4),
+        RelationInfo t = Events.rel(110, "public.bench", 'd', "*id:20", "name:25", "amount:1700:" + ((12 << 16 | 2) + 4),
                 "at:1184", "flag:16");
         try (DuckDbSink sink = open("d11")) {
             for (int round = 0; round < 2; round++) {
-                Ev ev = new Ev(100 + round);
+                Events ev = Events.transaction(100 + round);
                 List<ChangeEvent> batch = new ArrayList<>(100_000);
                 for (int i = 0; i < 100_000; i++) {
-                    batch.add(ev.ins(t, i, "customer-" + i, i + ".99", "2024-01-01 00:00:00+00", i % 2 == 0 ? "t" : "f"));
+                    batch.add(ev.insertText(t, i, "customer-" + i, i + ".99", "2024-01-01 00:00:00+00", i % 2 == 0 ? "t" : "f"));
                 }
                 long start = System.nanoTime();
-                sink.write(batch, Ev.cp("d11", 100 + round));
+                sink.write(batch, Events.checkpoint("d11", 100 + round));
                 double secs = (System.nanoTime() - start) / 1e9;
                 System.out.printf("DuckDbSink: 100k-row batch (%s) in %.2f s = %.0f rows/s%n",
                         round == 0 ? "inserts" : "upserts of existing keys", secs, 100_000 / secs);

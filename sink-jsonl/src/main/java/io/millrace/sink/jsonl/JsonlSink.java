@@ -7,6 +7,8 @@ import io.millrace.core.MillraceException;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Checkpoint;
 import io.millrace.core.event.EnvelopeWriter;
+import io.millrace.core.fault.FaultPoint;
+import io.millrace.core.fault.Faults;
 import io.millrace.core.sink.Sink;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -259,9 +261,9 @@ public final class JsonlSink implements Sink {
                 gen.flush();
                 channel.force(false); // INV: DURABLE: the lines reach the disk before the checkpoint names them
                 faults.reached(FAULT_BEFORE_CHECKPOINT);
-                io.millrace.core.fault.Faults.hit("sink.jsonl.before-checkpoint");
+                Faults.hit(FaultPoint.SINK_JSONL_BEFORE_CHECKPOINT);
                 writeState(new SinkState(fileName(fileNumber), out.position(), checkpoint));
-                io.millrace.core.fault.Faults.hit("sink.jsonl.after-checkpoint");
+                Faults.hit(FaultPoint.SINK_JSONL_AFTER_CHECKPOINT);
             }
             durable = checkpoint;
         } catch (IOException | UncheckedIOException e) {

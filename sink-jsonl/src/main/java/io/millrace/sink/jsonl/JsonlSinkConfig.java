@@ -2,11 +2,14 @@ package io.millrace.sink.jsonl;
 
 import io.millrace.core.MillraceException;
 import io.millrace.core.event.SourceMeta;
+import io.millrace.core.sink.DestinationConfig;
+import io.millrace.core.sink.Sink;
 
 import java.nio.file.Path;
 
 /**
- * Settings of a {@link JsonlSink}.
+ * Settings of a {@link JsonlSink}: the YAML's {@code type: jsonl} reads into one ({@link JsonlDestinationProvider});
+ * an application may build one with {@link #files}, {@link #stdout} or this constructor, which check every value.
  *
  * @param name        the destination's name in the configuration (part of the checkpoint identity)
  * @param directory   where the events files go; {@code null} writes to standard output
@@ -16,7 +19,7 @@ import java.nio.file.Path;
  *                    ({@link #DEFAULT_ROTATE_BYTES} by default); must be positive
  * @param meta        the source's logical name and database, written into every event
  */
-public record JsonlSinkConfig(String name, Path directory, Path stateFile, long rotateBytes, SourceMeta meta) {
+public record JsonlSinkConfig(String name, Path directory, Path stateFile, long rotateBytes, SourceMeta meta) implements DestinationConfig {
     public static final long DEFAULT_ROTATE_BYTES = 256L * 1024 * 1024;
     public static final String DEFAULT_STATE_FILE = "checkpoint.json";
 
@@ -53,6 +56,16 @@ public record JsonlSinkConfig(String name, Path directory, Path stateFile, long 
     /** Events to standard output, checkpoint in {@code stateFile}. */
     public static JsonlSinkConfig stdout(String name, Path stateFile, SourceMeta meta) {
         return new JsonlSinkConfig(name, null, stateFile, DEFAULT_ROTATE_BYTES, meta);
+    }
+
+    @Override
+    public String type() {
+        return JsonlDestinationProvider.TYPE;
+    }
+
+    @Override
+    public Sink newSink() {
+        return new JsonlSink(this);
     }
 
     public boolean toStdout() {

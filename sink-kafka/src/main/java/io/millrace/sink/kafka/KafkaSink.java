@@ -210,10 +210,12 @@ public final class KafkaSink implements Sink {
             }
             producer.send(new ProducerRecord<>(config.checkpointTopic(), checkpointKey,
                     CheckpointJson.write(checkpoint).getBytes(StandardCharsets.UTF_8)));
+            io.millrace.core.fault.Faults.hit(io.millrace.core.fault.FaultPoint.SINK_KAFKA_BEFORE_COMMIT);
             producer.commitTransaction(); // INV: DURABLE — records and checkpoint become visible together, only now
         } catch (RuntimeException e) {
             throw failed(e, begun, events.size());
         }
+        io.millrace.core.fault.Faults.hit(io.millrace.core.fault.FaultPoint.SINK_KAFKA_AFTER_COMMIT);
         if (LOG.isDebugEnabled()) {
             LOG.debug("destination '{}': batch of {} change(s) committed at {} in {} ms", config.name(), events.size(),
                     checkpoint.applied(), (System.nanoTime() - start) / 1_000_000);

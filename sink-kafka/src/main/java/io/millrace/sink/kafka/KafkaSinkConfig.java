@@ -2,13 +2,16 @@ package io.millrace.sink.kafka;
 
 import io.millrace.core.MillraceException;
 import io.millrace.core.event.SourceMeta;
+import io.millrace.core.sink.DestinationConfig;
+import io.millrace.core.sink.Sink;
 
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 /**
- * Settings of a {@code kafka} destination.
+ * Settings of a {@code kafka} destination: the YAML's {@code type: kafka} reads into one ({@link KafkaDestinationProvider});
+ * an application may build one with {@link #of} and the {@code with...} methods, or this constructor, which checks every value.
  *
  * @param name             the destination's name in the configuration (part of the checkpoint identity)
  * @param bootstrapServers {@code host:port[,host:port...]} of the Kafka cluster
@@ -31,7 +34,7 @@ import java.util.Map;
  */
 public record KafkaSinkConfig(String name, String bootstrapServers, String topicFormat, String topicPrefix, boolean tombstones,
                               boolean truncates, int partitions, short replication, String checkpointTopic, String transactionalId,
-                              Map<String, String> producer, SourceMeta meta) {
+                              Map<String, String> producer, SourceMeta meta) implements DestinationConfig {
     public static final String DEFAULT_TOPIC_FORMAT = "{prefix}.{schema}.{table}";
     public static final String DEFAULT_CHECKPOINT_TOPIC = "millrace.checkpoints";
     /** Producer settings the sink sets itself: changing them would break exactly once. */
@@ -92,6 +95,16 @@ public record KafkaSinkConfig(String name, String bootstrapServers, String topic
     /** Debezium's defaults: {@code <prefix>.<schema>.<table>}, tombstones on, truncates written, one partition. */
     public static KafkaSinkConfig of(String name, String bootstrapServers, String transactionalId, SourceMeta meta) {
         return new KafkaSinkConfig(name, bootstrapServers, null, null, true, true, 1, (short) -1, null, transactionalId, Map.of(), meta);
+    }
+
+    @Override
+    public String type() {
+        return KafkaDestinationProvider.TYPE;
+    }
+
+    @Override
+    public Sink newSink() {
+        return new KafkaSink(this);
     }
 
     public KafkaSinkConfig withProducer(Map<String, String> settings) {

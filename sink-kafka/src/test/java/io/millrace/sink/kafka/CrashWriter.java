@@ -3,6 +3,7 @@ package io.millrace.sink.kafka;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.event.SourceMeta;
 import io.millrace.core.schema.RelationInfo;
+import io.millrace.testkit.Events;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -13,7 +14,7 @@ import java.util.List;
  * until killed. Prints {@code committed b} after each write returned.
  */
 public final class CrashWriter {
-    static final RelationInfo REL = Ev.rel(200, "public.crash", 'd', "*id:20", "batch:20");
+    static final RelationInfo REL = Events.rel(200, "public.crash", 'd', "*id:20", "batch:20");
 
     static KafkaSinkConfig config(String servers) {
         return KafkaSinkConfig.of("crash", servers, "millrace.crash", new SourceMeta("crashsrc", "db"));
@@ -24,12 +25,12 @@ public final class CrashWriter {
             long b = sink.open().map(c -> c.flushLsn().value()).orElse(0L);
             while (true) {
                 b++;
-                Ev ev = new Ev(b);
+                Events ev = Events.transaction(b);
                 List<ChangeEvent> batch = new ArrayList<>();
                 for (int i = 1; i <= 1000; i++) {
-                    batch.add(ev.ins(REL, b * 1000 + i, b));
+                    batch.add(ev.insertText(REL, b * 1000 + i, b));
                 }
-                sink.write(batch, Ev.cp("crash", b));
+                sink.write(batch, Events.checkpoint("crash", b));
                 System.out.println("committed " + b);
                 System.out.flush();
             }

@@ -8,6 +8,7 @@ import io.millrace.core.change.Checkpoint;
 import io.millrace.core.event.SourceMeta;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.sink.kafka.testing.KafkaBroker;
+import io.millrace.testkit.Events;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -27,8 +28,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class KafkaSinkIT {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final RelationInfo ITEMS = Ev.rel(100, "shop.items", 'd', "*id:23", "name:25", "n:20");
-    private static final RelationInfo LOG = Ev.rel(101, "shop.log", 'n', "line:25");
+    private static final RelationInfo ITEMS = Events.rel(100, "shop.items", 'd', "*id:23", "name:25", "n:20");
+    private static final RelationInfo LOG = Events.rel(101, "shop.log", 'n', "line:25");
     private static KafkaBroker kafka;
 
     @BeforeAll
@@ -65,15 +66,15 @@ class KafkaSinkIT {
 
     @Test
     void batchesLandInOrderWithKeysTombstonesAndTheCheckpointComesBack() throws Exception {
-        Checkpoint last = Ev.cp("k", 300);
+        Checkpoint last = Events.checkpoint("k", 300);
         try (KafkaSink sink = new KafkaSink(config("p1"))) {
             assertEquals(Optional.empty(), sink.open());
-            Ev ev = new Ev(100);
-            sink.write(List.of(ev.ins(ITEMS, 1, "a", 10), ev.ins(ITEMS, 2, "b", 20), ev.ins(LOG, "hello")), Ev.cp("k", 100));
-            Ev ev2 = new Ev(200);
-            sink.write(List.of(ev2.upd(ITEMS, null, 1, "a2", 11), ev2.del(ITEMS, 2, null, null), ev2.upd(ITEMS, new Object[] {1, null, null}, 3, "a3", 12)),
-                    Ev.cp("k", 200));
-            sink.write(List.of(new Ev(300).trunc(ITEMS)), last); // a truncate: op t, null key
+            Events ev = Events.transaction(100);
+            sink.write(List.of(ev.insertText(ITEMS, 1, "a", 10), ev.insertText(ITEMS, 2, "b", 20), ev.insertText(LOG, "hello")), Events.checkpoint("k", 100));
+            Events ev2 = Events.transaction(200);
+            sink.write(List.of(ev2.updateText(ITEMS, null, 1, "a2", 11), ev2.deleteText(ITEMS, 2, null, null), ev2.updateText(ITEMS, new Object[] {1, null, null}, 3, "a3", 12)),
+                    Events.checkpoint("k", 200));
+            sink.write(List.of(Events.transaction(300).truncate(ITEMS)), last); // a truncate: op t, null key
             sink.write(List.of(), last.advance(io.millrace.core.Lsn.of(301), last.applied())); // the checkpoint alone
         }
         assertEquals(List.of(
@@ -113,8 +114,8 @@ class KafkaSinkIT {
                 "p2.checkpoints", c.transactionalId(), Map.of("compression.type", "zstd"), c.meta());
         try (KafkaSink sink = new KafkaSink(c)) {
             sink.open();
-            Ev ev = new Ev(100);
-            sink.write(List.of(ev.ins(ITEMS, 1, "a", 10), ev.del(ITEMS, 1, null, null), ev.trunc(ITEMS)), Ev.cp("k", 100));
+            Events ev = Events.transaction(100);
+            sink.write(List.of(ev.insertText(ITEMS, 1, "a", 10), ev.deleteText(ITEMS, 1, null, null), ev.truncate(ITEMS)), Events.checkpoint("k", 100));
         }
         assertEquals(List.of("{\"id\":1} -> c null {\"id\":1,\"name\":\"a\",\"n\":10}", "{\"id\":1} -> d {\"id\":1,\"name\":null,\"n\":null} null"),
                 summary("cdc-items"));
@@ -125,14 +126,14 @@ class KafkaSinkIT {
     void aSecondSinkWithTheSameIdentityFencesTheFirst() throws Exception {
         try (KafkaSink first = new KafkaSink(config("p3"))) {
             first.open();
-            first.write(List.of(new Ev(100).ins(ITEMS, 1, "first", 1)), Ev.cp("k", 100));
+            first.write(List.of(Events.transaction(100).insertText(ITEMS, 1, "first", 1)), Events.checkpoint("k", 100));
             try (KafkaSink second = new KafkaSink(config("p3"))) {
                 assertEquals(100, second.open().orElseThrow().flushLsn().value());
                 MillraceException e = assertThrows(MillraceException.class,
-                        () -> first.write(List.of(new Ev(200).ins(ITEMS, 2, "stale", 2)), Ev.cp("k", 200)));
+                        () -> first.write(List.of(Events.transaction(200).insertText(ITEMS, 2, "stale", 2)), Events.checkpoint("k", 200)));
                 assertEquals(MillraceException.Kind.IDENTITY, e.kind());
                 assertTrue(e.getMessage().contains("another Millrace engine took over this pipeline"), e.getMessage());
-                second.write(List.of(new Ev(200).ins(ITEMS, 3, "second", 3)), Ev.cp("k", 200));
+                second.write(List.of(Events.transaction(200).insertText(ITEMS, 3, "second", 3)), Events.checkpoint("k", 200));
             }
         }
         assertEquals(List.of("{\"id\":1} -> c null {\"id\":1,\"name\":\"first\",\"n\":1}", "{\"id\":3} -> c null {\"id\":3,\"name\":\"second\",\"n\":3}"),
@@ -144,14 +145,14 @@ class KafkaSinkIT {
         KafkaSinkConfig c = config("p4").withProducer(Map.of("max.request.size", "20000"));
         try (KafkaSink sink = new KafkaSink(c)) {
             sink.open();
-            sink.write(List.of(new Ev(100).ins(ITEMS, 1, "ok", 1)), Ev.cp("k", 100));
-            Ev ev = new Ev(200);
-            List<ChangeEvent> batch = List.of(ev.ins(ITEMS, 2, "fits", 2), ev.ins(ITEMS, 3, "x".repeat(50_000), 3));
-            MillraceException e = assertThrows(MillraceException.class, () -> sink.write(batch, Ev.cp("k", 200)));
+            sink.write(List.of(Events.transaction(100).insertText(ITEMS, 1, "ok", 1)), Events.checkpoint("k", 100));
+            Events ev = Events.transaction(200);
+            List<ChangeEvent> batch = List.of(ev.insertText(ITEMS, 2, "fits", 2), ev.insertText(ITEMS, 3, "x".repeat(50_000), 3));
+            MillraceException e = assertThrows(MillraceException.class, () -> sink.write(batch, Events.checkpoint("k", 200)));
             assertEquals(MillraceException.Kind.SINK, e.kind());
             assertTrue(e.getMessage().contains("the checkpoint has not advanced"), e.getMessage());
             // the sink goes on after an aborted transaction
-            sink.write(List.of(new Ev(300).ins(ITEMS, 4, "after", 4)), Ev.cp("k", 300));
+            sink.write(List.of(Events.transaction(300).insertText(ITEMS, 4, "after", 4)), Events.checkpoint("k", 300));
         }
         try (KafkaSink again = new KafkaSink(c)) {
             assertEquals(300, again.open().orElseThrow().flushLsn().value());

@@ -5,6 +5,8 @@ import io.millrace.core.MillraceException.Kind;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Checkpoint;
 import io.millrace.core.change.CheckpointJson;
+import io.millrace.core.fault.FaultPoint;
+import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.sink.Sink;
 import org.slf4j.Logger;
@@ -149,9 +151,9 @@ public final class PostgresSink implements Sink {
         }
         try {
             faults.beforeCommit(conn);
-            io.millrace.core.fault.Faults.hit("sink.postgres.before-commit");
+            Faults.hit(FaultPoint.SINK_POSTGRES_BEFORE_COMMIT);
             conn.commit(); // INV: DURABLE — data and checkpoint become durable together, only now
-            io.millrace.core.fault.Faults.hit("sink.postgres.after-commit");
+            Faults.hit(FaultPoint.SINK_POSTGRES_AFTER_COMMIT);
             faults.afterCommit(conn);
         } catch (SQLException e) {
             if (Errors.connectionLost(e)) {

@@ -2,10 +2,13 @@ package io.millrace.sink.postgres;
 
 import io.millrace.core.MillraceException;
 import io.millrace.core.Secret;
+import io.millrace.core.sink.DestinationConfig;
+import io.millrace.core.sink.Sink;
 
 /**
  * Settings of one {@code postgres} destination. Checked when built: a bad value fails with a
- * message naming the setting (Kind.CONFIG), never silently replaced by a default.
+ * message naming the setting (Kind.CONFIG), never silently replaced by a default. The YAML's {@code type: postgres}
+ * reads into one ({@link PostgresDestinationProvider}); an application may build one with this constructor.
  *
  * @param name         the destination's name in the configuration; the key of its checkpoint row
  * @param jdbcUrl      {@code jdbc:postgresql://host:port/database}; put no password in it, use {@code password}
@@ -15,7 +18,7 @@ import io.millrace.core.Secret;
  * @param stateSchema  schema of Millrace's own {@code checkpoints} table; {@code null} means {@value #DEFAULT_STATE_SCHEMA}
  */
 public record PostgresSinkConfig(String name, String jdbcUrl, String user, Secret password, String targetSchema,
-                                 String stateSchema) {
+                                 String stateSchema) implements DestinationConfig {
     public static final String DEFAULT_STATE_SCHEMA = "millrace";
 
     public PostgresSinkConfig {
@@ -42,6 +45,16 @@ public record PostgresSinkConfig(String name, String jdbcUrl, String user, Secre
             throw new MillraceException(MillraceException.Kind.CONFIG, "destination '" + name
                     + "': 'stateSchema' must not be empty (leave it unset for '" + DEFAULT_STATE_SCHEMA + "')");
         }
+    }
+
+    @Override
+    public String type() {
+        return PostgresDestinationProvider.TYPE;
+    }
+
+    @Override
+    public Sink newSink() {
+        return new PostgresSink(this);
     }
 
     /** Without the URL's query string, which could hold connection secrets. */

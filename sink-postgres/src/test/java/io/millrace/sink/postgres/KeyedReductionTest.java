@@ -3,16 +3,17 @@ package io.millrace.sink.postgres;
 import io.millrace.core.MillraceException;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.types.UnchangedToast;
+import io.millrace.testkit.Events;
 import org.junit.jupiter.api.Test;
 
 import java.util.Arrays;
 
-import static io.millrace.sink.postgres.Events.INT4;
-import static io.millrace.sink.postgres.Events.TEXT;
-import static io.millrace.sink.postgres.Events.col;
-import static io.millrace.sink.postgres.Events.key;
-import static io.millrace.sink.postgres.Events.keyImage;
-import static io.millrace.sink.postgres.Events.row;
+import static io.millrace.testkit.Events.INT4;
+import static io.millrace.testkit.Events.TEXT;
+import static io.millrace.testkit.Events.col;
+import static io.millrace.testkit.Events.key;
+import static io.millrace.testkit.Events.keyImage;
+import static io.millrace.testkit.Events.row;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

@@ -7,6 +7,7 @@ import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.schema.TypeInfo;
 import io.millrace.embedded.EmbeddedPg;
+import io.millrace.testkit.Events;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

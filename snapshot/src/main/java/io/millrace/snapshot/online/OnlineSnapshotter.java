@@ -9,12 +9,10 @@ import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.types.UnchangedToast;
 import io.millrace.pipeline.Watermarks;
-import io.millrace.snapshot.CopyText;
+import io.millrace.snapshot.CopyRows;
 import io.millrace.snapshot.SnapshotRunner;
 import io.millrace.source.PgConnections;
 import io.millrace.source.PgErrors;
-import org.postgresql.PGConnection;
-import org.postgresql.copy.CopyOut;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -66,7 +64,12 @@ public final class OnlineSnapshotter implements AutoCloseable {
      * @param sizing      chunk sizes in rows and the target time per chunk read
      * @param signalTable a source table whose inserted rows ask for snapshots (Debezium's signal format), or null
      */
-    public record Options(int readers, KeysetChunker.Sizing sizing, TableRef signalTable) {
+    /** @param binary chunks are read in binary COPY where the types allow ({@code CopyRows}); false with {@code source.binary: off} */
+    public record Options(int readers, KeysetChunker.Sizing sizing, TableRef signalTable, boolean binary) {
+        public Options(int readers, KeysetChunker.Sizing sizing, TableRef signalTable) {
+            this(readers, sizing, signalTable, true);
+        }
+
         public Options(int readers, KeysetChunker.Sizing sizing) {
             this(readers, sizing, null);
         }
@@ -774,43 +777,18 @@ public final class OnlineSnapshotter implements AutoCloseable {
         }
     }
 
-    /** Reads the chunk's rows into {@code out}; returns the bytes read (COPY text). */
+    /** Reads the chunk's rows into {@code out}; returns the bytes read (COPY, binary where the types allow: CopyRows). */
     private long copy(Connection c, Task task, KeysetChunker.Chunk chunk, List<Object[]> out) throws SQLException {
         RelationInfo r = task.target.relation();
         String cols = r.columns().stream().map(col -> Ident.quote(col.name())).collect(Collectors.joining(", "));
         // In key order: a batch cut inside the chunk records the rows up to its last key as landed (landedThrough).
-        String sql = "COPY (SELECT " + cols + " FROM " + task.from() + task.where(chunk.range()) + " ORDER BY " + task.keyList()
-                + ") TO STDOUT";
-        CopyOut copy = c.unwrap(PGConnection.class).getCopyAPI().copyOut(sql);
-        String[] fields = new String[r.columnCount()];
-        long bytes = 0;
+        String select = "SELECT " + cols + " FROM " + task.from() + task.where(chunk.range()) + " ORDER BY " + task.keyList();
         try {
-            byte[] row;
-            while ((row = copy.readFromCopy()) != null) {
-                bytes += row.length;
-                int n = CopyText.split(row, row.length, fields);
-                if (n != fields.length) {
-                    throw new MillraceException(Kind.DECODE, "COPY of " + task.table + " returned " + n + " columns, expected " + fields.length);
-                }
-                Object[] after = new Object[n];
-                for (int i = 0; i < n; i++) {
-                    if (fields[i] != null) {
-                        try {
-                            after[i] = r.codec(i).decodeText(fields[i]);
-                        } catch (RuntimeException e) {
-                            throw new MillraceException(Kind.DECODE, "cannot decode column " + r.column(i).name() + " of " + task.table
-                                    + " (type " + r.codec(i).typeName() + ") in an online snapshot: " + e.getMessage(), e);
-                        }
-                    }
-                }
-                out.add(after);
-            }
-        } finally {
-            if (copy.isActive()) {
-                copy.cancelCopy();
-            }
+            return CopyRows.read(c, select, r, options.binary(), "in an online snapshot", (after, wireBytes) -> out.add(after));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // never thrown: the row callback does not wait
+            throw new IllegalStateException(e);
         }
-        return bytes;
     }
 
     /** Stops the readers (a chunk not emitted yet is read again after a restart). */

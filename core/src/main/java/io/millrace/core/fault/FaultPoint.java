@@ -1,0 +1,65 @@
+package io.millrace.core.fault;
+
+import java.util.List;
+
+/**
+ * A named place where a crash test may stop or slow the engine ({@link Faults#hit}). The built-in points are the
+ * constants below, each documented with where it fires and what a crash there tests; docs/RELIABILITY.md lists them
+ * too. A third-party sink names its own with {@link #FaultPoint(String)} (e.g. {@code sink.mine.before-commit}) and
+ * keeps them as constants the same way: never a string literal at a call site.
+ *
+ * @param id the name a fault spec arms ({@code millrace.fault=<id>:crash:3}): lower-case words joined by {@code .} and {@code -}
+ */
+public record FaultPoint(String id) {
+
+    /** {@code SnapshotRunner}: a batch of a chunk was handed to the writer, the chunk has not ended (INV: COVER, RESUME). */
+    public static final FaultPoint SNAPSHOT_MID_CHUNK = new FaultPoint("snapshot.mid-chunk");
+    /** {@code PostgresSink.write}: data and checkpoint row written, not committed: both must vanish together. */
+    public static final FaultPoint SINK_POSTGRES_BEFORE_COMMIT = new FaultPoint("sink.postgres.before-commit");
+    /** {@code PostgresSink.write}: committed, {@code write} has not returned: skipped on resume, never applied twice. */
+    public static final FaultPoint SINK_POSTGRES_AFTER_COMMIT = new FaultPoint("sink.postgres.after-commit");
+    /** {@code DuckDbSink.write}: data and checkpoint written, not committed. */
+    public static final FaultPoint SINK_DUCKDB_BEFORE_COMMIT = new FaultPoint("sink.duckdb.before-commit");
+    /** {@code DuckDbSink.write}: committed, {@code write} has not returned. */
+    public static final FaultPoint SINK_DUCKDB_AFTER_COMMIT = new FaultPoint("sink.duckdb.after-commit");
+    /** {@code JsonlSink.write}: lines fsynced, state file not yet replaced: lines past the checkpoint are cut on open and written again. */
+    public static final FaultPoint SINK_JSONL_BEFORE_CHECKPOINT = new FaultPoint("sink.jsonl.before-checkpoint");
+    /** {@code JsonlSink.write}: state file replaced: nothing repeats beyond the documented at-least-once rule. */
+    public static final FaultPoint SINK_JSONL_AFTER_CHECKPOINT = new FaultPoint("sink.jsonl.after-checkpoint");
+    /** {@code KafkaSink.write}: records and checkpoint sent in the open Kafka transaction, not committed: aborted on resume. */
+    public static final FaultPoint SINK_KAFKA_BEFORE_COMMIT = new FaultPoint("sink.kafka.before-commit");
+    /** {@code KafkaSink.write}: the Kafka transaction committed, {@code write} has not returned: never delivered twice to read_committed. */
+    public static final FaultPoint SINK_KAFKA_AFTER_COMMIT = new FaultPoint("sink.kafka.after-commit");
+    /** {@code SinkWriter}: every sink wrote its checkpoint, the durable position not yet published (INV: DURABLE). */
+    public static final FaultPoint PIPELINE_BEFORE_DURABLE = new FaultPoint("pipeline.before-durable");
+    /** {@code ReplicationReader}: before the flushed LSN is sent to the server: the slot stays at or behind the durable position. */
+    public static final FaultPoint SOURCE_BEFORE_FEEDBACK = new FaultPoint("source.before-feedback");
+
+    /** Every built-in point, in the order of the data flow's stages (snapshot, sinks, pipeline, source). */
+    public static final List<FaultPoint> BUILT_IN = List.of(SNAPSHOT_MID_CHUNK, SINK_POSTGRES_BEFORE_COMMIT, SINK_POSTGRES_AFTER_COMMIT,
+            SINK_DUCKDB_BEFORE_COMMIT, SINK_DUCKDB_AFTER_COMMIT, SINK_JSONL_BEFORE_CHECKPOINT, SINK_JSONL_AFTER_CHECKPOINT,
+            SINK_KAFKA_BEFORE_COMMIT, SINK_KAFKA_AFTER_COMMIT,
+            PIPELINE_BEFORE_DURABLE, SOURCE_BEFORE_FEEDBACK);
+
+    public FaultPoint {
+        if (id == null || !id.matches("[a-z0-9]+([.-][a-z0-9]+)*")) {
+            throw new IllegalArgumentException("a fault point's name is lower-case words joined by '.' and '-'"
+                    + " (e.g. sink.mine.before-commit), got '" + id + "'");
+        }
+    }
+
+    /** The fault spec that halts the JVM at this point's {@code hit}-th hit, e.g. {@code sink.postgres.after-commit:crash:3}. */
+    public String crashAt(int hit) {
+        return id + ":crash:" + hit;
+    }
+
+    /** The line a crash here prints to stderr before the JVM halts (crash tests look for it). */
+    public String crashLine(int hit) {
+        return "millrace fault point " + id + ": crash at hit " + hit;
+    }
+
+    @Override
+    public String toString() {
+        return id;
+    }
+}

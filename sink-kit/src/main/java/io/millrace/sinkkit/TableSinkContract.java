@@ -1,0 +1,122 @@
+package io.millrace.sinkkit;
+
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.ShapeChange;
+import io.millrace.core.schema.TableRef;
+import io.millrace.core.types.UnchangedToast;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.ResultSetMetaData;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.StringJoiner;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The {@link SinkContract} for a destination that holds tables (a row per key): what it holds is compared with the
+ * rows the written changes leave, applied once each in list order. An update's {@link UnchangedToast} value keeps the
+ * stored one; a shape change renames, adds (NULL in older rows) and drops columns as {@link ShapeChange} reads it.
+ */
+public abstract class TableSinkContract extends SinkContract {
+    private long keylessRows;
+
+    /**
+     * The rows {@code destination} holds for the source table {@code table}, each as column name → the value's text
+     * ({@code toString()} of what JDBC's {@code getString} gives; SQL NULL as {@code null}), in any order; only the
+     * table's own columns. Empty when the destination has no such table.
+     */
+    protected abstract List<Map<String, String>> rows(String destination, TableRef table);
+
+    /** The rows {@code sql} selects through {@code connection}, as {@link #rows(String, TableRef)} gives them. */
+    protected static List<Map<String, String>> query(Connection connection, String sql) throws SQLException {
+        List<Map<String, String>> out = new ArrayList<>();
+        try (Statement s = connection.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+            ResultSetMetaData md = rs.getMetaData();
+            while (rs.next()) {
+                Map<String, String> row = new HashMap<>();
+                for (int i = 1; i <= md.getColumnCount(); i++) {
+                    row.put(md.getColumnName(i), rs.getString(i));
+                }
+                out.add(row);
+            }
+        }
+        return out;
+    }
+
+    @Override
+    protected void assertHolds(String destination, List<ChangeEvent> written, Repeats repeats) {
+        Map<Integer, RelationInfo> shapes = new LinkedHashMap<>();
+        Map<Integer, Map<String, Map<String, String>>> tables = new HashMap<>();
+        for (ChangeEvent e : written) {
+            RelationInfo rel = e.relation();
+            Map<String, Map<String, String>> rows = tables.computeIfAbsent(rel.oid(), k -> new LinkedHashMap<>());
+            RelationInfo before = shapes.put(rel.oid(), rel);
+            if (before != null && !before.sameShape(rel)) {
+                reshape(rows, ShapeChange.between(before, rel));
+            }
+            switch (e.op()) {
+                case CREATE, READ -> rows.put(key(rel, e.after()), values(rel, e.after(), null));
+                case UPDATE -> {
+                    Map<String, String> old = rows.remove(key(rel, e.before() != null ? e.before() : e.after()));
+                    rows.put(key(rel, e.after()), values(rel, e.after(), old));
+                }
+                case DELETE -> rows.remove(key(rel, e.before()));
+                case TRUNCATE -> rows.clear();
+                default -> throw new IllegalArgumentException("op " + e.op());
+            }
+        }
+        for (Map.Entry<Integer, RelationInfo> s : shapes.entrySet()) {
+            List<Map<String, String>> expected = new ArrayList<>(tables.get(s.getKey()).values());
+            assertThat(rows(destination, s.getValue().table())).as("destination %s, %s", destination, s.getValue().table())
+                    .containsExactlyInAnyOrderElementsOf(expected);
+        }
+    }
+
+    private static void reshape(Map<String, Map<String, String>> rows, ShapeChange change) {
+        for (Map.Entry<String, Map<String, String>> r : rows.entrySet()) {
+            Map<String, String> next = new HashMap<>();
+            r.getValue().forEach((column, value) -> {
+                if (change.dropped().stream().noneMatch(c -> c.name().equals(column))) {
+                    next.put(change.renamedTo(column), value);
+                }
+            });
+            change.added().forEach(c -> next.put(c.name(), null));
+            r.setValue(next);
+        }
+    }
+
+    private String key(RelationInfo rel, Object[] image) {
+        if (!rel.hasKey()) {
+            return "row " + (keylessRows++); // a table without a key takes inserts only here: each is a row of its own
+        }
+        StringJoiner j = new StringJoiner("|");
+        for (int k : rel.keyIndexes()) {
+            j.add(String.valueOf(image[k]));
+        }
+        return j.toString();
+    }
+
+    /** The row {@code image} makes, an unchanged TOAST value taken from {@code old}. */
+    private static Map<String, String> values(RelationInfo rel, Object[] image, Map<String, String> old) {
+        Map<String, String> out = new HashMap<>();
+        for (int i = 0; i < rel.columnCount(); i++) {
+            String name = rel.column(i).name();
+            Object v = image[i];
+            if (v == UnchangedToast.INSTANCE) {
+                assertThat(old).as("an unchanged TOAST value of a row the destination holds").isNotNull();
+                out.put(name, old.get(name));
+            } else {
+                out.put(name, v == null ? null : v.toString());
+            }
+        }
+        return out;
+    }
+}
