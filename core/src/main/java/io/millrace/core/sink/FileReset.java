@@ -39,7 +39,9 @@ public final class FileReset implements SinkReset {
      * @param files       the data files, in their order, in {@code directory}
      * @param kind        what they are called, plural, e.g. {@code events file(s)}
      * @param directory   where the files are (null: none, e.g. standard output)
-     * @param stateFile   the state file, deleted last, with {@code temporary} (a state file being replaced) before it
+     * @param stateFile   the state file, deleted last
+     * @param temporary   the state file's replacement while being written, deleted just before it
+     * @param data        what becomes of the files
      */
     public FileReset(String destination, Checkpoint checkpoint, List<Path> files, String kind, Path directory, Path stateFile,
                      Path temporary, Data data) {
