@@ -4,6 +4,7 @@ import io.millrace.core.MillraceException;
 import io.millrace.core.Secret;
 
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -29,6 +30,15 @@ public interface DestinationSettings {
     int integer(String key, int dflt, int min, int max);
 
     boolean bool(String key, boolean dflt);
+
+    /** A list of non-empty strings (e.g. {@code [a, b]}), empty when absent. */
+    List<String> strings(String key);
+
+    /**
+     * One of {@code type}'s constants, by name in any case ({@code -} for {@code _}), or {@code dflt} when absent; the
+     * error lists the constants in lower case.
+     */
+    <E extends Enum<E>> E choice(String key, E dflt, Class<E> type);
 
     /** A mapping of strings to strings (e.g. client properties), empty when absent. */
     Map<String, String> stringMap(String key);

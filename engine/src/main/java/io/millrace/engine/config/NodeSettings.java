@@ -5,6 +5,7 @@ import io.millrace.core.Secret;
 import io.millrace.core.sink.DestinationSettings;
 
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.function.BiFunction;
 import java.util.stream.Stream;
@@ -49,6 +50,16 @@ final class NodeSettings implements DestinationSettings {
     @Override
     public boolean bool(String key, boolean dflt) {
         return node.bool(key, dflt);
+    }
+
+    @Override
+    public List<String> strings(String key) {
+        return node.strings(key);
+    }
+
+    @Override
+    public <E extends Enum<E>> E choice(String key, E dflt, Class<E> type) {
+        return node.choice(key, dflt, type);
     }
 
     @Override

@@ -362,6 +362,45 @@ class ConfigLoaderTest {
                 .contains("destinations[0].directory is not a known setting").contains("known here: name, type)");
     }
 
+    /** A third party's destination: {@code type: probe}, reading a list and a choice. */
+    private record Probe(String name, List<String> hosts, Kind mode) implements io.millrace.core.sink.DestinationConfig {
+        @Override
+        public String type() {
+            return "probe";
+        }
+
+        @Override
+        public io.millrace.core.sink.Sink newSink() {
+            return new io.millrace.core.sink.NullSink(name);
+        }
+    }
+
+    @Test
+    void aProviderOnTheClassPathReadsItsOwnKeysWithTheLoadersMessages() {
+        io.millrace.core.sink.DestinationProvider probe = new io.millrace.core.sink.DestinationProvider() {
+            @Override
+            public String type() {
+                return "probe";
+            }
+
+            @Override
+            public io.millrace.core.sink.DestinationConfig configure(String name, io.millrace.core.sink.DestinationSettings s,
+                                                                     io.millrace.core.sink.DestinationContext context) {
+                s.allow("hosts", "mode");
+                return new Probe(name, s.strings("hosts"), s.choice("mode", Kind.SINK, Kind.class));
+            }
+        };
+        ConfigLoader loader = new ConfigLoader(ENV::get).withProviders(DestinationProviders.of(List.of(probe, new JsonlDestinationProvider())));
+        EngineConfig c = loader.parse(SOURCE + "destinations:\n  - {name: p, type: probe, hosts: [a, b], mode: connection}\n", dir);
+        assertThat(c.destinations()).containsExactly(new Probe("p", List.of("a", "b"), Kind.CONNECTION));
+        MillraceException bad = catchThrowableOfType(MillraceException.class,
+                () -> loader.parse(SOURCE + "destinations:\n  - {type: probe, mode: loud}\n", dir));
+        assertThat(bad.getMessage()).contains("config: destinations[0].mode must be one of config, connection").contains("got 'loud'");
+        MillraceException typo = catchThrowableOfType(MillraceException.class,
+                () -> loader.parse(SOURCE + "destinations:\n  - {type: probe, hots: [a]}\n", dir));
+        assertThat(typo.getMessage()).contains("config: destinations[0].hots is not a known setting; did you mean 'hosts'?");
+    }
+
     @Test
     void requiredSourceSettingsSayWhatToWrite() {
         assertThat(fail("source:\n  user: u\n" + FILES)).contains("config: source.database is required (e.g. database: app)");
