@@ -46,9 +46,8 @@ public final class EngineConfigs {
         SourceConfig src = source(source);
         Path spill = pipeline.spillDir() != null ? pipeline.spillDir()
                 : Path.of(System.getProperty("java.io.tmpdir"), "millrace-spill-" + src.slot());
-        boolean binaryCopy = src.binary() != SourceConfig.BinaryMode.OFF; // snapshots read COPY in binary where the types allow
-        return new EngineConfig(name, src, EngineConfig.SnapshotMode.valueOf(snapshot.mode().name()), initial(snapshot, binaryCopy),
-                destinations, pipeline(pipeline), operations(operations), spill, online(snapshot, binaryCopy));
+        return new EngineConfig(name, src, EngineConfig.SnapshotMode.valueOf(snapshot.mode().name()), initial(snapshot, src), destinations,
+                pipeline(pipeline), operations(operations), spill, online(snapshot, src));
     }
 
     /** Refuses a pipeline without a destination. */
@@ -78,13 +77,18 @@ public final class EngineConfigs {
                 Duration.ofMillis(s.statusIntervalMs()), jdbc);
     }
 
-    private static SnapshotRunner.Options initial(SnapshotSettings s, boolean binaryCopy) {
-        return new SnapshotRunner.Options(s.readers(), s.chunkPages(), SnapshotRunner.Options.defaults().batchBytes(), binaryCopy);
+    /** Snapshots read COPY in binary where the types allow (CopyRows), unless source.binary is off. */
+    private static boolean binaryCopy(SourceConfig src) {
+        return src.binary() != SourceConfig.BinaryMode.OFF;
     }
 
-    private static OnlineSnapshotter.Options online(SnapshotSettings s, boolean binaryCopy) {
+    private static SnapshotRunner.Options initial(SnapshotSettings s, SourceConfig src) {
+        return new SnapshotRunner.Options(s.readers(), s.chunkPages(), SnapshotRunner.Options.defaults().batchBytes(), binaryCopy(src));
+    }
+
+    private static OnlineSnapshotter.Options online(SnapshotSettings s, SourceConfig src) {
         return new OnlineSnapshotter.Options(s.onlineReaders(), new KeysetChunker.Sizing(s.chunkRows(), s.minChunkRows(), s.maxChunkRows(),
-                s.targetChunkMs() * 1_000_000L, (long) s.maxChunkMb() << 20), s.signalTable(), binaryCopy);
+                s.targetChunkMs() * 1_000_000L, (long) s.maxChunkMb() << 20), s.signalTable(), binaryCopy(src));
     }
 
     private static Pipeline.Options pipeline(PipelineSettings p) {
