@@ -124,6 +124,9 @@ class MillraceBuilderTest {
         same(SOURCE + FILES + "operations: {control_token_env: TOKEN}\n",
                 () -> OperationsSettings.builder().environment(ENV::get).controlTokenEnv("TOKEN").build(),
                 "config: operations.control_token_env holds a token of 5 characters; use at least 16");
+        assertThat(yamlError(SOURCE + FILES + "operations: {control_token: abcdefghijklmnopqrstuvwx}\n")).isEqualTo("config: operations.control_token"
+                + " is not allowed: a token must not be written in the configuration file. Put it in an environment variable and name it"
+                + " in operations.control_token_env, or in a file named by operations.control_token_file");
         same(SOURCE + FILES + "operations: {control_token_env: NO_TOKEN}\n",
                 () -> OperationsSettings.builder().environment(ENV::get).controlTokenEnv("NO_TOKEN").build(),
                 "operations.control_token_env names the environment variable NO_TOKEN, which is not set or empty");
