@@ -174,6 +174,18 @@ class MillraceBuilderTest {
     }
 
     @Test
+    void aDestinationMadeFromThePipelinesContext() {
+        List<io.millrace.core.sink.DestinationContext> seen = new java.util.ArrayList<>();
+        EngineConfig c = Millrace.builder().name("shop").source(source().slot("s1").build()).baseDir(dir).destination(context -> {
+            seen.add(context);
+            return new io.millrace.sink.jsonl.JsonlSinkConfig("files", context.baseDir().resolve("events"), null, 1 << 20, context.meta());
+        }).config();
+        assertThat(seen).containsExactly(new io.millrace.core.sink.DestinationContext("shop", "s1",
+                new io.millrace.core.event.SourceMeta("shop", "shop"), dir.toAbsolutePath()));
+        assertThat(c.destinations()).extracting(d -> d.name()).containsExactly("files");
+    }
+
+    @Test
     void theBuilderMakesWhatTheLoaderReads() throws Exception {
         Files.writeString(dir.resolve("token.txt"), "0123456789abcdef0123\n");
         String yaml = """
