@@ -8,6 +8,7 @@ import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.DurableTables;
+import io.millrace.core.sink.Runs;
 import io.millrace.core.types.UnchangedToast;
 import org.duckdb.DuckDBAppender;
 import org.duckdb.DuckDBConnection;
@@ -21,7 +22,6 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -92,10 +92,7 @@ final class BatchApplier {
                 throw r.failed(destination, e.getMessage(), e);
             }
         }
-        Map<TableRef, List<ChangeEvent>> byTable = new LinkedHashMap<>();
-        for (ChangeEvent e : events) {
-            byTable.computeIfAbsent(tables.targetOf(followed.name(e.relation())), t -> new ArrayList<>()).add(e);
-        }
+        Map<TableRef, List<ChangeEvent>> byTable = Runs.byTarget(events, e -> tables.targetOf(followed.name(e.relation())));
         for (Map.Entry<TableRef, List<ChangeEvent>> t : byTable.entrySet()) {
             applyTable(t.getKey(), t.getValue());
         }
@@ -110,37 +107,23 @@ final class BatchApplier {
     }
 
     private void applyTable(TableRef target, List<ChangeEvent> events) {
-        int i = 0;
-        int n = events.size();
-        while (i < n) {
-            ChangeEvent first = events.get(i);
+        for (List<ChangeEvent> run : Runs.of(events)) {
+            ChangeEvent first = run.get(0);
             RelationInfo rel = first.relation();
-            int j = i + 1;
             try {
                 tables.ensure(target, rel);
                 if (first.op() == Op.TRUNCATE) {
                     execute("DELETE FROM " + target.sql());
+                } else if (Runs.keyed(rel)) {
+                    applyKeyed(target, rel, run);
                 } else {
-                    while (j < n) {
-                        ChangeEvent e = events.get(j);
-                        if (e.op() == Op.TRUNCATE || (e.relation() != rel && !e.relation().sameShape(rel))) {
-                            break;
-                        }
-                        j++;
-                    }
-                    List<ChangeEvent> run = events.subList(i, j);
-                    if (DuckTables.keyed(rel)) {
-                        applyKeyed(target, rel, run);
-                    } else {
-                        applyKeyless(target, rel, run);
-                    }
+                    applyKeyless(target, rel, run);
                 }
             } catch (SQLException e) {
                 throw new MillraceException(MillraceException.Kind.SINK, "destination '" + destination + "': could not"
-                        + " apply " + (j - i) + " change(s) to table " + target + " (source " + rel.table() + "), the first at "
+                        + " apply " + run.size() + " change(s) to table " + target + " (source " + rel.table() + "), the first at "
                         + first.position() + ": " + e.getMessage(), e);
             }
-            i = j;
         }
     }
 

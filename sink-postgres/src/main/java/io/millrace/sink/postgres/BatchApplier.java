@@ -10,6 +10,7 @@ import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.DurableTables;
+import io.millrace.core.sink.Runs;
 import io.millrace.core.types.UnchangedToast;
 import org.postgresql.PGConnection;
 import org.postgresql.copy.CopyManager;
@@ -104,45 +105,25 @@ final class BatchApplier {
                 throw r.failed(destination, Errors.message(e), e);
             }
         }
-        Map<TableRef, List<ChangeEvent>> byTable = new LinkedHashMap<>();
-        for (ChangeEvent e : events) {
-            TableRef target = tables.targetOf(followed.name(e.relation()));
-            byTable.computeIfAbsent(target, t -> new ArrayList<>()).add(e);
-        }
+        Map<TableRef, List<ChangeEvent>> byTable = Runs.byTarget(events, e -> tables.targetOf(followed.name(e.relation())));
         for (Map.Entry<TableRef, List<ChangeEvent>> t : byTable.entrySet()) {
             applyTable(t.getKey(), t.getValue());
         }
     }
 
     private void applyTable(TableRef target, List<ChangeEvent> events) {
-        int i = 0;
-        int n = events.size();
-        while (i < n) {
-            ChangeEvent first = events.get(i);
+        for (List<ChangeEvent> run : Runs.of(events)) {
+            ChangeEvent first = run.get(0);
             RelationInfo rel = first.relation();
             try {
-                if (first.op() == Op.TRUNCATE) {
-                    tables.ensure(target, rel);
-                    execute("TRUNCATE TABLE " + target.sql());
-                    i++;
-                    continue;
-                }
-                int j = i + 1;
-                while (j < n) {
-                    ChangeEvent e = events.get(j);
-                    if (e.op() == Op.TRUNCATE || (e.relation() != rel && !e.relation().sameShape(rel))) {
-                        break;
-                    }
-                    j++;
-                }
                 tables.ensure(target, rel);
-                List<ChangeEvent> run = events.subList(i, j);
-                if (TargetTables.keyed(rel)) {
+                if (first.op() == Op.TRUNCATE) {
+                    execute("TRUNCATE TABLE " + target.sql());
+                } else if (Runs.keyed(rel)) {
                     applyKeyed(target, rel, run);
                 } else {
                     applyKeyless(target, rel, run);
                 }
-                i = j;
             } catch (SQLException e) {
                 throw Errors.apply(destination, where, target, rel.table(), first, e);
             } catch (MillraceException e) {
