@@ -2,7 +2,6 @@ package io.millrace.engine.config;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.millrace.core.MillraceException;
-import io.millrace.core.MillraceException.Kind;
 
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -29,7 +28,7 @@ final class Node {
     }
 
     static MillraceException error(String key, String message) {
-        return new MillraceException(Kind.CONFIG, "config: " + key + " " + message);
+        return Limit.error(key, message);
     }
 
     String key(String name) {
@@ -82,6 +81,21 @@ final class Node {
             throw error(key(name), "must be from " + min + " to " + max + ", got " + i);
         }
         return i;
+    }
+
+    /**
+     * A whole number, or null when absent; only its form is checked here (the error names {@code limit}'s bounds),
+     * its bounds by the builder it is handed to.
+     */
+    Integer integer(String name, Limit limit) {
+        JsonNode v = get(name);
+        if (v == null || v.isNull()) {
+            return null;
+        }
+        if (!v.canConvertToInt() || !v.isIntegralNumber()) {
+            throw error(key(name), "must be a whole number from " + limit.min() + " to " + limit.max() + ", got " + describe(v));
+        }
+        return v.asInt();
     }
 
     boolean bool(String name, boolean dflt) {

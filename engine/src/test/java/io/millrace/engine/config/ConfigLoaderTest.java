@@ -106,6 +106,17 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void snapshotsCopyInBinaryUnlessSourceBinaryIsOff() {
+        EngineConfig auto = parse(SOURCE + FILES);
+        assertThat(auto.snapshot().binary()).isTrue();
+        assertThat(auto.online().binary()).isTrue();
+        EngineConfig off = parse(SOURCE.replace("source:\n", "source:\n  binary: \"off\"\n") + FILES);
+        assertThat(off.source().binary()).isEqualTo(io.millrace.source.SourceConfig.BinaryMode.OFF);
+        assertThat(off.snapshot().binary()).isFalse();
+        assertThat(off.online().binary()).isFalse();
+    }
+
+    @Test
     void healthBoundsAndLogFormatAreReadAndChecked() {
         EngineConfig c = parse(SOURCE + FILES + "operations: {ready_max_lag_s: 5, ready_max_lag_mb: 16, live_max_stall_s: 0, log_format: json}\n");
         assertThat(c.operations().health()).isEqualTo(new EngineConfig.Health(5_000, 16L << 20, 0));

@@ -1,5 +1,6 @@
 package io.millrace.sink.jsonl;
 
+import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.event.SourceMeta;
 import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.sink.Sink;

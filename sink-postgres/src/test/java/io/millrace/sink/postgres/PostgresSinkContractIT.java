@@ -1,5 +1,6 @@
 package io.millrace.sink.postgres;
 
+import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.Secret;
 import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.schema.Ident;

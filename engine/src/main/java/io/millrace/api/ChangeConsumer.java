@@ -1,0 +1,27 @@
+package io.millrace.api;
+
+import java.util.List;
+
+/**
+ * Receives the captured changes, batch by batch, at least once. Set with {@link Millrace.Builder#changeConsumer}.
+ *
+ * <p>Delivery: batches arrive in source order (INV: ORDER), one at a time, on one engine thread. A batch is
+ * acknowledged when {@link #accept} returns: its position is then stored (in the consumer's checkpoint file) and the
+ * source may discard the WAL it came from. When the engine stops before storing it (a crash, a kill) the changes since
+ * the last stored position are delivered again after the restart, each with the {@link Change#position() position} it
+ * had the first time, so that repeats can be recognised. When {@code accept} throws, nothing of the batch is
+ * acknowledged and the engine stops with the error.
+ *
+ * <p>For exactly-once delivery, store the position with your own data: {@link TransactionalConsumer}.
+ */
+@FunctionalInterface
+public interface ChangeConsumer {
+
+    /**
+     * Handles one batch; never empty. Return only when the batch is done with (written, sent, processed): returning
+     * acknowledges it.
+     *
+     * @throws Exception to refuse the batch, which stops the engine (the batch is delivered again at the next start)
+     */
+    void accept(List<Change> batch) throws Exception;
+}

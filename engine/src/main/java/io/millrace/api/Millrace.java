@@ -1,0 +1,347 @@
+package io.millrace.api;
+
+import io.millrace.core.Lsn;
+import io.millrace.core.MillraceException;
+import io.millrace.core.event.SourceMeta;
+import io.millrace.core.schema.TableRef;
+import io.millrace.core.sink.DestinationConfig;
+import io.millrace.core.sink.DestinationContext;
+import io.millrace.core.sink.Sink;
+import io.millrace.engine.EngineStatus;
+import io.millrace.engine.Supervisor;
+import io.millrace.engine.config.ConfigLoader;
+import io.millrace.engine.config.EngineConfig;
+import io.millrace.engine.config.EngineConfigs;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
+
+/**
+ * Millrace embedded in an application: a change-data-capture pipeline from one PostgreSQL database to one or more
+ * destinations, made by {@link #builder()}.
+ *
+ * <pre>{@code
+ * Millrace millrace = Millrace.builder()
+ *         .source(SourceSettings.builder().host("db").database("shop").user("millrace").passwordEnv("PGPASSWORD")
+ *                 .tables("public.orders").build())
+ *         .changeConsumer("orders", Path.of("orders-checkpoint.json"), batch -> batch.forEach(c -> System.out.println(c.json())))
+ *         .build();
+ * millrace.start();
+ * ...
+ * millrace.close(); // stops after the last durable checkpoint
+ * }</pre>
+ *
+ * <p>Lifecycle: {@link #start()} once; the pipeline then runs on a thread of its own (copying the tables first, as
+ * {@link SnapshotSettings#mode()} says, then streaming) until {@link #stop()} or a failure it cannot recover from. A
+ * transient failure (a lost connection) restarts it after a backoff ({@link OperationsSettings}), from the
+ * destinations' durable checkpoints. {@link #await()} waits for the end and throws the error that ended it.
+ *
+ * <p>Threads: every method may be called from any thread.
+ */
+public final class Millrace implements AutoCloseable {
+    private enum Phase { CREATED, RUNNING, ENDED }
+
+    private final EngineConfig config;
+    private final Supervisor supervisor;
+    private final AtomicReference<Phase> phase = new AtomicReference<>(Phase.CREATED);
+    private final CountDownLatch ended = new CountDownLatch(1);
+    private final AtomicReference<Throwable> error = new AtomicReference<>();
+
+    private Millrace(EngineConfig config) {
+        this.config = config;
+        this.supervisor = new Supervisor(config);
+    }
+
+    /** A builder; {@link Builder#source} and at least one destination are required. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Starts the pipeline on a new thread and returns at once; watch {@link #status()} or wait with {@link #await()}.
+     *
+     * @throws IllegalStateException when it was started before
+     */
+    public void start() {
+        move(Phase.CREATED, Phase.RUNNING);
+        Thread t = new Thread(this::run, "millrace-" + config.name());
+        t.start();
+    }
+
+    private void run() {
+        try {
+            supervisor.run();
+        } catch (InterruptedException e) {
+            error.set(e);
+            Thread.currentThread().interrupt();
+        } catch (RuntimeException | Error e) {
+            error.set(e);
+        } finally {
+            phase.set(Phase.ENDED);
+            ended.countDown();
+        }
+    }
+
+    private void move(Phase from, Phase to) {
+        if (!phase.compareAndSet(from, to)) {
+            throw new IllegalStateException(String.format("Cannot change the pipeline's state to '%s' as it is not in expected state"
+                    + " '%s', its current state is '%s'", to, from, phase.get()));
+        }
+    }
+
+    /**
+     * Asks the pipeline to stop and returns at once: a running engine stops after its last durable checkpoint (what the
+     * destinations acknowledged stays acknowledged; nothing is cut in half), a wait before a restart ends.
+     */
+    public void stop() {
+        supervisor.stop();
+    }
+
+    /**
+     * Waits until the pipeline has ended (after {@link #stop()}, or by itself).
+     *
+     * @throws MillraceException the error that ended it, if any: its {@link MillraceException#kind()} says what failed
+     */
+    public void await() throws InterruptedException {
+        ended.await();
+        rethrow();
+    }
+
+    /**
+     * Waits at most {@code timeout} for the pipeline to end.
+     *
+     * @return whether it ended
+     * @throws MillraceException the error that ended it, if any
+     */
+    public boolean await(Duration timeout) throws InterruptedException {
+        if (!ended.await(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+            return false;
+        }
+        rethrow();
+        return true;
+    }
+
+    private void rethrow() {
+        Throwable t = error.get();
+        if (t instanceof RuntimeException r) {
+            throw r;
+        }
+        if (t instanceof Error e) {
+            throw e;
+        }
+        if (t != null) {
+            throw new IllegalStateException("the pipeline was interrupted", t);
+        }
+    }
+
+    /** Stops the pipeline and waits for it to end (see {@link #stop()}); throws the error that ended it, if any. */
+    @Override
+    public void close() throws InterruptedException {
+        stop();
+        if (phase.get() != Phase.CREATED) {
+            await();
+        }
+    }
+
+    /** The pipeline's state and progress now. */
+    public Status status() {
+        EngineStatus s = supervisor.status();
+        List<Status.Table> tables = new ArrayList<>();
+        for (EngineStatus.Table t : s.tables()) {
+            tables.add(new Status.Table(t.table(), t.phase(), t.rowsCopied(), t.events()));
+        }
+        String state = phase.get() == Phase.ENDED && !s.state().equals("failed") ? (error.get() == null ? "stopped" : "failed") : s.state();
+        return new Status(s.name(), state, s.durableLsn() == null ? null : Lsn.parse(s.durableLsn()), s.lagBytes(), s.lagMillis(),
+                s.eventsWritten(), tables, s.lastError() != null ? s.lastError() : error.get() == null ? null : error.get().getMessage());
+    }
+
+    /**
+     * Copies {@code tables} again while streaming (an online snapshot, interleaved with the stream so that no change is
+     * lost or reordered), limited to rows matching {@code filter}, an SQL condition (or null: every row).
+     *
+     * @param tables captured tables, {@code schema.table}
+     * @throws MillraceException when the pipeline is not streaming, or a table is not captured
+     */
+    public void snapshot(List<String> tables, String filter) {
+        List<TableRef> refs = new ArrayList<>();
+        for (String t : tables) {
+            refs.add(TableRef.parse(t));
+        }
+        supervisor.snapshot(refs, filter);
+    }
+
+    /** Pauses the online snapshots under way (streaming goes on); {@link #resumeSnapshots()} continues them. */
+    public void pauseSnapshots() {
+        supervisor.pauseSnapshots(true);
+    }
+
+    /** Continues paused online snapshots. */
+    public void resumeSnapshots() {
+        supervisor.pauseSnapshots(false);
+    }
+
+    /**
+     * Builds a {@link Millrace}: settings are checked where they are given, and their combination by {@link #build()},
+     * with the messages the YAML configuration gives ({@code config: <setting> ...}). Not thread-safe.
+     */
+    public static final class Builder {
+        private String name = "millrace";
+        private SourceSettings source;
+        private SnapshotSettings snapshot = SnapshotSettings.defaults();
+        private PipelineSettings pipeline = PipelineSettings.defaults();
+        private OperationsSettings operations = OperationsSettings.defaults();
+        /** Each destination, made once the pipeline's name and source are known. */
+        private final List<Function<DestinationContext, DestinationConfig>> destinations = new ArrayList<>();
+        private Function<String, String> env = System::getenv;
+        private Path baseDir = Path.of("").toAbsolutePath();
+
+        private Builder() {
+        }
+
+        /** The pipeline's logical name ({@code name}, default {@code millrace}): {@code source.name} in the events' JSON. */
+        public Builder name(String name) {
+            this.name = Check.text("name", name);
+            return this;
+        }
+
+        /** Where and what to capture (required). */
+        public Builder source(SourceSettings source) {
+            this.source = Check.given("source", source);
+            return this;
+        }
+
+        /** Whether and how the tables are copied; an initial snapshot by default. */
+        public Builder snapshot(SnapshotSettings snapshot) {
+            this.snapshot = Check.given("snapshot", snapshot);
+            return this;
+        }
+
+        /** Batching and memory; the defaults by default. */
+        public Builder pipeline(PipelineSettings pipeline) {
+            this.pipeline = Check.given("pipeline", pipeline);
+            return this;
+        }
+
+        /** Monitoring, health bounds and restarts; the defaults by default. */
+        public Builder operations(OperationsSettings operations) {
+            this.operations = Check.given("operations", operations);
+            return this;
+        }
+
+        /**
+         * A configured destination: a built-in one (e.g. {@code io.millrace.sink.postgres.PostgresSinkConfig}, from its
+         * module) or any {@link DestinationConfig}.
+         */
+        public Builder destination(DestinationConfig destination) {
+            Check.given(key(), destination);
+            destinations.add(context -> destination);
+            return this;
+        }
+
+        /**
+         * A destination of any type on the class path (a built-in one with its module, or a third party's
+         * {@link io.millrace.core.sink.DestinationProvider}), given as the settings its YAML mapping would hold, e.g.
+         * {@code destination("jsonl", Map.of("name", "files", "directory", "events"))}. Read by {@link #build()}, with the
+         * YAML's messages ({@code config: destinations[0].directory is required ...}).
+         */
+        public Builder destination(String type, Map<String, ?> settings) {
+            String key = key();
+            int index = destinations.size();
+            Check.text(key + ".type", type);
+            if (settings.containsKey("type")) {
+                throw Check.error(key + ".type", "is the first argument of destination(type, settings); leave it out of the settings");
+            }
+            Map<String, Object> all = new LinkedHashMap<>();
+            all.put("type", type);
+            all.putAll(settings);
+            destinations.add(context -> new ConfigLoader(env).destination(index, all, context));
+            return this;
+        }
+
+        /** Where the secrets of destinations given as settings ({@code password_env}) are looked up; {@code System::getenv} by default. */
+        public Builder environment(Function<String, String> env) {
+            this.env = Check.given("environment", env);
+            return this;
+        }
+
+        /** The folder relative paths of destinations given as settings resolve against; the working directory by default. */
+        public Builder baseDir(Path dir) {
+            this.baseDir = Check.given("base_dir", dir).toAbsolutePath();
+            return this;
+        }
+
+        /**
+         * Your own {@link Sink}, under {@code name}; it keeps the {@link Sink} contract (its checkpoint durable with its
+         * data). The same instance is opened again when the engine restarts after a transient failure.
+         */
+        public Builder destination(String name, Sink sink) {
+            String n = Check.text(key() + ".name", name);
+            Objects.requireNonNull(sink, "sink");
+            destinations.add(context -> new Given(n, "sink", () -> sink));
+            return this;
+        }
+
+        /**
+         * A callback that receives the changes batch by batch, at least once (see {@link ChangeConsumer}); the position
+         * it has acknowledged is kept in {@code checkpointFile}, from which a restart resumes.
+         */
+        public Builder changeConsumer(String name, Path checkpointFile, ChangeConsumer consumer) {
+            String n = Check.text(key() + ".name", name);
+            Check.given(key() + ".checkpoint_file", checkpointFile);
+            Objects.requireNonNull(consumer, "consumer");
+            destinations.add(context -> new Given(n, "consumer", () -> new ConsumerSink.AtLeastOnce(n, context.meta(), consumer, checkpointFile)));
+            return this;
+        }
+
+        /** A consumer that stores the checkpoint with its own data, exactly once (see {@link TransactionalConsumer}). */
+        public Builder transactionalConsumer(String name, TransactionalConsumer consumer) {
+            String n = Check.text(key() + ".name", name);
+            Objects.requireNonNull(consumer, "consumer");
+            destinations.add(context -> new Given(n, "transactional-consumer", () -> new ConsumerSink.Transactional(n, context.meta(),
+                    consumer)));
+            return this;
+        }
+
+        private String key() {
+            return "destinations[" + destinations.size() + "]";
+        }
+
+        /**
+         * Checks the whole (a source, at least one destination, unique destination names) and returns the pipeline,
+         * not yet started.
+         */
+        public Millrace build() {
+            return new Millrace(config());
+        }
+
+        /** The engine's configuration these settings make. */
+        EngineConfig config() {
+            if (source == null) {
+                throw Check.required("source.database", "database", "app");
+            }
+            DestinationContext context = new DestinationContext(name, source.slot(), new SourceMeta(name, source.database()), baseDir);
+            List<DestinationConfig> made = new ArrayList<>();
+            for (Function<DestinationContext, DestinationConfig> d : destinations) {
+                made.add(d.apply(context));
+            }
+            return EngineConfigs.of(name, source, snapshot, pipeline, operations, made);
+        }
+    }
+
+    /** A destination given as a sink (or a consumer made into one). */
+    private record Given(String name, String type, java.util.function.Supplier<Sink> sink) implements DestinationConfig {
+        @Override
+        public Sink newSink() {
+            return sink.get();
+        }
+    }
+}

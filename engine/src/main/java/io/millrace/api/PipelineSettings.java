@@ -1,0 +1,121 @@
+package io.millrace.api;
+
+import io.millrace.engine.config.Limit;
+import io.millrace.pipeline.Pipeline;
+
+import java.nio.file.Path;
+
+/**
+ * Batching and memory between the source and the destinations. Immutable; made by {@link #builder()}, with the checks
+ * and messages of the YAML configuration's {@code pipeline:} section.
+ */
+public final class PipelineSettings {
+    private final int memoryBudgetMb;
+    private final int batchKb;
+    private final int lingerMs;
+    private final int decoders;
+    private final int decodeChunkRows;
+    private final Path spillDir;
+
+    private PipelineSettings(Builder b) {
+        this.memoryBudgetMb = b.memoryBudgetMb;
+        this.batchKb = b.batchKb;
+        this.lingerMs = b.lingerMs;
+        this.decoders = b.decoders;
+        this.decodeChunkRows = b.decodeChunkRows;
+        this.spillDir = b.spillDir;
+    }
+
+    /** A builder with the defaults of the YAML configuration. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** The defaults. */
+    public static PipelineSettings defaults() {
+        return builder().build();
+    }
+
+    /** Bytes of change data in flight between the reader and durable, in MB ({@code memory_budget_mb}). */
+    public int memoryBudgetMb() {
+        return memoryBudgetMb;
+    }
+
+    /** The size a batch grows to before it is handed to the destinations, in KB ({@code batch_kb}). */
+    public int batchKb() {
+        return batchKb;
+    }
+
+    /** The longest a batch waits to grow ({@code linger_ms}). */
+    public int lingerMs() {
+        return lingerMs;
+    }
+
+    /** Threads decoding streamed rows ({@code decoders}; 0: on the reading thread). */
+    public int decoders() {
+        return decoders;
+    }
+
+    /** Rows a decoder takes at a time ({@code decode_chunk_rows}). */
+    public int decodeChunkRows() {
+        return decodeChunkRows;
+    }
+
+    /** Where large in-progress transactions wait on disk ({@code spill_dir}), or null for a folder in java.io.tmpdir named after the slot. */
+    public Path spillDir() {
+        return spillDir;
+    }
+
+    /** Builds {@link PipelineSettings}; each setter checks its value, naming the setting. Not thread-safe. */
+    public static final class Builder {
+        private static final Pipeline.Options DEFAULTS = Pipeline.Options.defaults();
+        private int memoryBudgetMb = (int) (DEFAULTS.budgetBytes() >> 20);
+        private int batchKb = (int) (DEFAULTS.batchBytes() >> 10);
+        private int lingerMs = (int) DEFAULTS.lingerMillis();
+        private int decoders = DEFAULTS.decoders();
+        private int decodeChunkRows = DEFAULTS.decodeChunkRows();
+        private Path spillDir;
+
+        private Builder() {
+        }
+
+        public Builder memoryBudgetMb(int mb) {
+            this.memoryBudgetMb = Check.range(Limit.PIPELINE_MEMORY_BUDGET_MB, "pipeline.memory_budget_mb", mb);
+            return this;
+        }
+
+        public Builder batchKb(int kb) {
+            this.batchKb = Check.range(Limit.PIPELINE_BATCH_KB, "pipeline.batch_kb", kb);
+            return this;
+        }
+
+        public Builder lingerMs(int millis) {
+            this.lingerMs = Check.range(Limit.PIPELINE_LINGER_MS, "pipeline.linger_ms", millis);
+            return this;
+        }
+
+        public Builder decoders(int threads) {
+            this.decoders = Check.range(Limit.PIPELINE_DECODERS, "pipeline.decoders", threads);
+            return this;
+        }
+
+        public Builder decodeChunkRows(int rows) {
+            this.decodeChunkRows = Check.range(Limit.PIPELINE_DECODE_CHUNK_ROWS, "pipeline.decode_chunk_rows", rows);
+            return this;
+        }
+
+        public Builder spillDir(Path dir) {
+            this.spillDir = Check.given("pipeline.spill_dir", dir);
+            return this;
+        }
+
+        /** Checks that a batch is at most half the memory budget and returns the settings. */
+        public PipelineSettings build() {
+            if ((long) batchKb * 2 > (long) memoryBudgetMb << 10) {
+                throw Check.error("pipeline.batch_kb", "(" + batchKb + ") must be at most half of pipeline.memory_budget_mb ("
+                        + memoryBudgetMb + " MB)");
+            }
+            return new PipelineSettings(this);
+        }
+    }
+}

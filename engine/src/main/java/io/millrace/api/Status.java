@@ -1,0 +1,38 @@
+package io.millrace.api;
+
+import io.millrace.core.Lsn;
+
+import java.util.List;
+
+/**
+ * A point-in-time view of an embedded engine ({@link Millrace#status()}). Holds no secret.
+ *
+ * @param name          the pipeline's name
+ * @param state         {@code created}, {@code starting}, {@code snapshotting}, {@code streaming} (the replication
+ *                      connection holds the slot), {@code retrying} (waiting to restart after a transient failure),
+ *                      {@code stopping}, {@code stopped} or {@code failed}
+ * @param durable       the position every destination has made durable, or null before the first
+ * @param lagBytes      WAL between the source's current position and the durable position; -1 when unknown
+ * @param lagMillis     how far behind the source the destinations are, in time; -1 when unknown
+ * @param eventsWritten changes delivered so far (snapshot rows included)
+ * @param tables        each captured table's phase and counters
+ * @param lastError     the error that stopped the engine, or that it is retrying after; null when none
+ */
+public record Status(String name, String state, Lsn durable, long lagBytes, long lagMillis, long eventsWritten, List<Table> tables,
+                     String lastError) {
+
+    public Status {
+        tables = List.copyOf(tables);
+    }
+
+    /**
+     * One captured table.
+     *
+     * @param table      {@code schema.table}
+     * @param phase      {@code waiting}, {@code snapshot} (being copied) or {@code streaming}
+     * @param rowsCopied rows its snapshot has copied
+     * @param events     streamed changes delivered
+     */
+    public record Table(String table, String phase, long rowsCopied, long events) {
+    }
+}
