@@ -8,6 +8,7 @@ import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.DurableTables;
+import io.millrace.core.sink.Keyless;
 import io.millrace.core.sink.Runs;
 import io.millrace.core.types.UnchangedToast;
 import org.duckdb.DuckDBAppender;
@@ -319,6 +320,7 @@ final class BatchApplier {
         for (int i = 0; i < n; i++) {
             types[i] = DuckTypes.sqlType(rel.column(i));
         }
+        Keyless.Dialect dialect = keylessDialect(rel, types);
         Map<String, PreparedStatement> statements = new HashMap<>();
         DuckDBAppender app = null;
         int missed = 0;
@@ -326,7 +328,7 @@ final class BatchApplier {
             for (ChangeEvent e : run) {
                 switch (e.op()) {
                     case CREATE, READ -> {
-                        Object[] after = image(e, rel, e.after(), "after");
+                        Object[] after = Keyless.image(e, rel, e.after(), "after");
                         if (app == null) {
                             app = duck.createAppender(DuckDbSink.STATE_SCHEMA, stage.name);
                         }
@@ -334,8 +336,7 @@ final class BatchApplier {
                         for (int i = 0; i < n; i++) {
                             Object v = after[i];
                             if (v == UnchangedToast.INSTANCE) {
-                                throw new MillraceException(MillraceException.Kind.SINK, "table " + target + ": insert at "
-                                        + e.position() + " carries an unchanged TOAST value");
+                                throw Keyless.unchangedInInsert(target, e);
                             }
                             if (v == null) {
                                 app.appendNull();
@@ -357,15 +358,11 @@ final class BatchApplier {
                         }
                         Object[] before = e.before();
                         if (before == null) {
-                            throw new MillraceException(MillraceException.Kind.SINK, "table " + target + ": "
-                                    + (e.op() == Op.UPDATE ? "update" : "delete") + " at " + e.position()
-                                    + " carries no old row and the table has no key, so the row cannot be found."
-                                    + " Fix: ALTER TABLE " + rel.table().sql() + " REPLICA IDENTITY FULL on the source"
-                                    + " (or give it a primary key), then re-snapshot it.");
+                            throw Keyless.noOldRow(target, rel, e);
                         }
-                        image(e, rel, before, "before");
-                        Object[] after = e.op() == Op.UPDATE ? image(e, rel, e.after(), "after") : null;
-                        String sql = keylessSql(target, rel, types, before, after);
+                        Keyless.image(e, rel, before, "before");
+                        Object[] after = e.op() == Op.UPDATE ? Keyless.image(e, rel, e.after(), "after") : null;
+                        String sql = Keyless.sql(target, rel, before, after, dialect);
                         PreparedStatement ps = statements.get(sql);
                         if (ps == null) {
                             ps = conn.prepareStatement(sql);
@@ -416,45 +413,24 @@ final class BatchApplier {
         execute("DELETE FROM " + stage.sql);
     }
 
-    /** {@code UPDATE/DELETE ... WHERE rowid = (SELECT rowid ... one row whose columns all equal the old image)}. */
-    private static String keylessSql(TableRef target, RelationInfo rel, String[] types, Object[] before, Object[] after) {
-        StringBuilder sql = new StringBuilder();
-        if (after == null) {
-            sql.append("DELETE FROM ").append(target.sql());
-        } else {
-            sql.append("UPDATE ").append(target.sql()).append(" SET ");
-            boolean first = true;
-            for (int i = 0; i < rel.columnCount(); i++) {
-                if (after[i] != UnchangedToast.INSTANCE) {
-                    sql.append(first ? "" : ", ").append(Ident.quote(rel.column(i).name())).append(" = ")
-                            .append(DuckTypes.fromText(types[i], "CAST(? AS VARCHAR)"));
-                    first = false;
-                }
+    /** The keyless path's SQL here: rows by {@code rowid}, values read from text as the column's DuckDB type reads it. */
+    private static Keyless.Dialect keylessDialect(RelationInfo rel, String[] types) {
+        return new Keyless.Dialect() {
+            @Override
+            public String rowId() {
+                return "rowid";
             }
-        }
-        sql.append(" WHERE rowid = (SELECT rowid FROM ").append(target.sql()).append(" WHERE ");
-        boolean first = true;
-        for (int i = 0; i < rel.columnCount(); i++) {
-            if (before[i] == UnchangedToast.INSTANCE) {
-                continue;
-            }
-            sql.append(first ? "" : " AND ").append(Ident.quote(rel.column(i).name())).append(" IS NOT DISTINCT FROM ")
-                    .append(DuckTypes.fromText(types[i], "CAST(? AS VARCHAR)"));
-            first = false;
-        }
-        if (first) {
-            sql.append("true");
-        }
-        return sql.append(" LIMIT 1)").toString();
-    }
 
-    private static Object[] image(ChangeEvent e, RelationInfo rel, Object[] values, String which) {
-        if (values == null || values.length != rel.columnCount()) {
-            throw new MillraceException(MillraceException.Kind.SINK, "table " + rel.table() + ": change at "
-                    + e.position() + " (" + e.op().code() + ") carries " + (values == null ? "no " + which + " image"
-                    : "an " + which + " image of " + values.length + " values for " + rel.columnCount() + " columns"));
-        }
-        return values;
+            @Override
+            public String value(int i) {
+                return DuckTypes.fromText(types[i], "CAST(? AS VARCHAR)");
+            }
+
+            @Override
+            public String matches(int i) {
+                return Ident.quote(rel.column(i).name()) + " IS NOT DISTINCT FROM " + DuckTypes.fromText(types[i], "CAST(? AS VARCHAR)");
+            }
+        };
     }
 
     private void execute(String sql) throws SQLException {

@@ -10,6 +10,7 @@ import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.DurableTables;
+import io.millrace.core.sink.Keyless;
 import io.millrace.core.sink.Runs;
 import io.millrace.core.types.UnchangedToast;
 import org.postgresql.PGConnection;
@@ -406,6 +407,7 @@ final class BatchApplier {
         }
         String copySql = "COPY " + target.sql() + " (" + String.join(", ", names) + ") FROM STDIN";
         Map<String, PreparedStatement> statements = new HashMap<>();
+        Keyless.Dialect dialect = keylessDialect(rel);
         CopyText out = null;
         PreparedStatement batch = null;
         int batched = 0;
@@ -422,12 +424,11 @@ final class BatchApplier {
                         if (out == null) {
                             out = new CopyText(copy.copyIn(copySql));
                         }
-                        Object[] after = image(e, rel, e.after(), "after");
+                        Object[] after = Keyless.image(e, rel, e.after(), "after");
                         for (int i = 0; i < n; i++) {
                             Object v = after[i];
                             if (v == UnchangedToast.INSTANCE) {
-                                throw new MillraceException(MillraceException.Kind.SINK, "table " + target
-                                        + ": insert at " + e.position() + " carries an unchanged TOAST value");
+                                throw Keyless.unchangedInInsert(target, e);
                             }
                             out.field(v == null ? CopyText.NULL : CopyText.escape(rel.codec(i).toPgText(v)));
                         }
@@ -440,15 +441,11 @@ final class BatchApplier {
                         }
                         Object[] before = e.before();
                         if (before == null) {
-                            throw new MillraceException(MillraceException.Kind.SINK, "table " + target + ": "
-                                    + (e.op() == Op.UPDATE ? "update" : "delete") + " at " + e.position()
-                                    + " carries no old row and the table has no key, so the row cannot be found."
-                                    + " Fix: ALTER TABLE " + rel.table().sql() + " REPLICA IDENTITY FULL on the source"
-                                    + " (or give it a primary key), then re-snapshot it.");
+                            throw Keyless.noOldRow(target, rel, e);
                         }
-                        image(e, rel, before, "before");
-                        Object[] after = e.op() == Op.UPDATE ? image(e, rel, e.after(), "after") : null;
-                        String sql = keylessSql(target, rel, before, after);
+                        Keyless.image(e, rel, before, "before");
+                        Object[] after = e.op() == Op.UPDATE ? Keyless.image(e, rel, e.after(), "after") : null;
+                        String sql = Keyless.sql(target, rel, before, after, dialect);
                         PreparedStatement ps = statements.get(sql);
                         if (ps == null) {
                             ps = conn.prepareStatement(sql);
@@ -506,43 +503,34 @@ final class BatchApplier {
         }
     }
 
-    /** {@code UPDATE/DELETE ... WHERE ctid = (SELECT ctid ... one row whose columns all print as the old image)}. */
-    private static String keylessSql(TableRef target, RelationInfo rel, Object[] before, Object[] after) {
-        StringBuilder sql = new StringBuilder();
-        if (after == null) {
-            sql.append("DELETE FROM ").append(target.sql());
-        } else {
-            sql.append("UPDATE ").append(target.sql()).append(" SET ");
-            boolean first = true;
-            for (int i = 0; i < rel.columnCount(); i++) {
-                if (after[i] != UnchangedToast.INSTANCE) {
-                    sql.append(first ? "" : ", ").append(Ident.quote(rel.column(i).name())).append(" = CAST(? AS ")
-                            .append(TypeMapping.sqlType(rel.column(i))).append(')');
-                    first = false;
-                }
+    /** The keyless path's SQL here: rows by {@code ctid}, values cast from text to the column's type. */
+    private static Keyless.Dialect keylessDialect(RelationInfo rel) {
+        String[] types = new String[rel.columnCount()];
+        for (int i = 0; i < types.length; i++) {
+            types[i] = TypeMapping.sqlType(rel.column(i));
+        }
+        return new Keyless.Dialect() {
+            @Override
+            public String rowId() {
+                return "ctid";
             }
-        }
-        sql.append(" WHERE ctid = (SELECT ctid FROM ").append(target.sql()).append(" WHERE ");
-        boolean first = true;
-        for (int i = 0; i < rel.columnCount(); i++) {
-            if (before[i] == UnchangedToast.INSTANCE) {
-                continue;
+
+            @Override
+            public String value(int i) {
+                return "CAST(? AS " + types[i] + ")";
             }
-            ColumnInfo c = rel.column(i);
-            String type = TypeMapping.sqlType(c);
-            sql.append(first ? "" : " AND ");
-            first = false;
-            // By the text form, not by '=': equality is coarser than identity for some types (0 = -0,
-            // 1.0 = 1.00, '1 day' = '24:00:00', jsonb 1.0 = 1.00), and the row to change must be the
-            // one the source changed, not a look-alike (SchemaChangeIT.keylessRowsThatAreEqualButNotTheSameValue).
-            // The same destination type and session settings give identical values the same text.
-            sql.append(Ident.quote(c.name())).append("::text IS NOT DISTINCT FROM CAST(CAST(? AS ").append(type)
-                    .append(") AS text)");
-        }
-        if (first) {
-            sql.append("true");
-        }
-        return sql.append(" LIMIT 1)").toString();
+
+            /**
+             * By the text form, not by '=': equality is coarser than identity for some types (0 = -0, 1.0 = 1.00,
+             * '1 day' = '24:00:00', jsonb 1.0 = 1.00), and the row to change must be the one the source changed, not a
+             * look-alike (SchemaChangeIT.keylessRowsThatAreEqualButNotTheSameValue). The same destination type and
+             * session settings give identical values the same text.
+             */
+            @Override
+            public String matches(int i) {
+                return Ident.quote(rel.column(i).name()) + "::text IS NOT DISTINCT FROM CAST(CAST(? AS " + types[i] + ") AS text)";
+            }
+        };
     }
 
     private static void bind(PreparedStatement ps, int p, RelationInfo rel, int i, Object v) throws SQLException {
@@ -561,15 +549,6 @@ final class BatchApplier {
             }
         }
         return missed;
-    }
-
-    private static Object[] image(ChangeEvent e, RelationInfo rel, Object[] values, String which) {
-        if (values == null || values.length != rel.columnCount()) {
-            throw new MillraceException(MillraceException.Kind.SINK, "table " + rel.table() + ": change at "
-                    + e.position() + " (" + e.op().code() + ") carries " + (values == null ? "no " + which + " image"
-                    : "an " + which + " image of " + values.length + " values for " + rel.columnCount() + " columns"));
-        }
-        return values;
     }
 
     // ---------------------------------------------------------------- helpers
