@@ -143,7 +143,7 @@ final class BatchApplier {
         long t1 = System.nanoTime();
         try (DuckDBAppender app = duck.createAppender(DuckDbSink.STATE_SCHEMA, stage.name)) {
             Object[] keyOnly = new Object[n];
-            for (Reduction.Row row : red.rows.values()) {
+            for (Reduction.Row row : red.rows().values()) {
                 Object[] vals = row.vals;
                 if (row.delete) {
                     java.util.Arrays.fill(keyOnly, null);
@@ -181,7 +181,7 @@ final class BatchApplier {
             }
         }
         long t2 = System.nanoTime();
-        int upserts = red.rows.size() - red.deletes;
+        int upserts = red.rows().size() - red.deletes;
         if (red.partials > 0) {
             try (Statement s = conn.createStatement(); ResultSet rs = s.executeQuery(stage.missingFromSql)) {
                 rs.next();

@@ -146,7 +146,7 @@ final class BatchApplier {
             red.add(e);
         }
         long t1 = System.nanoTime();
-        if (red.rows.isEmpty()) {
+        if (red.rows().isEmpty()) {
             return;
         }
         if (red.insertsOnly() && !conflicted.contains(target) && copyDirectly(target, rel, red)) {
@@ -174,7 +174,7 @@ final class BatchApplier {
         int upserts = 0;
         CopyText out = new CopyText(copy.copyIn(stage.copySql));
         try {
-            for (KeyedReduction.Row row : red.rows.values()) {
+            for (KeyedReduction.Row row : red.rows().values()) {
                 if (row.delete) {
                     deletes++;
                     for (int i = 0; i < n; i++) {
@@ -297,7 +297,7 @@ final class BatchApplier {
         execute("SAVEPOINT millrace_direct");
         CopyText out = new CopyText(copy.copyIn("COPY " + target.sql() + " (" + String.join(", ", names) + ") FROM STDIN"));
         try {
-            for (KeyedReduction.Row row : red.rows.values()) {
+            for (KeyedReduction.Row row : red.rows().values()) {
                 out.fields(row.line); // inserts only: every row is complete
                 out.endRow();
             }
