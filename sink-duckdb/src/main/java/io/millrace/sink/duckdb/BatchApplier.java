@@ -9,7 +9,7 @@ import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.DurableTables;
 import io.millrace.core.sink.Keyless;
-import io.millrace.core.sink.Runs;
+import io.millrace.core.sink.TableApplier;
 import io.millrace.core.types.UnchangedToast;
 import org.duckdb.DuckDBAppender;
 import org.duckdb.DuckDBConnection;
@@ -48,55 +48,28 @@ import java.util.Map;
  * it commits ({@link #dropStages()}). Owned by the sink's writer thread; after a rollback call
  * {@link #rolledBack()}.
  */
-final class BatchApplier {
+final class BatchApplier extends TableApplier {
     private static final Logger LOG = LoggerFactory.getLogger(BatchApplier.class);
 
     private final Connection conn;
     private final DuckDBConnection duck;
-    private final String destination;
     private final DuckTables tables;
     /** Staging tables created in the current transaction, per destination table. */
     private final Map<TableRef, Stage> stages = new HashMap<>();
     private int stageCounter;
 
     BatchApplier(Connection conn, String destination, String targetSchema) throws SQLException {
+        super(destination);
         this.conn = conn;
         this.duck = conn.unwrap(DuckDBConnection.class);
-        this.destination = destination;
         this.tables = new DuckTables(conn, destination, targetSchema);
     }
 
-    /** Tables an online snapshot is copying during the batch being applied (see {@link #apply}). */
-    private java.util.Set<String> copying = java.util.Set.of();
 
     /** After a rollback: DDL and staging tables of the transaction are gone. */
     void rolledBack() {
         tables.forget();
         stages.clear();
-    }
-
-    /**
-     * @param copying tables ({@code schema.table} of the source) an online snapshot is copying: an update with
-     *                unchanged TOAST values of a row they do not have yet is left to the chunk that copies the
-     *                row (INV: WATERMARK keeps that chunk's row when it is newer than the update, else reads it
-     *                again)
-     * @param held    the source tables this destination held before the batch ({@link io.millrace.core.change.Checkpoint#tables()}):
-     *                a table renamed in the source is renamed here before its changes are applied
-     */
-    void apply(List<ChangeEvent> events, java.util.Set<String> copying, java.util.SortedMap<Integer, TableRef> held) {
-        this.copying = copying;
-        SourceTables.Followed followed = SourceTables.follow(held, events);
-        for (SourceTables.Rename r : followed.renames()) {
-            try {
-                tables.rename(r);
-            } catch (SQLException e) {
-                throw r.failed(destination, e.getMessage(), e);
-            }
-        }
-        Map<TableRef, List<ChangeEvent>> byTable = Runs.byTarget(events, e -> tables.targetOf(followed.name(e.relation())));
-        for (Map.Entry<TableRef, List<ChangeEvent>> t : byTable.entrySet()) {
-            applyTable(t.getKey(), t.getValue());
-        }
     }
 
     /** Drops this transaction's staging tables; call before the commit. */
@@ -107,30 +80,37 @@ final class BatchApplier {
         stages.clear();
     }
 
-    private void applyTable(TableRef target, List<ChangeEvent> events) {
-        for (List<ChangeEvent> run : Runs.of(events)) {
-            ChangeEvent first = run.get(0);
-            RelationInfo rel = first.relation();
-            try {
-                tables.ensure(target, rel);
-                if (first.op() == Op.TRUNCATE) {
-                    execute("DELETE FROM " + target.sql());
-                } else if (Runs.keyed(rel)) {
-                    applyKeyed(target, rel, run);
-                } else {
-                    applyKeyless(target, rel, run);
-                }
-            } catch (SQLException e) {
-                throw new MillraceException(MillraceException.Kind.SINK, "destination '" + destination + "': could not"
-                        + " apply " + run.size() + " change(s) to table " + target + " (source " + rel.table() + "), the first at "
-                        + first.position() + ": " + e.getMessage(), e);
-            }
-        }
+    @Override
+    protected void rename(SourceTables.Rename r) throws SQLException {
+        tables.rename(r);
+    }
+
+    @Override
+    protected TableRef targetOf(TableRef source) {
+        return tables.targetOf(source);
+    }
+
+    @Override
+    protected void ensure(TableRef target, RelationInfo rel) {
+        tables.ensure(target, rel);
+    }
+
+    @Override
+    protected void truncate(TableRef target) throws SQLException {
+        execute("DELETE FROM " + target.sql());
+    }
+
+    @Override
+    protected RuntimeException failed(TableRef target, RelationInfo rel, List<ChangeEvent> run, SQLException e) {
+        return new MillraceException(MillraceException.Kind.SINK, "destination '" + destination + "': could not"
+                + " apply " + run.size() + " change(s) to table " + target + " (source " + rel.table() + "), the first at "
+                + run.get(0).position() + ": " + e.getMessage(), e);
     }
 
     // ---------------------------------------------------------------- keyed
 
-    private void applyKeyed(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
+    @Override
+    protected void applyKeyed(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
         long t0 = System.nanoTime();
         Reduction red = new Reduction(rel, target, run.size());
         for (ChangeEvent e : run) {
@@ -312,7 +292,8 @@ final class BatchApplier {
 
     // ---------------------------------------------------------------- without key
 
-    private void applyKeyless(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
+    @Override
+    protected void applyKeyless(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
         int n = rel.columnCount();
         int keys = rel.keyIndexes().length;
         Stage stage = stage(target, rel);

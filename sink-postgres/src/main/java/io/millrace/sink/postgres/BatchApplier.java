@@ -2,7 +2,6 @@ package io.millrace.sink.postgres;
 
 import io.millrace.core.MillraceException;
 import io.millrace.core.change.ChangeEvent;
-import io.millrace.core.change.Checkpoint;
 import io.millrace.core.change.Op;
 import io.millrace.core.change.SourceTables;
 import io.millrace.core.schema.ColumnInfo;
@@ -11,7 +10,7 @@ import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.DurableTables;
 import io.millrace.core.sink.Keyless;
-import io.millrace.core.sink.Runs;
+import io.millrace.core.sink.TableApplier;
 import io.millrace.core.types.UnchangedToast;
 import org.postgresql.PGConnection;
 import org.postgresql.copy.CopyManager;
@@ -30,7 +29,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.SortedMap;
 
 /**
  * Applies one batch of change events inside the caller's open transaction, set-wise.
@@ -50,12 +48,11 @@ import java.util.SortedMap;
  *
  * <p>Owned by the sink's writer thread. After a rollback call {@link #rolledBack()}.
  */
-final class BatchApplier {
+final class BatchApplier extends TableApplier {
     private static final Logger LOG = LoggerFactory.getLogger(BatchApplier.class);
 
     private final Connection conn;
     private final CopyManager copy;
-    private final String destination;
     /** host:port/database, for messages. */
     private final String where;
     private final TargetTables tables;
@@ -66,13 +63,12 @@ final class BatchApplier {
     /** Tables where a direct COPY of inserts met keys already present; they are upserted from then on. */
     private final Set<TableRef> conflicted = new HashSet<>();
     private static final String UNIQUE_VIOLATION = "23505";
-    private Set<String> copying = Set.of();
 
     BatchApplier(Connection conn, String destination, String where, String targetSchema) throws SQLException {
+        super(destination);
         this.conn = conn;
         this.where = where;
         this.copy = conn.unwrap(PGConnection.class).getCopyAPI();
-        this.destination = destination;
         this.tables = new TargetTables(conn, destination, targetSchema);
     }
 
@@ -88,58 +84,50 @@ final class BatchApplier {
         usedInTransaction.clear();
     }
 
-    /**
-     * @param copying tables ({@code schema.table} of the source) an online snapshot is copying: an update with
-     *                unchanged TOAST values of a row they do not have yet is left to the chunk that copies the
-     *                row (INV: WATERMARK keeps that chunk's row when it is newer than the update, else reads it
-     *                again)
-     * @param held    the source tables this destination held before the batch ({@link Checkpoint#tables()}): a table
-     *                renamed in the source is renamed here before its changes are applied
-     */
-    void apply(List<ChangeEvent> events, Set<String> copying, SortedMap<Integer, TableRef> held) {
-        this.copying = copying;
-        SourceTables.Followed followed = SourceTables.follow(held, events);
-        for (SourceTables.Rename r : followed.renames()) {
-            try {
-                tables.rename(r);
-            } catch (SQLException e) {
-                throw r.failed(destination, Errors.message(e), e);
-            }
-        }
-        Map<TableRef, List<ChangeEvent>> byTable = Runs.byTarget(events, e -> tables.targetOf(followed.name(e.relation())));
-        for (Map.Entry<TableRef, List<ChangeEvent>> t : byTable.entrySet()) {
-            applyTable(t.getKey(), t.getValue());
-        }
+    @Override
+    protected void rename(SourceTables.Rename r) throws SQLException {
+        tables.rename(r);
     }
 
-    private void applyTable(TableRef target, List<ChangeEvent> events) {
-        for (List<ChangeEvent> run : Runs.of(events)) {
-            ChangeEvent first = run.get(0);
-            RelationInfo rel = first.relation();
-            try {
-                tables.ensure(target, rel);
-                if (first.op() == Op.TRUNCATE) {
-                    execute("TRUNCATE TABLE " + target.sql());
-                } else if (Runs.keyed(rel)) {
-                    applyKeyed(target, rel, run);
-                } else {
-                    applyKeyless(target, rel, run);
-                }
-            } catch (SQLException e) {
-                throw Errors.apply(destination, where, target, rel.table(), first, e);
-            } catch (MillraceException e) {
-                throw e;
-            } catch (RuntimeException e) {
-                throw new MillraceException(MillraceException.Kind.SINK, "destination '" + destination
-                        + "': could not apply changes to table " + target + " (source " + rel.table() + ", from "
-                        + first.position() + "): " + e, e);
-            }
+    @Override
+    protected String message(SQLException e) {
+        return Errors.message(e);
+    }
+
+    @Override
+    protected TableRef targetOf(TableRef source) {
+        return tables.targetOf(source);
+    }
+
+    @Override
+    protected void ensure(TableRef target, RelationInfo rel) throws SQLException {
+        tables.ensure(target, rel);
+    }
+
+    @Override
+    protected void truncate(TableRef target) throws SQLException {
+        execute("TRUNCATE TABLE " + target.sql());
+    }
+
+    @Override
+    protected RuntimeException failed(TableRef target, RelationInfo rel, List<ChangeEvent> run, SQLException e) {
+        return Errors.apply(destination, where, target, rel.table(), run.get(0), e);
+    }
+
+    @Override
+    protected RuntimeException failed(TableRef target, RelationInfo rel, List<ChangeEvent> run, RuntimeException e) {
+        if (e instanceof MillraceException) {
+            return e;
         }
+        return new MillraceException(MillraceException.Kind.SINK, "destination '" + destination
+                + "': could not apply changes to table " + target + " (source " + rel.table() + ", from "
+                + run.get(0).position() + "): " + e, e);
     }
 
     // ---------------------------------------------------------------- keyed
 
-    private void applyKeyed(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
+    @Override
+    protected void applyKeyed(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
         long t0 = System.nanoTime();
         KeyedReduction red = new KeyedReduction(rel, target, run.size());
         for (ChangeEvent e : run) {
@@ -399,7 +387,8 @@ final class BatchApplier {
 
     // ---------------------------------------------------------------- without key
 
-    private void applyKeyless(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
+    @Override
+    protected void applyKeyless(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
         int n = rel.columnCount();
         List<String> names = new ArrayList<>();
         for (ColumnInfo c : rel.columns()) {
