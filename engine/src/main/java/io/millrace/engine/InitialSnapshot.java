@@ -60,9 +60,10 @@ final class InitialSnapshot {
             return true;
         }
         List<Optional<Checkpoint>> current = found;
+        StartPlan.OnNewSlot next = (StartPlan.OnNewSlot) plan;
         for (int attempt = 1; ; attempt++) {
             try {
-                if (!start(plan, current)) {
+                if (!start(next, current)) {
                     ctx.state.move(State.SNAPSHOTTING, State.STOPPING);
                     ctx.state.move(State.STOPPING, State.STOPPED);
                     LOG.info("stopped during the snapshot; the next start continues it (on PostgreSQL 14+ the tables that landed stay)");
@@ -78,7 +79,7 @@ final class InitialSnapshot {
                 // INV: HANDOVER — a copy that missed rows never stands: start over on a new slot.
                 LOG.warn("{}; starting the snapshot again on a new slot (attempt {})", e.getMessage(), attempt + 1);
                 current = stopForRetry();
-                plan = new StartPlan.RestartSnapshot(StartPlan.Publication.NONE, true, true, null);
+                next = new StartPlan.RestartSnapshot(StartPlan.Publication.NONE, true, true, null);
                 ctx.state.move(State.SNAPSHOTTING, State.STARTING);
             }
         }
@@ -112,8 +113,8 @@ final class InitialSnapshot {
         ctx.newPipeline(sinks, initial).startWriter();
     }
 
-    private boolean start(StartPlan.Go plan, List<Optional<Checkpoint>> found) throws SQLException, InterruptedException {
-        boolean snapshot = plan instanceof StartPlan.Fresh f ? f.snapshot() : ((StartPlan.RestartSnapshot) plan).snapshot();
+    private boolean start(StartPlan.OnNewSlot plan, List<Optional<Checkpoint>> found) throws SQLException, InterruptedException {
+        boolean snapshot = plan.snapshot();
         if (plan instanceof StartPlan.RestartSnapshot r) {
             restart(r);
         }
