@@ -56,14 +56,31 @@ public final class Codecs {
         base(774, 775, "macaddr8", 'U', new NetCodecs.Mac(8));
         base(1560, 1561, "bit", 'V', new NetCodecs.Bits("bit"));
         base(1562, 1563, "varbit", 'V', new NetCodecs.Bits("varbit"));
+        base(3220, 3221, "pg_lsn", 'U', new NumberCodecs.PgLsn());
+        base(600, 1017, "point", 'G', new GeometricCodecs.PointCodec());
+        base(628, 629, "line", 'G', new GeometricCodecs.LineCodec());
+        base(601, 1018, "lseg", 'G', new GeometricCodecs.LsegCodec());
+        base(603, 1020, "box", 'G', new GeometricCodecs.BoxCodec());
+        base(602, 1019, "path", 'G', new GeometricCodecs.PathCodec());
+        base(604, 1027, "polygon", 'G', new GeometricCodecs.PolygonCodec());
+        base(718, 719, "circle", 'G', new GeometricCodecs.CircleCodec());
     }
 
     private static void base(int oid, int arrayOid, String name, char category, TypeCodec codec) {
-        // name is, to the catalog, a fixed-length array of "char" (typelem 18) though not of category A
-        BUILTIN_INFO[oid] = new TypeInfo(oid, "pg_catalog", name, 'b', category, oid == 19 ? 18 : 0, 0);
+        BUILTIN_INFO[oid] = new TypeInfo(oid, "pg_catalog", name, 'b', category, typelem(oid), 0);
         BUILTIN_CODEC[oid] = codec;
         BUILTIN_INFO[arrayOid] = new TypeInfo(arrayOid, "pg_catalog", "_" + name, 'b', 'A', oid, 0);
-        BUILTIN_CODEC[arrayOid] = new ArrayCodec("_" + name, codec, ',');
+        BUILTIN_CODEC[arrayOid] = new ArrayCodec("_" + name, codec, oid == BOX_OID ? ';' : ',');
+    }
+
+    /** pg_type.typelem of the built-in non-array types that have one (fixed-length "arrays" to the catalog). */
+    private static int typelem(int oid) {
+        return switch (oid) {
+            case 19 -> 18; // name: of "char"
+            case 600, 628 -> 701; // point, line: of float8
+            case 601, 603 -> 600; // lseg, box: of point
+            default -> 0;
+        };
     }
 
     private static final TypeResolver BUILTINS = Codecs::builtin;

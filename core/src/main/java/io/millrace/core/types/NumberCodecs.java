@@ -260,6 +260,11 @@ final class NumberCodecs {
 
         @Override
         public Object decodeText(String text) {
+            return parse(this, text);
+        }
+
+        /** float8out's text (also inside geometric values), errors named after {@code codec}. */
+        static double parse(BaseCodec codec, String text) {
             switch (text) {
                 case "NaN":
                     return Double.NaN;
@@ -268,11 +273,11 @@ final class NumberCodecs {
                 case "-Infinity":
                     return Double.NEGATIVE_INFINITY;
                 default:
-                    checkFloatSyntax(this, text);
+                    checkFloatSyntax(codec, text);
                     try {
                         return Double.parseDouble(text);
                     } catch (NumberFormatException e) {
-                        throw badText(text, "expected a floating point number", e);
+                        throw codec.badText(text, "expected a floating point number", e);
                     }
             }
         }
@@ -545,6 +550,41 @@ final class NumberCodecs {
         @Override
         public void writeJson(JsonGenerator gen, Object value) throws IOException {
             gen.writeString(value(value).toPlainString());
+        }
+    }
+
+    /** pg_lsn: {@link io.millrace.core.Lsn}; text and JSON {@code 16/B374D848} as pg_lsn_out prints it, binary int64. */
+    static final class PgLsn extends BaseCodec {
+        PgLsn() {
+            super("pg_lsn");
+        }
+
+        @Override
+        public Object decodeText(String text) {
+            try {
+                return io.millrace.core.Lsn.parse(text);
+            } catch (IllegalArgumentException e) {
+                throw badText(text, "expected hex 'X/X'", e);
+            }
+        }
+
+        @Override
+        public Object decodeBinary(byte[] buf, int off, int len) {
+            checkLen(buf, off, len, 8);
+            return io.millrace.core.Lsn.of(i64(buf, off));
+        }
+
+        @Override
+        public String toPgText(Object value) {
+            if (value instanceof io.millrace.core.Lsn l) {
+                return l.toString();
+            }
+            throw wrongValue(value);
+        }
+
+        @Override
+        public void writeJson(JsonGenerator gen, Object value) throws IOException {
+            gen.writeString(toPgText(value));
         }
     }
 }
