@@ -4,19 +4,21 @@ import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.TypeInfo;
 import io.millrace.core.schema.TypeResolver;
 
+import java.util.List;
 import java.util.Objects;
 
 /**
  * Finds the codec for a type: built-in types by oid (cached, one immutable codec per oid), enums
- * as their label, domains through their base type, arrays over their element's codec, anything
- * else as {@link PgUnknown} text (see docs/TYPES.md for the list and the Java and JSON forms).
+ * as their label, domains through their base type, arrays over their element's codec, ranges and
+ * multiranges over their subtype's codec, anything else as {@link PgUnknown} text (see
+ * docs/TYPES.md for the list and the Java and JSON forms).
  *
  * <p>Thread-safe; called for every column of every Relation message, so the built-in path is an
  * array lookup.
  */
 public final class Codecs {
     /** Built-in oids are below this (FirstGenbkiObjectId); user types are above 16384. */
-    private static final int MAX_BUILTIN_OID = 4096;
+    private static final int MAX_BUILTIN_OID = 10000;
     /** The only built-in element type whose array delimiter is not ','. */
     private static final int BOX_OID = 603;
     /** Guards against a resolver that loops (a domain over itself via a broken catalog). */
@@ -64,13 +66,32 @@ public final class Codecs {
         base(602, 1019, "path", 'G', new GeometricCodecs.PathCodec());
         base(604, 1027, "polygon", 'G', new GeometricCodecs.PolygonCodec());
         base(718, 719, "circle", 'G', new GeometricCodecs.CircleCodec());
+        range(3904, 3905, "int4range", 23, 4451, 6150, "int4multirange");
+        range(3926, 3927, "int8range", 20, 4536, 6157, "int8multirange");
+        range(3906, 3907, "numrange", 1700, 4532, 6151, "nummultirange");
+        range(3912, 3913, "daterange", 1082, 4535, 6155, "datemultirange");
+        range(3908, 3909, "tsrange", 1114, 4533, 6152, "tsmultirange");
+        range(3910, 3911, "tstzrange", 1184, 4534, 6153, "tstzmultirange");
+    }
+
+    /** A built-in range over a built-in subtype and its multirange (PostgreSQL 14+), with both arrays. */
+    private static void range(int oid, int arrayOid, String name, int subtype, int multiOid, int multiArrayOid, String multiName) {
+        RangeCodecs.Range codec = new RangeCodecs.Range(name, BUILTIN_CODEC[subtype]);
+        register(new TypeInfo(oid, "pg_catalog", name, 'r', 'R', 0, 0, subtype, List.of()), arrayOid, codec);
+        register(new TypeInfo(multiOid, "pg_catalog", multiName, 'm', 'R', 0, 0, oid, List.of()), multiArrayOid,
+                new RangeCodecs.Multirange(multiName, codec));
     }
 
     private static void base(int oid, int arrayOid, String name, char category, TypeCodec codec) {
-        BUILTIN_INFO[oid] = new TypeInfo(oid, "pg_catalog", name, 'b', category, typelem(oid), 0);
+        register(new TypeInfo(oid, "pg_catalog", name, 'b', category, typelem(oid), 0), arrayOid, codec);
+    }
+
+    private static void register(TypeInfo type, int arrayOid, TypeCodec codec) {
+        int oid = type.oid();
+        BUILTIN_INFO[oid] = type;
         BUILTIN_CODEC[oid] = codec;
-        BUILTIN_INFO[arrayOid] = new TypeInfo(arrayOid, "pg_catalog", "_" + name, 'b', 'A', oid, 0);
-        BUILTIN_CODEC[arrayOid] = new ArrayCodec("_" + name, codec, oid == BOX_OID ? ';' : ',');
+        BUILTIN_INFO[arrayOid] = new TypeInfo(arrayOid, "pg_catalog", "_" + type.name(), 'b', 'A', oid, 0);
+        BUILTIN_CODEC[arrayOid] = new ArrayCodec("_" + type.name(), codec, oid == BOX_OID ? ';' : ',');
     }
 
     /** pg_type.typelem of the built-in non-array types that have one (fixed-length "arrays" to the catalog). */
@@ -129,6 +150,15 @@ public final class Codecs {
         }
         if (type.isEnum()) {
             return new TextCodecs.Str(name);
+        }
+        if (type.isRange()) {
+            TypeInfo sub = resolve(type.rangeOid(), resolver);
+            return sub == null ? new FallbackCodec(name) : new RangeCodecs.Range(name, build(sub, resolver, depth + 1));
+        }
+        if (type.isMultirange()) {
+            TypeInfo range = resolve(type.rangeOid(), resolver);
+            TypeCodec rc = range == null ? null : build(range, resolver, depth + 1);
+            return rc instanceof RangeCodecs.Range r ? new RangeCodecs.Multirange(name, r) : new FallbackCodec(name);
         }
         if (type.isArray()) {
             TypeInfo elem = resolve(type.elementOid(), resolver);

@@ -43,9 +43,11 @@ class CodecsTest {
     void builtinKnowsEachSupportedTypeAndItsArrayAndNothingElse() {
         String[] names = {"bool", "int2", "int4", "int8", "oid", "float4", "float8", "numeric", "money", "text", "varchar", "bpchar",
             "name", "bytea", "uuid", "json", "jsonb", "xml", "date", "time", "timetz", "timestamp", "timestamptz", "interval",
-            "inet", "cidr", "macaddr", "macaddr8", "bit", "varbit", "pg_lsn", "point", "line", "lseg", "box", "path", "polygon", "circle"};
+            "inet", "cidr", "macaddr", "macaddr8", "bit", "varbit", "pg_lsn", "point", "line", "lseg", "box", "path", "polygon", "circle",
+            "int4range", "int8range", "numrange", "daterange", "tsrange", "tstzrange", "int4multirange", "int8multirange", "nummultirange",
+            "datemultirange", "tsmultirange", "tstzmultirange"};
         int found = 0;
-        for (int oid = 0; oid < 5000; oid++) {
+        for (int oid = 0; oid < 10000; oid++) {
             TypeInfo t = Codecs.builtin(oid);
             if (t != null) {
                 found++;
@@ -60,7 +62,7 @@ class CodecsTest {
         assertThat(found).isEqualTo(2 * names.length);
         for (String n : names) {
             boolean present = false;
-            for (int oid = 0; oid < 5000; oid++) {
+            for (int oid = 0; oid < 10000; oid++) {
                 TypeInfo t = Codecs.builtin(oid);
                 present |= t != null && t.name().equals(n);
             }
