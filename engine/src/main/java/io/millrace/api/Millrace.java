@@ -5,16 +5,20 @@ import io.millrace.core.MillraceException;
 import io.millrace.core.event.SourceMeta;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.DestinationConfig;
+import io.millrace.core.sink.DestinationContext;
 import io.millrace.core.sink.Sink;
 import io.millrace.engine.EngineStatus;
 import io.millrace.engine.Supervisor;
+import io.millrace.engine.config.ConfigLoader;
 import io.millrace.engine.config.EngineConfig;
 import io.millrace.engine.config.EngineConfigs;
 
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -196,7 +200,9 @@ public final class Millrace implements AutoCloseable {
         private PipelineSettings pipeline = PipelineSettings.defaults();
         private OperationsSettings operations = OperationsSettings.defaults();
         /** Each destination, made once the pipeline's name and source are known. */
-        private final List<Function<SourceMeta, DestinationConfig>> destinations = new ArrayList<>();
+        private final List<Function<DestinationContext, DestinationConfig>> destinations = new ArrayList<>();
+        private Function<String, String> env = System::getenv;
+        private Path baseDir = Path.of("").toAbsolutePath();
 
         private Builder() {
         }
@@ -207,21 +213,25 @@ public final class Millrace implements AutoCloseable {
             return this;
         }
 
+        /** Where and what to capture (required). */
         public Builder source(SourceSettings source) {
             this.source = Check.given("source", source);
             return this;
         }
 
+        /** Whether and how the tables are copied; an initial snapshot by default. */
         public Builder snapshot(SnapshotSettings snapshot) {
             this.snapshot = Check.given("snapshot", snapshot);
             return this;
         }
 
+        /** Batching and memory; the defaults by default. */
         public Builder pipeline(PipelineSettings pipeline) {
             this.pipeline = Check.given("pipeline", pipeline);
             return this;
         }
 
+        /** Monitoring, health bounds and restarts; the defaults by default. */
         public Builder operations(OperationsSettings operations) {
             this.operations = Check.given("operations", operations);
             return this;
@@ -233,7 +243,39 @@ public final class Millrace implements AutoCloseable {
          */
         public Builder destination(DestinationConfig destination) {
             Check.given(key(), destination);
-            destinations.add(meta -> destination);
+            destinations.add(context -> destination);
+            return this;
+        }
+
+        /**
+         * A destination of any type on the class path (a built-in one with its module, or a third party's
+         * {@link io.millrace.core.sink.DestinationProvider}), given as the settings its YAML mapping would hold, e.g.
+         * {@code destination("jsonl", Map.of("name", "files", "directory", "events"))}. Read by {@link #build()}, with the
+         * YAML's messages ({@code config: destinations[0].directory is required ...}).
+         */
+        public Builder destination(String type, Map<String, ?> settings) {
+            String key = key();
+            int index = destinations.size();
+            Check.text(key + ".type", type);
+            if (settings.containsKey("type")) {
+                throw Check.error(key + ".type", "is the first argument of destination(type, settings); leave it out of the settings");
+            }
+            Map<String, Object> all = new LinkedHashMap<>();
+            all.put("type", type);
+            all.putAll(settings);
+            destinations.add(context -> new ConfigLoader(env).destination(index, all, context));
+            return this;
+        }
+
+        /** Where the secrets of destinations given as settings ({@code password_env}) are looked up; {@code System::getenv} by default. */
+        public Builder environment(Function<String, String> env) {
+            this.env = Check.given("environment", env);
+            return this;
+        }
+
+        /** The folder relative paths of destinations given as settings resolve against; the working directory by default. */
+        public Builder baseDir(Path dir) {
+            this.baseDir = Check.given("base_dir", dir).toAbsolutePath();
             return this;
         }
 
@@ -244,7 +286,7 @@ public final class Millrace implements AutoCloseable {
         public Builder destination(String name, Sink sink) {
             String n = Check.text(key() + ".name", name);
             Objects.requireNonNull(sink, "sink");
-            destinations.add(meta -> new Given(n, "sink", () -> sink));
+            destinations.add(context -> new Given(n, "sink", () -> sink));
             return this;
         }
 
@@ -256,7 +298,7 @@ public final class Millrace implements AutoCloseable {
             String n = Check.text(key() + ".name", name);
             Check.given(key() + ".checkpoint_file", checkpointFile);
             Objects.requireNonNull(consumer, "consumer");
-            destinations.add(meta -> new Given(n, "consumer", () -> new ConsumerSink.AtLeastOnce(n, meta, consumer, checkpointFile)));
+            destinations.add(context -> new Given(n, "consumer", () -> new ConsumerSink.AtLeastOnce(n, context.meta(), consumer, checkpointFile)));
             return this;
         }
 
@@ -264,7 +306,8 @@ public final class Millrace implements AutoCloseable {
         public Builder transactionalConsumer(String name, TransactionalConsumer consumer) {
             String n = Check.text(key() + ".name", name);
             Objects.requireNonNull(consumer, "consumer");
-            destinations.add(meta -> new Given(n, "transactional-consumer", () -> new ConsumerSink.Transactional(n, meta, consumer)));
+            destinations.add(context -> new Given(n, "transactional-consumer", () -> new ConsumerSink.Transactional(n, context.meta(),
+                    consumer)));
             return this;
         }
 
@@ -285,10 +328,10 @@ public final class Millrace implements AutoCloseable {
             if (source == null) {
                 throw Check.required("source.database", "database", "app");
             }
-            SourceMeta meta = new SourceMeta(name, source.database());
+            DestinationContext context = new DestinationContext(name, source.slot(), new SourceMeta(name, source.database()), baseDir);
             List<DestinationConfig> made = new ArrayList<>();
-            for (Function<SourceMeta, DestinationConfig> d : destinations) {
-                made.add(d.apply(meta));
+            for (Function<DestinationContext, DestinationConfig> d : destinations) {
+                made.add(d.apply(context));
             }
             return EngineConfigs.of(name, source, snapshot, pipeline, operations, made);
         }

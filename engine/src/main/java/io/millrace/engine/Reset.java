@@ -186,7 +186,7 @@ public final class Reset implements AutoCloseable {
                     LOG.info("reset: dropped replication slot '{}'", config.source().slot());
                 }
                 if (options.dropPublication() && publicationExists) {
-                    slots.dropPublication(c);
+                    new io.millrace.source.Publisher(config.source()).drop(c);
                     LOG.info("reset: dropped publication '{}'", config.source().publication());
                 }
             } catch (SQLException e) {

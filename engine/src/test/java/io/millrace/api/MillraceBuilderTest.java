@@ -130,11 +130,44 @@ class MillraceBuilderTest {
     }
 
     @Test
+    void commandsThatReadOnlyTheSourceDeferAnUnreadableControlToken() {
+        ConfigLoader loader = new ConfigLoader(ENV::get).sourceOnly();
+        EngineConfig c = loader.parse(SOURCE + FILES + "operations: {control_token_env: NO_TOKEN}\n", dir);
+        assertThat(c.operations().controlToken()).isEqualTo(Secret.NONE);
+        assertThat(loader.deferred()).containsExactly("config: operations.control_token_env names the environment variable NO_TOKEN,"
+                + " which is not set or empty; export the token before starting");
+        List<String> problems = new java.util.ArrayList<>();
+        OperationsSettings o = OperationsSettings.builder().environment(ENV::get).controlTokenEnv("NO_TOKEN")
+                .tolerateUnreadableControlToken(problems::add).build();
+        assertThat(o.controlToken()).isEqualTo(Secret.NONE);
+        assertThat(problems).isEqualTo(loader.deferred());
+    }
+
+    @Test
     void destinationsRequiredWithUniqueNames() {
         same(SOURCE, () -> Millrace.builder().source(source().build()).build(), "config: destinations is required");
         same(SOURCE + FILES + "  - name: files\n    type: discard\n",
                 () -> pipeline(source()).destination("files", new NullSink("files")).build(),
                 "config: destinations[1].name 'files' is used by two destinations; names must be unique");
+    }
+
+    @Test
+    void destinationsGivenAsSettingsAreReadByTheirProvider() {
+        same(SOURCE + "destinations:\n  - {name: f, type: jsonl}\n",
+                () -> Millrace.builder().source(source().build()).destination("jsonl", Map.of("name", "f")).build(),
+                "config: destinations[0].directory is required for a jsonl destination");
+        same(SOURCE + "destinations:\n  - {name: k, type: kinesis}\n",
+                () -> Millrace.builder().source(source().build()).destination("kinesis", Map.of("name", "k")).build(),
+                "config: destinations[0].type must be one of");
+        same(SOURCE + "destinations:\n  - {type: discard}\n  - {name: f, type: jsonl, directroy: d}\n",
+                () -> Millrace.builder().source(source().build()).destination("discard", Map.of())
+                        .destination("jsonl", Map.of("name", "f", "directroy", "d")).build(),
+                "config: destinations[1].directroy is not a known setting; did you mean 'directory'?");
+        EngineConfig loaded = new ConfigLoader(ENV::get).parse(SOURCE + "destinations:\n  - {name: f, type: jsonl, directory: events, rotate_mb: 2}\n",
+                dir);
+        EngineConfig built = Millrace.builder().source(source().build()).baseDir(dir)
+                .destination("jsonl", Map.of("name", "f", "directory", "events", "rotate_mb", 2)).config();
+        assertThat(built.destinations()).isEqualTo(loaded.destinations());
     }
 
     @Test

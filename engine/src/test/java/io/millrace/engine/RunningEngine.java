@@ -1,5 +1,7 @@
 package io.millrace.engine;
 
+import io.millrace.api.Millrace;
+import io.millrace.api.TestConfigs;
 import io.millrace.core.schema.TableRef;
 import io.millrace.engine.config.ConfigLoader;
 import io.millrace.engine.config.EngineConfig;
@@ -39,6 +41,11 @@ public final class RunningEngine implements AutoCloseable {
 
     public static RunningEngine start(String yaml, Path base) {
         return start(yaml, base, Map.of());
+    }
+
+    /** Starts the pipeline {@code pipeline} describes (as {@link Millrace.Builder#build()} would check it). */
+    public static RunningEngine start(Millrace.Builder pipeline) {
+        return new RunningEngine(TestConfigs.of(pipeline));
     }
 
     public Engine engine() {

@@ -74,7 +74,7 @@ public abstract class SinkContract {
 
     /**
      * The fault points ({@link Faults#hit}) a {@link Sink#write} of this sink passes, e.g.
-     * {@code sink.postgres.before-commit}. None by default.
+     * {@link FaultPoint#SINK_POSTGRES_BEFORE_COMMIT}. None by default.
      */
     protected List<FaultPoint> faultPoints() {
         return List.of();
@@ -171,15 +171,15 @@ public abstract class SinkContract {
 
     @TestFactory
     Stream<DynamicTest> faultInWrite() {
-        return faultPoints().stream().map(point -> DynamicTest.dynamicTest(point.id(), () -> faultAt(point.id())));
+        return faultPoints().stream().map(point -> DynamicTest.dynamicTest(point.id(), () -> faultAt(point)));
     }
 
-    private void faultAt(String point) {
+    private void faultAt(FaultPoint point) {
         if (!Faults.armable()) {
             fail("the fault cases need -D" + Faults.ARMABLE_PROPERTY + "=true in the test JVM (surefire/failsafe systemPropertyVariables)");
         }
-        Run run = new Run("fault_" + point.replaceAll("[^A-Za-z0-9]", "_"));
-        String name = "fault_" + Integer.toHexString(point.hashCode());
+        Run run = new Run("fault_" + point.id().replaceAll("[^A-Za-z0-9]", "_"));
+        String name = "fault_" + Integer.toHexString(point.id().hashCode());
         RelationInfo t = table(name);
         RelationInfo log = keyless(name);
         Events ev = run.ev;
@@ -189,7 +189,7 @@ public abstract class SinkContract {
         List<ChangeEvent> batch = List.of(ev.update(t, row(1, "a2", 11)), ev.delete(t, Events.keyImage(t, 2)),
                 ev.insert(log, row(2, "b")), ev.insert(t, row(3, "c", 3)), ev.insert(log, row(3, "c")));
         Checkpoint after = ev.checkpoint(run.destination);
-        try (Faults.Armed armed = Faults.arm(point + ":fail:1")) {
+        try (Faults.Armed armed = Faults.arm(point.id() + ":fail:1")) {
             assertThatThrownBy(() -> run.sink.write(batch, after)).as("write() reaches fault point " + point)
                     .hasStackTraceContaining("injected fault at " + point);
         }

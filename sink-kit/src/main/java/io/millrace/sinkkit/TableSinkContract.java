@@ -1,10 +1,16 @@
 package io.millrace.sinkkit;
 
+import io.millrace.core.MillraceException;
 import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.Checkpoint;
+import io.millrace.core.change.OnlineTask;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.ShapeChange;
 import io.millrace.core.schema.TableRef;
+import io.millrace.core.sink.Sink;
 import io.millrace.core.types.UnchangedToast;
+import io.millrace.testkit.Events;
+import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -18,7 +24,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.StringJoiner;
 
+import static io.millrace.testkit.Events.TOAST;
+import static io.millrace.testkit.Events.row;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The {@link SinkContract} for a destination that holds tables (a row per key): what it holds is compared with the
@@ -49,6 +58,40 @@ public abstract class TableSinkContract extends SinkContract {
             }
         }
         return out;
+    }
+
+    /**
+     * The unchanged-TOAST rule where the destination has no row to take the values from: the write fails and the
+     * checkpoint stays where it was (the destination no longer matches the source), unless an online snapshot copies
+     * the table during the batch (the copying rule): then the update waits for the copy, whose chunk brings the row.
+     */
+    @Test
+    void unchangedToastOfARowNotHeldFailsUnlessTheTableIsBeingCopied() {
+        String destination = "ct_toast_missing";
+        RelationInfo t = table("toast_missing");
+        Events ev = new Events();
+        Checkpoint first;
+        try (Sink sink = newSink(destination)) {
+            sink.open();
+            ChangeEvent held = ev.insert(t, row(1, "a", 1));
+            first = ev.checkpoint(destination);
+            sink.write(List.of(held), first);
+            ChangeEvent lost = ev.update(t, row(2, TOAST, 5));
+            Checkpoint after = ev.checkpoint(destination);
+            assertThatThrownBy(() -> sink.write(List.of(lost), after)).isInstanceOf(MillraceException.class)
+                    .hasMessageContaining("no row to take them from");
+        }
+        Checkpoint copying;
+        try (Sink sink = newSink(destination)) {
+            assertThat(sink.open()).as("the checkpoint after the failed write").contains(first);
+            ChangeEvent waits = ev.update(t, row(3, TOAST, 7));
+            copying = ev.checkpoint(destination).withOnline(List.of(OnlineTask.whole(t)));
+            sink.write(List.of(waits), copying);
+        }
+        try (Sink sink = newSink(destination)) {
+            assertThat(sink.open()).contains(copying);
+        }
+        assertThat(rows(destination, t.table())).containsExactly(Map.of("id", "1", "name", "a", "qty", "1"));
     }
 
     @Override

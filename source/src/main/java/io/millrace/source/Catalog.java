@@ -174,6 +174,27 @@ public final class Catalog {
         return out;
     }
 
+    /**
+     * Which of {@code columns} of relation {@code relOid} hold a value in rows that existed before they were added: a
+     * default or generated value, or one PostgreSQL filled in without rewriting the table (atthasmissing). Such a
+     * column changed existing rows without change events.
+     */
+    public static List<String> filledColumns(Connection c, int relOid, List<String> columns) throws SQLException {
+        List<String> filled = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement("SELECT a.attname FROM pg_attribute a"
+                + " WHERE a.attrelid = ? AND a.attname = ANY (?) AND (a.atthasmissing OR a.attgenerated <> ''"
+                + " OR EXISTS (SELECT 1 FROM pg_attrdef d WHERE d.adrelid = a.attrelid AND d.adnum = a.attnum))")) {
+            ps.setInt(1, relOid);
+            ps.setArray(2, c.createArrayOf("text", columns.toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    filled.add(rs.getString(1));
+                }
+            }
+        }
+        return filled;
+    }
+
     /** Tables of a publication (as published: partitions through their root when publish_via_partition_root). */
     public static List<TableRef> publicationTables(Connection c, String publication) throws SQLException {
         List<TableRef> out = new ArrayList<>();

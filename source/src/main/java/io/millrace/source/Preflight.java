@@ -436,13 +436,13 @@ public final class Preflight {
                 if (missing != null) {
                     fail("publication", Kind.PERMISSION, "publication '" + pub + "' does not exist, and role '" + config.user()
                                     + "' cannot create it: that needs " + missing,
-                            "as a superuser or the tables' owner, run " + SlotManager.createPublicationSql(pub, tables, Catalog.serverVersion(c)) + ";");
+                            "as a superuser or the tables' owner, run " + Publisher.createSql(pub, tables, Catalog.serverVersion(c)) + ";");
                 } else {
                     ok("publication", "'" + pub + "' will be created for " + tables.size() + " table(s)");
                 }
             } else if (!tables.isEmpty()) {
                 fail("publication", Kind.SOURCE_SETUP, "publication '" + pub + "' does not exist",
-                        SlotManager.createPublicationSql(pub, tables, Catalog.serverVersion(c)) + "; or set source.create_publication: true");
+                        Publisher.createSql(pub, tables, Catalog.serverVersion(c)) + "; or set source.create_publication: true");
             }
             return List.of();
         }

@@ -10,18 +10,18 @@ import java.util.regex.Pattern;
  * The one wording of "the slot is in use", whether the preflight saw it in {@code pg_replication_slots} or the
  * walsender refused {@code START_REPLICATION} (SQLSTATE 55006) because another client claimed the slot in between.
  */
-final class SlotInUse {
+public final class SlotInUse {
     /** PostgreSQL's text: {@code replication slot "x" is active for PID 1234}. */
     private static final Pattern PID = Pattern.compile("active for PID (\\d+)");
 
     private SlotInUse() {
     }
 
-    static String detail(String slot, Integer pid) {
+    public static String detail(String slot, Integer pid) {
         return "slot '" + slot + "' is in use by " + (pid == null ? "another process" : "process " + pid) + " (another Millrace or replication client)";
     }
 
-    static String fix(Integer pid) {
+    public static String fix(Integer pid) {
         return pid == null ? "stop that process or choose another source.slot"
                 : "stop that process (SELECT pg_terminate_backend(" + pid + ");) or choose another source.slot";
     }

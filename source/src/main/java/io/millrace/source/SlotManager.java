@@ -4,17 +4,14 @@ import io.millrace.core.Lsn;
 import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
 import io.millrace.core.schema.Ident;
-import io.millrace.core.schema.TableRef;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.util.List;
-import java.util.stream.Collectors;
 
-/** Creates and drops the publication and the replication slot; identifies the source system. */
+/** Creates and drops the replication slot, reads its state; identifies the source system. The publication: {@link Publisher}. */
 public final class SlotManager {
     private final SourceConfig config;
 
@@ -73,21 +70,27 @@ public final class SlotManager {
         }
     }
 
-    /** Drops the publication, if it exists ({@code millrace reset --drop-publication}). */
-    public void dropPublication(Connection c) {
-        try (Statement s = c.createStatement()) {
-            s.execute("DROP PUBLICATION IF EXISTS " + Ident.quote(config.publication()));
-        } catch (SQLException e) {
-            throw PgErrors.translate("dropping publication '" + config.publication() + "'", e);
-        }
+    /**
+     * The slot as a start finds it.
+     *
+     * @param confirmed its confirmed_flush_lsn, or null (missing, or never confirmed)
+     * @param activePid the process holding it now, or null
+     */
+    public record SlotState(boolean exists, Lsn confirmed, Integer activePid) {
     }
 
-    /** The slot's confirmed_flush_lsn, or null when the slot does not exist. */
-    public Lsn confirmedFlush(Connection c) {
-        try (PreparedStatement ps = c.prepareStatement("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = ?")) {
+    /** Reads the slot's existence, confirmed position and holder in one look. */
+    public SlotState state(Connection c) {
+        try (PreparedStatement ps = c.prepareStatement("SELECT confirmed_flush_lsn::text, CASE WHEN active THEN active_pid END"
+                + " FROM pg_replication_slots WHERE slot_name = ?")) {
             ps.setString(1, config.slot());
             try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() && rs.getString(1) != null ? Lsn.parse(rs.getString(1)) : null;
+                if (!rs.next()) {
+                    return new SlotState(false, null, null);
+                }
+                String confirmed = rs.getString(1);
+                int pid = rs.getInt(2);
+                return new SlotState(true, confirmed == null ? null : Lsn.parse(confirmed), rs.wasNull() ? null : pid);
             }
         } catch (SQLException e) {
             throw PgErrors.translate("reading slot '" + config.slot() + "'", e);
@@ -108,47 +111,6 @@ public final class SlotManager {
             }
         } catch (SQLException e) {
             throw PgErrors.translate("reading slot '" + config.slot() + "'", e);
-        }
-    }
-
-    /** Adds tables configured after the pipeline started to its publication (they are then copied online). */
-    public void addToPublication(Connection c, List<TableRef> tables) {
-        String sql = "ALTER PUBLICATION " + Ident.quote(config.publication()) + " ADD TABLE "
-                + tables.stream().map(TableRef::sql).collect(Collectors.joining(", "));
-        try (Statement s = c.createStatement()) {
-            s.execute(sql);
-        } catch (SQLException e) {
-            if ("42501".equals(e.getSQLState())) {
-                throw new MillraceException(Kind.PERMISSION, "cannot add " + tables + " to publication '" + config.publication() + "': "
-                        + e.getMessage() + ". Ask the tables' owner or a superuser to run: " + sql + ";", e);
-            }
-            throw PgErrors.translate("adding tables to publication '" + config.publication() + "'", e);
-        }
-    }
-
-    /**
-     * The statement that creates {@code publication} for {@code tables} as Millrace needs it: on PostgreSQL 13+ with
-     * {@code publish_via_partition_root}, so a partitioned table's changes arrive as its own (its partitions are not
-     * captured apart). Preflight prints it as the fix when it may not run it itself.
-     */
-    public static String createPublicationSql(String publication, List<TableRef> tables, int serverVersion) {
-        return "CREATE PUBLICATION " + Ident.quote(publication) + " FOR TABLE " + tables.stream().map(TableRef::sql).collect(Collectors.joining(", "))
-                + (serverVersion >= 130000 ? " WITH (publish_via_partition_root = true)" : "");
-    }
-
-    public void createPublication(Connection c, List<TableRef> tables) {
-        String sql = null;
-        try {
-            sql = createPublicationSql(config.publication(), tables, Catalog.serverVersion(c));
-            try (Statement s = c.createStatement()) {
-                s.execute(sql);
-            }
-        } catch (SQLException e) {
-            if ("42501".equals(e.getSQLState())) {
-                throw new MillraceException(Kind.PERMISSION, "cannot create publication '" + config.publication() + "': " + e.getMessage()
-                        + ". Ask the tables' owner or a superuser to run: " + sql + ";", e);
-            }
-            throw PgErrors.translate("creating publication '" + config.publication() + "'", e);
         }
     }
 }

@@ -22,14 +22,14 @@ public record FaultPoint(String id) {
     public static final FaultPoint SINK_DUCKDB_BEFORE_COMMIT = new FaultPoint("sink.duckdb.before-commit");
     /** {@code DuckDbSink.write}: committed, {@code write} has not returned. */
     public static final FaultPoint SINK_DUCKDB_AFTER_COMMIT = new FaultPoint("sink.duckdb.after-commit");
+    /** {@code KafkaSink.write}: records and checkpoint record sent, transaction not committed: aborted when the next producer starts. */
+    public static final FaultPoint SINK_KAFKA_BEFORE_COMMIT = new FaultPoint("sink.kafka.before-commit");
+    /** {@code KafkaSink.write}: transaction committed, {@code write} has not returned. */
+    public static final FaultPoint SINK_KAFKA_AFTER_COMMIT = new FaultPoint("sink.kafka.after-commit");
     /** {@code JsonlSink.write}: lines fsynced, state file not yet replaced: lines past the checkpoint are cut on open and written again. */
     public static final FaultPoint SINK_JSONL_BEFORE_CHECKPOINT = new FaultPoint("sink.jsonl.before-checkpoint");
     /** {@code JsonlSink.write}: state file replaced: nothing repeats beyond the documented at-least-once rule. */
     public static final FaultPoint SINK_JSONL_AFTER_CHECKPOINT = new FaultPoint("sink.jsonl.after-checkpoint");
-    /** {@code KafkaSink.write}: records and checkpoint sent in the open Kafka transaction, not committed: aborted on resume. */
-    public static final FaultPoint SINK_KAFKA_BEFORE_COMMIT = new FaultPoint("sink.kafka.before-commit");
-    /** {@code KafkaSink.write}: the Kafka transaction committed, {@code write} has not returned: never delivered twice to read_committed. */
-    public static final FaultPoint SINK_KAFKA_AFTER_COMMIT = new FaultPoint("sink.kafka.after-commit");
     /** {@code SinkWriter}: every sink wrote its checkpoint, the durable position not yet published (INV: DURABLE). */
     public static final FaultPoint PIPELINE_BEFORE_DURABLE = new FaultPoint("pipeline.before-durable");
     /** {@code ReplicationReader}: before the flushed LSN is sent to the server: the slot stays at or behind the durable position. */
@@ -37,8 +37,7 @@ public record FaultPoint(String id) {
 
     /** Every built-in point, in the order of the data flow's stages (snapshot, sinks, pipeline, source). */
     public static final List<FaultPoint> BUILT_IN = List.of(SNAPSHOT_MID_CHUNK, SINK_POSTGRES_BEFORE_COMMIT, SINK_POSTGRES_AFTER_COMMIT,
-            SINK_DUCKDB_BEFORE_COMMIT, SINK_DUCKDB_AFTER_COMMIT, SINK_JSONL_BEFORE_CHECKPOINT, SINK_JSONL_AFTER_CHECKPOINT,
-            SINK_KAFKA_BEFORE_COMMIT, SINK_KAFKA_AFTER_COMMIT,
+            SINK_DUCKDB_BEFORE_COMMIT, SINK_DUCKDB_AFTER_COMMIT, SINK_KAFKA_BEFORE_COMMIT, SINK_KAFKA_AFTER_COMMIT, SINK_JSONL_BEFORE_CHECKPOINT, SINK_JSONL_AFTER_CHECKPOINT,
             PIPELINE_BEFORE_DURABLE, SOURCE_BEFORE_FEEDBACK);
 
     public FaultPoint {

@@ -48,8 +48,9 @@ public interface DestinationSettings {
     /**
      * Declares every key this destination accepts besides {@code name} and {@code type}; call it first. A key
      * present but not among them is refused at once, naming it, the nearest known one and the known ones, so that a
-     * misspelling ({@code databse}) is named as such and not reported as a missing required setting. Keys read later
-     * are known too.
+     * misspelling ({@code databse}) is named as such and not reported as a missing required setting. After
+     * {@link DestinationProvider#configure} returns, a key present but never read is refused too (e.g. {@code host}
+     * beside {@code url}, which makes it meaningless).
      */
     void allow(String... keys);
 

@@ -56,14 +56,15 @@ class FaultsTest {
                     .hasMessageContaining("-Dmillrace.fault.test=true");
             return;
         }
-        try (Faults.Armed armed = Faults.arm("test.point:fail:2")) {
+        FaultPoint point = new FaultPoint("test.point");
+        try (Faults.Armed armed = Faults.arm(point.id() + ":fail:2")) {
             assertThat(Faults.armed()).isTrue();
-            Faults.hit(new FaultPoint("test.point"));
-            assertThatThrownBy(() -> Faults.hit(new FaultPoint("test.point"))).isInstanceOf(Faults.InjectedFault.class)
+            Faults.hit(point);
+            assertThatThrownBy(() -> Faults.hit(point)).isInstanceOf(Faults.InjectedFault.class)
                     .hasMessage("injected fault at test.point (hit 2)");
-            Faults.hit(new FaultPoint("test.point"));
+            Faults.hit(point);
         }
         assertThat(Faults.armed()).isFalse();
-        Faults.hit(new FaultPoint("test.point")); // disarmed again
+        Faults.hit(point); // disarmed again
     }
 }

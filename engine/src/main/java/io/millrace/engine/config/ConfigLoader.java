@@ -25,6 +25,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Function;
 
 /**
@@ -296,6 +297,16 @@ public final class ConfigLoader {
      * One destination, read by the provider of its {@code type:}. Its secrets may be deferred ({@link #sourceOnly()}):
      * commands that talk to the source only need none of them.
      */
+    /**
+     * One destination given as a mapping of its settings (the builder's form of a YAML mapping: strings, numbers,
+     * booleans, nested maps), read by the provider of its {@code type}, with the errors the YAML gives, naming
+     * {@code destinations[<index>].<key>}. Relative paths resolve against {@link DestinationContext#baseDir()}.
+     */
+    public DestinationConfig destination(int index, Map<String, ?> settings, DestinationContext context) {
+        Node d = new Node(new ObjectMapper().valueToTree(settings), "destinations[" + index + "]");
+        return destination(d, context.baseDir(), context);
+    }
+
     private DestinationConfig destination(Node d, Path base, DestinationContext context) {
         d.refuseMisspelling("type", "name", "type"); // a misspelt "type" is named as such, not reported missing
         String type = d.requireString("type", "jsonl");

@@ -4,6 +4,10 @@ import ch.qos.logback.classic.Level;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.millrace.api.Millrace;
+import io.millrace.api.PipelineSettings;
+import io.millrace.api.SnapshotSettings;
+import io.millrace.api.SourceSettings;
 import io.millrace.core.schema.TableRef;
 import io.millrace.embedded.EmbeddedPg;
 import io.millrace.engine.verify.Verifier;
@@ -22,6 +26,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Predicate;
 import java.util.stream.Stream;
 
@@ -52,6 +57,31 @@ public final class E2e {
      * A pipeline from {@code srcDb} into a postgres destination {@code dstDb} on the same server (named
      * {@code replica}) and a jsonl destination in {@code jsonlDir} (named {@code files}).
      */
+    /**
+     * The pipeline of {@link #yaml} through the builder: from {@code srcDb} into a postgres destination {@code dstDb} on the
+     * same server ({@code replica}) and a jsonl destination in {@code jsonlDir} ({@code files}).
+     */
+    public static Millrace.Builder pipeline(EmbeddedPg pg, String srcDb, String slot, List<String> tables, SourceSettings.BinaryMode binary,
+                                            String dstDb, Path jsonlDir) {
+        return Millrace.builder().name("e2e")
+                .source(source(pg, srcDb, slot).tables(tables).binary(binary).build())
+                .snapshot(SnapshotSettings.builder().mode(SnapshotSettings.Mode.INITIAL).readers(2).build())
+                .destination("postgres", postgres("replica", pg, dstDb))
+                .destination("jsonl", Map.of("name", "files", "directory", jsonlDir.toAbsolutePath().toString()))
+                .pipeline(PipelineSettings.builder().lingerMs(20).build());
+    }
+
+    /** The embedded server's database {@code db} as the source, through {@code slot} and a publication of that name. */
+    public static SourceSettings.Builder source(EmbeddedPg pg, String db, String slot) {
+        return SourceSettings.builder().host(pg.host()).port(pg.port()).database(db).user("postgres").slot(slot).publication(slot)
+                .statusIntervalMs(500);
+    }
+
+    /** The settings of a postgres destination {@code name} into the embedded server's database {@code db}. */
+    public static Map<String, Object> postgres(String name, EmbeddedPg pg, String db) {
+        return Map.of("name", name, "host", pg.host(), "port", pg.port(), "database", db, "user", "postgres");
+    }
+
     public static String yaml(EmbeddedPg pg, String srcDb, String slot, List<String> tables, String binary, String dstDb, Path jsonlDir) {
         return yaml(pg, srcDb, slot, tables, binary, dstDb, jsonlDir, "");
     }

@@ -1,6 +1,9 @@
 package io.millrace.engine.e2e;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.millrace.api.Millrace;
+import io.millrace.api.PipelineSettings;
+import io.millrace.api.SourceSettings;
 import io.millrace.embedded.EmbeddedPg;
 import io.millrace.engine.RunningEngine;
 import org.junit.jupiter.api.AfterAll;
@@ -76,8 +79,9 @@ class OrderingIT {
                     "CREATE TABLE public.bulk (k int, j int, pad text, PRIMARY KEY (k, j))",
                     "INSERT INTO public.seq VALUES (1, 0)");
             // small batches: transactions are cut across batches, and batches hold many transactions
-            String yaml = E2e.yaml(pg, "ord", "ord", tables, "auto", "ord_dst", events, "  batch_kb: 8\n  memory_budget_mb: 4\n");
-            try (RunningEngine engine = RunningEngine.start(yaml, dir)) {
+            Millrace.Builder pipeline = E2e.pipeline(pg, "ord", "ord", tables, SourceSettings.BinaryMode.AUTO, "ord_dst", events)
+                    .pipeline(PipelineSettings.builder().lingerMs(20).batchKb(8).memoryBudgetMb(4).build());
+            try (RunningEngine engine = RunningEngine.start(pipeline)) {
                 engine.awaitStreaming(WAIT);
                 ExecutorService pool = Executors.newFixedThreadPool(SESSIONS + 1);
                 List<Future<?>> futures = new ArrayList<>();

@@ -1,6 +1,8 @@
 package io.millrace.engine.e2e;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.millrace.api.Millrace;
+import io.millrace.api.SourceSettings;
 import io.millrace.embedded.EmbeddedPg;
 import io.millrace.engine.RunningEngine;
 import org.junit.jupiter.api.AfterAll;
@@ -57,8 +59,8 @@ class SchemaChangeIT {
                     "INSERT INTO public.nopk VALUES (1, 'x'), (1, 'x'), (2, 'y'), (NULL, 'n'), (NULL, 'n')",
                     "INSERT INTO public.trunc SELECT g, 'snap' || g FROM generate_series(1, 20) g",
                     "INSERT INTO public.trunc2 SELECT g, 'snap' || g FROM generate_series(1, 3) g");
-            String yaml = E2e.yaml(pg, "shape", "shape", tables, "auto", "shape_dst", events);
-            try (RunningEngine engine = RunningEngine.start(yaml, dir)) {
+            Millrace.Builder pipeline = E2e.pipeline(pg, "shape", "shape", tables, SourceSettings.BinaryMode.AUTO, "shape_dst", events);
+            try (RunningEngine engine = RunningEngine.start(pipeline)) {
                 engine.awaitStreaming(WAIT);
 
                 // a column added, then written: in new rows and in old ones
@@ -146,8 +148,8 @@ class SchemaChangeIT {
         try (Connection s = pg.connect("dflt"); Connection d = pg.connect("dflt_dst")) {
             E2e.exec(s, "CREATE TABLE public.t (id int PRIMARY KEY, a text)",
                     "INSERT INTO public.t SELECT g, 'a' || g FROM generate_series(1, 5) g");
-            String yaml = E2e.yaml(pg, "dflt", "dflt", tables, "auto", "dflt_dst", dir.resolve("events"));
-            try (RunningEngine engine = RunningEngine.start(yaml, dir)) {
+            Millrace.Builder pipeline = E2e.pipeline(pg, "dflt", "dflt", tables, SourceSettings.BinaryMode.AUTO, "dflt_dst", dir.resolve("events"));
+            try (RunningEngine engine = RunningEngine.start(pipeline)) {
                 engine.awaitStreaming(WAIT);
                 E2e.exec(s, "INSERT INTO public.t VALUES (6, 'a6')",
                         "ALTER TABLE public.t ADD COLUMN flag int NOT NULL DEFAULT 7",
@@ -170,8 +172,8 @@ class SchemaChangeIT {
         try (Connection s = pg.connect("ren"); Connection d = pg.connect("ren_dst")) {
             E2e.exec(s, "CREATE TABLE public.t (id int PRIMARY KEY, a text)",
                     "INSERT INTO public.t SELECT g, 'a' || g FROM generate_series(1, 5) g");
-            String yaml = E2e.yaml(pg, "ren", "ren", tables, "auto", "ren_dst", dir.resolve("events"));
-            try (RunningEngine engine = RunningEngine.start(yaml, dir)) {
+            Millrace.Builder pipeline = E2e.pipeline(pg, "ren", "ren", tables, SourceSettings.BinaryMode.AUTO, "ren_dst", dir.resolve("events"));
+            try (RunningEngine engine = RunningEngine.start(pipeline)) {
                 engine.awaitStreaming(WAIT);
                 E2e.exec(s, "INSERT INTO public.t VALUES (6, 'a6')",
                         "ALTER TABLE public.t RENAME COLUMN a TO a_renamed",
@@ -202,8 +204,8 @@ class SchemaChangeIT {
         try (Connection s = pg.connect("retype"); Connection d = pg.connect("retype_dst")) {
             E2e.exec(s, "CREATE TABLE public.t (id int PRIMARY KEY, n int)",
                     "INSERT INTO public.t SELECT g, g FROM generate_series(1, 5) g");
-            String yaml = E2e.yaml(pg, "retype", "retype", tables, "auto", "retype_dst", dir.resolve("events"));
-            try (RunningEngine engine = RunningEngine.start(yaml, dir)) {
+            Millrace.Builder pipeline = E2e.pipeline(pg, "retype", "retype", tables, SourceSettings.BinaryMode.AUTO, "retype_dst", dir.resolve("events"));
+            try (RunningEngine engine = RunningEngine.start(pipeline)) {
                 engine.awaitStreaming(WAIT);
                 E2e.exec(s, "INSERT INTO public.t VALUES (6, 6)",
                         "ALTER TABLE public.t ALTER COLUMN n TYPE text USING 'n=' || n",
@@ -229,8 +231,8 @@ class SchemaChangeIT {
                     "CREATE TABLE public.n (v numeric)", "ALTER TABLE public.n REPLICA IDENTITY FULL",
                     "CREATE TABLE public.i (v interval)", "ALTER TABLE public.i REPLICA IDENTITY FULL",
                     "CREATE TABLE public.j (v jsonb)", "ALTER TABLE public.j REPLICA IDENTITY FULL");
-            String yaml = E2e.yaml(pg, "lookalike", "lookalike", tables, "auto", "lookalike_dst", dir.resolve("events"));
-            try (RunningEngine engine = RunningEngine.start(yaml, dir)) {
+            Millrace.Builder pipeline = E2e.pipeline(pg, "lookalike", "lookalike", tables, SourceSettings.BinaryMode.AUTO, "lookalike_dst", dir.resolve("events"));
+            try (RunningEngine engine = RunningEngine.start(pipeline)) {
                 engine.awaitStreaming(WAIT);
                 // the look-alike first, the row to change second (a sequential scan meets the look-alike first)
                 E2e.exec(s, "INSERT INTO public.f VALUES ('0'), ('-0'), ('0'), ('-0')",

@@ -1,8 +1,10 @@
 package io.millrace.engine.idle;
 
+import io.millrace.api.Millrace;
 import io.millrace.core.Lsn;
 import io.millrace.embedded.EmbeddedPg;
 import io.millrace.engine.RunningEngine;
+import io.millrace.engine.e2e.E2e;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -13,6 +15,7 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -42,13 +45,9 @@ class IdleSlotIT {
 
     @Test
     void retainedWalStaysBoundedWhileAnotherDatabaseWritesHeavily(@TempDir Path dir) throws Exception {
-        String yaml = String.join("\n",
-                "source: {host: 127.0.0.1, port: " + pg.port() + ", database: quiet, user: postgres, slot: idle, publication: idle,",
-                "         tables: [public.t], status_interval_ms: 500}",
-                "destinations:",
-                "  - {name: files, type: jsonl, directory: events}",
-                "");
-        try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(60));
+        Millrace.Builder pipeline = Millrace.builder().source(E2e.source(pg, "quiet", "idle").tables("public.t").build()).baseDir(dir)
+                .destination("jsonl", Map.of("name", "files", "directory", "events"));
+        try (RunningEngine e = RunningEngine.start(pipeline).awaitStreaming(Duration.ofSeconds(60));
              Connection quiet = pg.connect("quiet"); Connection busy = pg.connect("busy")) {
             Lsn start = lsn(quiet, "SELECT pg_current_wal_lsn()::text");
             long written = 0;
@@ -79,15 +78,12 @@ class IdleSlotIT {
      * for ever, on an idle source. Idle advances come at most once per status interval.
      */
     @Test
-    void anIdleSourceWithTheDestinationOnTheSameServerIsNotWrittenToInALoop(@TempDir Path dir) throws Exception {
+    void anIdleSourceWithTheDestinationOnTheSameServerIsNotWrittenToInALoop() throws Exception {
         pg.createDatabase("copy");
-        String yaml = String.join("\n",
-                "source: {host: 127.0.0.1, port: " + pg.port() + ", database: quiet, user: postgres, slot: idle_loop,",
-                "         publication: idle_loop, tables: [public.t], status_interval_ms: 1000}",
-                "destinations:",
-                "  - {name: copy, type: postgres, host: 127.0.0.1, port: " + pg.port() + ", database: copy, user: postgres}",
-                "");
-        try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(60));
+        Millrace.Builder pipeline = Millrace.builder()
+                .source(E2e.source(pg, "quiet", "idle_loop").tables("public.t").statusIntervalMs(1000).build())
+                .destination("postgres", E2e.postgres("copy", pg, "copy"));
+        try (RunningEngine e = RunningEngine.start(pipeline).awaitStreaming(Duration.ofSeconds(60));
              Connection copy = pg.connect("copy")) {
             Thread.sleep(3_000);
             long before = checkpointWrites(copy);

@@ -1,13 +1,13 @@
 package io.millrace.engine.tables;
 
+import io.millrace.api.Millrace;
 import io.millrace.embedded.EmbeddedPg;
 import io.millrace.engine.RunningEngine;
+import io.millrace.engine.e2e.E2e;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
-import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
@@ -41,14 +41,11 @@ class TableSelectionIT {
     }
 
     @Test
-    void patternsAndExclusionsChooseTheTablesAndPartitionsComeThroughTheirRoot(@TempDir Path dir) throws Exception {
-        String yaml = String.join("\n",
-                "source: {host: 127.0.0.1, port: " + pg.port() + ", database: sel, user: postgres, slot: sel, publication: sel,",
-                "         tables: ['shop.*'], exclude_tables: ['shop.audit_*']}",
-                "destinations:",
-                "  - {name: replica, type: postgres, host: 127.0.0.1, port: " + pg.port() + ", database: sel_dst, user: postgres}",
-                "");
-        try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(60));
+    void patternsAndExclusionsChooseTheTablesAndPartitionsComeThroughTheirRoot() throws Exception {
+        Millrace.Builder pipeline = Millrace.builder()
+                .source(E2e.source(pg, "sel", "sel").statusIntervalMs(10_000).tables("shop.*").excludeTables("shop.audit_*").build())
+                .destination("postgres", E2e.postgres("replica", pg, "sel_dst"));
+        try (RunningEngine e = RunningEngine.start(pipeline).awaitStreaming(Duration.ofSeconds(60));
              Connection src = pg.connect("sel"); Connection dst = pg.connect("sel_dst")) {
             assertThat(strings(src, "SELECT schemaname || '.' || tablename FROM pg_publication_tables WHERE pubname = 'sel' ORDER BY 1"))
                     .containsExactly("shop.items", "shop.measures", "shop.orders");

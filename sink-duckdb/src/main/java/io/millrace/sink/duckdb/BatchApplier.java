@@ -7,6 +7,7 @@ import io.millrace.core.change.SourceTables;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
+import io.millrace.core.sink.DurableTables;
 import io.millrace.core.types.UnchangedToast;
 import org.duckdb.DuckDBAppender;
 import org.duckdb.DuckDBConnection;
@@ -201,7 +202,7 @@ final class BatchApplier {
             try (Statement s = conn.createStatement(); ResultSet rs = s.executeQuery(stage.missingFromSql)) {
                 rs.next();
                 long missing = rs.getLong(1);
-                if (missing > 0 && copying.contains(rel.table().toString())) {
+                if (missing > 0 && DurableTables.waitsForCopy(copying, rel)) {
                     // Rows the online snapshot has not copied yet: their chunk brings them, newer than this update (a row the
                     // update also moved to a new key is read again by that key: OnlineSnapshotter.moved).
                     execute(stage.dropMissingSql);
@@ -210,10 +211,7 @@ final class BatchApplier {
                     missing = 0;
                 }
                 if (missing > 0) {
-                    throw new MillraceException(MillraceException.Kind.SINK, "destination '" + destination + "': table "
-                            + target + ": " + missing + " updated row(s) keep unchanged TOAST values, but the destination"
-                            + " has no row to take them from. The destination no longer matches the source; re-snapshot"
-                            + " table " + rel.table() + ".");
+                    throw DurableTables.noRowToTakeFrom(destination, target, rel, missing, null);
                 }
             }
         }

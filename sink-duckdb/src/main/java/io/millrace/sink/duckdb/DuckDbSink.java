@@ -8,7 +8,9 @@ import io.millrace.core.change.CheckpointJson;
 import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.Ident;
+import io.millrace.core.sink.DurableTables;
 import io.millrace.core.sink.Sink;
+import io.millrace.core.sink.SinkLifecycle;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -21,7 +23,6 @@ import java.sql.Statement;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The {@code duckdb} destination, exactly once, into one embedded DuckDB database file.
@@ -47,21 +48,18 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
     static final String STATE_SCHEMA = "millrace";
     private static final String CHECKPOINTS = Ident.qualified(STATE_SCHEMA, "checkpoints");
 
-    private enum State { NEW, OPEN, CLOSED }
-
     private final DuckDbSinkConfig config;
-    private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
+    private final SinkLifecycle state;
 
     // Owned by the writer thread.
     private Connection conn;
     private BatchApplier applier;
-    /** Tables an online snapshot was copying as of the last durable checkpoint (see {@link Checkpoint#copying()}). */
-    private java.util.Set<String> copyingBefore = java.util.Set.of();
-    /** The source tables held as of the last durable checkpoint (see {@link Checkpoint#tables()}). */
-    private java.util.SortedMap<Integer, io.millrace.core.schema.TableRef> heldBefore = java.util.Collections.emptySortedMap();
+    /** What the last durable checkpoint says the next batch needs (held tables, tables being copied). */
+    private final DurableTables durable = new DurableTables();
 
     public DuckDbSink(DuckDbSinkConfig config) {
         this.config = Objects.requireNonNull(config, "config");
+        this.state = new SinkLifecycle(config.name());
     }
 
     @Override
@@ -76,9 +74,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
 
     @Override
     public Optional<Checkpoint> open() {
-        if (!state.compareAndSet(State.NEW, State.OPEN)) {
-            throw new IllegalStateException("Cannot open destination '" + config.name() + "': it is " + state.get());
-        }
+        state.open();
         java.nio.file.Path file = config.file().toAbsolutePath();
         String bad = java.nio.file.Files.isDirectory(file) ? file + " is a directory; name a database file in it (e.g. "
                 + file.resolve("mirror.duckdb") + ")"
@@ -86,13 +82,13 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
                 + " does not exist; create it (mkdir -p " + file.getParent() + ") or name a file in an existing directory" : null;
         if (bad != null) {
             // Bad input, not a lost connection: retrying cannot help (exit 2).
-            state.set(State.CLOSED);
+            state.openFailed();
             throw new MillraceException(Kind.CONFIG, "config: destination '" + config.name() + "': file: " + bad);
         }
         try {
             conn = DriverManager.getConnection("jdbc:duckdb:" + file);
         } catch (SQLException e) {
-            state.set(State.CLOSED);
+            state.openFailed();
             // DuckDB lets one process hold the file: another one holding it is the case a retry may outlive.
             boolean locked = String.valueOf(e.getMessage()).toLowerCase(java.util.Locale.ROOT).contains("lock");
             throw new MillraceException(Kind.CONNECTION, "destination '" + config.name() + "': cannot open DuckDB file "
@@ -112,8 +108,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
             }
             Optional<Checkpoint> cp = readCheckpoint();
             conn.commit();
-            copyingBefore = cp.map(Checkpoint::copying).orElse(java.util.Set.of());
-            heldBefore = cp.map(Checkpoint::tables).orElse(java.util.Collections.emptySortedMap());
+            durable.durable(cp);
             applier = new BatchApplier(conn, config.name(), config.schema());
             LOG.info("destination '{}': opened {}, checkpoint {}", config.name(), config.file(),
                     cp.map(c -> "at " + c.applied()).orElse("none"));
@@ -121,7 +116,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
         } catch (SQLException | RuntimeException e) {
             rollback();
             closeConnection();
-            state.set(State.CLOSED);
+            state.openFailed();
             if (e instanceof MillraceException m) {
                 throw m;
             }
@@ -132,17 +127,11 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
 
     @Override
     public void write(List<ChangeEvent> events, Checkpoint checkpoint) {
-        State s = state.get();
-        if (s != State.OPEN) {
-            throw new IllegalStateException("Cannot write to destination '" + config.name() + "': it is " + s);
-        }
+        state.requireOpen();
         Objects.requireNonNull(checkpoint, "checkpoint");
         long start = System.nanoTime();
-        // A table being copied online during this batch: before it, after it, or both.
-        java.util.Set<String> copying = new java.util.HashSet<>(copyingBefore);
-        copying.addAll(checkpoint.copying());
         try {
-            applier.apply(events, copying, heldBefore);
+            applier.apply(events, durable.copyingUntil(checkpoint), durable.held());
             applier.dropStages();
             try (PreparedStatement ps = conn.prepareStatement("INSERT INTO " + CHECKPOINTS
                     + " (destination, checkpoint) VALUES (?, ?) ON CONFLICT (destination) DO UPDATE SET checkpoint = EXCLUDED.checkpoint")) {
@@ -153,8 +142,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
             Faults.hit(FaultPoint.SINK_DUCKDB_BEFORE_COMMIT);
             conn.commit(); // INV: DURABLE — data and checkpoint become durable together, only now
             Faults.hit(FaultPoint.SINK_DUCKDB_AFTER_COMMIT);
-            copyingBefore = checkpoint.copying();
-            heldBefore = checkpoint.tables();
+            durable.durable(checkpoint);
         } catch (SQLException | RuntimeException e) {
             rollback(); // INV: RESUME — neither data nor checkpoint of a failed batch remains
             if (e instanceof MillraceException m) {
@@ -175,9 +163,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
      */
     @Override
     public io.millrace.core.sink.SinkReset reset(List<io.millrace.core.schema.TableRef> tables, io.millrace.core.sink.SinkReset.Data data) {
-        if (!state.compareAndSet(State.NEW, State.CLOSED)) {
-            throw new IllegalStateException("Cannot reset destination '" + config.name() + "': it is " + state.get());
-        }
+        state.reset();
         if (!java.nio.file.Files.isRegularFile(config.file())) {
             return io.millrace.core.sink.SinkReset.none();
         }
@@ -203,7 +189,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
      */
     @Override
     public Optional<Checkpoint> copyTo(java.nio.file.Path target) {
-        if (state.get() != State.OPEN) {
+        if (!state.is(SinkLifecycle.State.OPEN)) {
             throw new MillraceException(Kind.CONFIG, "destination '" + config.name() + "' is not open: a copy can be made while it runs");
         }
         java.nio.file.Path to = target.toAbsolutePath();
@@ -260,7 +246,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
 
     @Override
     public void close() {
-        if (state.getAndSet(State.CLOSED) != State.CLOSED) {
+        if (state.close()) {
             closeConnection();
         }
     }

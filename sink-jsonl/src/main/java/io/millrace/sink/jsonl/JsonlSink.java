@@ -277,14 +277,15 @@ public final class JsonlSink implements Sink {
         }
     }
 
-    /** The reset of this destination ({@link JsonlReset}): reads the state file and lists the events files, changing nothing. */
+    /** The reset of this destination ({@link io.millrace.core.sink.FileReset}): reads the state file and lists the events files, changing nothing. */
     @Override
     public io.millrace.core.sink.SinkReset reset(List<io.millrace.core.schema.TableRef> tables, io.millrace.core.sink.SinkReset.Data data) {
         move(State.NEW, State.CLOSED);
         SinkState st = readState(config.stateFile());
         List<Path> files = config.toStdout() || !Files.isDirectory(config.directory()) ? List.of()
                 : List.copyOf(listEventsFiles(config.directory()).values());
-        return new JsonlReset(config, st, files, data);
+        return new io.millrace.core.sink.FileReset("jsonl destination '" + config.name() + "'", st == null ? null : st.checkpoint(), files,
+                "events file(s)", config.toStdout() ? null : config.directory(), config.stateFile(), SinkState.tempFile(config.stateFile()), data);
     }
 
     /**

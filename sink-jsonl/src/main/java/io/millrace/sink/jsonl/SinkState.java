@@ -125,8 +125,6 @@ record SinkState(String eventsFile, long offset, Checkpoint checkpoint) {
 
     /** Makes a directory's entries (new, renamed, removed files) durable. */
     static void fsyncDirectory(Path dir) throws IOException {
-        try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
-            ch.force(true);
-        }
+        io.millrace.core.sink.FileReset.fsyncDirectory(dir);
     }
 }

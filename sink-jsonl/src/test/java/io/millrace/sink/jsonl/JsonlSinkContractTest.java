@@ -2,6 +2,7 @@ package io.millrace.sink.jsonl;
 
 import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.event.SourceMeta;
+import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.sink.Sink;
 import io.millrace.sinkkit.EventSinkContract;
 import io.millrace.sinkkit.Recorded;

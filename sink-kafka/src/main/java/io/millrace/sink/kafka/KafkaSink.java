@@ -10,8 +10,11 @@ import io.millrace.core.change.Checkpoint;
 import io.millrace.core.change.CheckpointJson;
 import io.millrace.core.change.Op;
 import io.millrace.core.event.EnvelopeWriter;
+import io.millrace.core.fault.FaultPoint;
+import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.sink.Sink;
+import io.millrace.core.sink.SinkLifecycle;
 import io.millrace.core.types.UnchangedToast;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -55,7 +58,6 @@ import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The {@code kafka} destination, exactly once for {@code read_committed} consumers.
@@ -93,11 +95,9 @@ public final class KafkaSink implements Sink {
     private static final JsonFactory JSON = JsonFactory.builder().build();
     private static final long DEFAULT_MAX_BLOCK_MS = 60_000;
 
-    private enum State { NEW, OPEN, FAILED, CLOSED }
-
     private final KafkaSinkConfig config;
     private final EnvelopeWriter envelope;
-    private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
+    private final SinkLifecycle state;
     private final byte[] checkpointKey;
     private final long timeoutMs;
 
@@ -118,6 +118,7 @@ public final class KafkaSink implements Sink {
     public KafkaSink(KafkaSinkConfig config, EnvelopeWriter envelope) {
         this.config = Objects.requireNonNull(config, "config");
         this.envelope = Objects.requireNonNull(envelope, "envelope");
+        this.state = new SinkLifecycle(config.name());
         this.checkpointKey = config.transactionalId().getBytes(StandardCharsets.UTF_8);
         this.timeoutMs = parseLong(config.producer().get(ProducerConfig.MAX_BLOCK_MS_CONFIG), DEFAULT_MAX_BLOCK_MS);
         try {
@@ -145,9 +146,7 @@ public final class KafkaSink implements Sink {
 
     @Override
     public Optional<Checkpoint> open() {
-        if (!state.compareAndSet(State.NEW, State.OPEN)) {
-            throw new IllegalStateException("Cannot open destination '" + config.name() + "': it is " + state.get());
-        }
+        state.open();
         try {
             admin = Admin.create(clientProps(AdminClientConfig.configNames()));
             try {
@@ -169,7 +168,7 @@ public final class KafkaSink implements Sink {
                     config.transactionalId(), cp.map(c -> "at " + c.applied()).orElse("none"));
             return cp;
         } catch (RuntimeException e) {
-            state.set(State.CLOSED);
+            state.openFailed();
             closeClients();
             if (e instanceof MillraceException m) {
                 throw m;
@@ -181,7 +180,7 @@ public final class KafkaSink implements Sink {
                     + ": " + e.getMessage(), e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            state.set(State.CLOSED);
+            state.openFailed();
             closeClients();
             throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': interrupted while opening", e);
         }
@@ -189,10 +188,7 @@ public final class KafkaSink implements Sink {
 
     @Override
     public void write(List<ChangeEvent> events, Checkpoint checkpoint) {
-        State s = state.get();
-        if (s != State.OPEN) {
-            throw new IllegalStateException("Cannot write to destination '" + config.name() + "': it is " + s);
-        }
+        state.requireOpen();
         Objects.requireNonNull(checkpoint, "checkpoint");
         long start = System.nanoTime();
         try {
@@ -210,12 +206,12 @@ public final class KafkaSink implements Sink {
             }
             producer.send(new ProducerRecord<>(config.checkpointTopic(), checkpointKey,
                     CheckpointJson.write(checkpoint).getBytes(StandardCharsets.UTF_8)));
-            io.millrace.core.fault.Faults.hit(io.millrace.core.fault.FaultPoint.SINK_KAFKA_BEFORE_COMMIT);
+            Faults.hit(FaultPoint.SINK_KAFKA_BEFORE_COMMIT);
             producer.commitTransaction(); // INV: DURABLE — records and checkpoint become visible together, only now
         } catch (RuntimeException e) {
             throw failed(e, begun, events.size());
         }
-        io.millrace.core.fault.Faults.hit(io.millrace.core.fault.FaultPoint.SINK_KAFKA_AFTER_COMMIT);
+        Faults.hit(FaultPoint.SINK_KAFKA_AFTER_COMMIT);
         if (LOG.isDebugEnabled()) {
             LOG.debug("destination '{}': batch of {} change(s) committed at {} in {} ms", config.name(), events.size(),
                     checkpoint.applied(), (System.nanoTime() - start) / 1_000_000);
@@ -229,9 +225,7 @@ public final class KafkaSink implements Sink {
      */
     @Override
     public io.millrace.core.sink.SinkReset reset(List<io.millrace.core.schema.TableRef> tables, io.millrace.core.sink.SinkReset.Data data) {
-        if (!state.compareAndSet(State.NEW, State.CLOSED)) {
-            throw new IllegalStateException("Cannot reset destination '" + config.name() + "': it is " + state.get());
-        }
+        state.reset();
         Optional<Checkpoint> cp;
         List<String> kept;
         try (Admin a = Admin.create(clientProps(AdminClientConfig.configNames()))) {
@@ -298,7 +292,7 @@ public final class KafkaSink implements Sink {
 
     @Override
     public void close() {
-        if (state.getAndSet(State.CLOSED) != State.CLOSED) {
+        if (state.close()) {
             closeClients();
         }
     }
@@ -511,7 +505,7 @@ public final class KafkaSink implements Sink {
     /** Aborts the open transaction where possible (INV: RESUME) and returns the error to throw. */
     private MillraceException failed(RuntimeException e, boolean begun, int size) {
         if (fenced(e)) {
-            state.set(State.FAILED);
+            state.fail();
             closeClients();
             return fencedError(e);
         }
@@ -519,7 +513,7 @@ public final class KafkaSink implements Sink {
             try {
                 producer.abortTransaction(); // INV: RESUME — nothing of this batch, not its checkpoint, becomes visible
             } catch (RuntimeException abort) {
-                state.set(State.FAILED); // the producer is unusable: a new engine start re-initialises it
+                state.fail(); // the producer is unusable: a new engine start re-initialises it
                 e.addSuppressed(abort);
                 closeClients();
             }

@@ -2,6 +2,7 @@ package io.millrace.sink.kafka;
 
 import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.event.SourceMeta;
+import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.sink.Sink;
 import io.millrace.sink.kafka.testing.KafkaBroker;
 import io.millrace.sinkkit.EventSinkContract;

@@ -9,6 +9,7 @@ import io.millrace.core.schema.ColumnInfo;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
+import io.millrace.core.sink.DurableTables;
 import io.millrace.core.types.UnchangedToast;
 import org.postgresql.PGConnection;
 import org.postgresql.copy.CopyManager;
@@ -265,7 +266,7 @@ final class BatchApplier {
             }
             int filled = executeUpdate(sql.toString());
             int expected = maskCounts.get(m);
-            if (filled != expected && copying.contains(rel.table().toString())) {
+            if (filled != expected && DurableTables.waitsForCopy(copying, rel)) {
                 // Rows the online snapshot has not copied yet: their chunk brings them, newer than this update (a row the
                 // update also moved to a new key is read again by that key: OnlineSnapshotter.moved).
                 StringBuilder drop = new StringBuilder("DELETE FROM ").append(stage.name).append(" s WHERE s._mr_mask = ")
@@ -281,10 +282,7 @@ final class BatchApplier {
                 filled += dropped;
             }
             if (filled != expected) {
-                throw new MillraceException(MillraceException.Kind.SINK, "destination '" + destination + "': table "
-                        + target + ": " + (expected - filled) + " updated row(s) keep unchanged TOAST values of"
-                        + " columns " + columnNames(rel, cols) + ", but the destination has no row to take them from."
-                        + " The destination no longer matches the source; re-snapshot table " + rel.table() + ".");
+                throw DurableTables.noRowToTakeFrom(destination, target, rel, expected - filled, columnNames(rel, cols));
             }
         }
         long t3 = System.nanoTime();

@@ -8,7 +8,9 @@ import io.millrace.core.change.CheckpointJson;
 import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.Ident;
+import io.millrace.core.sink.DurableTables;
 import io.millrace.core.sink.Sink;
+import io.millrace.core.sink.SinkLifecycle;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -20,7 +22,6 @@ import java.sql.Statement;
 import java.util.List;
 import java.util.Optional;
 import java.util.Properties;
-import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The {@code postgres} destination, exactly once.
@@ -45,28 +46,25 @@ public final class PostgresSink implements Sink {
     /** Session settings that make text forms unambiguous: UTC, exact floats, ISO intervals. */
     static final String SESSION_OPTIONS = "-c TimeZone=UTC -c extra_float_digits=3 -c IntervalStyle=postgres";
 
-    private enum State { NEW, OPEN, CLOSED }
-
     private final PostgresSinkConfig config;
     private final String where;
     private final String checkpointTable;
-    private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
+    private final SinkLifecycle state;
 
     // Owned by the writer thread.
     private Connection conn;
     private BatchApplier applier;
     /** The checkpoint of a batch whose COMMIT had an unknown outcome; null otherwise. */
     private Checkpoint inDoubt;
-    /** Tables an online snapshot was copying as of the last durable checkpoint (see {@link Checkpoint#copying()}). */
-    private java.util.Set<String> copyingBefore = java.util.Set.of();
-    /** The source tables held as of the last durable checkpoint (see {@link Checkpoint#tables()}). */
-    private java.util.SortedMap<Integer, io.millrace.core.schema.TableRef> heldBefore = java.util.Collections.emptySortedMap();
+    /** What the last durable checkpoint says the next batch needs (held tables, tables being copied). */
+    private final DurableTables durable = new DurableTables();
     private FaultPoints faults = FaultPoints.NONE;
 
     public PostgresSink(PostgresSinkConfig config) {
         this.config = java.util.Objects.requireNonNull(config, "config");
         this.where = describe(config.jdbcUrl());
         this.checkpointTable = Ident.qualified(config.stateSchema(), "checkpoints");
+        this.state = new SinkLifecycle(config.name());
     }
 
     @Override
@@ -81,17 +79,14 @@ public final class PostgresSink implements Sink {
 
     @Override
     public Optional<Checkpoint> open() {
-        if (state.get() != State.NEW) {
-            throw new IllegalStateException("Cannot open destination '" + config.name() + "': it is " + state.get());
-        }
+        state.requireNew();
         connect();
         try {
             prepareState();
             Optional<Checkpoint> cp = readCheckpoint();
             conn.commit();
-            copyingBefore = cp.map(Checkpoint::copying).orElse(java.util.Set.of());
-            heldBefore = cp.map(Checkpoint::tables).orElse(java.util.Collections.emptySortedMap());
-            transition(State.NEW, State.OPEN);
+            durable.durable(cp);
+            state.move(SinkLifecycle.State.NEW, SinkLifecycle.State.OPEN);
             LOG.info("destination '{}': connected to {}, checkpoint {}", config.name(), where,
                     cp.map(c -> "at " + c.applied()).orElse("none"));
             return cp;
@@ -106,28 +101,21 @@ public final class PostgresSink implements Sink {
 
     @Override
     public void write(List<ChangeEvent> events, Checkpoint checkpoint) {
-        State s = state.get();
-        if (s != State.OPEN) {
-            throw new IllegalStateException("Cannot write to destination '" + config.name() + "': it is " + s);
-        }
+        state.requireOpen();
         java.util.Objects.requireNonNull(checkpoint, "checkpoint");
         if (conn == null || isClosed(conn)) {
             disconnect();
             connect();
         }
         if (inDoubt != null && alreadyCommitted(checkpoint)) {
-            copyingBefore = checkpoint.copying();
-            heldBefore = checkpoint.tables();
+            durable.durable(checkpoint);
             return;
         }
         String json = CheckpointJson.write(checkpoint);
         long start = System.nanoTime();
         long applied;
-        // A table being copied online during this batch: before it, after it, or both.
-        java.util.Set<String> copying = new java.util.HashSet<>(copyingBefore);
-        copying.addAll(checkpoint.copying());
         try {
-            applier.apply(events, copying, heldBefore);
+            applier.apply(events, durable.copyingUntil(checkpoint), durable.held());
             applied = System.nanoTime();
             try (PreparedStatement ps = conn.prepareStatement("INSERT INTO " + checkpointTable
                     + " (destination, checkpoint, updated_at) VALUES (?, CAST(? AS jsonb), now())"
@@ -169,8 +157,7 @@ public final class PostgresSink implements Sink {
                     + events.size() + " change(s) failed: " + Errors.message(e), e);
         }
         inDoubt = null;
-        copyingBefore = checkpoint.copying();
-        heldBefore = checkpoint.tables();
+        durable.durable(checkpoint);
         applier.committed();
         if (LOG.isDebugEnabled()) {
             long end = System.nanoTime();
@@ -186,9 +173,7 @@ public final class PostgresSink implements Sink {
      */
     @Override
     public io.millrace.core.sink.SinkReset reset(List<io.millrace.core.schema.TableRef> tables, io.millrace.core.sink.SinkReset.Data data) {
-        if (!state.compareAndSet(State.NEW, State.CLOSED)) {
-            throw new IllegalStateException("Cannot reset destination '" + config.name() + "': it is " + state.get());
-        }
+        state.reset();
         connect(); // the connection is the reset's now: it closes it
         TargetTables targets = new TargetTables(conn, config.name(), config.targetSchema());
         return io.millrace.core.sink.JdbcReset.plan(conn, config.name(), where, config.stateSchema(),
@@ -197,8 +182,7 @@ public final class PostgresSink implements Sink {
 
     @Override
     public void close() {
-        State s = state.getAndSet(State.CLOSED);
-        if (s != State.CLOSED) {
+        if (state.close()) {
             disconnect();
         }
     }
@@ -355,13 +339,6 @@ public final class PostgresSink implements Sink {
             return c.isClosed();
         } catch (SQLException e) {
             return true;
-        }
-    }
-
-    private void transition(State from, State to) {
-        if (!state.compareAndSet(from, to)) {
-            throw new IllegalStateException(String.format("Cannot change destination '%s' to state '%s' as it is not"
-                    + " in expected state '%s', current state is '%s'", config.name(), to, from, state.get()));
         }
     }
 

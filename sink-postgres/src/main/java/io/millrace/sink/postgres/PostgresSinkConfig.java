@@ -47,6 +47,11 @@ public record PostgresSinkConfig(String name, String jdbcUrl, String user, Secre
         }
     }
 
+    /** Each table under its source schema, Millrace's bookkeeping in {@value #DEFAULT_STATE_SCHEMA}. */
+    public static PostgresSinkConfig of(String name, String jdbcUrl, String user, Secret password) {
+        return new PostgresSinkConfig(name, jdbcUrl, user, password, null, null);
+    }
+
     @Override
     public String type() {
         return PostgresDestinationProvider.TYPE;

@@ -2,6 +2,7 @@ package io.millrace.sink.postgres;
 
 import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.Secret;
+import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.Sink;

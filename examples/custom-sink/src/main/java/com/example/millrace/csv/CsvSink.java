@@ -1,21 +1,19 @@
 package com.example.millrace.csv;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Checkpoint;
-import io.millrace.core.change.CheckpointJson;
 import io.millrace.core.change.Op;
+import io.millrace.core.event.EnvelopeWriter;
 import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.ColumnInfo;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
+import io.millrace.core.sink.FileReset;
 import io.millrace.core.sink.Sink;
+import io.millrace.core.sink.SinkReset;
 import io.millrace.core.types.UnchangedToast;
 
 import java.io.IOException;
@@ -25,7 +23,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -43,9 +40,9 @@ import java.util.Optional;
  * the change's position, its op ({@code r} snapshot read, {@code c} insert, {@code u} update, {@code d} delete,
  * {@code t} truncate) and the row in PostgreSQL's text form: the new row, or for a delete the old one (only its key
  * columns unless the table has REPLICA IDENTITY FULL), none for a truncate. NULL is an empty field, an empty string
- * {@code ""} (RFC 4180 quoting); a TOASTed value an update left unchanged is {@value #UNCHANGED}: its value is the one
- * of the row's earlier line. When a table's columns change, its next lines go to a new file
- * {@code <schema>.<table>.<n>.csv} (n = 2, 3, ...) with the new header.
+ * {@code ""} (RFC 4180 quoting); a TOASTed value an update left unchanged is {@value #UNCHANGED} (Debezium's
+ * placeholder): its value is the one of the row's earlier line. When a table's columns change, its next lines go to a
+ * new file {@code <schema>.<table>.<n>.csv} (n = 2, 3, ...) with the new header.
  *
  * <h2>Delivery: at least once</h2>
  * A write appends its lines, fsyncs the files, and then atomically replaces the state file ({@value #STATE_FILE}: the
@@ -53,21 +50,25 @@ import java.util.Optional;
  * After a crash {@link #open()} cuts every file back to the length the state file gives and removes the files begun
  * since; the engine then sends the changes after the checkpoint again. The files therefore hold each change once after
  * open, but a reader that tailed a file meanwhile may see lines again: it recognises them by their position and keeps
- * only lines whose {@code (_commit_lsn, _ordinal)} is after the last it read. (Snapshot rows all carry {@code 0/0}, 0;
- * a table copied again is preceded by a truncate.)
+ * only lines whose {@code (_commit_lsn, _ordinal)} is after the last it read ({@link CsvChangeLog} reads what the state
+ * file covers). Snapshot rows all carry {@code 0/0}, 0; a table copied again is preceded by a truncate. A directory
+ * that holds CSV files but no state file is refused, never cut: they are someone else's.
  *
  * <p>One writer thread owns the sink, as {@link Sink} says. File names keep letters, digits, {@code _} and {@code -} of
  * the schema and table names and replace other characters by {@code _}.
  */
 public final class CsvSink implements Sink {
-    static final String STATE_FILE = "_millrace_state.json";
-    static final String UNCHANGED = "__unchanged_toast";
+    static final String STATE_FILE = CsvState.NAME;
+    /** What an unchanged TOASTed value is written as: Debezium's placeholder, as in Millrace's other outputs (docs/EVENTS.md). */
+    public static final String UNCHANGED = EnvelopeWriter.UNAVAILABLE_VALUE;
     /** {@link #write}: lines fsynced, state file not yet replaced: the lines are cut on open and written again. */
     public static final FaultPoint BEFORE_STATE = new FaultPoint("sink.csv.before-state");
+    /** {@link #write}: state file replaced, {@code write} not yet returned: nothing is written again. */
+    public static final FaultPoint AFTER_STATE = new FaultPoint("sink.csv.after-state");
 
     private enum State { NEW, OPEN, FAILED, CLOSED }
 
-    /** One file of a table: its columns, and its length up to the last line written. */
+    /** One file of a table being appended to: its columns, and its length up to the last line written. */
     private static final class Part {
         final String file;
         final TableRef table;
@@ -75,17 +76,20 @@ public final class CsvSink implements Sink {
         final List<String> columns;
         long length;
 
-        Part(String file, TableRef table, int number, List<String> columns, long length) {
-            this.file = file;
-            this.table = table;
-            this.number = number;
-            this.columns = columns;
-            this.length = length;
+        Part(CsvState.FileEntry e) {
+            this.file = e.file();
+            this.table = e.table();
+            this.number = e.number();
+            this.columns = e.columns();
+            this.length = e.length();
+        }
+
+        CsvState.FileEntry entry() {
+            return new CsvState.FileEntry(file, table, number, columns, length);
         }
     }
 
     private final CsvSinkConfig config;
-    private final ObjectMapper json = new ObjectMapper();
     /** Every file, in the order begun. */
     private final Map<String, Part> parts = new LinkedHashMap<>();
     /** Each table's file being appended to: its latest. */
@@ -114,31 +118,19 @@ public final class CsvSink implements Sink {
         Path dir = config.directory();
         try {
             Files.createDirectories(dir);
-            Optional<Checkpoint> checkpoint = readState(dir.resolve(STATE_FILE));
-            try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, "*.csv")) {
-                for (Path f : files) {
-                    Part p = parts.get(f.getFileName().toString());
-                    if (p == null) {
-                        Files.delete(f); // begun after the checkpoint: its lines come again
-                    } else if (Files.size(f) < p.length) {
-                        throw new MillraceException(Kind.SINK, "csv destination '" + name() + "': " + f + " is shorter ("
-                                + Files.size(f) + " bytes) than its checkpoint says (" + p.length + "): it was changed by hand");
-                    } else if (Files.size(f) > p.length) {
-                        try (FileChannel ch = FileChannel.open(f, StandardOpenOption.WRITE)) {
-                            ch.truncate(p.length); // lines after the checkpoint (or a torn last line): they come again
-                            ch.force(true);
-                        }
-                    }
-                }
+            if (!Files.exists(dir.resolve(STATE_FILE))) {
+                refuseForeignFiles(dir);
+                new CsvState(Optional.empty(), List.of()).write(dir); // from now on every .csv file here is this destination's
             }
-            for (Part p : parts.values()) {
-                if (!Files.exists(dir.resolve(p.file))) {
-                    throw new MillraceException(Kind.SINK, "csv destination '" + name() + "': " + dir.resolve(p.file)
-                            + " is missing, but the checkpoint covers its lines; restore it, or remove " + dir + " to start afresh");
-                }
+            CsvState stored = CsvState.read(dir);
+            for (CsvState.FileEntry e : stored.files()) {
+                Part p = new Part(e);
+                parts.put(p.file, p);
+                current.put(p.table, p); // files are listed in the order begun: the last of a table is its current one
             }
+            cutBackToTheCheckpoint(dir);
             state = State.OPEN;
-            return checkpoint;
+            return stored.checkpoint();
         } catch (IOException | RuntimeException e) {
             state = State.FAILED;
             throw e instanceof MillraceException m ? m
@@ -146,20 +138,41 @@ public final class CsvSink implements Sink {
         }
     }
 
-    private Optional<Checkpoint> readState(Path file) throws IOException {
-        if (!Files.exists(file)) {
-            return Optional.empty();
+    /** Without a state file the directory is new to this destination: CSV files in it are someone else's, never cut or removed. */
+    private void refuseForeignFiles(Path dir) throws IOException {
+        try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, "*.csv")) {
+            for (Path f : files) {
+                throw new MillraceException(Kind.SINK, "csv destination '" + name() + "': " + dir + " holds " + f.getFileName()
+                        + " but no " + STATE_FILE + ": it is not this destination's directory (or its state was removed);"
+                        + " name an empty or new directory, or move the files away");
+            }
         }
-        JsonNode root = json.readTree(file.toFile());
-        for (JsonNode f : root.get("files")) {
-            List<String> columns = new ArrayList<>();
-            f.get("columns").forEach(c -> columns.add(c.asText()));
-            Part p = new Part(f.get("file").asText(), new TableRef(f.get("schema").asText(), f.get("table").asText()),
-                    f.get("number").asInt(), List.copyOf(columns), f.get("length").asLong());
-            parts.put(p.file, p);
-            current.put(p.table, p); // files are listed in the order begun: the last of a table is its current one
+    }
+
+    /** Lines past the checkpoint (a torn last one too) are cut, files begun since removed: the engine sends them again. */
+    private void cutBackToTheCheckpoint(Path dir) throws IOException {
+        try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, "*.csv")) {
+            for (Path f : files) {
+                Part p = parts.get(f.getFileName().toString());
+                if (p == null) {
+                    Files.delete(f);
+                } else if (Files.size(f) < p.length) {
+                    throw new MillraceException(Kind.SINK, "csv destination '" + name() + "': " + f + " is shorter ("
+                            + Files.size(f) + " bytes) than its checkpoint says (" + p.length + "): it was changed by hand");
+                } else if (Files.size(f) > p.length) {
+                    try (FileChannel ch = FileChannel.open(f, StandardOpenOption.WRITE)) {
+                        ch.truncate(p.length);
+                        ch.force(true);
+                    }
+                }
+            }
         }
-        return Optional.of(CheckpointJson.read(root.get("checkpoint").toString()));
+        for (Part p : parts.values()) {
+            if (!Files.exists(dir.resolve(p.file))) {
+                throw new MillraceException(Kind.SINK, "csv destination '" + name() + "': " + dir.resolve(p.file)
+                        + " is missing, but the checkpoint covers its lines; restore it, or remove " + dir + " to start afresh");
+            }
+        }
     }
 
     @Override
@@ -187,7 +200,8 @@ public final class CsvSink implements Sink {
                 p.length += bytes.length;
             }
             Faults.hit(BEFORE_STATE);
-            writeState(checkpoint);
+            new CsvState(Optional.of(checkpoint), parts.values().stream().map(Part::entry).toList()).write(config.directory());
+            Faults.hit(AFTER_STATE);
         } catch (IOException | RuntimeException e) {
             state = State.FAILED; // the files may be ahead of the state file: a new sink's open() cuts them back
             throw e instanceof MillraceException m ? m
@@ -206,7 +220,7 @@ public final class CsvSink implements Sink {
         int number = p == null ? 1 : p.number + 1;
         TableRef t = relation.table();
         String file = safe(t.schema()) + "." + safe(t.table()) + (number == 1 ? "" : "." + number) + ".csv";
-        Part next = new Part(file, t, number, columns, 0);
+        Part next = new Part(new CsvState.FileEntry(file, t, number, columns, 0));
         parts.put(file, next);
         current.put(t, next);
         StringBuilder header = lines.computeIfAbsent(next, x -> new StringBuilder()).append("_commit_lsn,_ordinal,_op");
@@ -247,29 +261,23 @@ public final class CsvSink implements Sink {
         }
     }
 
-    /** Replaces the state file: a new file, fsynced, renamed over the old one, and the directory fsynced. */
-    private void writeState(Checkpoint checkpoint) throws IOException {
-        ObjectNode root = json.createObjectNode();
-        root.set("checkpoint", json.readTree(CheckpointJson.write(checkpoint)));
-        ArrayNode files = root.putArray("files");
-        for (Part p : parts.values()) {
-            ObjectNode f = files.addObject().put("file", p.file).put("schema", p.table.schema()).put("table", p.table.table())
-                    .put("number", p.number).put("length", p.length);
-            p.columns.forEach(f.putArray("columns")::add);
-        }
+    @Override
+    public SinkReset reset(List<TableRef> tables, SinkReset.Data data) {
         Path dir = config.directory();
-        Path tmp = dir.resolve(STATE_FILE + ".tmp");
-        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING)) {
-            ByteBuffer buf = ByteBuffer.wrap(json.writeValueAsBytes(root));
-            while (buf.hasRemaining()) {
-                ch.write(buf);
+        try {
+            if (!Files.exists(dir.resolve(STATE_FILE))) {
+                return SinkReset.none(); // never written to: nothing of this pipeline's is here
             }
-            ch.force(true);
-        }
-        Files.move(tmp, dir.resolve(STATE_FILE), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
-            d.force(true); // the rename itself survives a crash
+            Checkpoint checkpoint = CsvState.read(dir).checkpoint().orElse(null);
+            List<Path> files = new ArrayList<>();
+            try (DirectoryStream<Path> found = Files.newDirectoryStream(dir, "*.csv")) {
+                found.forEach(files::add);
+            }
+            files.sort(null);
+            return new FileReset("csv destination '" + name() + "'", checkpoint, files, "csv file(s)", dir, dir.resolve(STATE_FILE),
+                    CsvState.temporary(dir), data);
+        } catch (IOException e) {
+            throw new MillraceException(Kind.SINK, "csv destination '" + name() + "': cannot read " + dir + ": " + e.getMessage(), e);
         }
     }
 

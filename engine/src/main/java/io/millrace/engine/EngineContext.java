@@ -1,0 +1,67 @@
+package io.millrace.engine;
+
+import io.millrace.core.change.Checkpoint;
+import io.millrace.core.schema.TableRef;
+import io.millrace.core.sink.Sink;
+import io.millrace.engine.config.EngineConfig;
+import io.millrace.pipeline.Pipeline;
+import io.millrace.snapshot.online.OnlineSnapshotter;
+import io.millrace.source.PgConnections;
+import io.millrace.source.ReplicationReader;
+
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+
+/**
+ * What the stages of one engine share: the configuration, the lifecycle, the stop request, and the parts a running
+ * engine shows to other threads (status, controls). The run thread sets the parts; any thread reads them.
+ */
+final class EngineContext {
+    final EngineConfig config;
+    final PgConnections conns;
+    final Lifecycle state = new Lifecycle();
+    final SnapshotProgressTracker progress;
+    private final CountDownLatch stopRequested = new CountDownLatch(1);
+    volatile Pipeline pipeline;
+    volatile ReplicationReader reader;
+    volatile OnlineSnapshotter online;
+    /** The tables this pipeline captures, once the start read them. */
+    volatile List<TableRef> captured = List.of();
+    volatile String lastError;
+    volatile SlotMonitor.Sample slotSample;
+    /** DDL that pgoutput does not announce (drops, new tables, renames); set at start. */
+    volatile SourceWatch watch;
+
+    EngineContext(EngineConfig config, SnapshotProgressTracker progress) {
+        this.config = config;
+        this.conns = new PgConnections(config.source());
+        this.progress = progress;
+    }
+
+    void requestStop() {
+        stopRequested.countDown();
+        Pipeline p = pipeline;
+        if (p != null) {
+            p.stop();
+        }
+    }
+
+    boolean stopping() {
+        return stopRequested.getCount() == 0;
+    }
+
+    /** A pipeline over {@code sinks} from {@code checkpoints}, feeding durable positions back to the reader. */
+    Pipeline newPipeline(List<Sink> sinks, List<Checkpoint> checkpoints) {
+        Pipeline p = new Pipeline(config.pipeline(), sinks, checkpoints, lsn -> {
+            ReplicationReader r = reader;
+            if (r != null) {
+                r.durable(lsn);
+            }
+        });
+        this.pipeline = p;
+        if (stopping()) {
+            p.stop();
+        }
+        return p;
+    }
+}

@@ -1,0 +1,182 @@
+package io.millrace.engine;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.schema.ColumnInfo;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.ShapeChange;
+import io.millrace.core.schema.TableRef;
+import io.millrace.engine.Engine.State;
+import io.millrace.snapshot.online.OnlineSnapshotter;
+import io.millrace.source.Catalog;
+import io.millrace.source.PgErrors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * The online snapshot's controls while streaming: copy tables again on request, on a signal row, or when a table
+ * changed its rows without change events; pause and resume. Any thread unless a method says otherwise.
+ */
+final class OnlineControls {
+    private static final Logger LOG = LoggerFactory.getLogger(Engine.class); // the engine's log: one category for a run's stages
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final EngineContext ctx;
+
+    OnlineControls(EngineContext ctx) {
+        this.ctx = ctx;
+    }
+
+    /** See {@link Engine#snapshot}. */
+    void snapshot(List<TableRef> tables, String filter) {
+        OnlineSnapshotter o = ctx.online;
+        State st = ctx.state.get();
+        if (o == null || (st != State.STREAMING && st != State.STARTING)) {
+            throw new MillraceException(Kind.CONFIG, "the engine is " + st.name().toLowerCase(Locale.ROOT)
+                    + (o == null && st == State.STREAMING ? " from PostgreSQL older than 14, which cannot run online snapshots" : "")
+                    + "; a table can be copied again only while it streams");
+        }
+        List<TableRef> captured = ctx.captured;
+        for (TableRef t : tables) {
+            if (!captured.contains(t)) {
+                throw new MillraceException(Kind.CONFIG, "table " + t + " is not captured by this pipeline (captured: " + captured
+                        + "); add it to source.tables and restart, and it is copied while streaming");
+            }
+        }
+        for (TableRef t : tables) {
+            o.submit(t, filter);
+        }
+    }
+
+    /** See {@link Engine#pauseSnapshots}. */
+    void pause(boolean pause) {
+        OnlineSnapshotter o = ctx.online;
+        if (o == null) {
+            throw new MillraceException(Kind.CONFIG, "no online snapshot can run: the engine is not streaming");
+        }
+        if (pause) {
+            o.pause();
+        } else {
+            o.resume();
+        }
+    }
+
+    EngineStatus.Online status() {
+        OnlineSnapshotter o = ctx.online;
+        if (o == null) {
+            return null;
+        }
+        return new EngineStatus.Online(o.paused(), o.progress().stream().map(t -> new EngineStatus.Task(t.table(), t.filter(), t.rowsDone(),
+                t.remaining().size())).toList(), o.chunksRead(), o.chunksRetried(), o.peakBufferedRows());
+    }
+
+    /**
+     * A row inserted into the signal table ({@code snapshot.signal_table}), in Debezium's format: {@code type}
+     * {@code execute-snapshot} with {@code data} {@code {"data-collections": ["public.t"], "additional-conditions":
+     * [{"data-collection": "public.t", "filter": "id > 10"}]}}, or {@code pause-snapshot} / {@code resume-snapshot}.
+     * A signal that cannot be carried out is logged and skipped: a wrong row must not stop the pipeline.
+     * Assembler thread; the task is recorded with the batch that holds the signal's transaction (INV: RESUME).
+     */
+    void onSignal(Map<String, Object> row) {
+        Object id = row.get("id");
+        String type = String.valueOf(row.get("type"));
+        try {
+            switch (type) {
+                case "execute-snapshot" -> executeSnapshot(id, JSON.readTree(String.valueOf(row.get("data"))));
+                case "pause-snapshot" -> pause(true);
+                case "resume-snapshot" -> pause(false);
+                default -> LOG.warn("signal {} of type '{}' ignored: Millrace knows execute-snapshot, pause-snapshot, resume-snapshot", id, type);
+            }
+        } catch (MillraceException | IOException e) {
+            LOG.error("signal {} ({}) not carried out: {}", id, type, e.getMessage());
+        }
+    }
+
+    private void executeSnapshot(Object id, JsonNode data) {
+        List<TableRef> tables = new ArrayList<>();
+        data.path("data-collections").forEach(n -> tables.add(TableRef.parse(n.asText())));
+        if (tables.isEmpty()) {
+            throw new MillraceException(Kind.CONFIG, "data names no table: {\"data-collections\": [\"public.orders\"]}");
+        }
+        Map<TableRef, String> filters = new HashMap<>();
+        for (JsonNode c : data.path("additional-conditions")) {
+            filters.put(TableRef.parse(c.path("data-collection").asText()), c.path("filter").asText(null));
+        }
+        if (data.hasNonNull("additional-condition")) {
+            tables.forEach(t -> filters.put(t, data.get("additional-condition").asText()));
+        }
+        for (TableRef t : tables) {
+            snapshot(List.of(t), filters.get(t));
+        }
+        LOG.info("signal {}: online snapshot of {}{}", id, tables, filters.isEmpty() ? "" : " where " + filters);
+    }
+
+    /**
+     * A captured table changed shape while streaming. When the source rewrote existing rows without change
+     * events — a column added with a default (its value appears in the old rows), a column retyped (its
+     * values converted, perhaps by a USING expression) — the destinations cannot follow from the stream
+     * alone, so the table is copied again online. Renames and drops need no copy; but a Relation message has no
+     * attribute numbers, so where the catalog's do not confirm how the destinations read a rename (or a drop and an
+     * add) the table is copied again too. Assembler thread; the task is recorded with the batch after the change
+     * (INV: RESUME).
+     */
+    void onShapeChange(RelationInfo before, RelationInfo after) {
+        ctx.watch.renamed(before, after);
+        if (ctx.config.online().signalTable() != null && after.table().equals(ctx.config.online().signalTable())) {
+            return;
+        }
+        String why = rewrittenWithoutEvents(before, after);
+        if (why == null) {
+            return;
+        }
+        if (ctx.online == null) {
+            LOG.warn("{} changed without change events ({}): online snapshots need PostgreSQL 14+, so the destinations keep the old"
+                    + " values of existing rows until they change; re-copy the table with a fresh pipeline", after.table(), why);
+            return;
+        }
+        LOG.warn("{} changed its existing rows without change events ({}): copying it again while streaming", after.table(), why);
+        try {
+            snapshot(List.of(after.table()), null);
+        } catch (MillraceException e) {
+            LOG.error("cannot copy {} again: {}", after.table(), e.getMessage());
+        }
+    }
+
+    /** Why the change from {@code before} to {@code after} rewrote existing rows without change events, or null. */
+    private String rewrittenWithoutEvents(RelationInfo before, RelationInfo after) {
+        ShapeChange change = ShapeChange.between(before, after);
+        List<String> retyped = change.retyped();
+        List<String> added = change.added().stream().map(ColumnInfo::name).toList();
+        boolean misread;
+        List<String> filled;
+        try (Connection c = ctx.conns.open()) {
+            misread = ctx.watch.misread(c, before, after, change); // a column renamed, or dropped and another added in its place?
+            filled = added.isEmpty() ? List.of() : Catalog.filledColumns(c, after.oid(), added);
+        } catch (SQLException e) {
+            throw PgErrors.translate("reading the columns of " + after.table(), e);
+        }
+        List<String> reasons = new ArrayList<>();
+        if (!filled.isEmpty()) {
+            reasons.add("column(s) " + filled + " added with a value for existing rows");
+        }
+        if (!retyped.isEmpty()) {
+            reasons.add("column(s) " + retyped + " retyped");
+        }
+        if (misread) {
+            reasons.add(change.describe() + " as the stream shows it, which the catalog's attribute numbers do not confirm:"
+                    + " a column renamed, or dropped and another added in its place");
+        }
+        return reasons.isEmpty() ? null : String.join(" and ", reasons);
+    }
+}

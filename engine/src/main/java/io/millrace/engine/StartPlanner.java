@@ -1,0 +1,257 @@
+package io.millrace.engine;
+
+import io.millrace.core.Lsn;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.change.Checkpoint;
+import io.millrace.core.change.Identity;
+import io.millrace.core.change.OnlineTask;
+import io.millrace.core.change.SnapshotProgress;
+import io.millrace.core.schema.Ident;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.TableRef;
+import io.millrace.engine.config.EngineConfig.SnapshotMode;
+import io.millrace.source.SlotInUse;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * Decides how a pipeline starts — fresh, restart the snapshot, resume online, resume, or refuse — from what
+ * {@link StartUp} read: the destinations' checkpoints, the slot, the publication and the configuration. Pure: no
+ * I/O, no clock; {@link StartPlan} draws the decision and {@code StartPlannerTest} tables it.
+ *
+ * <p>The checks run in this order, each before anything is written (INV: IDENTITY first): a checkpoint of another
+ * pipeline; some destinations with a checkpoint and some without; then the start itself.
+ */
+final class StartPlanner {
+    static final int ONLINE_VERSION = 140000; // logical messages in pgoutput: the online snapshot's watermarks
+
+    /** A destination as the start finds it: its name, the identity this pipeline gives it, its checkpoint. */
+    record Destination(String name, Identity identity, Optional<Checkpoint> checkpoint) {
+    }
+
+    /**
+     * The replication slot as the start finds it.
+     *
+     * @param confirmed its confirmed_flush_lsn, or null (missing, or never confirmed)
+     * @param activePid the process holding it now, or null
+     */
+    record Slot(String name, boolean exists, Lsn confirmed, Integer activePid) {
+    }
+
+    /**
+     * What the start knows before it decides.
+     *
+     * @param tables          the captured tables as the catalog shows them, in the configuration's order
+     * @param publicationExists whether the publication exists
+     * @param unpublished     captured tables the existing publication lacks
+     * @param signalTable     snapshot.signal_table, or null
+     * @param signalPublished whether the existing publication holds the signal table
+     */
+    record Facts(List<Destination> destinations, Slot slot, int serverVersion, SnapshotMode mode, List<RelationInfo> tables,
+                 boolean publicationExists, List<TableRef> unpublished, TableRef signalTable, boolean signalPublished) {
+        long withCheckpoint() {
+            return destinations.stream().filter(d -> d.checkpoint().isPresent()).count();
+        }
+
+        List<Checkpoint> checkpoints() {
+            return destinations.stream().map(d -> d.checkpoint().orElseThrow()).toList();
+        }
+
+        RelationInfo relation(TableRef t) {
+            return tables.stream().filter(r -> r.table().equals(t)).findFirst().orElseThrow();
+        }
+    }
+
+    private StartPlanner() {
+    }
+
+    static StartPlan plan(Facts f) {
+        StartPlan.Refuse refused = foreignCheckpoint(f.destinations());
+        if (refused == null) {
+            refused = mixedCheckpoints(f.destinations());
+        }
+        if (refused != null) {
+            return refused;
+        }
+        boolean interrupted = f.destinations().stream().anyMatch(d -> running(d.checkpoint()));
+        if (interrupted) {
+            return resumeOnline(f);
+        }
+        return f.withCheckpoint() == 0 ? fresh(f) : resume(f);
+    }
+
+    private static boolean running(Optional<Checkpoint> cp) {
+        return cp.isPresent() && cp.get().snapshot().state() == SnapshotProgress.State.RUNNING;
+    }
+
+    /** INV: IDENTITY — a destination holding another pipeline's checkpoint. */
+    private static StartPlan.Refuse foreignCheckpoint(List<Destination> destinations) {
+        for (Destination d : destinations) {
+            String diff = d.checkpoint().map(cp -> d.identity().difference(cp.identity())).orElse(null);
+            if (diff != null) {
+                return new StartPlan.Refuse(Kind.IDENTITY, "destination '" + d.name() + "' holds a checkpoint of another pipeline: "
+                        + diff + ". Resuming from it would skip or repeat changes.", " ",
+                        "Point this pipeline at an empty destination, or remove that destination's checkpoint to start over.");
+            }
+        }
+        return null;
+    }
+
+    /**
+     * A crash while the first checkpoints are written one destination after the other leaves some with a RUNNING
+     * checkpoint and some with none. A RUNNING snapshot starts over for every destination on a new slot, so a
+     * destination without a checkpoint misses nothing then: that is an interrupted start (INV: RESUME). Otherwise a
+     * destination without one was added to a running pipeline.
+     */
+    private static StartPlan.Refuse mixedCheckpoints(List<Destination> destinations) {
+        long with = destinations.stream().filter(d -> d.checkpoint().isPresent()).count();
+        boolean allRunning = destinations.stream().allMatch(d -> d.checkpoint().isEmpty() || running(d.checkpoint()));
+        if (with == 0 || with == destinations.size() || allRunning) {
+            return null;
+        }
+        List<String> parts = destinations.stream().map(d -> d.name() + ": " + (d.checkpoint().isPresent() ? "checkpoint" : "none")).toList();
+        return new StartPlan.Refuse(Kind.CONFIG, "some destinations have a checkpoint and some do not (" + String.join(", ", parts)
+                + "). A destination added to a running pipeline would miss the changes before it", "; ",
+                "give the new destination a pipeline (and slot) of its own, or start all destinations afresh");
+    }
+
+    /** The publication's part: created when missing, else the captured tables it lacks and the signal table added. */
+    private static StartPlan.Publication publication(Facts f) {
+        TableRef signal = f.signalTable();
+        if (!f.publicationExists()) {
+            List<TableRef> published = new ArrayList<>(f.tables().stream().map(RelationInfo::table).toList());
+            if (signal != null && !published.contains(signal)) {
+                published.add(signal);
+            }
+            return new StartPlan.Publication(published, List.of(), false);
+        }
+        List<RelationInfo> add = f.unpublished().stream().map(f::relation).toList();
+        boolean addSignal = signal != null && !f.signalPublished() && !f.unpublished().contains(signal);
+        return new StartPlan.Publication(null, add, addSignal);
+    }
+
+    private static StartPlan fresh(Facts f) {
+        boolean snapshot = f.mode() != SnapshotMode.NEVER;
+        if (!f.slot().exists()) {
+            return new StartPlan.Fresh(publication(f), snapshot);
+        }
+        if (!snapshot) {
+            return new StartPlan.AdoptSlot(publication(f), f.slot().confirmed());
+        }
+        // INV: IDENTITY — a slot no destination has claimed may belong to another pipeline: never drop it.
+        String slot = f.slot().name();
+        return new StartPlan.Refuse(Kind.SOURCE_SETUP, "replication slot '" + slot + "' exists, but no destination holds a checkpoint"
+                + " of it, so it may belong to another pipeline.", " ", "If it is left over from an earlier attempt of this one, drop it:"
+                + " SELECT pg_drop_replication_slot(" + Ident.literal(slot) + "); to stream from it without copying the tables, set"
+                + " snapshot.mode: never; otherwise choose another source.slot");
+    }
+
+    private static StartPlan restart(Facts f, String notOnline) {
+        return new StartPlan.RestartSnapshot(publication(f), f.mode() != SnapshotMode.NEVER, f.slot().exists(), notOnline);
+    }
+
+    /**
+     * An interrupted snapshot whose slot (and so its consistent point) survives: the tables that landed stay and the
+     * others are copied online while the stream replays from the consistent point (INV: RESUME, WATERMARK). Needs
+     * PostgreSQL 14+ and a key on every unfinished table; otherwise the snapshot starts over on a new slot.
+     */
+    private static StartPlan resumeOnline(Facts f) {
+        if (!f.slot().exists() || f.serverVersion() < ONLINE_VERSION || f.mode() == SnapshotMode.NEVER
+                || f.withCheckpoint() != f.destinations().size()) {
+            return restart(f, null);
+        }
+        List<Checkpoint> cps = f.checkpoints();
+        Lsn cp = cps.get(0).snapshot().consistentPoint();
+        if (cp.equals(Lsn.ZERO) || cps.stream().anyMatch(c -> c.snapshot().state() != SnapshotProgress.State.RUNNING
+                || !c.snapshot().consistentPoint().equals(cp) || !c.flushLsn().equals(cp))) {
+            return restart(f, null); // a claim without a slot position, or destinations that disagree: start over
+        }
+        Set<String> done = new HashSet<>(cps.get(0).snapshot().tablesDone());
+        cps.forEach(c -> done.retainAll(c.snapshot().tablesDone()));
+        List<RelationInfo> left = f.tables().stream().filter(r -> !done.contains(r.table().toString())).toList();
+        Optional<RelationInfo> keyless = left.stream().filter(r -> !r.hasKey()).findFirst();
+        if (keyless.isPresent()) {
+            return restart(f, "table " + keyless.get().table() + " has no key, so it cannot be copied online: the snapshot starts over");
+        }
+        if (f.slot().confirmed() != null && f.slot().confirmed().isAfter(cp)) {
+            return confirmedPast(f.slot(), cp);
+        }
+        List<OnlineTask> tasks = left.stream().map(OnlineTask::whole).toList();
+        List<Checkpoint> next = cps.stream().map(c -> c.withSnapshot(new SnapshotProgress(SnapshotProgress.State.DONE, cp,
+                List.copyOf(done))).withOnline(tasks)).toList();
+        return new StartPlan.ResumeOnline(publication(f), next, done.size(), left.stream().map(RelationInfo::table).toList(), cp);
+    }
+
+    private static StartPlan resume(Facts f) {
+        Slot slot = f.slot();
+        if (!slot.exists()) {
+            return new StartPlan.Refuse(Kind.SOURCE_SETUP, "replication slot '" + slot.name() + "' does not exist, but the destinations"
+                    + " hold checkpoints: it was dropped (or the server was replaced) while Millrace was stopped, and changes since may"
+                    + " be lost. Millrace does not re-copy silently", ": ", "start again with empty destinations (remove their"
+                    + " checkpoints and tables) to take a new snapshot");
+        }
+        List<Checkpoint> cps = f.checkpoints();
+        Lsn resumeAt = cps.stream().map(Checkpoint::flushLsn).reduce(Lsn::min).orElseThrow();
+        if (slot.confirmed() != null && slot.confirmed().isAfter(resumeAt)) {
+            return confirmedPast(slot, resumeAt);
+        }
+        List<Checkpoint> next = f.mode() == SnapshotMode.NEVER ? cps : cps.stream().map(c -> withAdded(c, f)).toList();
+        Checkpoint low = lowest(next);
+        if (f.serverVersion() < ONLINE_VERSION && !low.online().isEmpty() && f.mode() != SnapshotMode.INITIAL_ONLY) {
+            return new StartPlan.Refuse(Kind.SOURCE_SETUP, "online snapshots need PostgreSQL 14 or newer (logical messages in pgoutput);"
+                    + " this server is " + f.serverVersion() + ".", " ", "Copy the tables with a fresh pipeline instead");
+        }
+        return new StartPlan.Resume(publication(f), next);
+    }
+
+    /**
+     * INV: IDENTITY (and DURABLE) — this pipeline never confirms past what every destination holds, so a slot confirmed
+     * further is not the one these checkpoints were written against: the server would silently start at its confirmed
+     * position and the changes in between would be skipped. Held by a process now, it was moved by a pipeline running
+     * beside this one: SLOT_IN_USE, not IDENTITY.
+     */
+    private static StartPlan.Refuse confirmedPast(Slot slot, Lsn resumeAt) {
+        if (slot.activePid() != null) {
+            return new StartPlan.Refuse(Kind.SLOT_IN_USE, SlotInUse.detail(slot.name(), slot.activePid()), ". Fix: ",
+                    SlotInUse.fix(slot.activePid()));
+        }
+        return new StartPlan.Refuse(Kind.IDENTITY, "replication slot '" + slot.name() + "' is confirmed up to " + slot.confirmed()
+                + ", past the destinations' checkpoint " + resumeAt + ": the slot was re-created or advanced by another process (another"
+                + " pipeline with the same source.slot?) while Millrace was stopped, and the changes between the two are no longer in it."
+                + " Millrace does not skip them silently", ": ", "give each pipeline its own source.slot, and start this one again with"
+                + " empty destinations (remove their checkpoints and tables) to take a new snapshot");
+    }
+
+    /**
+     * Tables added to a pipeline that streams are copied while it streams. INV: RESUME — the copy is recorded in every
+     * destination before the table joins the publication: a crash in between must not leave a published table that
+     * nobody copies (the next start would find it published and copy nothing).
+     */
+    private static Checkpoint withAdded(Checkpoint cp, Facts f) {
+        if (!f.publicationExists()) {
+            return cp;
+        }
+        List<OnlineTask> tasks = new ArrayList<>(cp.online());
+        for (TableRef t : f.unpublished()) {
+            if (tasks.stream().noneMatch(x -> x.table().equals(t.toString()))) {
+                tasks.add(OnlineTask.whole(f.relation(t)));
+            }
+        }
+        return cp.withOnline(tasks);
+    }
+
+    /** The checkpoint furthest behind: its online tasks have the most left. */
+    static Checkpoint lowest(List<Checkpoint> cps) {
+        Checkpoint low = cps.get(0);
+        for (Checkpoint c : cps) {
+            if (c.applied().compareTo(low.applied()) < 0) {
+                low = c;
+            }
+        }
+        return low;
+    }
+}

@@ -1,0 +1,148 @@
+package io.millrace.engine;
+
+import io.millrace.core.change.Checkpoint;
+import io.millrace.core.change.Identity;
+import io.millrace.core.schema.TableRef;
+import io.millrace.core.sink.Sink;
+import io.millrace.engine.SourceSurvey.Survey;
+import io.millrace.pipeline.Pipeline;
+import io.millrace.source.Catalog;
+import io.millrace.source.PgErrors;
+import io.millrace.source.Publisher;
+import io.millrace.source.SlotManager;
+import io.millrace.source.SourceConfig;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Carries out a start: gathers what {@link StartPlanner} needs (the source system's identity, the slot, the
+ * publication), lets it decide, and does what the {@link StartPlan} says — refuse, or write the publication's part and
+ * start the pipeline, through {@link InitialSnapshot} when the tables are copied. Run thread; it owns the destinations
+ * until the pipeline's writer starts.
+ */
+final class StartUp {
+    private static final Logger LOG = LoggerFactory.getLogger(Engine.class); // the engine's log: one category for a run's stages
+
+    private final EngineContext ctx;
+    private final SourceConfig src;
+    private final Survey survey;
+    private final List<Sink> sinks;
+    private final List<Optional<Checkpoint>> found;
+
+    StartUp(EngineContext ctx, Survey survey, List<Sink> sinks, List<Optional<Checkpoint>> found) {
+        this.ctx = ctx;
+        this.src = ctx.config.source();
+        this.survey = survey;
+        this.sinks = sinks;
+        this.found = found;
+    }
+
+    /** Starts the pipeline's writer as planned; false when {@link Engine#stop()} ended the initial snapshot first. */
+    boolean run() throws InterruptedException {
+        try (Connection repl = ctx.conns.openReplication()) {
+            SlotManager.SystemInfo sys = SlotManager.identify(repl);
+            List<Identity> ids = sinks.stream().map(s -> new Identity(sys.systemId(), src.database(), src.slot(), src.publication(),
+                    s.name())).toList();
+            StartPlan plan = StartPlanner.plan(facts(ids));
+            if (plan instanceof StartPlan.Refuse refuse) {
+                throw refuse.error(); // INV: IDENTITY — before anything is written
+            }
+            tablesAtStart();
+            StartPlan.Go go = (StartPlan.Go) plan;
+            record(go);
+            publish(go.publication()); // only now, after the checks: a start refused writes nothing to the source
+            ctx.captured = survey.report().tables();
+            if (go instanceof StartPlan.Resume || go instanceof StartPlan.ResumeOnline) {
+                repl.close();
+                resume(go instanceof StartPlan.Resume r ? r.checkpoints() : ((StartPlan.ResumeOnline) go).checkpoints());
+                return true;
+            }
+            return new InitialSnapshot(ctx, survey, sinks, ids, repl).run(go, found);
+        } catch (SQLException e) {
+            throw PgErrors.translate("replication connection", e);
+        }
+    }
+
+    private StartPlanner.Facts facts(List<Identity> ids) throws SQLException {
+        List<StartPlanner.Destination> destinations = new ArrayList<>();
+        for (int i = 0; i < sinks.size(); i++) {
+            destinations.add(new StartPlanner.Destination(sinks.get(i).name(), ids.get(i), found.get(i)));
+        }
+        TableRef signal = ctx.config.online().signalTable();
+        SlotManager.SlotState slot;
+        boolean signalPublished;
+        try (Connection c = ctx.conns.open()) {
+            slot = new SlotManager(src).state(c);
+            signalPublished = signal != null && survey.report().publicationExists()
+                    && Catalog.publicationTables(c, src.publication()).contains(signal);
+        }
+        return new StartPlanner.Facts(destinations, new StartPlanner.Slot(src.slot(), survey.report().slotExists(), slot.confirmed(),
+                slot.activePid()), survey.report().serverVersion(), ctx.config.snapshotMode(), survey.relations(),
+                survey.report().publicationExists(), survey.report().unpublished(), signal, signalPublished);
+    }
+
+    /** Logs the tables the destinations hold that were dropped or renamed in the source while Millrace was stopped. */
+    private void tablesAtStart() {
+        try (Connection c = ctx.conns.open()) {
+            ctx.watch.atStart(c, found.stream().flatMap(Optional::stream).map(Checkpoint::tables).toList());
+        } catch (SQLException | RuntimeException e) {
+            LOG.warn("could not compare the tables the destinations hold with the source catalog: {}", e.getMessage());
+        }
+    }
+
+    /**
+     * Writes the checkpoints a resumed start plans: an interrupted snapshot's landed tables and its online tasks, or
+     * tasks for tables added to the configuration. INV: RESUME — recorded in every destination before a table joins the
+     * publication: a crash in between must not leave a published table that nobody copies.
+     */
+    private void record(StartPlan.Go go) {
+        if (go instanceof StartPlan.ResumeOnline r) {
+            LOG.warn("the initial snapshot was interrupted: {} table(s) landed and stay; the other {} ({}) are copied online while"
+                    + " streaming from the consistent point {}, chunk by chunk (landed chunks are not read again)", r.landed(),
+                    r.left().size(), r.left(), r.consistentPoint());
+        }
+        List<Checkpoint> next = go instanceof StartPlan.Resume r ? r.checkpoints()
+                : go instanceof StartPlan.ResumeOnline r ? r.checkpoints() : List.of();
+        for (int i = 0; i < next.size(); i++) {
+            if (!Optional.of(next.get(i)).equals(found.get(i))) {
+                sinks.get(i).write(List.of(), next.get(i)); // the writer has not started: this thread owns the sinks
+                found.set(i, Optional.of(next.get(i)));
+            }
+        }
+    }
+
+    private void publish(StartPlan.Publication p) throws SQLException {
+        Publisher publisher = new Publisher(src);
+        if (p.create() != null) {
+            try (Connection c = ctx.conns.open()) {
+                publisher.create(c, p.create());
+            }
+            LOG.info("created publication '{}' for {} table(s)", src.publication(), survey.report().tables().size());
+        } else if (!p.add().isEmpty()) {
+            try (Connection c = ctx.conns.open()) {
+                LOG.info("added {} to publication '{}'", publisher.addByCurrentName(c, p.add()), src.publication());
+            }
+        }
+        if (p.addSignal()) {
+            TableRef signal = ctx.config.online().signalTable();
+            try (Connection c = ctx.conns.open()) {
+                publisher.add(c, List.of(signal));
+            }
+            LOG.info("added the signal table {} to publication '{}'", signal, src.publication());
+        }
+    }
+
+    /** Streaming resumes at the lowest durable position over the destinations (INV: RESUME). */
+    private void resume(List<Checkpoint> cps) {
+        Pipeline p = ctx.newPipeline(sinks, cps);
+        p.startWriter();
+        LOG.info("resuming at {} (destinations: {})", StartPlanner.lowest(cps).flushLsn(),
+                cps.stream().map(c -> c.identity().destination() + "@" + c.flushLsn() + "#" + c.applied().ordinal()).toList());
+    }
+}

@@ -1,0 +1,66 @@
+package io.millrace.engine;
+
+import io.millrace.core.Lsn;
+import io.millrace.core.schema.TableRef;
+import io.millrace.engine.Engine.State;
+import io.millrace.pipeline.Pipeline;
+import io.millrace.pipeline.PipelineStats;
+import io.millrace.source.ReplicationReader;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.TreeSet;
+
+/** Builds {@link EngineStatus}, a consistent-enough view of a running engine for the status page and metrics. Any thread. */
+final class StatusReport {
+    private StatusReport() {
+    }
+
+    static EngineStatus of(EngineContext ctx, OnlineControls controls) {
+        Pipeline p = ctx.pipeline;
+        PipelineStats st = p == null ? null : p.stats();
+        SlotMonitor.Sample m = ctx.slotSample;
+        String durable = st == null ? null : st.durable().toString();
+        long lagBytes = -1;
+        if (m != null && st != null && !st.durable().equals(Lsn.ZERO)) {
+            lagBytes = Math.max(0, m.serverLsn().value() - st.durable().value());
+        }
+        State s = ctx.state.get();
+        // "streaming" once the reader holds the slot: the state changes a moment before START_REPLICATION is answered
+        String shown = s == State.STREAMING && !readerStarted(ctx) ? "starting" : s.name().toLowerCase(Locale.ROOT);
+        long now = System.currentTimeMillis();
+        PipelineStats.Writing w = st == null ? null : st.writing();
+        EngineStatus.Slow slow = w != null && now - w.sinceMillis() >= 1000 ? new EngineStatus.Slow(w.sink(), now - w.sinceMillis()) : null;
+        var src = ctx.config.source();
+        return new EngineStatus(ctx.config.name(), shown, src.where(), src.slot(), src.publication(), durable,
+                m == null ? null : m.serverLsn().toString(), m == null || m.confirmedLsn() == null ? null : m.confirmedLsn().toString(),
+                m == null ? -1 : m.retainedBytes(), lagBytes, st == null ? -1 : st.lagMillis(now), st == null ? 0 : st.eventsWritten(),
+                p == null ? 0 : p.inflightBytes(), ctx.config.pipeline().budgetBytes(), tables(ctx, st, s), ctx.lastError,
+                controls.status(), slow);
+    }
+
+    static boolean readerStarted(EngineContext ctx) {
+        ReplicationReader r = ctx.reader;
+        return r != null && r.started();
+    }
+
+    private static List<EngineStatus.Table> tables(EngineContext ctx, PipelineStats st, State s) {
+        List<EngineStatus.Table> tables = new ArrayList<>();
+        Set<TableRef> all = new TreeSet<>(ctx.progress.tables());
+        if (st != null) {
+            all.addAll(st.tables().keySet());
+        }
+        for (TableRef t : all) {
+            SnapshotProgressTracker.Row sp = ctx.progress.row(t);
+            long copied = sp == null ? 0 : sp.copied();
+            long est = sp == null ? -1 : sp.estimated();
+            boolean done = sp == null || sp.done();
+            PipelineStats.TableCounters c = st == null ? null : st.tables().get(t);
+            String phase = !done ? (copied > 0 ? "snapshot" : "waiting") : (s == State.STREAMING ? "streaming" : s.name().toLowerCase(Locale.ROOT));
+            tables.add(new EngineStatus.Table(t.toString(), phase, copied, est, c == null ? 0 : c.events()));
+        }
+        return tables;
+    }
+}

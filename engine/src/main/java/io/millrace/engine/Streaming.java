@@ -1,0 +1,143 @@
+package io.millrace.engine;
+
+import io.millrace.core.Lsn;
+import io.millrace.core.Position;
+import io.millrace.core.change.Checkpoint;
+import io.millrace.core.change.OnlineTask;
+import io.millrace.core.schema.TableRef;
+import io.millrace.engine.Engine.State;
+import io.millrace.engine.SourceSurvey.Survey;
+import io.millrace.pipeline.Pipeline;
+import io.millrace.snapshot.online.OnlineSnapshotter;
+import io.millrace.source.Catalog;
+import io.millrace.source.PgErrors;
+import io.millrace.source.ReplicationReader;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * The streaming stage: starts the online snapshotter (tasks a checkpoint left), then the replication reader from the
+ * lowest durable position over the destinations (INV: RESUME), and waits for a stop or a failure. Run thread.
+ */
+final class Streaming {
+    private static final Logger LOG = LoggerFactory.getLogger(Engine.class); // the engine's log: one category for a run's stages
+    private static final int V14 = StartPlanner.ONLINE_VERSION; // protocol v2: streamed transactions, messages, binary
+
+    private final EngineContext ctx;
+    private final Survey survey;
+    private final OnlineControls controls;
+    private volatile Thread readerThread;
+
+    Streaming(EngineContext ctx, Survey survey, OnlineControls controls) {
+        this.ctx = ctx;
+        this.survey = survey;
+        this.controls = controls;
+    }
+
+    /** The reader's thread, or null before it started. */
+    Thread readerThread() {
+        return readerThread;
+    }
+
+    /** Streams until {@link Engine#stop()} or a failure; returns once the reader and the pipeline stopped. */
+    void run() throws InterruptedException {
+        startOnline(); // before the stream: a signal replayed at once finds it
+        startReader();
+        Pipeline p = ctx.pipeline;
+        while (!ctx.stopping() && !p.failure().await(200)) {
+            // wait for a stop or a failure
+        }
+        ctx.state.move(State.STREAMING, State.STOPPING);
+        ctx.reader.stop();
+        p.stop();
+        readerThread.join();
+        p.join(); // rethrows the first failure of any stage
+        ctx.state.move(State.STOPPING, State.STOPPED);
+        LOG.info("stopped; durable position {}", p.stats().durable());
+    }
+
+    /** Starts the online snapshot readers when a checkpoint left tasks or tables wait to be copied. */
+    private void startOnline() {
+        Pipeline p = ctx.pipeline;
+        List<Checkpoint> cps = checkpoints(p);
+        // the tasks of the destination furthest behind have the most left: a chunk another destination holds is read again
+        List<OnlineTask> resumed = StartPlanner.lowest(cps).online();
+        if (survey.report().serverVersion() < V14) {
+            return; // no online snapshots: the planner refused a start that left tasks
+        }
+        OnlineSnapshotter o = new OnlineSnapshotter(ctx.conns, p.watermarks(), new OnlineCatalog(ctx.conns, survey.types()),
+                ctx.config.online(), ctx.progress, p.failure()::report);
+        ctx.online = o;
+        o.start(resumed);
+    }
+
+    private List<Checkpoint> checkpoints(Pipeline p) {
+        List<Checkpoint> cps = new ArrayList<>();
+        for (int i = 0; i < ctx.config.destinations().size(); i++) {
+            cps.add(p.checkpoint(i));
+        }
+        return cps;
+    }
+
+    private void startReader() {
+        Pipeline p = ctx.pipeline;
+        List<Checkpoint> cps = checkpoints(p);
+        Lsn start = cps.stream().map(Checkpoint::flushLsn).reduce(Lsn::min).orElseThrow();
+        Position skip = cps.stream().map(Checkpoint::applied).reduce((a, b) -> a.compareTo(b) <= 0 ? a : b).orElseThrow();
+        TableRef signal = ctx.config.online().signalTable();
+        if (signal != null) {
+            p.signalTable(signal, controls::onSignal);
+        }
+        p.onShapeChange(controls::onShapeChange);
+        p.idleAdvanceInterval(ctx.config.source().statusInterval().toMillis());
+        p.startStreaming(survey.types(), keyLookup(), skip, () -> {
+            ReplicationReader rr = ctx.reader;
+            return rr == null ? Lsn.ZERO : rr.serverCaughtUp();
+        }, ctx.config.spillDir());
+        boolean v14 = survey.report().serverVersion() >= V14;
+        ReplicationReader r = new ReplicationReader(ctx.conns, new ReplicationReader.Options(start, v14 ? 2 : 1, survey.binary(), v14,
+                v14, ctx.config.source().statusInterval().toMillis()), p.budget(), start, new ReplicationReader.Handler() {
+                    @Override
+                    public void onMessage(Lsn walStart, byte[] data, int offset, int length) throws InterruptedException {
+                        p.offer(walStart, data, offset, length);
+                    }
+
+                    @Override
+                    public void flush() throws InterruptedException {
+                        p.flush();
+                    }
+                }, p.failure()::report);
+        ctx.reader = r;
+        Thread t = new Thread(r, "millrace-reader");
+        t.setDaemon(true);
+        t.start();
+        readerThread = t;
+        State from = ctx.state.get() == State.SNAPSHOTTING ? State.SNAPSHOTTING : State.STARTING;
+        ctx.state.move(from, State.STREAMING);
+        LOG.info("streaming from {} ({} values)", start, survey.binary() ? "binary" : "text");
+    }
+
+    /** The key columns of a relation by oid, for relations the stream announces without a key: read once, on one connection. */
+    private java.util.function.IntFunction<List<String>> keyLookup() {
+        Map<Integer, List<String>> keyCache = new ConcurrentHashMap<>();
+        AtomicReference<Connection> keyConn = new AtomicReference<>();
+        return oid -> keyCache.computeIfAbsent(oid, o -> {
+            try {
+                if (keyConn.get() == null) {
+                    keyConn.set(ctx.conns.open());
+                }
+                return Catalog.keyColumns(keyConn.get(), o);
+            } catch (SQLException e) {
+                throw PgErrors.translate("reading the key of relation " + o, e);
+            }
+        });
+    }
+}

@@ -1,0 +1,97 @@
+package io.millrace.source;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.schema.Ident;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.TableRef;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.stream.Collectors;
+
+/** The pipeline's publication: creates it, adds tables to it, drops it. */
+public final class Publisher {
+    private final SourceConfig config;
+
+    public Publisher(SourceConfig config) {
+        this.config = config;
+    }
+
+    /**
+     * The statement that creates {@code publication} for {@code tables} as Millrace needs it: on PostgreSQL 13+ with
+     * {@code publish_via_partition_root}, so a partitioned table's changes arrive as its own (its partitions are not
+     * captured apart). Preflight prints it as the fix when it may not run it itself.
+     */
+    public static String createSql(String publication, List<TableRef> tables, int serverVersion) {
+        return "CREATE PUBLICATION " + Ident.quote(publication) + " FOR TABLE " + tables.stream().map(TableRef::sql).collect(Collectors.joining(", "))
+                + (serverVersion >= 130000 ? " WITH (publish_via_partition_root = true)" : "");
+    }
+
+    public void create(Connection c, List<TableRef> tables) {
+        String sql = null;
+        try {
+            sql = createSql(config.publication(), tables, Catalog.serverVersion(c));
+            try (Statement s = c.createStatement()) {
+                s.execute(sql);
+            }
+        } catch (SQLException e) {
+            if ("42501".equals(e.getSQLState())) {
+                throw new MillraceException(Kind.PERMISSION, "cannot create publication '" + config.publication() + "': " + e.getMessage()
+                        + ". Ask the tables' owner or a superuser to run: " + sql + ";", e);
+            }
+            throw PgErrors.translate("creating publication '" + config.publication() + "'", e);
+        }
+    }
+
+    /** Adds tables configured after the pipeline started to its publication (they are then copied online). */
+    public void add(Connection c, List<TableRef> tables) {
+        String sql = "ALTER PUBLICATION " + Ident.quote(config.publication()) + " ADD TABLE "
+                + tables.stream().map(TableRef::sql).collect(Collectors.joining(", "));
+        try (Statement s = c.createStatement()) {
+            s.execute(sql);
+        } catch (SQLException e) {
+            if ("42501".equals(e.getSQLState())) {
+                throw new MillraceException(Kind.PERMISSION, "cannot add " + tables + " to publication '" + config.publication() + "': "
+                        + e.getMessage() + ". Ask the tables' owner or a superuser to run: " + sql + ";", e);
+            }
+            throw PgErrors.translate("adding tables to publication '" + config.publication() + "'", e);
+        }
+    }
+
+    /**
+     * Adds tables to the publication by their current names: a table renamed since the catalog was read keeps its oid,
+     * and is added under its new name (its copy, recorded with the oid, follows); one dropped meanwhile is left out.
+     * Returns the names added.
+     */
+    public List<TableRef> addByCurrentName(Connection c, List<RelationInfo> rels) throws SQLException {
+        for (int attempt = 1; ; attempt++) {
+            Map<Integer, TableRef> now = Catalog.tablesByOid(c, rels.stream().map(RelationInfo::oid).toList());
+            List<TableRef> names = rels.stream().map(r -> now.get(r.oid())).filter(Objects::nonNull).toList();
+            try {
+                if (!names.isEmpty()) {
+                    add(c, names);
+                }
+                return names;
+            } catch (MillraceException e) {
+                if (attempt == 3 || !(e.getCause() instanceof SQLException q) || !"42P01".equals(q.getSQLState())) {
+                    throw e;
+                }
+                // renamed or dropped between the look-up and ALTER PUBLICATION: look again
+            }
+        }
+    }
+
+    /** Drops the publication, if it exists ({@code millrace reset --drop-publication}). */
+    public void drop(Connection c) {
+        try (Statement s = c.createStatement()) {
+            s.execute("DROP PUBLICATION IF EXISTS " + Ident.quote(config.publication()));
+        } catch (SQLException e) {
+            throw PgErrors.translate("dropping publication '" + config.publication() + "'", e);
+        }
+    }
+}
