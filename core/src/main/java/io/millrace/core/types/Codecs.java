@@ -4,13 +4,15 @@ import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.TypeInfo;
 import io.millrace.core.schema.TypeResolver;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 
 /**
  * Finds the codec for a type: built-in types by oid (cached, one immutable codec per oid), enums
  * as their label, domains through their base type, arrays over their element's codec, ranges and
- * multiranges over their subtype's codec, anything else as {@link PgUnknown} text (see
+ * multiranges over their subtype's codec, composites over their attributes' codecs (a composite
+ * known without its attributes is text only), anything else as {@link PgUnknown} text (see
  * docs/TYPES.md for the list and the Java and JSON forms).
  *
  * <p>Thread-safe; called for every column of every Relation message, so the built-in path is an
@@ -159,6 +161,18 @@ public final class Codecs {
             TypeInfo range = resolve(type.rangeOid(), resolver);
             TypeCodec rc = range == null ? null : build(range, resolver, depth + 1);
             return rc instanceof RangeCodecs.Range r ? new RangeCodecs.Multirange(name, r) : new FallbackCodec(name);
+        }
+        if (type.isComposite() && !type.attributes().isEmpty()) {
+            List<String> names = new ArrayList<>();
+            List<Integer> oids = new ArrayList<>();
+            List<TypeCodec> fields = new ArrayList<>();
+            for (TypeInfo.Attribute a : type.attributes()) {
+                TypeInfo t = resolve(a.typeOid(), resolver);
+                names.add(a.name());
+                oids.add(a.typeOid());
+                fields.add(t == null ? new FallbackCodec("oid " + Integer.toUnsignedString(a.typeOid())) : build(t, resolver, depth + 1));
+            }
+            return new CompositeCodec(name, names, oids, fields);
         }
         if (type.isArray()) {
             TypeInfo elem = resolve(type.elementOid(), resolver);

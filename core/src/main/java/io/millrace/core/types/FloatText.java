@@ -16,7 +16,9 @@ import java.math.RoundingMode;
  * {@code 1e23}, where Ryu does not: the server prints {@code 9.999999999999999e+22}) gives Ryu's
  * digits, so they are searched here: for 1 to 17 digits, the exact value rounded half-even (Ryu's
  * choice among equally short candidates, the nearest), or failing that its neighbour on the other
- * side, is taken when it reads back as the double and is not the upper midpoint.
+ * side, is taken when it lies strictly between the midpoints to the neighbouring doubles (the
+ * server never prints a midpoint, even one that would read back as the double: {@code 1e23} →
+ * {@code 9.999999999999999e+22}, {@code 2153077475783920128} → {@code 2.1530774757839201e+18}).
  */
 final class FloatText {
     private FloatText() {
@@ -61,23 +63,24 @@ final class FloatText {
     /** The shortest decimal Ryu prints for a positive finite double. */
     private static BigDecimal shortest(double d) {
         BigDecimal exact = new BigDecimal(d);
-        BigDecimal upperMid = Math.nextUp(d) == Double.POSITIVE_INFINITY ? null
-                : exact.add(new BigDecimal(Math.nextUp(d))).divide(BigDecimal.valueOf(2));
+        BigDecimal two = BigDecimal.valueOf(2);
+        BigDecimal upperMid = Math.nextUp(d) == Double.POSITIVE_INFINITY ? null : exact.add(new BigDecimal(Math.nextUp(d))).divide(two);
+        BigDecimal lowerMid = exact.add(new BigDecimal(Math.nextDown(d))).divide(two);
         for (int p = 1; p < 17; p++) {
             BigDecimal c = exact.round(new MathContext(p, RoundingMode.HALF_EVEN));
-            if (fits(c, d, upperMid)) {
+            if (fits(c, d, lowerMid, upperMid)) {
                 return c;
             }
             BigDecimal step = BigDecimal.ONE.scaleByPowerOfTen(-c.scale());
             BigDecimal other = c.compareTo(exact) < 0 ? c.add(step) : c.subtract(step);
-            if (other.signum() > 0 && other.precision() == p && fits(other, d, upperMid)) {
+            if (other.signum() > 0 && other.precision() == p && fits(other, d, lowerMid, upperMid)) {
                 return other;
             }
         }
         return exact.round(new MathContext(17, RoundingMode.HALF_EVEN));
     }
 
-    private static boolean fits(BigDecimal c, double d, BigDecimal upperMid) {
-        return Double.parseDouble(c.toString()) == d && (upperMid == null || c.compareTo(upperMid) != 0);
+    private static boolean fits(BigDecimal c, double d, BigDecimal lowerMid, BigDecimal upperMid) {
+        return Double.parseDouble(c.toString()) == d && c.compareTo(lowerMid) != 0 && (upperMid == null || c.compareTo(upperMid) != 0);
     }
 }

@@ -125,40 +125,13 @@ final class RangeCodecs {
             }
             sb.append(r.lowerInclusive() ? '[' : '(');
             if (r.lower() != null) {
-                escape(sb, boundText(r.lower()));
+                escape(sb, serverText(subtype, r.lower()), true);
             }
             sb.append(',');
             if (r.upper() != null) {
-                escape(sb, boundText(r.upper()));
+                escape(sb, serverText(subtype, r.upper()), true);
             }
             return sb.append(r.upperInclusive() ? ']' : ')');
-        }
-
-        /** The subtype's text; float8 as the server prints it (its toPgText is Java's shorter-to-compute text). */
-        private String boundText(Object v) {
-            return subtype instanceof NumberCodecs.Float8 && v instanceof Double d ? FloatText.pg(d) : subtype.toPgText(v);
-        }
-
-        /** range_bound_escape: quotes an empty bound or one holding {@code " \ ( ) [ ] ,} or space; doubles {@code "} and {@code \}. */
-        private static void escape(StringBuilder sb, String t) {
-            boolean quote = t.isEmpty();
-            for (int i = 0; i < t.length() && !quote; i++) {
-                char c = t.charAt(i);
-                quote = c == '"' || c == '\\' || c == '(' || c == ')' || c == '[' || c == ']' || c == ',' || ArrayCodec.isSpace(c);
-            }
-            if (!quote) {
-                sb.append(t);
-                return;
-            }
-            sb.append('"');
-            for (int i = 0; i < t.length(); i++) {
-                char c = t.charAt(i);
-                if (c == '"' || c == '\\') {
-                    sb.append(c);
-                }
-                sb.append(c);
-            }
-            sb.append('"');
         }
 
         @Override
@@ -260,13 +233,43 @@ final class RangeCodecs {
         }
     }
 
-    /** range_parse and range_parse_bound over a string, from a position; one parse, one thread. */
+    /** A value's text as the server prints it: the codec's toPgText, but float8 as float8out (FloatText), not Java's. */
+    static String serverText(TypeCodec codec, Object v) {
+        return codec instanceof NumberCodecs.Float8 && v instanceof Double d ? FloatText.pg(d) : codec.toPgText(v);
+    }
+
+    /**
+     * range_bound_escape ({@code range}) and record_out's quoting: quotes an empty text or one holding
+     * {@code " \ ( ) ,}, space, and for a range also {@code [ ]}; doubles {@code "} and {@code \}.
+     */
+    static void escape(StringBuilder sb, String t, boolean range) {
+        boolean quote = t.isEmpty();
+        for (int i = 0; i < t.length() && !quote; i++) {
+            char c = t.charAt(i);
+            quote = c == '"' || c == '\\' || c == '(' || c == ')' || c == ',' || ArrayCodec.isSpace(c) || range && (c == '[' || c == ']');
+        }
+        if (!quote) {
+            sb.append(t);
+            return;
+        }
+        sb.append('"');
+        for (int i = 0; i < t.length(); i++) {
+            char c = t.charAt(i);
+            if (c == '"' || c == '\\') {
+                sb.append(c);
+            }
+            sb.append(c);
+        }
+        sb.append('"');
+    }
+
+    /** range_parse and range_parse_bound (and record_in's field parse) over a string, from a position; one parse, one thread. */
     static final class TextParser {
-        private final Range codec;
+        private final BaseCodec codec;
         private final String s;
         int pos;
 
-        TextParser(Range codec, String s) {
+        TextParser(BaseCodec codec, String s) {
             this.codec = codec;
             this.s = s;
         }
@@ -303,9 +306,9 @@ final class RangeCodecs {
                 throw codec.badText(s, "expected '[', '(' or 'empty' at position " + pos);
             }
             pos++;
-            String lower = bound();
+            String lower = bound(true);
             expect(',');
-            String upper = bound();
+            String upper = bound(true);
             char close = peek();
             if (close != ']' && close != ')') {
                 throw codec.badText(s, "expected ']' or ')' at position " + pos);
@@ -318,16 +321,19 @@ final class RangeCodecs {
 
         private Object element(String text) {
             try {
-                return codec.subtype().decodeText(text);
+                return ((Range) codec).subtype().decodeText(text);
             } catch (IllegalArgumentException e) {
                 throw codec.badText(s, "bound: " + e.getMessage(), e);
             }
         }
 
-        /** A bound's text, or null when the side is unbounded (nothing before the delimiter). */
-        private String bound() {
+        /**
+         * A bound's (or field's) text, or null when there is nothing before the delimiter (unbounded,
+         * NULL). A range's bound ends at {@code , ] )}, a composite's field at {@code , )}.
+         */
+        String bound(boolean range) {
             char c0 = peek();
-            if (c0 == ',' || c0 == ']' || c0 == ')') {
+            if (c0 == ',' || c0 == ')' || range && c0 == ']') {
                 return null;
             }
             StringBuilder sb = new StringBuilder();
@@ -337,7 +343,7 @@ final class RangeCodecs {
                     throw codec.badText(s, "ends inside a bound");
                 }
                 char c = s.charAt(pos);
-                if (!inQuote && (c == ',' || c == ']' || c == ')')) {
+                if (!inQuote && (c == ',' || c == ')' || range && c == ']')) {
                     return sb.toString();
                 }
                 pos++;
