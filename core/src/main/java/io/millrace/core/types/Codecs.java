@@ -61,6 +61,8 @@ public final class Codecs {
         base(1560, 1561, "bit", 'V', new NetCodecs.Bits("bit"));
         base(1562, 1563, "varbit", 'V', new NetCodecs.Bits("varbit"));
         base(3220, 3221, "pg_lsn", 'U', new NumberCodecs.PgLsn());
+        base(3614, 3643, "tsvector", 'U', new TextSearchCodecs.TsVector());
+        base(3615, 3645, "tsquery", 'U', new TextSearchCodecs.TsQuery());
         base(600, 1017, "point", 'G', new GeometricCodecs.PointCodec());
         base(628, 629, "line", 'G', new GeometricCodecs.LineCodec());
         base(601, 1018, "lseg", 'G', new GeometricCodecs.LsegCodec());
