@@ -1,8 +1,5 @@
 package io.millrace.core.types;
 
-import com.fasterxml.jackson.core.JsonGenerator;
-
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -25,27 +22,19 @@ final class TextSearchCodecs {
     }
 
     /** Values are the canonical text: text decodes as itself, JSON is that string. */
-    abstract static class Canonical extends BaseCodec {
+    abstract static class Canonical extends NetCodecs.TextValued {
         Canonical(String name) {
             super(name);
         }
 
         @Override
+        boolean allowed(char c) {
+            return true;
+        }
+
+        @Override
         public Object decodeText(String text) {
-            return text;
-        }
-
-        @Override
-        public String toPgText(Object value) {
-            if (value instanceof String s) {
-                return s;
-            }
-            throw wrongValue(value);
-        }
-
-        @Override
-        public void writeJson(JsonGenerator gen, Object value) throws IOException {
-            gen.writeString(toPgText(value));
+            return text; // may be empty: a tsvector or tsquery without lexemes
         }
 
         /** Reads a NUL-terminated UTF-8 string at {@code p}; returns the index after the NUL. */
