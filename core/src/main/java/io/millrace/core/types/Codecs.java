@@ -62,6 +62,12 @@ public final class Codecs {
         base(1562, 1563, "varbit", 'V', new NetCodecs.Bits("varbit"));
         base(3220, 3221, "pg_lsn", 'U', new NumberCodecs.PgLsn());
         base(3614, 3643, "tsvector", 'U', new TextSearchCodecs.TsVector());
+        base(28, 1011, "xid", 'U', NumberCodecs.Int.unsigned32("xid"));
+        base(29, 1012, "cid", 'U', NumberCodecs.Int.unsigned32("cid"));
+        base(5069, 271, "xid8", 'U', NumberCodecs.Int.xid8());
+        base(27, 1010, "tid", 'U', new SystemCodecs.Tid());
+        base(5038, 5039, "pg_snapshot", 'U', new SystemCodecs.Snapshot("pg_snapshot"));
+        base(2970, 2949, "txid_snapshot", 'U', new SystemCodecs.Snapshot("txid_snapshot"));
         base(3615, 3645, "tsquery", 'U', new TextSearchCodecs.TsQuery());
         base(600, 1017, "point", 'G', new GeometricCodecs.PointCodec());
         base(628, 629, "line", 'G', new GeometricCodecs.LineCodec());

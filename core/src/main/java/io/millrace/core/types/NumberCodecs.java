@@ -96,6 +96,16 @@ final class NumberCodecs {
             return new Int("oid", 4, 0, 0xFFFFFFFFL);
         }
 
+        /** xid, cid: unsigned 32-bit, like oid. */
+        static Int unsigned32(String name) {
+            return new Int(name, 4, 0, 0xFFFFFFFFL);
+        }
+
+        /** xid8 (PostgreSQL 13+): unsigned 64-bit; values from 2^63 on (epoch 2^31, never reached) are refused. */
+        static Int xid8() {
+            return new Int("xid8", 8, 0, Long.MAX_VALUE);
+        }
+
         private Object box(long v) {
             switch (width) {
                 case 2:
@@ -161,7 +171,11 @@ final class NumberCodecs {
                 case 4:
                     return min == 0 ? (Object) (i32(buf, off) & 0xFFFFFFFFL) : (Object) i32(buf, off);
                 default:
-                    return i64(buf, off);
+                    long v = i64(buf, off);
+                    if (v < min) {
+                        throw badBinary(buf, off, len, "out of range " + min + " .. " + max);
+                    }
+                    return v;
             }
         }
 

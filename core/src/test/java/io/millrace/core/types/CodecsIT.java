@@ -218,6 +218,12 @@ class CodecsIT {
                 "'(a <-> b) <-> c'", "'a <-> (b <-> c)'", "'a:*AB & b:C'", "'a:D'", "$$'it''s' | 'back\\slash'$$",
                 "'!a & !(b & c)'", "'a | b & c'", "'(a | b) & c'", "'!!a'", "'a <0> b'", "to_tsquery('english', 'cats & !rats')",
                 "phraseto_tsquery('english', 'the fat cats ate')", "''"));
+        m.put("xid", List.of("'0'", "'4294967295'", "'1234'"));
+        m.put("cid", List.of("'0'", "'4294967295'"));
+        m.put("xid8", List.of("'0'", "'9223372036854775807'", "'4294967296'"));
+        m.put("tid", List.of("'(0,1)'", "'(4294967295,65535)'", "'(12,0)'"));
+        m.put("pg_snapshot", List.of("'10:20:10,14,15'", "'10:10:'", "'1:9223372036854775807:5'"));
+        m.put("txid_snapshot", List.of("'10:20:10,14,15'", "'10:10:'"));
         m.put("mood", List.of("'sad'", "'with space'", "'quo\"te'", "'NULL'", "'back\\slash'", "'ünï'", "''"));
         m.put("\"Odd Schema\".\"Color\"", List.of("'red'", "'green'"));
         m.put("posint", List.of("1", "2147483647"));
@@ -261,7 +267,7 @@ class CodecsIT {
     private static Map<String, List<String>> fallbackCases() {
         Map<String, List<String>> m = new LinkedHashMap<>();
         m.put("regclass", List.of("'pg_class'"));
-        m.put("pg_snapshot", List.of("'10:20:10,14,15'"));
+        m.put("regtype", List.of("'int4'"));
         m.put("regclass[]", List.of("ARRAY['pg_class'::regclass, NULL]"));
         return m;
     }
@@ -282,7 +288,7 @@ class CodecsIT {
                     assertThat(Codecs.builtins().resolve(oid)).isSameAs(ours);
                 }
             }
-            assertThat(known).isEqualTo(2 * 52);
+            assertThat(known).isEqualTo(2 * 58);
         }
     }
 

@@ -45,7 +45,8 @@ class CodecsTest {
             "name", "bytea", "uuid", "json", "jsonb", "xml", "date", "time", "timetz", "timestamp", "timestamptz", "interval",
             "inet", "cidr", "macaddr", "macaddr8", "bit", "varbit", "pg_lsn", "point", "line", "lseg", "box", "path", "polygon", "circle",
             "int4range", "int8range", "numrange", "daterange", "tsrange", "tstzrange", "int4multirange", "int8multirange", "nummultirange",
-            "datemultirange", "tsmultirange", "tstzmultirange", "tsvector", "tsquery"};
+            "datemultirange", "tsmultirange", "tstzmultirange", "tsvector", "tsquery",
+            "xid", "cid", "xid8", "tid", "pg_snapshot", "txid_snapshot"};
         int found = 0;
         for (int oid = 0; oid < 10000; oid++) {
             TypeInfo t = Codecs.builtin(oid);
