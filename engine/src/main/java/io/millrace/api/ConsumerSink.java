@@ -7,6 +7,7 @@ import io.millrace.core.change.Checkpoint;
 import io.millrace.core.event.EnvelopeWriter;
 import io.millrace.core.event.SourceMeta;
 import io.millrace.core.sink.Sink;
+import io.millrace.core.sink.SinkLifecycle;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -14,15 +15,18 @@ import java.util.Optional;
 
 /**
  * The destinations behind {@link ChangeConsumer} and {@link TransactionalConsumer}: each write hands the batch to the
- * consumer as {@link Change}s. One writer thread owns a sink (see {@link Sink}).
+ * consumer as {@link Change}s. One writer thread owns a sink (see {@link Sink}); its lifecycle is the shared
+ * {@link SinkLifecycle} ({@code NEW → OPEN → CLOSED}, an illegal move throws).
  */
 abstract class ConsumerSink implements Sink {
     private final String name;
     private final EnvelopeWriter envelope;
+    final SinkLifecycle lifecycle;
 
     ConsumerSink(String name, SourceMeta meta) {
         this.name = name;
         this.envelope = new EnvelopeWriter(meta);
+        this.lifecycle = new SinkLifecycle(name);
     }
 
     @Override
@@ -66,11 +70,13 @@ abstract class ConsumerSink implements Sink {
 
         @Override
         public Optional<Checkpoint> open() {
+            lifecycle.open();
             return file.read();
         }
 
         @Override
         public void write(List<ChangeEvent> events, Checkpoint checkpoint) {
+            lifecycle.requireOpen();
             if (!events.isEmpty()) {
                 try {
                     consumer.accept(changes(events));
@@ -83,6 +89,7 @@ abstract class ConsumerSink implements Sink {
 
         @Override
         public void close() {
+            lifecycle.close();
         }
     }
 
@@ -102,6 +109,7 @@ abstract class ConsumerSink implements Sink {
 
         @Override
         public Optional<Checkpoint> open() {
+            lifecycle.open();
             try {
                 Optional<Checkpoint> cp = consumer.open();
                 if (cp == null) {
@@ -110,12 +118,14 @@ abstract class ConsumerSink implements Sink {
                 }
                 return cp;
             } catch (Exception e) {
+                lifecycle.openFailed(); // an open that failed is the consumer's to clean up; close() does not call it
                 throw failed("open", e);
             }
         }
 
         @Override
         public void write(List<ChangeEvent> events, Checkpoint checkpoint) {
+            lifecycle.requireOpen();
             try {
                 consumer.accept(changes(events), checkpoint); // INV: RESUME: the checkpoint in the same transaction as the data
             } catch (Exception e) {
@@ -125,6 +135,9 @@ abstract class ConsumerSink implements Sink {
 
         @Override
         public void close() {
+            if (!lifecycle.close()) {
+                return;
+            }
             try {
                 consumer.close();
             } catch (Exception e) {

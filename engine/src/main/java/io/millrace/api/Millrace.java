@@ -248,6 +248,18 @@ public final class Millrace implements AutoCloseable {
         }
 
         /**
+         * A configured destination made from what the pipeline tells it (its name, slot, the source fields of its
+         * events, the base folder), e.g. {@code destination(context -> new JsonlSinkConfig("files", dir, null, rotate,
+         * context.meta()))}; called by {@link #build()}.
+         */
+        public Builder destination(Function<DestinationContext, ? extends DestinationConfig> destination) {
+            String key = key();
+            Objects.requireNonNull(destination, "destination");
+            destinations.add(context -> Check.given(key, destination.apply(context)));
+            return this;
+        }
+
+        /**
          * A destination of any type on the class path (a built-in one with its module, or a third party's
          * {@link io.millrace.core.sink.DestinationProvider}), given as the settings its YAML mapping would hold, e.g.
          * {@code destination("jsonl", Map.of("name", "files", "directory", "events"))}. Read by {@link #build()}, with the

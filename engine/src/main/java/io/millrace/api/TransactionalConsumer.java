@@ -35,7 +35,7 @@ public interface TransactionalConsumer {
      */
     void accept(List<Change> batch, Checkpoint checkpoint) throws Exception;
 
-    /** Releases what {@link #open} acquired. */
+    /** Releases what {@link #open} acquired; not called when {@code open} threw (clean up there). */
     default void close() throws Exception {
     }
 }

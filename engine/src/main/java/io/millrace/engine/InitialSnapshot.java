@@ -35,7 +35,8 @@ final class InitialSnapshot {
     private static final int ATTEMPTS = 3;
 
     private final EngineContext ctx;
-    private final Survey survey;
+    /** Read again when a snapshot starts over because a table changed under it. */
+    private Survey survey;
     private final List<Sink> sinks;
     private final List<Identity> ids;
     private final Connection repl;
@@ -78,6 +79,7 @@ final class InitialSnapshot {
                 // INV: HANDOVER — a copy that missed rows never stands: start over on a new slot.
                 LOG.warn("{}; starting the snapshot again on a new slot (attempt {})", e.getMessage(), attempt + 1);
                 current = stopForRetry();
+                survey = new SourceSurvey(ctx).rereadTables(survey); // the new copy reads each table in its current shape
                 plan = new StartPlan.RestartSnapshot(StartPlan.Publication.NONE, true, true, null);
                 ctx.state.move(State.SNAPSHOTTING, State.STARTING);
             }

@@ -73,6 +73,26 @@ final class SourceSurvey {
         }
     }
 
+    /**
+     * The same survey with the tables' shapes read again (and {@link EngineContext#watch} rebuilt on them): for a snapshot
+     * started again because a table changed under it, which must copy the table in its new shape.
+     */
+    Survey rereadTables(Survey old) {
+        try (Connection meta = ctx.conns.open()) {
+            List<SnapshotRunner.Table> tables = new ArrayList<>();
+            TableRef gone = readTables(meta, old.report().tables(), old.types(), tables);
+            if (gone != null) {
+                throw new MillraceException(Kind.CONFIG, "table " + gone.sql() + " was dropped or renamed while the initial snapshot"
+                        + " started; start again");
+            }
+            ctx.watch = new SourceWatch(src, tables.stream().map(SnapshotRunner.Table::relation).toList());
+            ctx.watch.loadColumns(meta);
+            return new Survey(old.report(), List.copyOf(tables), old.types(), old.binary() && binary(old.report().serverVersion(), tables));
+        } catch (SQLException e) {
+            throw PgErrors.translate("reading the source catalog", e);
+        }
+    }
+
     /** The preflight's report, its warnings logged; null to look again (a table a pattern listed is gone); throws on a failure. */
     private Preflight.Report preflight(Connection meta, int attempt) {
         Preflight.Report report = Preflight.run(src, meta);

@@ -124,6 +124,9 @@ class MillraceBuilderTest {
         same(SOURCE + FILES + "operations: {control_token_env: TOKEN}\n",
                 () -> OperationsSettings.builder().environment(ENV::get).controlTokenEnv("TOKEN").build(),
                 "config: operations.control_token_env holds a token of 5 characters; use at least 16");
+        assertThat(yamlError(SOURCE + FILES + "operations: {control_token: abcdefghijklmnopqrstuvwx}\n")).isEqualTo("config: operations.control_token"
+                + " is not allowed: a token must not be written in the configuration file. Put it in an environment variable and name it"
+                + " in operations.control_token_env, or in a file named by operations.control_token_file");
         same(SOURCE + FILES + "operations: {control_token_env: NO_TOKEN}\n",
                 () -> OperationsSettings.builder().environment(ENV::get).controlTokenEnv("NO_TOKEN").build(),
                 "operations.control_token_env names the environment variable NO_TOKEN, which is not set or empty");
@@ -168,6 +171,18 @@ class MillraceBuilderTest {
         EngineConfig built = Millrace.builder().source(source().build()).baseDir(dir)
                 .destination("jsonl", Map.of("name", "f", "directory", "events", "rotate_mb", 2)).config();
         assertThat(built.destinations()).isEqualTo(loaded.destinations());
+    }
+
+    @Test
+    void aDestinationMadeFromThePipelinesContext() {
+        List<io.millrace.core.sink.DestinationContext> seen = new java.util.ArrayList<>();
+        EngineConfig c = Millrace.builder().name("shop").source(source().slot("s1").build()).baseDir(dir).destination(context -> {
+            seen.add(context);
+            return new io.millrace.sink.jsonl.JsonlSinkConfig("files", context.baseDir().resolve("events"), null, 1 << 20, context.meta());
+        }).config();
+        assertThat(seen).containsExactly(new io.millrace.core.sink.DestinationContext("shop", "s1",
+                new io.millrace.core.event.SourceMeta("shop", "shop"), dir.toAbsolutePath()));
+        assertThat(c.destinations()).extracting(d -> d.name()).containsExactly("files");
     }
 
     @Test

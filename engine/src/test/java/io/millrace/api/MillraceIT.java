@@ -129,6 +129,56 @@ class MillraceIT {
                 .contains("\"note\":\"streamed\"");
     }
 
+    @Test
+    void aBatchTheConsumerRefusesIsDeliveredAgainWithItsPositionsAndOnlineSnapshotsRunOnRequest(@TempDir Path dir) throws Exception {
+        pg.createDatabase("refuse");
+        exec("refuse", "CREATE TABLE public.orders (id int PRIMARY KEY, qty int NOT NULL, note text)",
+                "INSERT INTO public.orders SELECT g, g, 'before' FROM generate_series(1, 10) g");
+        Path checkpoint = dir.resolve("checkpoint.json");
+        List<Seen> seen = Collections.synchronizedList(new ArrayList<>());
+        AtomicBoolean refuseOnce = new AtomicBoolean(true);
+        ChangeConsumer consumer = batch -> {
+            for (Change c : batch) {
+                Row row = c.after() != null ? c.after() : c.before();
+                seen.add(new Seen(c.position(), c.op(), (Integer) row.get("id"), null));
+            }
+            if (batch.stream().anyMatch(c -> c.after() != null && c.after().get("id").equals(1000)) && refuseOnce.compareAndSet(true, false)) {
+                throw new IllegalStateException("refused after reading it");
+            }
+        };
+        Millrace first = Millrace.builder().source(source("refuse")).changeConsumer("events", checkpoint, consumer).build();
+        first.start();
+        awaitStreaming(first);
+        exec("refuse", "INSERT INTO public.orders VALUES (11, 11, 'ok')",
+                "BEGIN; INSERT INTO public.orders VALUES (1000, 1, 'refused'); UPDATE public.orders SET qty = 0 WHERE id = 5; COMMIT");
+        MillraceException e = catchThrowableOfType(MillraceException.class, () -> first.await(WAIT));
+        assertThat(e).isNotNull();
+        assertThat(e.getMessage()).contains("destination 'events'").contains("refused after reading it");
+        List<Seen> firstRun = List.copyOf(seen);
+        assertThat(firstRun).extracting(Seen::id).endsWith(11, 1000, 5);
+
+        try (Millrace second = Millrace.builder().source(source("refuse")).changeConsumer("events", checkpoint, consumer).build()) {
+            second.start();
+            awaitStreaming(second);
+            awaitTrue("the refused transaction again", () -> seen.stream().filter(x -> x.id() == 1000).count() == 2
+                    && seen.get(seen.size() - 1).id() == 5);
+            // Unacknowledged, the refused batch comes again (from the last acknowledged position on), each change with the
+            // position it had: a consumer recognises the repeats.
+            List<Seen> again = List.copyOf(seen.subList(firstRun.size(), seen.size()));
+            assertThat(again).extracting(Seen::id).contains(1000, 5);
+            assertThat(firstRun.subList(firstRun.size() - again.size(), firstRun.size())).isEqualTo(again);
+
+            // An online snapshot on request: the rows matching the filter are read again while streaming.
+            int before = seen.size();
+            second.snapshot(List.of("public.orders"), "id <= 3");
+            awaitTrue("3 rows read again", () -> seen.size() >= before + 3);
+            assertThat(seen.subList(before, before + 3)).extracting(Seen::op, Seen::id).containsExactlyInAnyOrder(
+                    org.assertj.core.groups.Tuple.tuple(Op.READ, 1), org.assertj.core.groups.Tuple.tuple(Op.READ, 2),
+                    org.assertj.core.groups.Tuple.tuple(Op.READ, 3));
+            assertThat(second.status().tables()).extracting(Status.Table::table).containsExactly("public.orders");
+        }
+    }
+
     /**
      * Applies changes to a mirror table and stores the checkpoint in the same transaction; every change is also logged
      * under its position with a unique key, so that a change applied twice fails the transaction. Fails once, on the

@@ -234,6 +234,25 @@ public final class SnapshotRunner {
                 }
             }
         }
+        // The shape Millrace read before the slot existed must be the one the snapshot sees: an ALTER ... TYPE committed in
+        // between rewrote the table before the snapshot began (so its file is the snapshot's), and its rows would be decoded
+        // with the old types (text read "1" of a bigint as an int4; binary refused its 8 bytes). Read again, on a new slot.
+        try (PreparedStatement ps = c.prepareStatement("SELECT attname, atttypid FROM pg_attribute WHERE attrelid = ? AND attnum > 0"
+                + " AND NOT attisdropped" + (io.millrace.source.Catalog.serverVersion(c) >= 120000 ? " AND attgenerated = ''" : "")
+                + " ORDER BY attnum")) { // the columns as Catalog.relation reads them
+            ps.setInt(1, r.oid());
+            List<String> seen = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    seen.add(rs.getString(1) + " " + Integer.toUnsignedString(rs.getInt(2)));
+                }
+            }
+            List<String> known = r.columns().stream().map(col -> col.name() + " " + Integer.toUnsignedString(col.type().oid())).toList();
+            if (!seen.equals(known)) {
+                throw new Invalidated("table " + r.table() + " changed its columns after Millrace read its shape (" + known + ", now "
+                        + seen + "), so the snapshot would decode its rows with the old types");
+            }
+        }
     }
 
     /** The snapshot no longer shows a table as it was at the consistent point: it must start again on a new slot. */

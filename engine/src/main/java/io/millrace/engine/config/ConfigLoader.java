@@ -197,11 +197,7 @@ public final class ConfigLoader {
         integer(o, "retained_wal_warn_mb", Limit.RETAINED_WAL_WARN_MB, b::retainedWalWarnMb);
         string(o, "http_host", b::httpHost);
         integer(o, "http_port", Limit.HTTP_PORT, b::httpPort);
-        if (o.has("control_token")) {
-            throw Node.error(o.key("control_token"), "is not allowed: a token must not be written in the configuration file. Put it in an"
-                    + " environment variable and name it in " + o.key("control_token_env") + ", or in a file named by "
-                    + o.key("control_token_file"));
-        }
+        literal(o, "control_token");
         string(o, "control_token_env", b::controlTokenEnv);
         string(o, "control_token_file", f -> b.controlTokenFile(base.resolve(f)));
         if (sourceOnly) {
@@ -240,9 +236,9 @@ public final class ConfigLoader {
         string(s, "slot", b::slot);
         string(s, "publication", b::publication);
         if (s.has("tables")) {
-            b.tables(tableNames(s, "tables"));
+            b.tables(s.strings("tables")); // the forms are checked here, the names by the builder
         }
-        b.excludeTables(tableNames(s, "exclude_tables"));
+        b.excludeTables(s.strings("exclude_tables"));
         b.createPublication(s.bool("create_publication", true));
         b.binary(s.choice("binary", SourceSettings.BinaryMode.AUTO, SourceSettings.BinaryMode.class));
         integer(s, "status_interval_ms", Limit.SOURCE_STATUS_INTERVAL_MS, b::statusIntervalMs);
@@ -255,15 +251,10 @@ public final class ConfigLoader {
         return b.build();
     }
 
-    /** The strings of a list of table names (an absent key: none); their parsing is the builder's. */
-    private static List<String> tableNames(Node s, String key) {
-        return s.strings(key);
-    }
-
     /** Refuses a secret written in the file itself ({@code <prefix>}, e.g. {@code password}). */
     private static void literal(Node n, String prefix) {
         if (n.has(prefix)) {
-            String what = prefix.equals("password") ? "password" : "secret";
+            String what = prefix.equals("password") ? "password" : prefix.equals("control_token") ? "token" : "secret";
             throw Node.error(n.key(prefix), "is not allowed: a " + what + " must not be written in the configuration file."
                     + " Put it in an environment variable and name it in " + n.key(prefix + "_env")
                     + ", or in a file named by " + n.key(prefix + "_file"));

@@ -67,6 +67,13 @@ class RewriteDuringSnapshotIT {
             e.awaitStreaming(Duration.ofSeconds(120));
             RunningEngine.awaitEqual(src, dst, List.of(new TableRef("public", "a_big"), new TableRef("public", "b_small")), null,
                     Duration.ofSeconds(60));
+            // Copied in its new shape: the snapshot started again reads the table's columns again (it kept the int4 it
+            // read first, which text values hid and binary COPY refused: "invalid int4 binary value (8 bytes...)").
+            try (var st = dst.createStatement(); var rs = st.executeQuery("SELECT data_type FROM information_schema.columns"
+                    + " WHERE table_schema = 'public' AND table_name = 'b_small' AND column_name = 'n'")) {
+                assertThat(rs.next()).isTrue();
+                assertThat(rs.getString(1)).isEqualTo("bigint");
+            }
         } finally {
             engineLog.detachAppender(log);
         }

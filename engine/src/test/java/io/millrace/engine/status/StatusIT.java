@@ -1,5 +1,7 @@
 package io.millrace.engine.status;
 
+import io.millrace.api.Millrace;
+import io.millrace.api.SourceSettings;
 import io.millrace.embedded.EmbeddedPg;
 import io.millrace.engine.EngineStatus;
 import io.millrace.engine.RunningEngine;
@@ -52,8 +54,8 @@ class StatusIT {
                 "CREATE TABLE public.grown (id int PRIMARY KEY, v text)", "INSERT INTO public.grown SELECT g, 'v' FROM generate_series(1, 2000) g",
                 "ANALYZE public.grown", "INSERT INTO public.grown SELECT g, 'v' FROM generate_series(2001, 4000) g",
                 "CREATE TABLE public.empty (id int PRIMARY KEY)");
-        String yaml = E2e.yaml(pg, "est", "est", List.of("public.fresh", "public.grown", "public.empty"), "auto", "est_dst", dir.resolve("events"));
-        try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(60))) {
+        Millrace.Builder pipeline = E2e.pipeline(pg, "est", "est", List.of("public.fresh", "public.grown", "public.empty"), SourceSettings.BinaryMode.AUTO, "est_dst", dir.resolve("events"));
+        try (RunningEngine e = RunningEngine.start(pipeline).awaitStreaming(Duration.ofSeconds(60))) {
             assertThat(table(e, "public.fresh").rowsCopied()).isEqualTo(21);
             assertThat(table(e, "public.fresh").rowsEstimated()).as("never analysed: unknown").isEqualTo(-1);
             assertThat(table(e, "public.grown").rowsCopied()).isEqualTo(4000);
@@ -71,8 +73,8 @@ class StatusIT {
         pg.createDatabase("slow");
         pg.createDatabase("slow_dst");
         pg.execute("slow", "CREATE TABLE public.t (id int PRIMARY KEY, v text)", "INSERT INTO public.t VALUES (1, 'a')");
-        String yaml = E2e.yaml(pg, "slow", "slow", List.of("public.t"), "auto", "slow_dst", dir.resolve("events"));
-        try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(60));
+        Millrace.Builder pipeline = E2e.pipeline(pg, "slow", "slow", List.of("public.t"), SourceSettings.BinaryMode.AUTO, "slow_dst", dir.resolve("events"));
+        try (RunningEngine e = RunningEngine.start(pipeline).awaitStreaming(Duration.ofSeconds(60));
              Connection src = pg.connect("slow"); Connection dst = pg.connect("slow_dst"); Connection locker = pg.connect("slow_dst")) {
             E2e.exec(src, "INSERT INTO public.t VALUES (2, 'b')");
             E2e.awaitRow(dst, "SELECT count(*) FROM public.t WHERE id = 2", Duration.ofSeconds(30));
