@@ -61,9 +61,10 @@ final class InitialSnapshot {
             return true;
         }
         List<Optional<Checkpoint>> current = found;
+        StartPlan.OnNewSlot next = (StartPlan.OnNewSlot) plan;
         for (int attempt = 1; ; attempt++) {
             try {
-                if (!start(plan, current)) {
+                if (!start(next, current)) {
                     ctx.state.move(State.SNAPSHOTTING, State.STOPPING);
                     ctx.state.move(State.STOPPING, State.STOPPED);
                     LOG.info("stopped during the snapshot; the next start continues it (on PostgreSQL 14+ the tables that landed stay)");
@@ -80,7 +81,7 @@ final class InitialSnapshot {
                 LOG.warn("{}; starting the snapshot again on a new slot (attempt {})", e.getMessage(), attempt + 1);
                 current = stopForRetry();
                 survey = new SourceSurvey(ctx).rereadTables(survey); // the new copy reads each table in its current shape
-                plan = new StartPlan.RestartSnapshot(StartPlan.Publication.NONE, true, true, null);
+                next = new StartPlan.RestartSnapshot(StartPlan.Publication.NONE, true, true, null);
                 ctx.state.move(State.SNAPSHOTTING, State.STARTING);
             }
         }
@@ -114,8 +115,8 @@ final class InitialSnapshot {
         ctx.newPipeline(sinks, initial).startWriter();
     }
 
-    private boolean start(StartPlan.Go plan, List<Optional<Checkpoint>> found) throws SQLException, InterruptedException {
-        boolean snapshot = plan instanceof StartPlan.Fresh f ? f.snapshot() : ((StartPlan.RestartSnapshot) plan).snapshot();
+    private boolean start(StartPlan.OnNewSlot plan, List<Optional<Checkpoint>> found) throws SQLException, InterruptedException {
+        boolean snapshot = plan.snapshot();
         if (plan instanceof StartPlan.RestartSnapshot r) {
             restart(r);
         }

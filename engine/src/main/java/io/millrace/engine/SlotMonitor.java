@@ -3,12 +3,11 @@ package io.millrace.engine;
 import io.millrace.core.Lsn;
 import io.millrace.engine.config.EngineConfig;
 import io.millrace.source.PgConnections;
+import io.millrace.source.SlotManager;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.util.function.Consumer;
 
 /**
@@ -88,21 +87,7 @@ final class SlotMonitor {
     }
 
     static Sample sample(Connection c, String slot) throws Exception {
-        try (PreparedStatement ps = c.prepareStatement("SELECT pg_current_wal_lsn()::text,"
-                + " (SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = ?),"
-                + " (SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint FROM pg_replication_slots WHERE slot_name = ?)")) {
-            ps.setString(1, slot);
-            ps.setString(2, slot);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                String confirmed = rs.getString(2);
-                long retained = rs.getLong(3);
-                if (rs.wasNull()) {
-                    retained = -1;
-                }
-                return new Sample(Lsn.parse(rs.getString(1)), confirmed == null ? null : Lsn.parse(confirmed), retained,
-                        System.currentTimeMillis());
-            }
-        }
+        SlotManager.Retention r = SlotManager.retention(c, slot);
+        return new Sample(r.serverLsn(), r.confirmed(), r.retainedBytes(), System.currentTimeMillis());
     }
 }

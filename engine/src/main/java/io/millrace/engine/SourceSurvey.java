@@ -59,8 +59,7 @@ final class SourceSurvey {
                 List<SnapshotRunner.Table> tables = new ArrayList<>();
                 TableRef gone = readTables(meta, report.tables(), types, tables);
                 if (gone == null) {
-                    ctx.watch = new SourceWatch(src, tables.stream().map(SnapshotRunner.Table::relation).toList());
-                    ctx.watch.loadColumns(meta);
+                    watch(meta, tables);
                     return new Survey(report, List.copyOf(tables), types, binary(report.serverVersion(), tables));
                 }
                 if (attempt == ATTEMPTS) {
@@ -85,12 +84,18 @@ final class SourceSurvey {
                 throw new MillraceException(Kind.CONFIG, "table " + gone.sql() + " was dropped or renamed while the initial snapshot"
                         + " started; start again");
             }
-            ctx.watch = new SourceWatch(src, tables.stream().map(SnapshotRunner.Table::relation).toList());
-            ctx.watch.loadColumns(meta);
+            watch(meta, tables);
             return new Survey(old.report(), List.copyOf(tables), old.types(), old.binary() && binary(old.report().serverVersion(), tables));
         } catch (SQLException e) {
             throw PgErrors.translate("reading the source catalog", e);
         }
+    }
+
+    /** Sets {@link EngineContext#watch} on {@code tables}, with their columns as the catalog numbers them. */
+    private void watch(Connection meta, List<SnapshotRunner.Table> tables) throws SQLException {
+        SourceWatch w = new SourceWatch(src, tables.stream().map(SnapshotRunner.Table::relation).toList());
+        w.loadColumns(meta);
+        ctx.watch = w;
     }
 
     /** The preflight's report, its warnings logged; null to look again (a table a pattern listed is gone); throws on a failure. */

@@ -49,11 +49,21 @@ sealed interface StartPlan {
         Publication publication();
     }
 
+    /** A start on a new slot, the tables copied when {@code snapshot()}. */
+    sealed interface OnNewSlot extends Go {
+        boolean snapshot();
+    }
+
+    /** A start from the destinations' checkpoints, as rewritten by the plan: written before the publication changes. */
+    sealed interface FromCheckpoints extends Go {
+        List<Checkpoint> checkpoints();
+    }
+
     /**
      * No destination holds a checkpoint and there is no slot: claim it in every destination, create it (with an
      * exported snapshot when {@code snapshot}), then copy the tables.
      */
-    record Fresh(Publication publication, boolean snapshot) implements Go {
+    record Fresh(Publication publication, boolean snapshot) implements OnNewSlot {
     }
 
     /**
@@ -61,7 +71,7 @@ sealed interface StartPlan {
      * is dropped first), each destination that holds a checkpoint truncating the tables first when {@code snapshot}.
      * {@code notOnline} says why the landed tables cannot stay (for the log), or is null.
      */
-    record RestartSnapshot(Publication publication, boolean snapshot, boolean dropSlot, String notOnline) implements Go {
+    record RestartSnapshot(Publication publication, boolean snapshot, boolean dropSlot, String notOnline) implements OnNewSlot {
     }
 
     /** Snapshot mode never and a slot nobody claimed: stream from it as it is, from its confirmed position. */
@@ -74,14 +84,14 @@ sealed interface StartPlan {
      * tasks) are written to the destinations first.
      */
     record ResumeOnline(Publication publication, List<Checkpoint> checkpoints, int landed, List<TableRef> left,
-                        Lsn consistentPoint) implements Go {
+                        Lsn consistentPoint) implements FromCheckpoints {
     }
 
     /**
      * Every destination holds a checkpoint: streaming resumes at the lowest durable position (INV: RESUME).
      * {@code checkpoints} are the destinations' own, with online tasks for tables added to the configuration.
      */
-    record Resume(Publication publication, List<Checkpoint> checkpoints) implements Go {
+    record Resume(Publication publication, List<Checkpoint> checkpoints) implements FromCheckpoints {
     }
 
     /**

@@ -58,9 +58,9 @@ final class StartUp {
             record(go);
             publish(go.publication()); // only now, after the checks: a start refused writes nothing to the source
             ctx.captured = survey.report().tables();
-            if (go instanceof StartPlan.Resume || go instanceof StartPlan.ResumeOnline) {
+            if (go instanceof StartPlan.FromCheckpoints from) {
                 repl.close();
-                resume(go instanceof StartPlan.Resume r ? r.checkpoints() : ((StartPlan.ResumeOnline) go).checkpoints());
+                resume(from.checkpoints());
                 return true;
             }
             return new InitialSnapshot(ctx, survey, sinks, ids, repl).run(go, found);
@@ -107,8 +107,7 @@ final class StartUp {
                     + " streaming from the consistent point {}, chunk by chunk (landed chunks are not read again)", r.landed(),
                     r.left().size(), r.left(), r.consistentPoint());
         }
-        List<Checkpoint> next = go instanceof StartPlan.Resume r ? r.checkpoints()
-                : go instanceof StartPlan.ResumeOnline r ? r.checkpoints() : List.of();
+        List<Checkpoint> next = go instanceof StartPlan.FromCheckpoints from ? from.checkpoints() : List.of();
         for (int i = 0; i < next.size(); i++) {
             if (!Optional.of(next.get(i)).equals(found.get(i))) {
                 sinks.get(i).write(List.of(), next.get(i)); // the writer has not started: this thread owns the sinks

@@ -347,6 +347,25 @@ class StartPlannerTest {
                                 streaming("events", 100)).slot(slot(Lsn.of(100), null))),
                         refused(Kind.SOURCE_SETUP, "online snapshots need PostgreSQL 14 or newer (logical messages in pgoutput); this"
                                 + " server is 130000. Copy the tables with a fresh pipeline instead")),
+                row("restart on PostgreSQL 13 with online tasks left, snapshot.mode initial_only: resume (it stops before streaming)",
+                        with(b -> b.version(130000).mode(SnapshotMode.INITIAL_ONLY).checkpoints(streaming("replica", 100)
+                                .withOnline(List.of(OnlineTask.whole(B))), streaming("events", 100)).slot(slot(Lsn.of(100), null))),
+                        is(StartPlan.Resume.class, r -> {
+                        })),
+                row("restart, the publication dropped while stopped: created again, no table recorded as added",
+                        with(b -> b.noPublication().checkpoints(streaming("replica", 100), streaming("events", 100))
+                                .slot(slot(Lsn.of(100), null))),
+                        is(StartPlan.Resume.class, r -> {
+                            assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online()).isEmpty());
+                            assertThat(r.publication().create()).containsExactly(A.table(), B.table());
+                        })),
+                row("restart, the signal table listed in source.tables and unpublished: added once, as a table",
+                        with(b -> b.signal(false).tables(A, B, rel("signals", true)).unpublished(SIGNAL)
+                                .checkpoints(streaming("replica", 100), streaming("events", 100)).slot(slot(Lsn.of(100), null))),
+                        is(StartPlan.Resume.class, r -> {
+                            assertThat(r.publication().add()).extracting(RelationInfo::table).containsExactly(SIGNAL);
+                            assertThat(r.publication().addSignal()).isFalse();
+                        })),
                 row("restart on PostgreSQL 13 without online tasks: resume",
                         with(b -> b.version(130000).checkpoints(streaming("replica", 100), streaming("events", 100)).slot(slot(Lsn.of(100), null))),
                         is(StartPlan.Resume.class, r -> {

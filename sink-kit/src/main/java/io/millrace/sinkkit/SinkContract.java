@@ -8,6 +8,7 @@ import io.millrace.core.change.Identity;
 import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.Sink;
 import io.millrace.testkit.Events;
 import org.junit.jupiter.api.DynamicTest;
@@ -19,6 +20,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.SortedMap;
 import java.util.TreeMap;
 import java.util.stream.Stream;
 
@@ -54,7 +56,8 @@ import static org.assertj.core.api.Assertions.fail;
  *       the checkpoint {@code open()} returned), each where a consumer dropping every event not after the last it
  *       processed recognises it (INV: RESUME);</li>
  *   <li><b>truncate</b>: rows before a truncate are gone, rows after it stay;</li>
- *   <li><b>shape changes</b>: a column added, one dropped, one renamed (same type, same place), the sink follows;</li>
+ *   <li><b>shape changes</b>: a column added, one dropped, one renamed (same type, same place), the table renamed
+ *       (same oid, another name): the sink follows;</li>
  *   <li><b>unchanged TOAST</b>: an update carrying {@link io.millrace.core.types.UnchangedToast} keeps the stored
  *       value (a table destination) or carries Debezium's placeholder (an event destination, docs/EVENTS.md).</li>
  * </ul>
@@ -237,6 +240,27 @@ public abstract class SinkContract {
         assertHolds(run.destination, run.written, Repeats.NONE);
     }
 
+    /**
+     * A source table renamed ({@code ALTER TABLE … RENAME}: the same oid under another name, which the checkpoint's
+     * {@link Checkpoint#tables()} follows): the destination follows it, its rows and changes under the new name.
+     */
+    @Test
+    void tableRenamed() {
+        Run run = new Run("table_rename");
+        RelationInfo before = table("rename_before");
+        RelationInfo after = Events.renamed(before, new TableRef(SCHEMA, "ct_rename_after"));
+        Events ev = run.ev;
+        run.open();
+        run.held.put(before.oid(), before.table());
+        run.write(ev.insert(before, row(1, "a", 1)), ev.insert(before, row(2, "b", 2)));
+        run.held.put(after.oid(), after.table());
+        run.write(ev.update(after, row(1, "a2", 10)), ev.insert(after, row(3, "c", 3)));
+        run.close();
+        assertThat(run.open()).map(Checkpoint::tables).contains(new TreeMap<>(Map.of(after.oid(), after.table())));
+        run.close();
+        assertHolds(run.destination, run.written, Repeats.NONE);
+    }
+
     @Test
     void unchangedToastKeepsTheStoredValue() {
         Run run = new Run("toast");
@@ -256,6 +280,8 @@ public abstract class SinkContract {
         final String destination;
         final Events ev = new Events();
         final List<ChangeEvent> written = new ArrayList<>();
+        /** The source tables the checkpoints say the destination holds (by oid), as the engine follows them. */
+        final SortedMap<Integer, TableRef> held = new TreeMap<>();
         Sink sink;
         boolean transactional;
         Checkpoint last;
@@ -271,7 +297,7 @@ public abstract class SinkContract {
         }
 
         void write(ChangeEvent... events) {
-            last = ev.checkpoint(destination);
+            last = ev.checkpoint(destination).withTables(held);
             sink.write(List.of(events), last);
             written.addAll(List.of(events));
         }

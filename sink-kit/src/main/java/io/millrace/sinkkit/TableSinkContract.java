@@ -19,9 +19,11 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.StringJoiner;
 
 import static io.millrace.testkit.Events.TOAST;
@@ -98,10 +100,12 @@ public abstract class TableSinkContract extends SinkContract {
     protected void assertHolds(String destination, List<ChangeEvent> written, Repeats repeats) {
         Map<Integer, RelationInfo> shapes = new LinkedHashMap<>();
         Map<Integer, Map<String, Map<String, String>>> tables = new HashMap<>();
+        Map<Integer, Set<TableRef>> names = new HashMap<>();
         for (ChangeEvent e : written) {
             RelationInfo rel = e.relation();
             Map<String, Map<String, String>> rows = tables.computeIfAbsent(rel.oid(), k -> new LinkedHashMap<>());
             RelationInfo before = shapes.put(rel.oid(), rel);
+            names.computeIfAbsent(rel.oid(), k -> new HashSet<>()).add(rel.table());
             if (before != null && !before.sameShape(rel)) {
                 reshape(rows, ShapeChange.between(before, rel));
             }
@@ -120,6 +124,12 @@ public abstract class TableSinkContract extends SinkContract {
             List<Map<String, String>> expected = new ArrayList<>(tables.get(s.getKey()).values());
             assertThat(rows(destination, s.getValue().table())).as("destination %s, %s", destination, s.getValue().table())
                     .containsExactlyInAnyOrderElementsOf(expected);
+            for (TableRef old : names.getOrDefault(s.getKey(), Set.of())) {
+                if (!old.equals(s.getValue().table())) {
+                    assertThat(rows(destination, old)).as("destination %s: %s was renamed to %s", destination, old,
+                            s.getValue().table()).isEmpty();
+                }
+            }
         }
     }
 

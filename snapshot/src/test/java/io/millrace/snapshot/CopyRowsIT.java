@@ -50,8 +50,8 @@ class CopyRowsIT {
                         + " '2020-01-01'::date + g, '2020-01-01'::timestamp + g * interval '1 second', now(), '12:00', '12:00+01',"
                         + " g * interval '1 minute', gen_random_uuid(), '{}', jsonb_build_object('g', g), '10.1.2.3', '10.1.0.0/16',"
                         + " '01:02:03:04:05:06', ARRAY[g, g + 1], ARRAY['s' || g], 'ok', g, g, g FROM generate_series(4, 500) g",
-                "CREATE TABLE pts (id int PRIMARY KEY, p point, r int4range)",
-                "INSERT INTO pts VALUES (1, '(1.5,-2)', '[1,10)'), (2, NULL, 'empty')");
+                "CREATE TABLE pts (id int PRIMARY KEY, p point, r int4range, k regclass)", // regclass: text only
+                "INSERT INTO pts VALUES (1, '(1.5,-2)', '[1,10)', 'pg_class'), (2, NULL, 'empty', NULL)");
         c = pg.connect("postgres");
     }
 

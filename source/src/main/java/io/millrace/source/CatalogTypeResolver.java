@@ -8,17 +8,26 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 
 /**
- * Resolves type oids: built-ins from the codecs, the rest (enums, domains, their arrays) from
- * {@code pg_type}, loaded once at start and looked up again for an oid first seen later (a type
- * created while the pipeline runs). Safe to call from any thread.
+ * Resolves type oids: built-ins from the codecs, the rest (enums, domains, ranges, multiranges,
+ * composites, their arrays) from {@code pg_type}, {@code pg_range} and {@code pg_attribute},
+ * loaded once at start and looked up again for an oid first seen later (a type created while the
+ * pipeline runs). Safe to call from any thread.
  */
 public final class CatalogTypeResolver implements TypeResolver {
-    private static final String QUERY = "SELECT t.oid, n.nspname, t.typname, t.typtype, t.typcategory, t.typelem, t.typbasetype"
+    private static final String QUERY = "SELECT t.oid, n.nspname, t.typname, t.typtype, t.typcategory, t.typelem, t.typbasetype,"
+            + " COALESCE((SELECT r.rngsubtype FROM pg_range r WHERE r.rngtypid = t.oid), CASE WHEN t.typtype = 'm' THEN"
+            + " (SELECT r.rngtypid FROM pg_range r WHERE (to_jsonb(r) ->> 'rngmultitypid')::oid = t.oid) END, 0),"
+            + " CASE WHEN t.typtype = 'c' THEN ARRAY(SELECT a.attname::text FROM pg_attribute a WHERE a.attrelid = t.typrelid"
+            + " AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum) END,"
+            + " CASE WHEN t.typtype = 'c' THEN ARRAY(SELECT a.atttypid::int8 FROM pg_attribute a WHERE a.attrelid = t.typrelid"
+            + " AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum) END"
             + " FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace";
 
     private final Map<Integer, TypeInfo> types = new ConcurrentHashMap<>();
@@ -71,8 +80,18 @@ public final class CatalogTypeResolver implements TypeResolver {
         return null;
     }
 
-    private static TypeInfo row(ResultSet rs) throws SQLException {
-        return new TypeInfo(rs.getInt(1), rs.getString(2), rs.getString(3), rs.getString(4).charAt(0), rs.getString(5).charAt(0),
-                (int) rs.getLong(6), (int) rs.getLong(7));
+    /** A row of the query: pg_type's columns, the range's subtype or multirange's range, a composite's attributes. */
+    static TypeInfo row(ResultSet rs) throws SQLException {
+        List<TypeInfo.Attribute> attributes = new ArrayList<>();
+        java.sql.Array names = rs.getArray(9);
+        if (names != null) {
+            String[] n = (String[]) names.getArray();
+            Long[] t = (Long[]) rs.getArray(10).getArray();
+            for (int i = 0; i < n.length; i++) {
+                attributes.add(new TypeInfo.Attribute(n[i], (int) t[i].longValue()));
+            }
+        }
+        return new TypeInfo((int) rs.getLong(1), rs.getString(2), rs.getString(3), rs.getString(4).charAt(0), rs.getString(5).charAt(0),
+                (int) rs.getLong(6), (int) rs.getLong(7), (int) rs.getLong(8), attributes);
     }
 }

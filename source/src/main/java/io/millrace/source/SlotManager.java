@@ -71,6 +71,35 @@ public final class SlotManager {
     }
 
     /**
+     * The slot's hold on the source's WAL.
+     *
+     * @param serverLsn     the server's current WAL position
+     * @param confirmed     the slot's confirmed_flush_lsn, or null while the slot does not exist
+     * @param retainedBytes WAL the slot keeps from being recycled, or -1 while the slot does not exist
+     */
+    public record Retention(Lsn serverLsn, Lsn confirmed, long retainedBytes) {
+    }
+
+    /** Reads {@code slot}'s {@link Retention} in one query. */
+    public static Retention retention(Connection c, String slot) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_current_wal_lsn()::text,"
+                + " (SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = ?),"
+                + " (SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint FROM pg_replication_slots WHERE slot_name = ?)")) {
+            ps.setString(1, slot);
+            ps.setString(2, slot);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                String confirmed = rs.getString(2);
+                long retained = rs.getLong(3);
+                if (rs.wasNull()) {
+                    retained = -1;
+                }
+                return new Retention(Lsn.parse(rs.getString(1)), confirmed == null ? null : Lsn.parse(confirmed), retained);
+            }
+        }
+    }
+
+    /**
      * The slot as a start finds it.
      *
      * @param confirmed its confirmed_flush_lsn, or null (missing, or never confirmed)

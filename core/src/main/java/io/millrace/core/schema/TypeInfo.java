@@ -1,7 +1,10 @@
 package io.millrace.core.schema;
 
+import java.util.List;
+
 /**
- * What the catalog ({@code pg_type}) says of a type, as far as decoding needs it.
+ * What the catalog ({@code pg_type}, {@code pg_range}, {@code pg_attribute}) says of a type, as far
+ * as decoding needs it.
  *
  * @param oid         the type's oid
  * @param schema      its namespace, e.g. {@code pg_catalog}
@@ -11,8 +14,25 @@ package io.millrace.core.schema;
  * @param category    {@code pg_type.typcategory}, e.g. {@code A} for arrays
  * @param elementOid  for an array type, the element type's oid ({@code typelem}); 0 otherwise
  * @param baseOid     for a domain, the base type's oid ({@code typbasetype}); 0 otherwise
+ * @param rangeOid    for a range, its subtype ({@code pg_range.rngsubtype}); for a multirange, its
+ *                    range type ({@code pg_range.rngtypid}); 0 otherwise
+ * @param attributes  for a composite type, its attributes in order (not the dropped ones); empty otherwise
  */
-public record TypeInfo(int oid, String schema, String name, char typtype, char category, int elementOid, int baseOid) {
+public record TypeInfo(int oid, String schema, String name, char typtype, char category, int elementOid, int baseOid,
+        int rangeOid, List<Attribute> attributes) {
+
+    /** A composite type's attribute ({@code pg_attribute} of {@code typrelid}). */
+    public record Attribute(String name, int typeOid) {
+    }
+
+    public TypeInfo {
+        attributes = List.copyOf(attributes);
+    }
+
+    /** A type that is neither a range, a multirange nor a composite. */
+    public TypeInfo(int oid, String schema, String name, char typtype, char category, int elementOid, int baseOid) {
+        this(oid, schema, name, typtype, category, elementOid, baseOid, 0, List.of());
+    }
 
     public boolean isArray() {
         return category == 'A' && elementOid != 0;
@@ -24,6 +44,18 @@ public record TypeInfo(int oid, String schema, String name, char typtype, char c
 
     public boolean isEnum() {
         return typtype == 'e';
+    }
+
+    public boolean isRange() {
+        return typtype == 'r';
+    }
+
+    public boolean isMultirange() {
+        return typtype == 'm';
+    }
+
+    public boolean isComposite() {
+        return typtype == 'c';
     }
 
     /** The name as SQL would write it, schema-qualified unless in pg_catalog. */

@@ -4,19 +4,23 @@ import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.TypeInfo;
 import io.millrace.core.schema.TypeResolver;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 
 /**
  * Finds the codec for a type: built-in types by oid (cached, one immutable codec per oid), enums
- * as their label, domains through their base type, arrays over their element's codec, anything
- * else as {@link PgUnknown} text (see docs/TYPES.md for the list and the Java and JSON forms).
+ * as their label, domains through their base type, arrays over their element's codec, ranges and
+ * multiranges over their subtype's codec, composites over their attributes' codecs (a composite
+ * known without its attributes is text only), anything else as {@link PgUnknown} text (see
+ * docs/TYPES.md for the list and the Java and JSON forms).
  *
  * <p>Thread-safe; called for every column of every Relation message, so the built-in path is an
  * array lookup.
  */
 public final class Codecs {
     /** Built-in oids are below this (FirstGenbkiObjectId); user types are above 16384. */
-    private static final int MAX_BUILTIN_OID = 4096;
+    private static final int MAX_BUILTIN_OID = 10000;
     /** The only built-in element type whose array delimiter is not ','. */
     private static final int BOX_OID = 603;
     /** Guards against a resolver that loops (a domain over itself via a broken catalog). */
@@ -56,14 +60,58 @@ public final class Codecs {
         base(774, 775, "macaddr8", 'U', new NetCodecs.Mac(8));
         base(1560, 1561, "bit", 'V', new NetCodecs.Bits("bit"));
         base(1562, 1563, "varbit", 'V', new NetCodecs.Bits("varbit"));
+        base(3220, 3221, "pg_lsn", 'U', new NumberCodecs.PgLsn());
+        base(3614, 3643, "tsvector", 'U', new TextSearchCodecs.TsVector());
+        base(28, 1011, "xid", 'U', NumberCodecs.Int.unsigned32("xid"));
+        base(29, 1012, "cid", 'U', NumberCodecs.Int.unsigned32("cid"));
+        base(5069, 271, "xid8", 'U', NumberCodecs.Int.xid8());
+        base(27, 1010, "tid", 'U', new SystemCodecs.Tid());
+        base(5038, 5039, "pg_snapshot", 'U', new SystemCodecs.Snapshot("pg_snapshot"));
+        base(2970, 2949, "txid_snapshot", 'U', new SystemCodecs.Snapshot("txid_snapshot"));
+        base(3615, 3645, "tsquery", 'U', new TextSearchCodecs.TsQuery());
+        base(600, 1017, "point", 'G', new GeometricCodecs.PointCodec());
+        base(628, 629, "line", 'G', new GeometricCodecs.LineCodec());
+        base(601, 1018, "lseg", 'G', new GeometricCodecs.LsegCodec());
+        base(603, 1020, "box", 'G', new GeometricCodecs.BoxCodec());
+        base(602, 1019, "path", 'G', new GeometricCodecs.PathCodec());
+        base(604, 1027, "polygon", 'G', new GeometricCodecs.PolygonCodec());
+        base(718, 719, "circle", 'G', new GeometricCodecs.CircleCodec());
+        range(3904, 3905, "int4range", 23, 4451, 6150, "int4multirange");
+        range(3926, 3927, "int8range", 20, 4536, 6157, "int8multirange");
+        range(3906, 3907, "numrange", 1700, 4532, 6151, "nummultirange");
+        range(3912, 3913, "daterange", 1082, 4535, 6155, "datemultirange");
+        range(3908, 3909, "tsrange", 1114, 4533, 6152, "tsmultirange");
+        range(3910, 3911, "tstzrange", 1184, 4534, 6153, "tstzmultirange");
+    }
+
+    /** A built-in range over a built-in subtype and its multirange (PostgreSQL 14+), with both arrays. */
+    private static void range(int oid, int arrayOid, String name, int subtype, int multiOid, int multiArrayOid, String multiName) {
+        RangeCodecs.Range codec = new RangeCodecs.Range(name, BUILTIN_CODEC[subtype]);
+        register(new TypeInfo(oid, "pg_catalog", name, 'r', 'R', 0, 0, subtype, List.of()), arrayOid, codec);
+        register(new TypeInfo(multiOid, "pg_catalog", multiName, 'm', 'R', 0, 0, oid, List.of()), multiArrayOid,
+                new RangeCodecs.Multirange(multiName, codec));
     }
 
     private static void base(int oid, int arrayOid, String name, char category, TypeCodec codec) {
-        // name is, to the catalog, a fixed-length array of "char" (typelem 18) though not of category A
-        BUILTIN_INFO[oid] = new TypeInfo(oid, "pg_catalog", name, 'b', category, oid == 19 ? 18 : 0, 0);
+        register(new TypeInfo(oid, "pg_catalog", name, 'b', category, typelem(oid), 0), arrayOid, codec);
+    }
+
+    private static void register(TypeInfo type, int arrayOid, TypeCodec codec) {
+        int oid = type.oid();
+        BUILTIN_INFO[oid] = type;
         BUILTIN_CODEC[oid] = codec;
-        BUILTIN_INFO[arrayOid] = new TypeInfo(arrayOid, "pg_catalog", "_" + name, 'b', 'A', oid, 0);
-        BUILTIN_CODEC[arrayOid] = new ArrayCodec("_" + name, codec, ',');
+        BUILTIN_INFO[arrayOid] = new TypeInfo(arrayOid, "pg_catalog", "_" + type.name(), 'b', 'A', oid, 0);
+        BUILTIN_CODEC[arrayOid] = new ArrayCodec("_" + type.name(), codec, oid == BOX_OID ? ';' : ',');
+    }
+
+    /** pg_type.typelem of the built-in non-array types that have one (fixed-length "arrays" to the catalog). */
+    private static int typelem(int oid) {
+        return switch (oid) {
+            case 19 -> 18; // name: of "char"
+            case 600, 628 -> 701; // point, line: of float8
+            case 601, 603 -> 600; // lseg, box: of point
+            default -> 0;
+        };
     }
 
     private static final TypeResolver BUILTINS = Codecs::builtin;
@@ -112,6 +160,27 @@ public final class Codecs {
         }
         if (type.isEnum()) {
             return new TextCodecs.Str(name);
+        }
+        if (type.isRange()) {
+            TypeInfo sub = resolve(type.rangeOid(), resolver);
+            return sub == null ? new FallbackCodec(name) : new RangeCodecs.Range(name, build(sub, resolver, depth + 1));
+        }
+        if (type.isMultirange()) {
+            TypeInfo range = resolve(type.rangeOid(), resolver);
+            TypeCodec rc = range == null ? null : build(range, resolver, depth + 1);
+            return rc instanceof RangeCodecs.Range r ? new RangeCodecs.Multirange(name, r) : new FallbackCodec(name);
+        }
+        if (type.isComposite() && !type.attributes().isEmpty()) {
+            List<String> names = new ArrayList<>();
+            List<Integer> oids = new ArrayList<>();
+            List<TypeCodec> fields = new ArrayList<>();
+            for (TypeInfo.Attribute a : type.attributes()) {
+                TypeInfo t = resolve(a.typeOid(), resolver);
+                names.add(a.name());
+                oids.add(a.typeOid());
+                fields.add(t == null ? new FallbackCodec("oid " + Integer.toUnsignedString(a.typeOid())) : build(t, resolver, depth + 1));
+            }
+            return new CompositeCodec(name, names, oids, fields);
         }
         if (type.isArray()) {
             TypeInfo elem = resolve(type.elementOid(), resolver);

@@ -5,7 +5,7 @@ import com.fasterxml.jackson.core.JsonGenerator;
 import java.io.IOException;
 
 /**
- * For types without a codec (composite, range, geometric, extension types): the value is the
+ * For types without a codec (reg* types, aclitem, extension types): the value is the
  * server's text, kept as {@link PgUnknown}. Text format only — the source must not ask for binary.
  */
 final class FallbackCodec extends BaseCodec {

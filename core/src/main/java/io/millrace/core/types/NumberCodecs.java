@@ -96,6 +96,16 @@ final class NumberCodecs {
             return new Int("oid", 4, 0, 0xFFFFFFFFL);
         }
 
+        /** xid, cid: unsigned 32-bit, like oid. */
+        static Int unsigned32(String name) {
+            return new Int(name, 4, 0, 0xFFFFFFFFL);
+        }
+
+        /** xid8 (PostgreSQL 13+): unsigned 64-bit; values from 2^63 on (epoch 2^31, never reached) are refused. */
+        static Int xid8() {
+            return new Int("xid8", 8, 0, Long.MAX_VALUE);
+        }
+
         private Object box(long v) {
             switch (width) {
                 case 2:
@@ -161,7 +171,11 @@ final class NumberCodecs {
                 case 4:
                     return min == 0 ? (Object) (i32(buf, off) & 0xFFFFFFFFL) : (Object) i32(buf, off);
                 default:
-                    return i64(buf, off);
+                    long v = i64(buf, off);
+                    if (v < min) {
+                        throw badBinary(buf, off, len, "out of range " + min + " .. " + max);
+                    }
+                    return v;
             }
         }
 
@@ -260,6 +274,11 @@ final class NumberCodecs {
 
         @Override
         public Object decodeText(String text) {
+            return parse(this, text);
+        }
+
+        /** float8out's text (also inside geometric values), errors named after {@code codec}. */
+        static double parse(BaseCodec codec, String text) {
             switch (text) {
                 case "NaN":
                     return Double.NaN;
@@ -268,11 +287,11 @@ final class NumberCodecs {
                 case "-Infinity":
                     return Double.NEGATIVE_INFINITY;
                 default:
-                    checkFloatSyntax(this, text);
+                    checkFloatSyntax(codec, text);
                     try {
                         return Double.parseDouble(text);
                     } catch (NumberFormatException e) {
-                        throw badText(text, "expected a floating point number", e);
+                        throw codec.badText(text, "expected a floating point number", e);
                     }
             }
         }
@@ -545,6 +564,41 @@ final class NumberCodecs {
         @Override
         public void writeJson(JsonGenerator gen, Object value) throws IOException {
             gen.writeString(value(value).toPlainString());
+        }
+    }
+
+    /** pg_lsn: {@link io.millrace.core.Lsn}; text and JSON {@code 16/B374D848} as pg_lsn_out prints it, binary int64. */
+    static final class PgLsn extends BaseCodec {
+        PgLsn() {
+            super("pg_lsn");
+        }
+
+        @Override
+        public Object decodeText(String text) {
+            try {
+                return io.millrace.core.Lsn.parse(text);
+            } catch (IllegalArgumentException e) {
+                throw badText(text, "expected hex 'X/X'", e);
+            }
+        }
+
+        @Override
+        public Object decodeBinary(byte[] buf, int off, int len) {
+            checkLen(buf, off, len, 8);
+            return io.millrace.core.Lsn.of(i64(buf, off));
+        }
+
+        @Override
+        public String toPgText(Object value) {
+            if (value instanceof io.millrace.core.Lsn l) {
+                return l.toString();
+            }
+            throw wrongValue(value);
+        }
+
+        @Override
+        public void writeJson(JsonGenerator gen, Object value) throws IOException {
+            gen.writeString(toPgText(value));
         }
     }
 }

@@ -19,7 +19,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class TextAndBinaryFormsTest {
 
     static TypeCodec c(String name) {
-        for (int oid = 1; oid < 5000; oid++) {
+        for (int oid = 1; oid < 10000; oid++) {
             if (Codecs.builtin(oid) != null && Codecs.builtin(oid).name().equals(name)) {
                 return Codecs.forType(Codecs.builtin(oid), Codecs.builtins());
             }

@@ -209,9 +209,31 @@ class TypesEndToEndIT {
     /** Rows the value lists produce before they repeat. */
     static final int N = COLUMNS.stream().mapToInt(c -> c.values().size()).max().orElseThrow();
 
-    /** Types Millrace reads only as text (no binary): in a table of their own, replicated with binary off. */
-    static final String OTHER_TABLE = "CREATE TABLE public.other_types (id int PRIMARY KEY, c_tsvector tsvector, c_point point,"
-            + " c_range int4range, a_box box[])";
+    /**
+     * Composite, range, multirange, geometric, text-search and pg_lsn columns and arrays of them, in
+     * a table of their own, replicated in binary and in text alike.
+     */
+    static final String OTHER_TABLE = "CREATE TABLE public.other_types (id int PRIMARY KEY, c_tsvector tsvector, c_tsquery tsquery,"
+            + " c_point point, c_line line, c_lseg lseg, c_box box, c_path path, c_polygon polygon, c_circle circle, c_lsn pg_lsn,"
+            + " c_range int4range, c_numrange numrange, c_tstzrange tstzrange, c_daterange daterange, c_multi int4multirange,"
+            + " c_userrange public.e2e_floatrange, c_pair public.e2e_pair, a_box box[], a_range int4range[], a_pair public.e2e_pair[],"
+            + " a_point point[], a_multi int4multirange[], a_tsvector tsvector[])";
+
+    static final String OTHER_ROWS = "INSERT INTO public.other_types VALUES"
+            + " (1, 'a fat cat sat:2B on a mat', 'fat & (rat | !cat)', '(1.5,-2)', '{1,-1,0.5}', '[(0,0),(1,1e20)]', '(1,1),(0,0)',"
+            + " '[(0,0),(1,1),(2,0)]', '((0,0),(1,1),(2,0))', '<(1,2),0.1>', '16/B374D848', '[1,10)', '(1.50,2.5]',"
+            + " '[\"2024-01-02 03:04:05+05:30\",)', '[2024-01-01,infinity)', '{[1,3),[5,7)}', '[1.5,1e20)',"
+            + " ROW(1, 'a \"b\", c', '[1,5)'), ARRAY['(1,1),(0,0)', '(3,3),(2,2)']::box[], ARRAY['[1,2)', 'empty', NULL]::int4range[],"
+            + " ARRAY[ROW(2, '', NULL)::public.e2e_pair, NULL], ARRAY[point(0.1, '-0'::float8), NULL], ARRAY['{}', '{(,1)}']::int4multirange[],"
+            + " ARRAY['x:1A', '']::tsvector[]),"
+            + " (2, '', '', '(0,0)', '{0,1,-1e-300}', '[(0,0),(0,0)]', '(0,0),(0,0)', '((NaN,Infinity))', '((-Infinity,0))',"
+            + " '<(0,0),0>', '0/0', 'empty', '(,)', '(,infinity]', 'empty', '{}', 'empty', ROW(NULL, NULL, NULL), '{}', '{}', '{}', '{}',"
+            + " '{}', '{}'),"
+            + " (3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+            + " NULL, NULL, NULL)";
+
+    /** A type Millrace still reads only as text: binary: on refuses a table with it. */
+    static final String TEXT_ONLY_TABLE = "CREATE TABLE public.text_only (id int PRIMARY KEY, c_regclass regclass)";
 
     static String createTable() {
         return "CREATE TABLE public.all_types (id int PRIMARY KEY, "
@@ -269,8 +291,7 @@ class TypesEndToEndIT {
                     "ALTER DATABASE " + db + " SET DateStyle = 'SQL, DMY'",
                     "ALTER DATABASE " + db + " SET extra_float_digits = 0");
         }
-        boolean withOther = binary.equals("off");
-        List<String> tables = withOther ? List.of("public.all_types", "public.other_types") : List.of("public.all_types");
+        List<String> tables = List.of("public.all_types", "public.other_types");
         Path events = dir.resolve("events");
 
         try (Connection s = pg.connect(src); Connection d = pg.connect(dst)) {
@@ -279,23 +300,24 @@ class TypesEndToEndIT {
             E2e.exec(s, "CREATE TYPE public.e2e_mood AS ENUM ('sad', 'it''s \"complicated\", really', 'happy')",
                     "CREATE DOMAIN public.e2e_posint AS int4 CHECK (VALUE > 0)",
                     "CREATE DOMAIN public.e2e_label AS text",
-                    createTable(), OTHER_TABLE);
+                    "CREATE TYPE public.e2e_floatrange AS RANGE (subtype = float8)",
+                    "CREATE TYPE public.e2e_pair AS (a int4, b text, r int4range)",
+                    createTable(), OTHER_TABLE, TEXT_ONLY_TABLE);
             // the snapshot: rows 1..N, a row of NULLs, a TOASTed row
             for (int k = 0; k < N; k++) {
                 E2e.exec(s, insert(1 + k, k));
             }
             E2e.exec(s, insertNulls(50), insertToasted(60, 60));
-            E2e.exec(s, "INSERT INTO public.other_types VALUES (1, 'a fat cat sat:2B on a mat', '(1.5,-2)', '[1,10)',"
-                            + " ARRAY['(1,1),(0,0)', '(3,3),(2,2)']::box[]), (2, '', '(0,0)', 'empty', '{}'), (3, NULL, NULL, NULL, NULL)");
+            E2e.exec(s, OTHER_ROWS);
 
             if (binary.equals("on")) {
                 // With a text-only type in the publication, binary: on refuses to start, naming the column.
-                String refused = E2e.yaml(pg, src, "types_refused", List.of("public.all_types", "public.other_types"), "on", dst,
-                        dir.resolve("refused"));
+                String refused = E2e.yaml(pg, src, "types_refused", List.of("public.all_types", "public.other_types",
+                        "public.text_only"), "on", dst, dir.resolve("refused"));
                 RunningEngine r = RunningEngine.start(refused, dir);
                 Throwable t = r.awaitEnd(WAIT);
                 assertThat(t).isInstanceOf(MillraceException.class).hasMessageContaining("source.binary")
-                        .hasMessageContaining("other_types.c_tsvector");
+                        .hasMessageContaining("text_only.c_regclass");
                 assertThat(((MillraceException) t).kind()).isEqualTo(MillraceException.Kind.CONFIG);
             }
 
@@ -317,22 +339,22 @@ class TypesEndToEndIT {
                 E2e.exec(s, "UPDATE public.all_types SET id = 3000 WHERE id = 3"); // the key changes
                 E2e.tx(s, "DELETE FROM public.all_types WHERE id = 2", "DELETE FROM public.all_types WHERE id = 103",
                         "DELETE FROM public.all_types WHERE id = 160");
-                if (withOther) {
-                    E2e.exec(s, "INSERT INTO public.other_types VALUES (4, 'streamed & ''quoted''', '(-1e300,1e-300)', '(,5]',"
-                            + " ARRAY['(0,0),(-1,-1)']::box[])", "UPDATE public.other_types SET c_point = '(9,9)' WHERE id = 1");
-                }
+                E2e.exec(s, OTHER_ROWS.replace("(1, 'a fat", "(11, 'a fat").replace("(2, '', '', '(0,0)'", "(12, '', '', '(0,0)'")
+                                .replace("(3, NULL", "(13, NULL"),
+                        "UPDATE public.other_types SET c_point = '(9,9)', c_pair = ROW(3, 'u', '(,5]'), c_range = '(,5]',"
+                                + " a_box = ARRAY['(0,0),(-1,-1)']::box[] WHERE id = 1");
                 E2e.exec(s, "INSERT INTO public.all_types (id, c_text) VALUES (999, 'last')");
 
                 E2e.awaitSame(s, d, E2e.refs(tables), WAIT);
                 List<JsonNode> all = E2e.awaitEvent(events, e -> E2e.isTable(e, "all_types") && E2e.row(e).path("id").asInt() == 999,
                         "for the last insert (id 999)", WAIT);
-                checkEvents(all, withOther);
+                checkEvents(all);
             }
         }
     }
 
     /** The JSON forms of the chosen columns, in snapshot reads and streamed inserts, and the TOAST placeholder. */
-    private static void checkEvents(List<JsonNode> all, boolean withOther) throws Exception {
+    private static void checkEvents(List<JsonNode> all) throws Exception {
         Map<String, JsonNode> byOpAndId = new HashMap<>();
         for (JsonNode e : all) {
             if (E2e.isTable(e, "all_types")) {
@@ -378,13 +400,26 @@ class TypesEndToEndIT {
         JsonNode moved = event(byOpAndId, "u:3000");
         assertThat(moved.path("before").path("id").asInt()).isEqualTo(3);
 
-        if (withOther) {
-            JsonNode other = all.stream().filter(e -> E2e.isTable(e, "other_types") && e.path("op").asText().equals("r")
-                    && e.path("after").path("id").asInt() == 1).findFirst().orElseThrow();
-            // a type without a codec of its own: PostgreSQL's text form, as a string
-            assertThat(other.path("after").path("c_tsvector").asText()).isEqualTo("'a' 'cat' 'fat' 'mat' 'on' 'sat':2B");
-            assertThat(other.path("after").path("c_point").asText()).isEqualTo("(1.5,-2)");
-            assertThat(other.path("after").path("c_range").asText()).isEqualTo("[1,10)");
+        for (int id : new int[] {1, 11}) { // read by the snapshot, inserted while streaming
+            JsonNode other = all.stream().filter(e -> E2e.isTable(e, "other_types") && !e.path("op").asText().equals("u")
+                    && e.path("after").path("id").asInt() == id).findFirst().orElseThrow().path("after");
+            // docs/TYPES.md: these types' JSON is the server's text (timestamptz bounds in UTC), in binary and in text
+            assertThat(other.path("c_tsvector").asText()).isEqualTo("'a' 'cat' 'fat' 'mat' 'on' 'sat':2B");
+            assertThat(other.path("c_tsquery").asText()).isEqualTo("'fat' & ( 'rat' | !'cat' )");
+            assertThat(other.path("c_point").asText()).isEqualTo("(1.5,-2)");
+            assertThat(other.path("c_lseg").asText()).isEqualTo("[(0,0),(1,1e+20)]");
+            assertThat(other.path("c_circle").asText()).isEqualTo("<(1,2),0.1>");
+            assertThat(other.path("c_lsn").asText()).isEqualTo("16/B374D848");
+            assertThat(other.path("c_range").asText()).isEqualTo("[1,10)");
+            assertThat(other.path("c_numrange").asText()).isEqualTo("(1.50,2.5]");
+            assertThat(other.path("c_tstzrange").asText()).isEqualTo("[\"2024-01-01 21:34:05+00\",)");
+            assertThat(other.path("c_multi").asText()).isEqualTo("{[1,3),[5,7)}");
+            assertThat(other.path("c_userrange").asText()).isEqualTo("[1.5,1e+20)");
+            assertThat(other.path("c_pair").asText()).isEqualTo("(1,\"a \"\"b\"\", c\",\"[1,5)\")");
+            assertThat(other.path("a_box").toString()).isEqualTo("[\"(1,1),(0,0)\",\"(3,3),(2,2)\"]");
+            assertThat(other.path("a_range").toString()).isEqualTo("[\"[1,2)\",\"empty\",null]");
+            assertThat(other.path("a_pair").toString()).isEqualTo("[\"(2,\\\"\\\",)\",null]");
+            assertThat(other.path("a_point").toString()).isEqualTo("[\"(0.1,-0)\",null]");
         }
     }
 

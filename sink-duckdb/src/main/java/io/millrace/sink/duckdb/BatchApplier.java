@@ -8,6 +8,8 @@ import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.DurableTables;
+import io.millrace.core.sink.Keyless;
+import io.millrace.core.sink.TableApplier;
 import io.millrace.core.types.UnchangedToast;
 import org.duckdb.DuckDBAppender;
 import org.duckdb.DuckDBConnection;
@@ -21,7 +23,6 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -47,58 +48,28 @@ import java.util.Map;
  * it commits ({@link #dropStages()}). Owned by the sink's writer thread; after a rollback call
  * {@link #rolledBack()}.
  */
-final class BatchApplier {
+final class BatchApplier extends TableApplier {
     private static final Logger LOG = LoggerFactory.getLogger(BatchApplier.class);
 
     private final Connection conn;
     private final DuckDBConnection duck;
-    private final String destination;
     private final DuckTables tables;
     /** Staging tables created in the current transaction, per destination table. */
     private final Map<TableRef, Stage> stages = new HashMap<>();
     private int stageCounter;
 
     BatchApplier(Connection conn, String destination, String targetSchema) throws SQLException {
+        super(destination);
         this.conn = conn;
         this.duck = conn.unwrap(DuckDBConnection.class);
-        this.destination = destination;
         this.tables = new DuckTables(conn, destination, targetSchema);
     }
 
-    /** Tables an online snapshot is copying during the batch being applied (see {@link #apply}). */
-    private java.util.Set<String> copying = java.util.Set.of();
 
     /** After a rollback: DDL and staging tables of the transaction are gone. */
     void rolledBack() {
         tables.forget();
         stages.clear();
-    }
-
-    /**
-     * @param copying tables ({@code schema.table} of the source) an online snapshot is copying: an update with
-     *                unchanged TOAST values of a row they do not have yet is left to the chunk that copies the
-     *                row (INV: WATERMARK keeps that chunk's row when it is newer than the update, else reads it
-     *                again)
-     * @param held    the source tables this destination held before the batch ({@link io.millrace.core.change.Checkpoint#tables()}):
-     *                a table renamed in the source is renamed here before its changes are applied
-     */
-    void apply(List<ChangeEvent> events, java.util.Set<String> copying, java.util.SortedMap<Integer, TableRef> held) {
-        this.copying = copying;
-        SourceTables.Followed followed = SourceTables.follow(held, events);
-        for (SourceTables.Rename r : followed.renames()) {
-            try {
-                tables.rename(r);
-            } catch (SQLException e) {
-                throw r.failed(destination, e.getMessage(), e);
-            }
-        }
-        Map<TableRef, List<ChangeEvent>> byTable = new LinkedHashMap<>();
-        for (ChangeEvent e : events) {
-            byTable.computeIfAbsent(tables.targetOf(followed.name(e.relation())), t -> new ArrayList<>()).add(e);
-        }
-        for (Map.Entry<TableRef, List<ChangeEvent>> t : byTable.entrySet()) {
-            applyTable(t.getKey(), t.getValue());
-        }
     }
 
     /** Drops this transaction's staging tables; call before the commit. */
@@ -109,44 +80,37 @@ final class BatchApplier {
         stages.clear();
     }
 
-    private void applyTable(TableRef target, List<ChangeEvent> events) {
-        int i = 0;
-        int n = events.size();
-        while (i < n) {
-            ChangeEvent first = events.get(i);
-            RelationInfo rel = first.relation();
-            int j = i + 1;
-            try {
-                tables.ensure(target, rel);
-                if (first.op() == Op.TRUNCATE) {
-                    execute("DELETE FROM " + target.sql());
-                } else {
-                    while (j < n) {
-                        ChangeEvent e = events.get(j);
-                        if (e.op() == Op.TRUNCATE || (e.relation() != rel && !e.relation().sameShape(rel))) {
-                            break;
-                        }
-                        j++;
-                    }
-                    List<ChangeEvent> run = events.subList(i, j);
-                    if (DuckTables.keyed(rel)) {
-                        applyKeyed(target, rel, run);
-                    } else {
-                        applyKeyless(target, rel, run);
-                    }
-                }
-            } catch (SQLException e) {
-                throw new MillraceException(MillraceException.Kind.SINK, "destination '" + destination + "': could not"
-                        + " apply " + (j - i) + " change(s) to table " + target + " (source " + rel.table() + "), the first at "
-                        + first.position() + ": " + e.getMessage(), e);
-            }
-            i = j;
-        }
+    @Override
+    protected void rename(SourceTables.Rename r) throws SQLException {
+        tables.rename(r);
+    }
+
+    @Override
+    protected TableRef targetOf(TableRef source) {
+        return tables.targetOf(source);
+    }
+
+    @Override
+    protected void ensure(TableRef target, RelationInfo rel) {
+        tables.ensure(target, rel);
+    }
+
+    @Override
+    protected void truncate(TableRef target) throws SQLException {
+        execute("DELETE FROM " + target.sql());
+    }
+
+    @Override
+    protected RuntimeException failed(TableRef target, RelationInfo rel, List<ChangeEvent> run, SQLException e) {
+        return new MillraceException(MillraceException.Kind.SINK, "destination '" + destination + "': could not"
+                + " apply " + run.size() + " change(s) to table " + target + " (source " + rel.table() + "), the first at "
+                + run.get(0).position() + ": " + e.getMessage(), e);
     }
 
     // ---------------------------------------------------------------- keyed
 
-    private void applyKeyed(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
+    @Override
+    protected void applyKeyed(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
         long t0 = System.nanoTime();
         Reduction red = new Reduction(rel, target, run.size());
         for (ChangeEvent e : run) {
@@ -159,7 +123,7 @@ final class BatchApplier {
         long t1 = System.nanoTime();
         try (DuckDBAppender app = duck.createAppender(DuckDbSink.STATE_SCHEMA, stage.name)) {
             Object[] keyOnly = new Object[n];
-            for (Reduction.Row row : red.rows.values()) {
+            for (Reduction.Row row : red.rows().values()) {
                 Object[] vals = row.vals;
                 if (row.delete) {
                     java.util.Arrays.fill(keyOnly, null);
@@ -197,7 +161,7 @@ final class BatchApplier {
             }
         }
         long t2 = System.nanoTime();
-        int upserts = red.rows.size() - red.deletes;
+        int upserts = red.rows().size() - red.deletes;
         if (red.partials > 0) {
             try (Statement s = conn.createStatement(); ResultSet rs = s.executeQuery(stage.missingFromSql)) {
                 rs.next();
@@ -328,7 +292,8 @@ final class BatchApplier {
 
     // ---------------------------------------------------------------- without key
 
-    private void applyKeyless(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
+    @Override
+    protected void applyKeyless(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
         int n = rel.columnCount();
         int keys = rel.keyIndexes().length;
         Stage stage = stage(target, rel);
@@ -336,6 +301,7 @@ final class BatchApplier {
         for (int i = 0; i < n; i++) {
             types[i] = DuckTypes.sqlType(rel.column(i));
         }
+        Keyless.Dialect dialect = keylessDialect(rel, types);
         Map<String, PreparedStatement> statements = new HashMap<>();
         DuckDBAppender app = null;
         int missed = 0;
@@ -343,7 +309,7 @@ final class BatchApplier {
             for (ChangeEvent e : run) {
                 switch (e.op()) {
                     case CREATE, READ -> {
-                        Object[] after = image(e, rel, e.after(), "after");
+                        Object[] after = Keyless.image(e, rel, e.after(), "after");
                         if (app == null) {
                             app = duck.createAppender(DuckDbSink.STATE_SCHEMA, stage.name);
                         }
@@ -351,8 +317,7 @@ final class BatchApplier {
                         for (int i = 0; i < n; i++) {
                             Object v = after[i];
                             if (v == UnchangedToast.INSTANCE) {
-                                throw new MillraceException(MillraceException.Kind.SINK, "table " + target + ": insert at "
-                                        + e.position() + " carries an unchanged TOAST value");
+                                throw Keyless.unchangedInInsert(target, e);
                             }
                             if (v == null) {
                                 app.appendNull();
@@ -374,15 +339,11 @@ final class BatchApplier {
                         }
                         Object[] before = e.before();
                         if (before == null) {
-                            throw new MillraceException(MillraceException.Kind.SINK, "table " + target + ": "
-                                    + (e.op() == Op.UPDATE ? "update" : "delete") + " at " + e.position()
-                                    + " carries no old row and the table has no key, so the row cannot be found."
-                                    + " Fix: ALTER TABLE " + rel.table().sql() + " REPLICA IDENTITY FULL on the source"
-                                    + " (or give it a primary key), then re-snapshot it.");
+                            throw Keyless.noOldRow(target, rel, e);
                         }
-                        image(e, rel, before, "before");
-                        Object[] after = e.op() == Op.UPDATE ? image(e, rel, e.after(), "after") : null;
-                        String sql = keylessSql(target, rel, types, before, after);
+                        Keyless.image(e, rel, before, "before");
+                        Object[] after = e.op() == Op.UPDATE ? Keyless.image(e, rel, e.after(), "after") : null;
+                        String sql = Keyless.sql(target, rel, before, after, dialect);
                         PreparedStatement ps = statements.get(sql);
                         if (ps == null) {
                             ps = conn.prepareStatement(sql);
@@ -433,45 +394,24 @@ final class BatchApplier {
         execute("DELETE FROM " + stage.sql);
     }
 
-    /** {@code UPDATE/DELETE ... WHERE rowid = (SELECT rowid ... one row whose columns all equal the old image)}. */
-    private static String keylessSql(TableRef target, RelationInfo rel, String[] types, Object[] before, Object[] after) {
-        StringBuilder sql = new StringBuilder();
-        if (after == null) {
-            sql.append("DELETE FROM ").append(target.sql());
-        } else {
-            sql.append("UPDATE ").append(target.sql()).append(" SET ");
-            boolean first = true;
-            for (int i = 0; i < rel.columnCount(); i++) {
-                if (after[i] != UnchangedToast.INSTANCE) {
-                    sql.append(first ? "" : ", ").append(Ident.quote(rel.column(i).name())).append(" = ")
-                            .append(DuckTypes.fromText(types[i], "CAST(? AS VARCHAR)"));
-                    first = false;
-                }
+    /** The keyless path's SQL here: rows by {@code rowid}, values read from text as the column's DuckDB type reads it. */
+    private static Keyless.Dialect keylessDialect(RelationInfo rel, String[] types) {
+        return new Keyless.Dialect() {
+            @Override
+            public String rowId() {
+                return "rowid";
             }
-        }
-        sql.append(" WHERE rowid = (SELECT rowid FROM ").append(target.sql()).append(" WHERE ");
-        boolean first = true;
-        for (int i = 0; i < rel.columnCount(); i++) {
-            if (before[i] == UnchangedToast.INSTANCE) {
-                continue;
-            }
-            sql.append(first ? "" : " AND ").append(Ident.quote(rel.column(i).name())).append(" IS NOT DISTINCT FROM ")
-                    .append(DuckTypes.fromText(types[i], "CAST(? AS VARCHAR)"));
-            first = false;
-        }
-        if (first) {
-            sql.append("true");
-        }
-        return sql.append(" LIMIT 1)").toString();
-    }
 
-    private static Object[] image(ChangeEvent e, RelationInfo rel, Object[] values, String which) {
-        if (values == null || values.length != rel.columnCount()) {
-            throw new MillraceException(MillraceException.Kind.SINK, "table " + rel.table() + ": change at "
-                    + e.position() + " (" + e.op().code() + ") carries " + (values == null ? "no " + which + " image"
-                    : "an " + which + " image of " + values.length + " values for " + rel.columnCount() + " columns"));
-        }
-        return values;
+            @Override
+            public String value(int i) {
+                return DuckTypes.fromText(types[i], "CAST(? AS VARCHAR)");
+            }
+
+            @Override
+            public String matches(int i) {
+                return Ident.quote(rel.column(i).name()) + " IS NOT DISTINCT FROM " + DuckTypes.fromText(types[i], "CAST(? AS VARCHAR)");
+            }
+        };
     }
 
     private void execute(String sql) throws SQLException {

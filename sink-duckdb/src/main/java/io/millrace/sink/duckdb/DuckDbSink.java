@@ -9,6 +9,7 @@ import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.sink.DurableTables;
+import io.millrace.core.sink.JdbcCheckpoints;
 import io.millrace.core.sink.Sink;
 import io.millrace.core.sink.SinkLifecycle;
 import org.slf4j.Logger;
@@ -133,12 +134,8 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
         try {
             applier.apply(events, durable.copyingUntil(checkpoint), durable.held());
             applier.dropStages();
-            try (PreparedStatement ps = conn.prepareStatement("INSERT INTO " + CHECKPOINTS
-                    + " (destination, checkpoint) VALUES (?, ?) ON CONFLICT (destination) DO UPDATE SET checkpoint = EXCLUDED.checkpoint")) {
-                ps.setString(1, config.name());
-                ps.setString(2, CheckpointJson.write(checkpoint));
-                ps.executeUpdate();
-            }
+            JdbcCheckpoints.write(conn, "INSERT INTO " + CHECKPOINTS + " (destination, checkpoint) VALUES (?, ?)"
+                    + " ON CONFLICT (destination) DO UPDATE SET checkpoint = EXCLUDED.checkpoint", config.name(), checkpoint);
             Faults.hit(FaultPoint.SINK_DUCKDB_BEFORE_COMMIT);
             conn.commit(); // INV: DURABLE — data and checkpoint become durable together, only now
             Faults.hit(FaultPoint.SINK_DUCKDB_AFTER_COMMIT);
@@ -252,21 +249,9 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
     }
 
     private Optional<Checkpoint> readCheckpoint() throws SQLException {
-        try (PreparedStatement ps = conn.prepareStatement("SELECT checkpoint FROM " + CHECKPOINTS + " WHERE destination = ?")) {
-            ps.setString(1, config.name());
-            try (ResultSet rs = ps.executeQuery()) {
-                if (!rs.next()) {
-                    return Optional.empty();
-                }
-                String json = rs.getString(1);
-                try {
-                    return Optional.of(CheckpointJson.read(json));
-                } catch (IllegalArgumentException e) {
-                    throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': the checkpoint stored in "
-                            + CHECKPOINTS + " of " + config.file() + " is unreadable (" + e.getMessage() + ")", e);
-                }
-            }
-        }
+        return JdbcCheckpoints.read(conn, "SELECT checkpoint FROM " + CHECKPOINTS + " WHERE destination = ?", config.name(),
+                e -> new MillraceException(Kind.SINK, "destination '" + config.name() + "': the checkpoint stored in "
+                        + CHECKPOINTS + " of " + config.file() + " is unreadable (" + e.getMessage() + ")", e));
     }
 
     private void rollback() {

@@ -7,6 +7,7 @@ import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.ShapeChange;
 import io.millrace.core.schema.TableRef;
+import io.millrace.core.sink.Runs;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -49,14 +50,6 @@ final class DuckTables {
         this.conn = conn;
         this.destination = destination;
         this.targetSchema = targetSchema;
-    }
-
-    /** Keyed: the relation has a primary key or replica identity index (not every column under FULL). */
-    static boolean keyed(RelationInfo rel) {
-        if (!rel.hasKey() || rel.replicaIdentity() == 'n') {
-            return false;
-        }
-        return rel.replicaIdentity() != 'f' || rel.keyIndexes().length < rel.columnCount();
     }
 
     TableRef targetOf(TableRef source) {
@@ -196,7 +189,7 @@ final class DuckTables {
         }
         boolean keyRetyped = change.retyped().stream().anyMatch(n -> oldKey.contains(n) || rel.columns().stream()
                 .anyMatch(c -> c.key() && c.name().equals(n)));
-        if (keyRetyped || (keyed(old) || keyed(rel)) && keyChanged(keyed(old) ? oldKey : List.of(), rel)) {
+        if (keyRetyped || (Runs.keyed(old) || Runs.keyed(rel)) && keyChanged(Runs.keyed(old) ? oldKey : List.of(), rel)) {
             // DuckDB cannot change a key column's type, nor the primary key, in place.
             rebuild(target, rel, change, keyRetyped ? "key column(s) retyped" : "primary key changed");
             return;
@@ -240,7 +233,7 @@ final class DuckTables {
     /** Whether the table's primary key ({@code key}, in the new column names) is not the one {@code rel} needs. */
     private static boolean keyChanged(List<String> key, RelationInfo rel) {
         List<String> wanted = new ArrayList<>();
-        if (keyed(rel)) {
+        if (Runs.keyed(rel)) {
             for (int k : rel.keyIndexes()) {
                 wanted.add(rel.column(k).name());
             }
@@ -287,7 +280,7 @@ final class DuckTables {
         for (ColumnInfo c : rel.columns()) {
             defs.add(Ident.quote(c.name()) + " " + DuckTypes.sqlType(c));
         }
-        if (keyed(rel)) {
+        if (Runs.keyed(rel)) {
             List<String> key = new ArrayList<>();
             for (int k : rel.keyIndexes()) {
                 key.add(rel.column(k).name());

@@ -2,7 +2,6 @@ package io.millrace.sink.postgres;
 
 import io.millrace.core.MillraceException;
 import io.millrace.core.change.ChangeEvent;
-import io.millrace.core.change.Checkpoint;
 import io.millrace.core.change.Op;
 import io.millrace.core.change.SourceTables;
 import io.millrace.core.schema.ColumnInfo;
@@ -10,6 +9,8 @@ import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.DurableTables;
+import io.millrace.core.sink.Keyless;
+import io.millrace.core.sink.TableApplier;
 import io.millrace.core.types.UnchangedToast;
 import org.postgresql.PGConnection;
 import org.postgresql.copy.CopyManager;
@@ -28,7 +29,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.SortedMap;
 
 /**
  * Applies one batch of change events inside the caller's open transaction, set-wise.
@@ -48,12 +48,11 @@ import java.util.SortedMap;
  *
  * <p>Owned by the sink's writer thread. After a rollback call {@link #rolledBack()}.
  */
-final class BatchApplier {
+final class BatchApplier extends TableApplier {
     private static final Logger LOG = LoggerFactory.getLogger(BatchApplier.class);
 
     private final Connection conn;
     private final CopyManager copy;
-    private final String destination;
     /** host:port/database, for messages. */
     private final String where;
     private final TargetTables tables;
@@ -64,13 +63,12 @@ final class BatchApplier {
     /** Tables where a direct COPY of inserts met keys already present; they are upserted from then on. */
     private final Set<TableRef> conflicted = new HashSet<>();
     private static final String UNIQUE_VIOLATION = "23505";
-    private Set<String> copying = Set.of();
 
     BatchApplier(Connection conn, String destination, String where, String targetSchema) throws SQLException {
+        super(destination);
         this.conn = conn;
         this.where = where;
         this.copy = conn.unwrap(PGConnection.class).getCopyAPI();
-        this.destination = destination;
         this.tables = new TargetTables(conn, destination, targetSchema);
     }
 
@@ -86,85 +84,57 @@ final class BatchApplier {
         usedInTransaction.clear();
     }
 
-    /**
-     * @param copying tables ({@code schema.table} of the source) an online snapshot is copying: an update with
-     *                unchanged TOAST values of a row they do not have yet is left to the chunk that copies the
-     *                row (INV: WATERMARK keeps that chunk's row when it is newer than the update, else reads it
-     *                again)
-     * @param held    the source tables this destination held before the batch ({@link Checkpoint#tables()}): a table
-     *                renamed in the source is renamed here before its changes are applied
-     */
-    void apply(List<ChangeEvent> events, Set<String> copying, SortedMap<Integer, TableRef> held) {
-        this.copying = copying;
-        SourceTables.Followed followed = SourceTables.follow(held, events);
-        for (SourceTables.Rename r : followed.renames()) {
-            try {
-                tables.rename(r);
-            } catch (SQLException e) {
-                throw r.failed(destination, Errors.message(e), e);
-            }
-        }
-        Map<TableRef, List<ChangeEvent>> byTable = new LinkedHashMap<>();
-        for (ChangeEvent e : events) {
-            TableRef target = tables.targetOf(followed.name(e.relation()));
-            byTable.computeIfAbsent(target, t -> new ArrayList<>()).add(e);
-        }
-        for (Map.Entry<TableRef, List<ChangeEvent>> t : byTable.entrySet()) {
-            applyTable(t.getKey(), t.getValue());
-        }
+    @Override
+    protected void rename(SourceTables.Rename r) throws SQLException {
+        tables.rename(r);
     }
 
-    private void applyTable(TableRef target, List<ChangeEvent> events) {
-        int i = 0;
-        int n = events.size();
-        while (i < n) {
-            ChangeEvent first = events.get(i);
-            RelationInfo rel = first.relation();
-            try {
-                if (first.op() == Op.TRUNCATE) {
-                    tables.ensure(target, rel);
-                    execute("TRUNCATE TABLE " + target.sql());
-                    i++;
-                    continue;
-                }
-                int j = i + 1;
-                while (j < n) {
-                    ChangeEvent e = events.get(j);
-                    if (e.op() == Op.TRUNCATE || (e.relation() != rel && !e.relation().sameShape(rel))) {
-                        break;
-                    }
-                    j++;
-                }
-                tables.ensure(target, rel);
-                List<ChangeEvent> run = events.subList(i, j);
-                if (TargetTables.keyed(rel)) {
-                    applyKeyed(target, rel, run);
-                } else {
-                    applyKeyless(target, rel, run);
-                }
-                i = j;
-            } catch (SQLException e) {
-                throw Errors.apply(destination, where, target, rel.table(), first, e);
-            } catch (MillraceException e) {
-                throw e;
-            } catch (RuntimeException e) {
-                throw new MillraceException(MillraceException.Kind.SINK, "destination '" + destination
-                        + "': could not apply changes to table " + target + " (source " + rel.table() + ", from "
-                        + first.position() + "): " + e, e);
-            }
+    @Override
+    protected String message(SQLException e) {
+        return Errors.message(e);
+    }
+
+    @Override
+    protected TableRef targetOf(TableRef source) {
+        return tables.targetOf(source);
+    }
+
+    @Override
+    protected void ensure(TableRef target, RelationInfo rel) throws SQLException {
+        tables.ensure(target, rel);
+    }
+
+    @Override
+    protected void truncate(TableRef target) throws SQLException {
+        execute("TRUNCATE TABLE " + target.sql());
+    }
+
+    @Override
+    protected RuntimeException failed(TableRef target, RelationInfo rel, List<ChangeEvent> run, SQLException e) {
+        return Errors.apply(destination, where, target, rel.table(), run.get(0), e);
+    }
+
+    @Override
+    protected RuntimeException failed(TableRef target, RelationInfo rel, List<ChangeEvent> run, RuntimeException e) {
+        if (e instanceof MillraceException) {
+            return e;
         }
+        return new MillraceException(MillraceException.Kind.SINK, "destination '" + destination
+                + "': could not apply changes to table " + target + " (source " + rel.table() + ", from "
+                + run.get(0).position() + "): " + e, e);
     }
 
     // ---------------------------------------------------------------- keyed
 
-    private void applyKeyed(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
+    @Override
+    protected void applyKeyed(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
         long t0 = System.nanoTime();
         KeyedReduction red = new KeyedReduction(rel, target, run.size());
         for (ChangeEvent e : run) {
             red.add(e);
         }
         long t1 = System.nanoTime();
-        if (red.rows.isEmpty()) {
+        if (red.rows().isEmpty()) {
             return;
         }
         if (red.insertsOnly() && !conflicted.contains(target) && copyDirectly(target, rel, red)) {
@@ -192,7 +162,7 @@ final class BatchApplier {
         int upserts = 0;
         CopyText out = new CopyText(copy.copyIn(stage.copySql));
         try {
-            for (KeyedReduction.Row row : red.rows.values()) {
+            for (KeyedReduction.Row row : red.rows().values()) {
                 if (row.delete) {
                     deletes++;
                     for (int i = 0; i < n; i++) {
@@ -315,7 +285,7 @@ final class BatchApplier {
         execute("SAVEPOINT millrace_direct");
         CopyText out = new CopyText(copy.copyIn("COPY " + target.sql() + " (" + String.join(", ", names) + ") FROM STDIN"));
         try {
-            for (KeyedReduction.Row row : red.rows.values()) {
+            for (KeyedReduction.Row row : red.rows().values()) {
                 out.fields(row.line); // inserts only: every row is complete
                 out.endRow();
             }
@@ -417,7 +387,8 @@ final class BatchApplier {
 
     // ---------------------------------------------------------------- without key
 
-    private void applyKeyless(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
+    @Override
+    protected void applyKeyless(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
         int n = rel.columnCount();
         List<String> names = new ArrayList<>();
         for (ColumnInfo c : rel.columns()) {
@@ -425,6 +396,7 @@ final class BatchApplier {
         }
         String copySql = "COPY " + target.sql() + " (" + String.join(", ", names) + ") FROM STDIN";
         Map<String, PreparedStatement> statements = new HashMap<>();
+        Keyless.Dialect dialect = keylessDialect(rel);
         CopyText out = null;
         PreparedStatement batch = null;
         int batched = 0;
@@ -441,12 +413,11 @@ final class BatchApplier {
                         if (out == null) {
                             out = new CopyText(copy.copyIn(copySql));
                         }
-                        Object[] after = image(e, rel, e.after(), "after");
+                        Object[] after = Keyless.image(e, rel, e.after(), "after");
                         for (int i = 0; i < n; i++) {
                             Object v = after[i];
                             if (v == UnchangedToast.INSTANCE) {
-                                throw new MillraceException(MillraceException.Kind.SINK, "table " + target
-                                        + ": insert at " + e.position() + " carries an unchanged TOAST value");
+                                throw Keyless.unchangedInInsert(target, e);
                             }
                             out.field(v == null ? CopyText.NULL : CopyText.escape(rel.codec(i).toPgText(v)));
                         }
@@ -459,15 +430,11 @@ final class BatchApplier {
                         }
                         Object[] before = e.before();
                         if (before == null) {
-                            throw new MillraceException(MillraceException.Kind.SINK, "table " + target + ": "
-                                    + (e.op() == Op.UPDATE ? "update" : "delete") + " at " + e.position()
-                                    + " carries no old row and the table has no key, so the row cannot be found."
-                                    + " Fix: ALTER TABLE " + rel.table().sql() + " REPLICA IDENTITY FULL on the source"
-                                    + " (or give it a primary key), then re-snapshot it.");
+                            throw Keyless.noOldRow(target, rel, e);
                         }
-                        image(e, rel, before, "before");
-                        Object[] after = e.op() == Op.UPDATE ? image(e, rel, e.after(), "after") : null;
-                        String sql = keylessSql(target, rel, before, after);
+                        Keyless.image(e, rel, before, "before");
+                        Object[] after = e.op() == Op.UPDATE ? Keyless.image(e, rel, e.after(), "after") : null;
+                        String sql = Keyless.sql(target, rel, before, after, dialect);
                         PreparedStatement ps = statements.get(sql);
                         if (ps == null) {
                             ps = conn.prepareStatement(sql);
@@ -525,43 +492,34 @@ final class BatchApplier {
         }
     }
 
-    /** {@code UPDATE/DELETE ... WHERE ctid = (SELECT ctid ... one row whose columns all print as the old image)}. */
-    private static String keylessSql(TableRef target, RelationInfo rel, Object[] before, Object[] after) {
-        StringBuilder sql = new StringBuilder();
-        if (after == null) {
-            sql.append("DELETE FROM ").append(target.sql());
-        } else {
-            sql.append("UPDATE ").append(target.sql()).append(" SET ");
-            boolean first = true;
-            for (int i = 0; i < rel.columnCount(); i++) {
-                if (after[i] != UnchangedToast.INSTANCE) {
-                    sql.append(first ? "" : ", ").append(Ident.quote(rel.column(i).name())).append(" = CAST(? AS ")
-                            .append(TypeMapping.sqlType(rel.column(i))).append(')');
-                    first = false;
-                }
+    /** The keyless path's SQL here: rows by {@code ctid}, values cast from text to the column's type. */
+    private static Keyless.Dialect keylessDialect(RelationInfo rel) {
+        String[] types = new String[rel.columnCount()];
+        for (int i = 0; i < types.length; i++) {
+            types[i] = TypeMapping.sqlType(rel.column(i));
+        }
+        return new Keyless.Dialect() {
+            @Override
+            public String rowId() {
+                return "ctid";
             }
-        }
-        sql.append(" WHERE ctid = (SELECT ctid FROM ").append(target.sql()).append(" WHERE ");
-        boolean first = true;
-        for (int i = 0; i < rel.columnCount(); i++) {
-            if (before[i] == UnchangedToast.INSTANCE) {
-                continue;
+
+            @Override
+            public String value(int i) {
+                return "CAST(? AS " + types[i] + ")";
             }
-            ColumnInfo c = rel.column(i);
-            String type = TypeMapping.sqlType(c);
-            sql.append(first ? "" : " AND ");
-            first = false;
-            // By the text form, not by '=': equality is coarser than identity for some types (0 = -0,
-            // 1.0 = 1.00, '1 day' = '24:00:00', jsonb 1.0 = 1.00), and the row to change must be the
-            // one the source changed, not a look-alike (SchemaChangeIT.keylessRowsThatAreEqualButNotTheSameValue).
-            // The same destination type and session settings give identical values the same text.
-            sql.append(Ident.quote(c.name())).append("::text IS NOT DISTINCT FROM CAST(CAST(? AS ").append(type)
-                    .append(") AS text)");
-        }
-        if (first) {
-            sql.append("true");
-        }
-        return sql.append(" LIMIT 1)").toString();
+
+            /**
+             * By the text form, not by '=': equality is coarser than identity for some types (0 = -0, 1.0 = 1.00,
+             * '1 day' = '24:00:00', jsonb 1.0 = 1.00), and the row to change must be the one the source changed, not a
+             * look-alike (SchemaChangeIT.keylessRowsThatAreEqualButNotTheSameValue). The same destination type and
+             * session settings give identical values the same text.
+             */
+            @Override
+            public String matches(int i) {
+                return Ident.quote(rel.column(i).name()) + "::text IS NOT DISTINCT FROM CAST(CAST(? AS " + types[i] + ") AS text)";
+            }
+        };
     }
 
     private static void bind(PreparedStatement ps, int p, RelationInfo rel, int i, Object v) throws SQLException {
@@ -580,15 +538,6 @@ final class BatchApplier {
             }
         }
         return missed;
-    }
-
-    private static Object[] image(ChangeEvent e, RelationInfo rel, Object[] values, String which) {
-        if (values == null || values.length != rel.columnCount()) {
-            throw new MillraceException(MillraceException.Kind.SINK, "table " + rel.table() + ": change at "
-                    + e.position() + " (" + e.op().code() + ") carries " + (values == null ? "no " + which + " image"
-                    : "an " + which + " image of " + values.length + " values for " + rel.columnCount() + " columns"));
-        }
-        return values;
     }
 
     // ---------------------------------------------------------------- helpers

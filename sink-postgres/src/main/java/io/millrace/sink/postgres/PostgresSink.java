@@ -4,11 +4,11 @@ import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Checkpoint;
-import io.millrace.core.change.CheckpointJson;
 import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.sink.DurableTables;
+import io.millrace.core.sink.JdbcCheckpoints;
 import io.millrace.core.sink.Sink;
 import io.millrace.core.sink.SinkLifecycle;
 import org.slf4j.Logger;
@@ -111,19 +111,16 @@ public final class PostgresSink implements Sink {
             durable.durable(checkpoint);
             return;
         }
-        String json = CheckpointJson.write(checkpoint);
         long start = System.nanoTime();
         long applied;
         try {
             applier.apply(events, durable.copyingUntil(checkpoint), durable.held());
             applied = System.nanoTime();
-            try (PreparedStatement ps = conn.prepareStatement("INSERT INTO " + checkpointTable
-                    + " (destination, checkpoint, updated_at) VALUES (?, CAST(? AS jsonb), now())"
-                    + " ON CONFLICT (destination) DO UPDATE SET checkpoint = EXCLUDED.checkpoint,"
-                    + " updated_at = EXCLUDED.updated_at")) {
-                ps.setString(1, config.name());
-                ps.setString(2, json);
-                ps.executeUpdate();
+            try {
+                JdbcCheckpoints.write(conn, "INSERT INTO " + checkpointTable
+                        + " (destination, checkpoint, updated_at) VALUES (?, CAST(? AS jsonb), now())"
+                        + " ON CONFLICT (destination) DO UPDATE SET checkpoint = EXCLUDED.checkpoint,"
+                        + " updated_at = EXCLUDED.updated_at", config.name(), checkpoint);
             } catch (SQLException e) {
                 throw new MillraceException(Errors.connectionLost(e) ? Kind.CONNECTION : Kind.SINK, "destination '"
                         + config.name() + "': could not store the checkpoint in " + checkpointTable + " at " + where
@@ -278,24 +275,11 @@ public final class PostgresSink implements Sink {
     }
 
     private Optional<Checkpoint> readCheckpoint() throws SQLException {
-        try (PreparedStatement ps = conn.prepareStatement("SELECT checkpoint::text FROM " + checkpointTable
-                + " WHERE destination = ?")) {
-            ps.setString(1, config.name());
-            try (ResultSet rs = ps.executeQuery()) {
-                if (!rs.next()) {
-                    return Optional.empty();
-                }
-                String json = rs.getString(1);
-                try {
-                    return Optional.of(CheckpointJson.read(json));
-                } catch (IllegalArgumentException e) {
-                    throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': the checkpoint stored"
-                            + " in " + checkpointTable + " for '" + config.name() + "' cannot be read (" + e.getMessage()
-                            + "). Restore it from a backup, or delete that row to start over (which copies every"
-                            + " table again).", e);
-                }
-            }
-        }
+        return JdbcCheckpoints.read(conn, "SELECT checkpoint::text FROM " + checkpointTable + " WHERE destination = ?",
+                config.name(), e -> new MillraceException(Kind.SINK, "destination '" + config.name() + "': the checkpoint"
+                        + " stored in " + checkpointTable + " for '" + config.name() + "' cannot be read (" + e.getMessage()
+                        + "). Restore it from a backup, or delete that row to start over (which copies every"
+                        + " table again).", e));
     }
 
     private void rollback() {

@@ -7,6 +7,7 @@ import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.ShapeChange;
 import io.millrace.core.schema.TableRef;
+import io.millrace.core.sink.Runs;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -67,19 +68,6 @@ final class TargetTables {
         this.conn = conn;
         this.destination = destination;
         this.targetSchema = targetSchema;
-    }
-
-    /**
-     * Whether changes of this relation are applied by key: it has a primary key or replica identity
-     * index. Under REPLICA IDENTITY FULL pgoutput flags every column as key; the pipeline replaces
-     * those flags with the catalog's primary key, and a relation still flagged on every column is
-     * treated as having no key (matched by its whole old row).
-     */
-    static boolean keyed(RelationInfo rel) {
-        if (!rel.hasKey() || rel.replicaIdentity() == 'n') {
-            return false;
-        }
-        return rel.replicaIdentity() != 'f' || rel.keyIndexes().length < rel.columnCount();
     }
 
     static Set<String> keyNames(RelationInfo rel) {
@@ -175,7 +163,7 @@ final class TargetTables {
     private Table load(TableRef target, RelationInfo rel) throws SQLException {
         ensureSchema(target.schema());
         Integer oid = regclass(target);
-        boolean keyed = keyed(rel);
+        boolean keyed = Runs.keyed(rel);
         if (oid == null) {
             List<String> defs = new ArrayList<>();
             Set<String> columns = new LinkedHashSet<>();
@@ -244,7 +232,7 @@ final class TargetTables {
                 }
             }
         }
-        if (keyed(rel) && !keyNames(rel).equals(t.uniqueKey)) {
+        if (Runs.keyed(rel) && !keyNames(rel).equals(t.uniqueKey)) {
             verifyKey(t, regclass(t.target), keyNames(rel));
         }
     }

@@ -34,8 +34,8 @@ class KeyedReductionTest {
     void deleteThenReinsertEndsWithTheRowPresent() {
         KeyedReduction r = reduce(ev.insert(rel, 1, "a", "x"), ev.update(rel, 1, "b", "x"), ev.delete(rel, keyImage(rel, 1)),
                 ev.insert(rel, 1, "c", "y"));
-        assertThat(r.rows).hasSize(1);
-        KeyedReduction.Row row = r.rows.get("1");
+        assertThat(r.rows()).hasSize(1);
+        KeyedReduction.Row row = r.rows().get("1");
         assertThat(row.delete).isFalse();
         assertThat(row.values()).containsExactly("1", "c", "y");
     }
@@ -43,14 +43,14 @@ class KeyedReductionTest {
     @Test
     void keyChangeDeletesTheOldKey() {
         KeyedReduction r = reduce(ev.update(rel, keyImage(rel, 1), row(2, "a", "x")));
-        assertThat(r.rows.get("1").delete).isTrue();
-        assertThat(r.rows.get("2").values()).containsExactly("2", "a", "x");
+        assertThat(r.rows().get("1").delete).isTrue();
+        assertThat(r.rows().get("2").values()).containsExactly("2", "a", "x");
     }
 
     @Test
     void unchangedToastMergesWithAnEarlierImageOfTheKey() {
         KeyedReduction r = reduce(ev.insert(rel, 1, "a", "big value"), ev.update(rel, 1, "b", U));
-        KeyedReduction.Row row = r.rows.get("1");
+        KeyedReduction.Row row = r.rows().get("1");
         assertThat(row.values()).containsExactly("1", "b", "big value");
         assertThat(row.from).isNull();
         assertThat(row.line).isNotNull();
@@ -59,7 +59,7 @@ class KeyedReductionTest {
     @Test
     void unchangedToastWithoutEarlierImageComesFromTheDestinationRow() {
         KeyedReduction r = reduce(ev.update(rel, 1, "b", U), ev.update(rel, 1, "c", U));
-        KeyedReduction.Row row = r.rows.get("1");
+        KeyedReduction.Row row = r.rows().get("1");
         assertThat(Arrays.asList(row.vals)).containsExactly("1", "c", null);
         assertThat(row.from).containsExactly("1");
     }
@@ -67,15 +67,15 @@ class KeyedReductionTest {
     @Test
     void keyChangeWithUnchangedToastTakesItFromTheOldKeysRow() {
         KeyedReduction r = reduce(ev.update(rel, keyImage(rel, 1), row(2, "b", U)));
-        assertThat(r.rows.get("1").delete).isTrue();
-        assertThat(r.rows.get("2").from).containsExactly("1");
+        assertThat(r.rows().get("1").delete).isTrue();
+        assertThat(r.rows().get("2").from).containsExactly("1");
     }
 
     @Test
     void nullsAndSpecialCharactersAreRenderedForCopy() {
         KeyedReduction r = reduce(ev.insert(rel, 1, null, "tab\there ünï"));
-        assertThat(r.rows.get("1").values()).containsExactly("1", "\\N", "tab\\there ünï");
-        assertThat(new String(r.rows.get("1").line, java.nio.charset.StandardCharsets.UTF_8))
+        assertThat(r.rows().get("1").values()).containsExactly("1", "\\N", "tab\\there ünï");
+        assertThat(new String(r.rows().get("1").line, java.nio.charset.StandardCharsets.UTF_8))
                 .isEqualTo("1\t\\N\ttab\\there ünï");
     }
 

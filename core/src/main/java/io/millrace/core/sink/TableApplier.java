@@ -1,0 +1,102 @@
+package io.millrace.core.sink;
+
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.Op;
+import io.millrace.core.change.SourceTables;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.TableRef;
+
+import java.sql.SQLException;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.SortedMap;
+
+/**
+ * How a table destination applies a batch inside its transaction, the same for postgres and DuckDB: renames of source
+ * tables followed first, then per destination table ({@link Runs#byTarget}) each run in order ({@link Runs#of}): a
+ * truncate, a keyed run (reduced: {@link KeyedReducer}) or a keyless one ({@link Keyless}). A subclass is the
+ * database's part: its tables, its DDL, how it loads a run.
+ *
+ * <p>Owned by the sink's writer thread.
+ */
+public abstract class TableApplier {
+    /** The destination's name, for messages. */
+    protected final String destination;
+    /** Tables an online snapshot is copying during the batch being applied (see {@link #apply}). */
+    protected Set<String> copying = Set.of();
+
+    protected TableApplier(String destination) {
+        this.destination = destination;
+    }
+
+    /**
+     * @param copying tables ({@code schema.table} of the source) an online snapshot is copying: an update with
+     *                unchanged TOAST values of a row they do not have yet is left to the chunk that copies the
+     *                row (INV: WATERMARK keeps that chunk's row when it is newer than the update, else reads it
+     *                again); see {@link DurableTables}
+     * @param held    the source tables this destination held before the batch
+     *                ({@link io.millrace.core.change.Checkpoint#tables()}): a table renamed in the source is renamed
+     *                here before its changes are applied
+     */
+    public final void apply(List<ChangeEvent> events, Set<String> copying, SortedMap<Integer, TableRef> held) {
+        this.copying = copying;
+        SourceTables.Followed followed = SourceTables.follow(held, events);
+        for (SourceTables.Rename r : followed.renames()) {
+            try {
+                rename(r);
+            } catch (SQLException e) {
+                throw r.failed(destination, message(e), e);
+            }
+        }
+        Map<TableRef, List<ChangeEvent>> byTable = Runs.byTarget(events, e -> targetOf(followed.name(e.relation())));
+        for (Map.Entry<TableRef, List<ChangeEvent>> t : byTable.entrySet()) {
+            TableRef target = t.getKey();
+            for (List<ChangeEvent> run : Runs.of(t.getValue())) {
+                RelationInfo rel = run.get(0).relation();
+                try {
+                    ensure(target, rel);
+                    if (run.get(0).op() == Op.TRUNCATE) {
+                        truncate(target);
+                    } else if (Runs.keyed(rel)) {
+                        applyKeyed(target, rel, run);
+                    } else {
+                        applyKeyless(target, rel, run);
+                    }
+                } catch (SQLException e) {
+                    throw failed(target, rel, run, e);
+                } catch (RuntimeException e) {
+                    throw failed(target, rel, run, e);
+                }
+            }
+        }
+    }
+
+    /** Renames the destination table of a source table renamed (see {@link SourceTables}). */
+    protected abstract void rename(SourceTables.Rename r) throws SQLException;
+
+    /** The destination table of a source table. */
+    protected abstract TableRef targetOf(TableRef source);
+
+    /** Makes the destination table match {@code rel}. */
+    protected abstract void ensure(TableRef target, RelationInfo rel) throws SQLException;
+
+    protected abstract void truncate(TableRef target) throws SQLException;
+
+    protected abstract void applyKeyed(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException;
+
+    protected abstract void applyKeyless(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException;
+
+    /** An error's message as this database words it, for messages. */
+    protected String message(SQLException e) {
+        return e.getMessage();
+    }
+
+    /** The error to throw when a run failed with {@code e}. */
+    protected abstract RuntimeException failed(TableRef target, RelationInfo rel, List<ChangeEvent> run, SQLException e);
+
+    /** The error to throw when a run failed with {@code e}; by default {@code e} itself. */
+    protected RuntimeException failed(TableRef target, RelationInfo rel, List<ChangeEvent> run, RuntimeException e) {
+        return e;
+    }
+}
