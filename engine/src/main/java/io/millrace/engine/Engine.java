@@ -144,7 +144,7 @@ public final class Engine {
                 stopAfterSnapshot();
                 return;
             }
-            teardown.streaming = new Streaming(ctx, survey, controls);
+            teardown.streaming = new Streaming(ctx, ctx.survey, controls); // a snapshot started over surveyed the tables again
             teardown.streaming.run();
         } catch (InterruptedException e) {
             state.fail();

@@ -31,6 +31,8 @@ final class EngineContext {
     volatile SlotMonitor.Sample slotSample;
     /** DDL that pgoutput does not announce (drops, new tables, renames); set at start. */
     volatile SourceWatch watch;
+    /** The source as the start last surveyed it: read again when an initial snapshot starts over (its binary decision too). */
+    volatile SourceSurvey.Survey survey;
 
     EngineContext(EngineConfig config, SnapshotProgressTracker progress) {
         this.config = config;

@@ -60,7 +60,8 @@ final class SourceSurvey {
                 TableRef gone = readTables(meta, report.tables(), types, tables);
                 if (gone == null) {
                     watch(meta, tables);
-                    return new Survey(report, List.copyOf(tables), types, binary(report.serverVersion(), tables));
+                    ctx.survey = new Survey(report, List.copyOf(tables), types, binary(report.serverVersion(), tables));
+                    return ctx.survey;
                 }
                 if (attempt == ATTEMPTS) {
                     throw new MillraceException(Kind.CONFIG, "table " + gone.sql() + " does not exist in the source database");
@@ -85,7 +86,8 @@ final class SourceSurvey {
                         + " started; start again");
             }
             watch(meta, tables);
-            return new Survey(old.report(), List.copyOf(tables), old.types(), old.binary() && binary(old.report().serverVersion(), tables));
+            ctx.survey = new Survey(old.report(), List.copyOf(tables), old.types(), old.binary() && binary(old.report().serverVersion(), tables));
+            return ctx.survey;
         } catch (SQLException e) {
             throw PgErrors.translate("reading the source catalog", e);
         }
