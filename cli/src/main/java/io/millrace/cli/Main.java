@@ -16,7 +16,7 @@ import java.io.PrintWriter;
  */
 @Command(name = "millrace", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Change-data-capture for PostgreSQL: snapshot, then stream every committed change into destinations.",
-        subcommands = {RunCommand.class, PreflightCommand.class, StatusCommand.class, SnapshotCommand.class, ResetCommand.class,
+        subcommands = {RunCommand.class, PreflightCommand.class, SetupCommand.class, StatusCommand.class, SnapshotCommand.class, ResetCommand.class,
                 DuckDbCopyCommand.class, DemoCommand.class, CommandLine.HelpCommand.class})
 public final class Main {
 

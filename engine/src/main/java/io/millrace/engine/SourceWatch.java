@@ -143,6 +143,9 @@ final class SourceWatch {
         Map<String, Integer> old = attnums.get(after.oid());
         Map<String, Integer> now = Catalog.attributeNumbers(c, List.of(after.oid())).getOrDefault(after.oid(), Map.of());
         attnums.put(after.oid(), now);
+        if (change.exact()) {
+            return false; // read by attribute numbers from the event trigger's messages
+        }
         if (change.renamed().isEmpty() && (change.added().isEmpty() || change.dropped().isEmpty())) {
             return false; // nothing to tell apart: only added, only dropped, or only retyped columns
         }

@@ -5,6 +5,7 @@ import io.millrace.core.change.SourceTables;
 import io.millrace.core.schema.ColumnInfo;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.SchemaChange;
 import io.millrace.core.schema.ShapeChange;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.Runs;
@@ -194,36 +195,58 @@ final class DuckTables {
             rebuild(target, rel, change, keyRetyped ? "key column(s) retyped" : "primary key changed");
             return;
         }
+        if (change.exact()) {
+            dropColumns(target, cols, change.dropped()); // first: a column added or renamed may take a dropped one's name
+        }
         for (Map.Entry<String, String> r : change.renamed().entrySet()) {
             if (cols.contains(r.getKey()) && !cols.contains(r.getValue())) {
                 execute("ALTER TABLE " + target.sql() + " RENAME COLUMN " + Ident.quote(r.getKey()) + " TO " + Ident.quote(r.getValue()));
                 cols.remove(r.getKey());
                 cols.add(r.getValue());
-                LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source)", destination, target, r.getKey(),
-                        r.getValue());
+                LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source{})", destination, target, r.getKey(),
+                        r.getValue(), change.exact() ? ", told by the event trigger" : "");
             }
         }
         for (ColumnInfo c : change.added()) {
-            if (cols.add(c.name())) {
+            SchemaChange.Column given = change.exact() ? change.ddl().column(c.name()) : null;
+            if (given != null && given.missing()) {
+                if (cols.add(c.name())) {
+                    addColumn(target, c, given.value());
+                }
+            } else if (cols.add(c.name())) {
                 addColumn(target, c);
                 LOG.warn("destination '{}': column {}.{} was added in the source; rows not changed since keep NULL there",
                         destination, target, c.name());
             }
         }
-        for (ColumnInfo c : change.dropped()) {
-            if (cols.remove(c.name())) {
-                execute("ALTER TABLE " + target.sql() + " DROP COLUMN IF EXISTS " + Ident.quote(c.name()));
-                LOG.info("destination '{}': dropped column {}.{} (dropped in the source)", destination, target, c.name());
-            }
-        }
+        dropColumns(target, cols, change.dropped());
         for (String name : change.retyped()) {
             ColumnInfo c = rel.columns().stream().filter(x -> x.name().equals(name)).findFirst().orElseThrow();
-            ColumnInfo o = old.columns().stream().filter(x -> x.name().equals(name)).findFirst().orElseThrow();
+            ColumnInfo o = old.columns().stream().filter(x -> change.renamedTo(x.name()).equals(name)).findFirst().orElseThrow();
             if (!DuckTypes.sqlType(o).equals(DuckTypes.sqlType(c))) {
                 retype(target, c);
             }
         }
     }
+
+    private void dropColumns(TableRef target, Set<String> cols, List<ColumnInfo> dropped) throws SQLException {
+        for (ColumnInfo c : dropped) {
+            if (cols.remove(c.name())) {
+                execute("ALTER TABLE " + target.sql() + " DROP COLUMN IF EXISTS " + Ident.quote(c.name()));
+                LOG.info("destination '{}': dropped column {}.{} (dropped in the source)", destination, target, c.name());
+            }
+        }
+    }
+
+    /** Adds a column that the source added with a constant default: the rows already here take {@code value}, as there. */
+    private void addColumn(TableRef target, ColumnInfo c, String value) throws SQLException {
+        for (String sql : io.millrace.core.sink.AddColumn.sql(target, c.name(), DuckTypes.sqlType(c), value)) {
+            execute(sql);
+        }
+        LOG.info("destination '{}': added column {}.{}{}", destination, target, c.name(),
+                value == null ? "" : " (rows already here take the source's default " + value + ")");
+    }
+
 
     private void retype(TableRef target, ColumnInfo c) throws SQLException {
         execute("ALTER TABLE " + target.sql() + " ALTER COLUMN " + Ident.quote(c.name()) + " TYPE " + DuckTypes.sqlType(c));
