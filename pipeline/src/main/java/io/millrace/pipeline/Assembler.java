@@ -201,7 +201,7 @@ final class Assembler {
             if (lm.transactional() && inTx && Watermarks.PREFIX.equals(lm.prefix())) {
                 watermark(lm, walStart);
             } else if (lm.transactional() && inTx && SchemaChange.PREFIX.equals(lm.prefix())) {
-                ddl(lm);
+                ddl(lm, walStart);
             }
         } else if (m instanceof StreamAbort sa) {
             if (sa.subXid() == sa.xid()) {
@@ -316,7 +316,7 @@ final class Assembler {
                 if (m instanceof PgOutputMessage.RelationMessage rm) {
                     watermarks.described(described(f, rm.relation()));
                 } else if (m instanceof LogicalMessage lm && lm.transactional() && SchemaChange.PREFIX.equals(lm.prefix())) {
-                    ddl(lm);
+                    ddl(lm, rec.walStart());
                 }
                 change(m, rec.walStart(), rec.data().length);
                 cutForSize();
@@ -341,9 +341,22 @@ final class Assembler {
      * Relation message that shows the new shape, and after every change made in the old one): kept for the table until
      * that Relation message, which then carries it ({@link #described}).
      */
-    private void ddl(LogicalMessage lm) {
+    private void ddl(LogicalMessage lm, Lsn at) {
         SchemaChange c = SchemaChange.parse(lm.content());
-        ddl.merge(c.oid(), c, SchemaChange::then);
+        if (!c.dropped()) {
+            ddl.merge(c.oid(), c, SchemaChange::then);
+            return;
+        }
+        // A table dropped: no Relation message follows. To the destinations it is a truncate that carries the drop
+        // (RelationInfo.ddl): a table destination drops or keeps its copy (drop_tables), an event destination writes the
+        // schema-change event and the truncate; one that knows no DDL sees its rows gone.
+        ddl.remove(c.oid());
+        RelationInfo gone = new RelationInfo(c.oid(), c.table(), 'd', List.of(), types).withDdl(c);
+        watermarks.truncated(c.table());
+        Position p = new Position(txCommitLsn, ++ordinal);
+        if (p.isAfter(skipUpTo)) {
+            add(new ChangeEvent(Op.TRUNCATE, gone, null, null, at, p, txXid, txCommitMicros, false));
+        }
     }
 
     /**

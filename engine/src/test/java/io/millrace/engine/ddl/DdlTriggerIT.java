@@ -6,16 +6,22 @@ import io.millrace.embedded.EmbeddedPg;
 import io.millrace.engine.RunningEngine;
 import io.millrace.engine.e2e.E2e;
 import io.millrace.engine.online.LogCapture;
+import io.millrace.sink.kafka.testing.KafkaBroker;
 import io.millrace.source.DdlTrigger;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
@@ -32,17 +38,22 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class DdlTriggerIT {
     private static final Duration WAIT = Duration.ofSeconds(60);
     private static EmbeddedPg pg;
+    private static KafkaBroker kafka;
 
     @BeforeAll
-    static void start() {
+    static void start() throws Exception {
         E2e.init();
         pg = EmbeddedPg.builder().major(17).start();
+        kafka = KafkaBroker.start();
     }
 
     @AfterAll
-    static void stop() {
+    static void stop() throws Exception {
         if (pg != null) {
             pg.close();
+        }
+        if (kafka != null) {
+            kafka.close();
         }
     }
 
@@ -96,7 +107,9 @@ class DdlTriggerIT {
             DdlTrigger.install(src);
             assertThat(DdlTrigger.installed(src)).isTrue();
             E2e.exec(src, TABLES);
-            String yaml = Ddl.yaml(pg, db, List.of("public.*"), dir, "");
+            String yaml = Ddl.yaml(pg, db, List.of("public.*"), dir, "")
+                    .replace("    type: duckdb\n", "    type: duckdb\n    drop_tables: true\n")
+                    .replace("pipeline:\n", "  - {name: bus, type: kafka, bootstrap_servers: '" + kafka.bootstrapServers() + "'}\npipeline:\n");
             AtomicBoolean stop = new AtomicBoolean();
             AtomicReference<Throwable> failed = new AtomicReference<>();
             try (LogCapture log = new LogCapture(); RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT)) {
@@ -122,6 +135,46 @@ class DdlTriggerIT {
                         .hasSize(2); // postgres and DuckDB
                 assertThat(log.containing("copying it again")).as("nothing of t was copied again: every change was exact")
                         .noneMatch(l -> l.contains("public.t"));
+
+                // A table dropped: the postgres destination keeps its copy (the default), DuckDB (drop_tables: true) drops it.
+                E2e.exec(src, "DROP TABLE public.k", "INSERT INTO public.load (v) VALUES (-2)");
+                E2e.awaitRow(dst, "SELECT count(*) FROM public.load WHERE v = -2", WAIT);
+                assertThat(Ddl.pgTables(dst)).containsExactly("k", "load", "t2");
+                try (Connection duck = Ddl.duck(dir)) {
+                    long deadline = System.nanoTime() + WAIT.toNanos();
+                    while (Ddl.duckTables(duck).contains("k")) {
+                        assertThat(System.nanoTime()).as("DuckDB still has k").isLessThan(deadline);
+                        Thread.sleep(50);
+                    }
+                    assertThat(Ddl.duckTables(duck)).containsExactly("load", "t2");
+                }
+
+                // jsonl and Kafka: a schema-change event before the first change in each new shape, at its position
+                E2e.awaitEvent(dir.resolve("events"), ev -> E2e.isTable(ev, "load") && E2e.row(ev).path("v").asInt() == -2,
+                        "the insert after the drop", WAIT);
+                List<JsonNode> events = E2e.events(dir.resolve("events"));
+                List<JsonNode> jsonlChanges = lines(dir.resolve("events").resolve("schema-changes.jsonl"));
+                List<JsonNode> kafkaChanges = new ArrayList<>();
+                for (ConsumerRecord<String, String> r : kafka.readCommitted("e2e.schema_changes")) {
+                    kafkaChanges.add(JSON.readTree(r.value()));
+                }
+                for (List<JsonNode> changes : List.of(jsonlChanges, kafkaChanges)) {
+                    assertThat(changes).extracting(c -> c.path("tableChanges").get(0).path("type").asText() + " "
+                            + c.path("tableChanges").get(0).path("id").asText()).contains(
+                            "ALTER \"public\".\"k\"", "ALTER \"public\".\"t\"", "ALTER \"public\".\"t2\"", "DROP \"public\".\"k\"");
+                    JsonNode k = changes.stream().filter(c -> c.path("tableName").asText().equals("k") && c.path("command")
+                            .asText().equals("ALTER TABLE")).findFirst().orElseThrow();
+                    assertThat(k.path("ddl").asText()).contains("RENAME COLUMN a TO a2", "ALTER COLUMN a2 TYPE bigint");
+                    JsonNode a2 = k.path("tableChanges").get(0).path("table").path("columns").get(0);
+                    assertThat(a2.path("name").asText()).isEqualTo("a2");
+                    assertThat(a2.path("typeName").asText()).isEqualTo("bigint");
+                    assertThat(a2.path("previousName").asText()).isEqualTo("a");
+                    // the first event of k with column a2 is the one the schema change came before
+                    JsonNode first = events.stream().filter(ev -> E2e.isTable(ev, "k") && E2e.row(ev).has("a2")).findFirst().orElseThrow();
+                    assertThat(pos(k)).isEqualTo(pos(first));
+                    assertThat(events.stream().filter(ev -> E2e.isTable(ev, "k") && E2e.row(ev).has("a")).map(DdlTriggerIT::pos))
+                            .allMatch(p -> p.compareTo(pos(k)) < 0);
+                }
             }
         }
     }
@@ -144,6 +197,20 @@ class DdlTriggerIT {
                         .isEqualTo(100);
             }
         }
+    }
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private static List<JsonNode> lines(Path file) throws Exception {
+        List<JsonNode> out = new ArrayList<>();
+        for (String l : Files.readAllLines(file)) {
+            out.add(JSON.readTree(l));
+        }
+        return out;
+    }
+
+    private static E2e.Pos pos(JsonNode ev) {
+        return new E2e.Pos(ev.path("source").path("commit_lsn").asLong(), ev.path("source").path("ordinal").asLong());
     }
 
     /** Only a superuser may create an event trigger: installing it as another role says so. */

@@ -58,8 +58,8 @@ final class BatchApplier extends TableApplier {
     private final Map<TableRef, Stage> stages = new HashMap<>();
     private int stageCounter;
 
-    BatchApplier(Connection conn, String destination, String targetSchema) throws SQLException {
-        super(destination);
+    BatchApplier(Connection conn, String destination, String targetSchema, boolean dropTables) throws SQLException {
+        super(destination, dropTables);
         this.conn = conn;
         this.duck = conn.unwrap(DuckDBConnection.class);
         this.tables = new DuckTables(conn, destination, targetSchema);
@@ -98,6 +98,13 @@ final class BatchApplier extends TableApplier {
     @Override
     protected void truncate(TableRef target) throws SQLException {
         execute("DELETE FROM " + target.sql());
+    }
+
+    @Override
+    protected void drop(TableRef target) throws SQLException {
+        execute("DROP TABLE IF EXISTS " + target.sql());
+        tables.dropped(target); // its staging table, if any, is dropped before the commit as always
+        LOG.info("destination '{}': dropped table {} (dropped in the source; drop_tables: true)", destination, target);
     }
 
     @Override

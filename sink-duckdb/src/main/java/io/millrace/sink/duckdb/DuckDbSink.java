@@ -110,7 +110,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
             Optional<Checkpoint> cp = readCheckpoint();
             conn.commit();
             durable.durable(cp);
-            applier = new BatchApplier(conn, config.name(), config.schema());
+            applier = new BatchApplier(conn, config.name(), config.schema(), config.dropTables());
             LOG.info("destination '{}': opened {}, checkpoint {}", config.name(), config.file(),
                     cp.map(c -> "at " + c.applied()).orElse("none"));
             return cp;

@@ -69,6 +69,12 @@ final class DuckTables {
         return target;
     }
 
+    /** The table was dropped here (its source table was dropped). */
+    void dropped(TableRef target) {
+        shapes.remove(target);
+        columns.remove(target);
+    }
+
     void forget() {
         shapes.clear();
         columns.clear();

@@ -18,7 +18,7 @@ public final class PostgresDestinationProvider implements DestinationProvider {
 
     @Override
     public DestinationConfig configure(String name, DestinationSettings s, DestinationContext context) {
-        s.allow("url", "host", "port", "database", "user", "password", "password_env", "password_file", "schema", "state_schema");
+        s.allow("url", "host", "port", "database", "user", "password", "password_env", "password_file", "schema", "state_schema", "drop_tables");
         String url = s.string("url", null);
         if (url == null) {
             String host = s.string("host", "127.0.0.1");
@@ -36,6 +36,6 @@ public final class PostgresDestinationProvider implements DestinationProvider {
         }
         String user = s.requireString("user", "millrace");
         return new PostgresSinkConfig(name, url, user, s.secret("password"), s.string("schema", null),
-                s.string("state_schema", PostgresSinkConfig.DEFAULT_STATE_SCHEMA));
+                s.string("state_schema", PostgresSinkConfig.DEFAULT_STATE_SCHEMA), s.bool("drop_tables", false));
     }
 }

@@ -16,10 +16,16 @@ import io.millrace.core.sink.Sink;
  * @param password     the role's password ({@link Secret#NONE} for trust or peer authentication)
  * @param targetSchema schema that receives every replicated table; {@code null} keeps each table's source schema
  * @param stateSchema  schema of Millrace's own {@code checkpoints} table; {@code null} means {@value #DEFAULT_STATE_SCHEMA}
+ * @param dropTables   {@code drop_tables}: a table dropped in the source (told by the DDL event trigger) is dropped here
+ *                     too, in order with the data; false (the default) keeps the copy
  */
 public record PostgresSinkConfig(String name, String jdbcUrl, String user, Secret password, String targetSchema,
-                                 String stateSchema) implements DestinationConfig {
+                                 String stateSchema, boolean dropTables) implements DestinationConfig {
     public static final String DEFAULT_STATE_SCHEMA = "millrace";
+
+    public PostgresSinkConfig(String name, String jdbcUrl, String user, Secret password, String targetSchema, String stateSchema) {
+        this(name, jdbcUrl, user, password, targetSchema, stateSchema, false);
+    }
 
     public PostgresSinkConfig {
         if (name == null || name.isBlank()) {

@@ -132,6 +132,11 @@ final class TargetTables {
         }
     }
 
+    /** The table was dropped here (its source table was dropped). */
+    void dropped(TableRef target) {
+        tables.remove(target);
+    }
+
     /** Forgets what was learnt in a transaction that rolled back. */
     void forget() {
         tables.clear();
