@@ -43,7 +43,8 @@ class DdlTriggerIT {
     @BeforeAll
     static void start() throws Exception {
         E2e.init();
-        pg = EmbeddedPg.builder().major(17).start();
+        // 64 kB: a transaction larger than that is streamed while in progress (protocol v2), its DDL message with it
+        pg = EmbeddedPg.builder().major(17).setting("logical_decoding_work_mem", "64kB").start();
         kafka = KafkaBroker.start();
     }
 
@@ -136,12 +137,28 @@ class DdlTriggerIT {
                 assertThat(log.containing("copying it again")).as("nothing of t was copied again: every change was exact")
                         .noneMatch(l -> l.contains("public.t"));
 
+                // In one transaction the server streams in progress: rows, a column renamed, rows in the new shape.
+                E2e.exec(src, "BEGIN", "INSERT INTO public.t2 (id, a2, b) SELECT g, g, repeat('x', 100) FROM generate_series(1000, 3000) g",
+                        "ALTER TABLE public.t2 RENAME COLUMN b TO b2",
+                        "INSERT INTO public.t2 (id, a2, b2) SELECT g, g, 'y' || g FROM generate_series(5000, 7000) g", "COMMIT");
+                E2e.awaitSame(src, dst, E2e.refs(List.of("public.t2")), WAIT);
+                try (Connection duck = Ddl.duck(dir)) {
+                    Ddl.awaitDuckSame(src, duck, TableRef.parse("public.t2"), WAIT);
+                }
+                assertThat(log.containing("renamed column public.t2.b to b2 (renamed in the source, told by the event trigger)"))
+                        .as("the message came with the streamed transaction").hasSize(2);
+                long deadline = System.nanoTime() + WAIT.toNanos();
+                while (E2e.queryLong(src, "SELECT coalesce(sum(stream_txns), 0) FROM pg_stat_replication_slots WHERE slot_name = 's_trig'") == 0) {
+                    assertThat(System.nanoTime()).as("the server streamed no transaction in progress").isLessThan(deadline);
+                    Thread.sleep(100);
+                }
+
                 // A table dropped: the postgres destination keeps its copy (the default), DuckDB (drop_tables: true) drops it.
                 E2e.exec(src, "DROP TABLE public.k", "INSERT INTO public.load (v) VALUES (-2)");
                 E2e.awaitRow(dst, "SELECT count(*) FROM public.load WHERE v = -2", WAIT);
                 assertThat(Ddl.pgTables(dst)).containsExactly("k", "load", "t2");
                 try (Connection duck = Ddl.duck(dir)) {
-                    long deadline = System.nanoTime() + WAIT.toNanos();
+                    deadline = System.nanoTime() + WAIT.toNanos();
                     while (Ddl.duckTables(duck).contains("k")) {
                         assertThat(System.nanoTime()).as("DuckDB still has k").isLessThan(deadline);
                         Thread.sleep(50);
