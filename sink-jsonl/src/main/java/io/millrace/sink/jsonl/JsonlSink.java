@@ -348,9 +348,15 @@ public final class JsonlSink implements Sink {
     public io.millrace.core.sink.SinkReset reset(List<io.millrace.core.schema.TableRef> tables, io.millrace.core.sink.SinkReset.Data data) {
         move(State.NEW, State.CLOSED);
         SinkState st = readState(config.stateFile());
-        List<Path> files = config.toStdout() || !Files.isDirectory(config.directory()) ? List.of()
-                : List.copyOf(listEventsFiles(config.directory()).values());
-        return new io.millrace.core.sink.FileReset("jsonl destination '" + config.name() + "'", st == null ? null : st.checkpoint(), files,
+        List<Path> files = new java.util.ArrayList<>();
+        if (!config.toStdout() && Files.isDirectory(config.directory())) {
+            files.addAll(listEventsFiles(config.directory()).values());
+            Path schema = config.directory().resolve(SCHEMA_CHANGES);
+            if (Files.exists(schema)) {
+                files.add(schema); // the schema-change events go with the events
+            }
+        }
+        return new io.millrace.core.sink.FileReset("jsonl destination '" + config.name() + "'", st == null ? null : st.checkpoint(), List.copyOf(files),
                 "events file(s)", config.toStdout() ? null : config.directory(), config.stateFile(), SinkState.tempFile(config.stateFile()), data);
     }
 

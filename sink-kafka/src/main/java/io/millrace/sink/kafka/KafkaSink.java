@@ -253,7 +253,8 @@ public final class KafkaSink implements Sink {
                 throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': interrupted while listing the topics", e);
             }
             cp = names.contains(config.checkpointTopic()) ? readCheckpoint() : Optional.empty();
-            kept = tables.stream().map(this::topic).filter(names::contains).toList();
+            kept = java.util.stream.Stream.concat(tables.stream().map(this::topic), java.util.stream.Stream.of(schemaTopic()))
+                    .filter(names::contains).distinct().toList();
         }
         return new io.millrace.core.sink.SinkReset() {
             @Override
