@@ -128,6 +128,14 @@ class DdlTriggerIT {
                     assertThat(Ddl.duckTables(duck)).containsExactly("k", "load", "t2");
                 }
                 assertThat(Ddl.pgTables(dst)).containsExactly("k", "load", "t2");
+                for (TableRef t : tables) {
+                    assertThat(types(dst, t)).as("types of %s", t).isEqualTo(types(src, t));
+                }
+                try (Connection duck = Ddl.duck(dir)) {
+                    assertThat(Ddl.strings(duck, "SELECT column_name || ' ' || data_type FROM duckdb_columns() WHERE table_name = 'k'"
+                            + " ORDER BY column_index")).containsExactly("a2 BIGINT", "b VARCHAR");
+                    assertThat(Ddl.strings(duck, "SELECT count(*) FROM public.k WHERE a2 IS NULL")).containsExactly("0");
+                }
                 assertThat(E2e.queryLong(dst, "SELECT count(*) FROM public.k WHERE a2 IS NULL")).as("the renamed column kept its data")
                         .isZero();
                 assertThat(E2e.queryLong(dst, "SELECT count(*) FROM public.t2 WHERE e = 'dflt'")).as("old rows took the default")
@@ -212,6 +220,14 @@ class DdlTriggerIT {
                 E2e.awaitRow(dst, "SELECT count(*) FROM public.load WHERE v = -1", WAIT);
                 assertThat(E2e.queryLong(dst, "SELECT count(*) FROM public.k WHERE a2 IS NULL")).as("old rows lost the column's data")
                         .isEqualTo(100);
+                try (Connection duck = Ddl.duck(dir)) {
+                    long deadline = System.nanoTime() + WAIT.toNanos();
+                    while (!duckCount(duck, "SELECT count(*) FROM public.load WHERE v = -1").equals(List.of("1"))) {
+                        assertThat(System.nanoTime()).as("DuckDB did not catch up").isLessThan(deadline);
+                        Thread.sleep(50);
+                    }
+                    assertThat(Ddl.strings(duck, "SELECT count(*) FROM public.k WHERE a2 IS NULL")).as("DuckDB too").containsExactly("100");
+                }
             }
         }
     }
@@ -224,6 +240,21 @@ class DdlTriggerIT {
             out.add(JSON.readTree(l));
         }
         return out;
+    }
+
+    /** The rows of a query on DuckDB, or none while its table is not there yet. */
+    private static List<String> duckCount(Connection duck, String sql) {
+        try {
+            return Ddl.strings(duck, sql);
+        } catch (java.sql.SQLException e) {
+            return List.of();
+        }
+    }
+
+    /** Column names and types ({@code format_type}) of {@code t}, in order. */
+    private static List<String> types(Connection c, TableRef t) throws Exception {
+        return Ddl.strings(c, "SELECT attname || ' ' || format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
+                + E2e.q(t.sql()) + "::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum");
     }
 
     private static E2e.Pos pos(JsonNode ev) {

@@ -72,6 +72,11 @@ final class BatchApplier extends TableApplier {
         stages.clear();
     }
 
+    /** The batch's transaction is about to commit (or was rolled back): a new one starts with no table changed. */
+    void ended() {
+        tables.transactionEnded();
+    }
+
     /** Drops this transaction's staging tables; call before the commit. */
     void dropStages() throws SQLException {
         for (Stage s : stages.values()) {
@@ -97,6 +102,7 @@ final class BatchApplier extends TableApplier {
 
     @Override
     protected void truncate(TableRef target) throws SQLException {
+        tables.changed(target);
         execute("DELETE FROM " + target.sql());
     }
 
@@ -118,6 +124,7 @@ final class BatchApplier extends TableApplier {
 
     @Override
     protected void applyKeyed(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
+        tables.changed(target);
         long t0 = System.nanoTime();
         Reduction red = new Reduction(rel, target, run.size());
         for (ChangeEvent e : run) {
@@ -301,6 +308,7 @@ final class BatchApplier extends TableApplier {
 
     @Override
     protected void applyKeyless(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
+        tables.changed(target);
         int n = rel.columnCount();
         int keys = rel.keyIndexes().length;
         Stage stage = stage(target, rel);
