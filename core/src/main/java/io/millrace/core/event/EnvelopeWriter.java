@@ -222,21 +222,6 @@ public final class EnvelopeWriter {
     }
 
     /**
-     * The schema-change event to write before {@code e} (the first change of its table in a new shape, or a table's drop),
-     * or null. With the DDL event trigger each new shape carries its {@link SchemaChange} ({@link RelationInfo#ddl()});
-     * {@code written} holds the ones a sink wrote already (by identity: one per shape the stream described).
-     */
-    public static SchemaChange schemaChangeDue(ChangeEvent e, java.util.Set<SchemaChange> written) {
-        SchemaChange c = e.relation().ddl();
-        return c == null || !written.add(c) ? null : c;
-    }
-
-    /** An empty set of the schema changes written, for {@link #schemaChangeDue}. */
-    public static java.util.Set<SchemaChange> schemaChangesWritten() {
-        return java.util.Collections.newSetFromMap(new IdentityHashMap<>());
-    }
-
-    /**
      * Writes the schema-change event of {@code c}, written before {@code e}, the first change in the new shape (or the
      * truncate that stands for a drop): its position, the DDL, and the table's columns after it (docs/EVENTS.md).
      */
@@ -267,11 +252,12 @@ public final class EnvelopeWriter {
             gen.writeStringField("databaseName", database.getValue());
             gen.writeStringField("schemaName", c.table().schema());
             gen.writeStringField("tableName", c.table().table());
+            gen.writeBooleanField("exact", c.exact());
             gen.writeStringField("command", c.command());
             gen.writeStringField("ddl", c.ddl());
             gen.writeArrayFieldStart("tableChanges");
             gen.writeStartObject();
-            gen.writeStringField("type", c.dropped() ? "DROP" : c.command().startsWith("CREATE") ? "CREATE" : "ALTER");
+            gen.writeStringField("type", c.dropped() ? "DROP" : c.command() != null && c.command().startsWith("CREATE") ? "CREATE" : "ALTER");
             gen.writeStringField("id", c.table().sql());
             gen.writeStringField("previousId", c.oldTable() == null || c.oldTable().equals(c.table()) ? null : c.oldTable().sql());
             gen.writeObjectFieldStart("table");

@@ -32,9 +32,12 @@ import java.util.Map;
  * @param columns  the live columns after the change, in attribute order (empty for a drop)
  * @param dropped  whether the table was dropped
  * @param ddl      the statement that made the change, as the client sent it
+ * @param exact    true when the event trigger told it; false for one read from two Relation messages
+ *                 ({@link #guessed}): no DDL, no command, attribute numbers by position, renames as {@link ShapeChange}
+ *                 reads them
  */
 public record SchemaChange(String command, int oid, TableRef table, TableRef oldTable, Map<Integer, String> before,
-                           List<Column> columns, boolean dropped, String ddl) {
+                           List<Column> columns, boolean dropped, String ddl, boolean exact) {
 
     /** The logical message prefix of the event trigger's messages. */
     public static final String PREFIX = "millrace.ddl";
@@ -81,7 +84,7 @@ public record SchemaChange(String command, int oid, TableRef table, TableRef old
             TableRef oldTable = n.path("old_table").isTextual() ? new TableRef(n.path("old_schema").asText(), n.path("old_table").asText()) : null;
             return new SchemaChange(n.path("command").asText(), (int) n.path("oid").asLong(),
                     new TableRef(n.path("schema").asText(), n.path("table").asText()), oldTable, before, columns,
-                    n.path("dropped").asBoolean(), n.path("ddl").asText(null));
+                    n.path("dropped").asBoolean(), n.path("ddl").asText(null), true);
         } catch (IOException | RuntimeException e) {
             throw new MillraceException(MillraceException.Kind.DECODE, "cannot read a '" + PREFIX + "' logical message of the event"
                     + " trigger (" + e.getMessage() + "): " + new String(content, java.nio.charset.StandardCharsets.UTF_8), e);
@@ -91,7 +94,31 @@ public record SchemaChange(String command, int oid, TableRef table, TableRef old
     /** The change this one and then {@code next} (of the same table) make together. */
     public SchemaChange then(SchemaChange next) {
         return new SchemaChange(next.command, next.oid, next.table, oldTable, before == null || next.before == null ? null : before,
-                next.columns, next.dropped, ddl == null ? next.ddl : next.ddl == null ? ddl : ddl + ";\n" + next.ddl);
+                next.columns, next.dropped, ddl == null ? next.ddl : next.ddl == null ? ddl : ddl + ";\n" + next.ddl, exact && next.exact);
+    }
+
+    /**
+     * A table's change as two Relation messages show it (no event trigger): the columns of {@code after} numbered by
+     * position, each under the name it had in {@code before} as {@link ShapeChange} reads it. Not {@link #exact}: never
+     * used to follow a shape, only to announce it (schema-change events).
+     */
+    public static SchemaChange guessed(RelationInfo before, RelationInfo after) {
+        ShapeChange change = ShapeChange.between(before, after);
+        Map<String, String> oldName = new LinkedHashMap<>();
+        change.renamed().forEach((o, n) -> oldName.put(n, o));
+        java.util.Set<String> was = new java.util.HashSet<>();
+        before.columns().forEach(c -> was.add(c.name()));
+        Map<Integer, String> names = new LinkedHashMap<>();
+        List<Column> columns = new ArrayList<>();
+        for (int i = 0; i < after.columnCount(); i++) {
+            ColumnInfo c = after.column(i);
+            String old = oldName.getOrDefault(c.name(), was.contains(c.name()) ? c.name() : null);
+            if (old != null) {
+                names.put(i + 1, old);
+            }
+            columns.add(new Column(i + 1, c.name(), c.type() == null ? "unknown" : c.type().name(), false, false, null));
+        }
+        return new SchemaChange(null, after.oid(), after.table(), before.table(), names, columns, false, null, false);
     }
 
     /** The column of attribute number {@code attnum} after the change, or null. */

@@ -44,7 +44,7 @@ public record ShapeChange(Map<String, String> renamed, List<ColumnInfo> added, L
     }
 
     public static ShapeChange between(RelationInfo before, RelationInfo after) {
-        if (after.ddl() != null) {
+        if (after.ddl() != null && after.ddl().exact()) {
             ShapeChange exact = after.ddl().exactly(before, after);
             if (exact != null) {
                 return exact;

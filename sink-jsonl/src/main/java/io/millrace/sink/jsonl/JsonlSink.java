@@ -109,7 +109,7 @@ public final class JsonlSink implements Sink {
     // stdout mode
     private PrintStream stdout;
     /** The schema changes written (or, to standard output, announced) by this sink. */
-    private final java.util.Set<io.millrace.core.schema.SchemaChange> schemaWritten = EnvelopeWriter.schemaChangesWritten();
+    private final io.millrace.core.event.SchemaChanges schemaChanges = new io.millrace.core.event.SchemaChanges();
 
     public JsonlSink(JsonlSinkConfig config) {
         this(config, new EnvelopeWriter(config.meta()));
@@ -247,7 +247,7 @@ public final class JsonlSink implements Sink {
         try {
             if (config.toStdout()) {
                 for (ChangeEvent e : events) {
-                    io.millrace.core.schema.SchemaChange c = EnvelopeWriter.schemaChangeDue(e, schemaWritten);
+                    io.millrace.core.schema.SchemaChange c = schemaChanges.due(e);
                     if (c != null) {
                         envelope.writeSchemaChange(gen, c, e); // inline, before the first change in the new shape
                         gen.writeRaw('\n');
@@ -297,7 +297,7 @@ public final class JsonlSink implements Sink {
     private void writeSchemaChanges(List<ChangeEvent> events) throws IOException {
         ByteArrayOutputStream lines = null;
         for (ChangeEvent e : events) {
-            io.millrace.core.schema.SchemaChange c = EnvelopeWriter.schemaChangeDue(e, schemaWritten);
+            io.millrace.core.schema.SchemaChange c = schemaChanges.due(e);
             if (c != null) {
                 if (lines == null) {
                     lines = new ByteArrayOutputStream();

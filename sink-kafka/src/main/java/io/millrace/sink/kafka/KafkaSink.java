@@ -107,7 +107,7 @@ public final class KafkaSink implements Sink {
     private final Set<String> topics = new HashSet<>();
     private final Map<RelationInfo, String> topicOf = new IdentityHashMap<>();
     /** The schema changes written by this sink (to {@link #schemaTopic()}). */
-    private final java.util.Set<io.millrace.core.schema.SchemaChange> schemaWritten = io.millrace.core.event.EnvelopeWriter.schemaChangesWritten();
+    private final io.millrace.core.event.SchemaChanges schemaChanges = new io.millrace.core.event.SchemaChanges();
     private final ByteArrayBuilder buffer = new ByteArrayBuilder(1024);
     private final JsonGenerator gen;
     private long records;
@@ -201,7 +201,20 @@ public final class KafkaSink implements Sink {
         state.requireOpen();
         Objects.requireNonNull(checkpoint, "checkpoint");
         long start = System.nanoTime();
+        io.millrace.core.schema.SchemaChange[] announce = null; // the schema-change event due before each event, if any
+        for (int i = 0; i < events.size(); i++) {
+            io.millrace.core.schema.SchemaChange c = schemaChanges.due(events.get(i));
+            if (c != null) {
+                if (announce == null) {
+                    announce = new io.millrace.core.schema.SchemaChange[events.size()];
+                }
+                announce[i] = c;
+            }
+        }
         try {
+            if (announce != null) {
+                createTopics(List.of(schemaTopic()), false);
+            }
             ensureTopics(events);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -211,9 +224,10 @@ public final class KafkaSink implements Sink {
         try {
             producer.beginTransaction();
             begun = true;
-            for (ChangeEvent e : events) {
-                io.millrace.core.schema.SchemaChange c = io.millrace.core.event.EnvelopeWriter.schemaChangeDue(e, schemaWritten);
-                if (c != null) {
+            for (int i = 0; i < events.size(); i++) {
+                ChangeEvent e = events.get(i);
+                if (announce != null && announce[i] != null) {
+                    io.millrace.core.schema.SchemaChange c = announce[i];
                     send(schemaTopic(), c.table().sql().getBytes(StandardCharsets.UTF_8), envelope.schemaChangeBytes(c, e));
                 }
                 send(e);
@@ -411,14 +425,6 @@ public final class KafkaSink implements Sink {
             }
             String t = topic(rel.table());
             topicOf.put(rel, t);
-            if (rel.ddl() != null && !topics.contains(schemaTopic())) {
-                if (missing == null) {
-                    missing = new ArrayList<>();
-                }
-                if (!missing.contains(schemaTopic())) {
-                    missing.add(schemaTopic());
-                }
-            }
             if (!topics.contains(t)) {
                 if (missing == null) {
                     missing = new ArrayList<>();
