@@ -70,7 +70,7 @@ public final class DdlTrigger {
                         SELECT s.nspname, s.relname, s.columns INTO prev FROM millrace.ddl_shape s WHERE s.relid = rel;
                         PERFORM pg_logical_emit_message(true, %s, jsonb_build_object('command', tag, 'oid', rel::bigint,
                             'schema', nsp, 'table', rname, 'old_schema', prev.nspname, 'old_table', prev.relname,
-                            'before', prev.columns, 'columns', cols, 'dropped', false, 'ddl', current_query())::text);
+                            'before', prev.columns, 'columns', cols, 'dropped', false, 'ddl', left(current_query(), 65536))::text);
                         INSERT INTO millrace.ddl_shape VALUES (rel, nsp, rname, millrace.ddl_names(rel)) ON CONFLICT (relid)
                             DO UPDATE SET nspname = EXCLUDED.nspname, relname = EXCLUDED.relname, columns = EXCLUDED.columns;
                     END LOOP;
@@ -88,7 +88,7 @@ public final class DdlTrigger {
                         END IF;
                         PERFORM pg_logical_emit_message(true, %s, jsonb_build_object('command', tg_tag, 'oid', o.objid::bigint,
                             'schema', o.schema_name, 'table', o.object_name, 'columns', '[]'::jsonb, 'dropped', true,
-                            'ddl', current_query())::text);
+                            'ddl', left(current_query(), 65536))::text);
                         DELETE FROM millrace.ddl_shape WHERE relid = o.objid;
                     END LOOP;
                 END $fn$;
