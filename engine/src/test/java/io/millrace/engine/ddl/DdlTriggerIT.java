@@ -275,6 +275,33 @@ class DdlTriggerIT {
         return new E2e.Pos(ev.path("source").path("commit_lsn").asLong(), ev.path("source").path("ordinal").asLong());
     }
 
+    /**
+     * What the trigger costs a DDL: 300 column adds and drops on a table, without and with the trigger. Run with
+     * {@code -Dddl.bench=true} (documented in docs/BENCHMARKS.md); prints the times.
+     */
+    @Test
+    @org.junit.jupiter.api.condition.EnabledIfSystemProperty(named = "ddl.bench", matches = "true")
+    void whatTheTriggerCostsADdl() throws Exception {
+        String db = db("trigbench");
+        try (Connection c = pg.connect(db)) {
+            E2e.exec(c, "CREATE TABLE public.b (id int PRIMARY KEY, v text)", "INSERT INTO public.b SELECT g, 'v' FROM generate_series(1, 1000) g");
+            for (int round = 0; round < 2; round++) {
+                for (boolean trigger : new boolean[] {false, true}) {
+                    if (trigger) {
+                        DdlTrigger.install(c);
+                    } else {
+                        E2e.exec(c, DdlTrigger.uninstallSql());
+                    }
+                    long t0 = System.nanoTime();
+                    for (int i = 0; i < 150; i++) {
+                        E2e.exec(c, "ALTER TABLE public.b ADD COLUMN x" + i + " int DEFAULT 1", "ALTER TABLE public.b DROP COLUMN x" + i);
+                    }
+                    System.out.printf("ddl.bench round %d trigger %s: %.3f ms per DDL%n", round, trigger, (System.nanoTime() - t0) / 1e6 / 300);
+                }
+            }
+        }
+    }
+
     /** Only a superuser may create an event trigger: installing it as another role says so. */
     @Test
     void installingNeedsASuperuser() throws Exception {
