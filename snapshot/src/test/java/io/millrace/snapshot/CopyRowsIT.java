@@ -148,4 +148,33 @@ class CopyRowsIT {
                     .isInstanceOf(MillraceException.class).hasMessageContaining("column i2 of public.t (type int2) in a test");
         }
     }
+
+    /**
+     * A copy stopped early (the consumer returns false) or failing mid-stream leaves its connection usable: the next
+     * query on it answers (pgjdbc's cancelCopy alone left an error or the copy's rest pending on it).
+     */
+    @Test
+    void theConnectionAnswersAfterACopyStoppedEarlyOrFailing() throws Exception {
+        RelationInfo r = relation("t");
+        for (boolean binary : new boolean[] {true, false}) {
+            try (Connection own = pg.connect("postgres")) {
+                int[] seen = {0};
+                CopyRows.read(own, "SELECT t.* FROM ONLY public.t CROSS JOIN generate_series(1, 20000) g", r, binary, "in a test",
+                        (values, wire) -> ++seen[0] < 3);
+                assertThat(seen[0]).isEqualTo(3);
+                assertThat(selectOne(own)).as("after an early stop, binary %s", binary).isEqualTo(1);
+                assertThatThrownBy(() -> read(own, r, "SELECT id, i8 AS i2, i8, n, n2, f4, f8, b, s, vc, ch, by, d, ts, tz, tm, ttz, iv, u, j,"
+                        + " jb, ip, cid, mac, ia, ta, m, p, mo, o FROM ONLY public.t CROSS JOIN generate_series(1, 20000) g", binary, new long[1]))
+                        .isInstanceOf(MillraceException.class);
+                assertThat(selectOne(own)).as("after a failed copy, binary %s", binary).isEqualTo(1);
+            }
+        }
+    }
+
+    private static int selectOne(Connection conn) throws SQLException {
+        try (java.sql.Statement s = conn.createStatement(); java.sql.ResultSet rs = s.executeQuery("SELECT 1")) {
+            rs.next();
+            return rs.getInt(1);
+        }
+    }
 }
