@@ -78,7 +78,7 @@ final class ConnectorSettings {
             "value.converter", "header.converter", "transforms", "predicates", "config.action.reload", "exactly.once.support",
             "transaction.boundary", "transaction.boundary.interval.ms", "offsets.storage.topic", "errors.retry.timeout",
             "errors.retry.delay.max.ms", "errors.tolerance", "errors.log.enable", "errors.log.include.messages", "topic.creation.groups",
-            "connector.plugin.version", "key.converter.plugin.version", "value.converter.plugin.version", "header.converter.plugin.version");
+            "task.class", "connector.plugin.version", "key.converter.plugin.version", "value.converter.plugin.version", "header.converter.plugin.version");
     private static final List<String> FRAMEWORK_PREFIXES = List.of("key.converter.", "value.converter.", "header.converter.",
             "transforms.", "predicates.", "topic.creation.", "producer.override.", "consumer.override.", "admin.override.");
 

@@ -128,7 +128,7 @@ final class RecordMaker {
 
     private void tombstone(Shapes s, Map<String, ?> offset, ChangeEvent e, Struct key, List<SourceRecord> out) {
         if (tombstones && key != null) {
-            out.add(new SourceRecord(partition, offset, s.topic, null, s.key, key, s.envelope, null, Math.floorDiv(e.commitTimeMicros(), 1000L)));
+            out.add(new SourceRecord(partition, offset, s.topic, null, s.key, key, null, null, Math.floorDiv(e.commitTimeMicros(), 1000L))); // as Debezium: no value schema
         }
     }
 
