@@ -2,7 +2,9 @@ package io.millrace.connect;
 
 import org.apache.kafka.common.config.Config;
 import org.apache.kafka.common.config.ConfigDef;
+import io.millrace.api.Checkpoints;
 import org.apache.kafka.connect.connector.Task;
+import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.source.ConnectorTransactionBoundaries;
 import org.apache.kafka.connect.source.ExactlyOnceSupport;
 import org.apache.kafka.connect.source.SourceConnector;
@@ -55,6 +57,37 @@ public final class MillraceSourceConnector extends SourceConnector {
     @Override
     public Config validate(Map<String, String> connectorConfigs) {
         return new Config(ConnectorSettings.validate(connectorConfigs));
+    }
+
+    /**
+     * Offsets altered or reset through the REST API ({@code PATCH}/{@code DELETE /connectors/<name>/offsets}, the
+     * connector stopped): a reset (a null offset) starts the pipeline over; an offset must hold a Millrace checkpoint
+     * (the engine then checks its identity at start: INV: IDENTITY); the partition must be this connector's.
+     */
+    @Override
+    public boolean alterOffsets(Map<String, String> connectorConfig, Map<Map<String, ?>, Map<String, ?>> offsets) {
+        String prefix = new ConnectorSettings(connectorConfig).topicPrefix();
+        for (Map.Entry<Map<String, ?>, Map<String, ?>> e : offsets.entrySet()) {
+            if (!Map.of(RecordMaker.PARTITION_KEY, prefix).equals(e.getKey())) {
+                throw new ConnectException("the source partition of this connector is {\"" + RecordMaker.PARTITION_KEY + "\": \""
+                        + prefix + "\"}, not " + e.getKey());
+            }
+            Map<String, ?> offset = e.getValue();
+            if (offset == null) {
+                continue;
+            }
+            Object json = offset.get(MillraceSourceTask.OFFSET_KEY);
+            if (json == null || offset.size() != 1) {
+                throw new ConnectException("an offset of this connector is {\"" + MillraceSourceTask.OFFSET_KEY
+                        + "\": <checkpoint JSON>}, not " + offset);
+            }
+            try {
+                Checkpoints.fromJson(json.toString());
+            } catch (IllegalArgumentException ex) {
+                throw new ConnectException("the offset's checkpoint cannot be read: " + ex.getMessage(), ex);
+            }
+        }
+        return true;
     }
 
     /** Supported: offsets are committed in the records' Kafka transaction, and the engine resumes from them. */
