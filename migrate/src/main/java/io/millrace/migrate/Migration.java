@@ -173,7 +173,7 @@ public final class Migration {
         }
         Planner.Result p = planned();
         try {
-            return new Verifier(ends, chunkRows, 3, Duration.ofSeconds(30)).run(p.tables(), repair);
+            return new Verifier(ends, chunkRows, 5, Duration.ofSeconds(30)).run(p.tables(), repair);
         } catch (SQLException e) {
             throw Endpoints.failed("migrate verify", e);
         }

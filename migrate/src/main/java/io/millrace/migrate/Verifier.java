@@ -229,13 +229,13 @@ final class Verifier {
 
     /** The upper bound of the chunk after {@code lo}, or null when it is the last (open above). */
     private List<String> boundary(Connection c, Table t, List<String> lo) throws SQLException {
-        String keys = SourceCatalog.quoteAll(t.key());
+        // Ordered by the qualified columns: a bare name would order by the output column, the key's text.
         StringBuilder sql = new StringBuilder("SELECT ");
         for (int i = 0; i < t.key().size(); i++) {
-            sql.append(i == 0 ? "" : ", ").append(Ident.quote(t.key().get(i))).append("::text");
+            sql.append(i == 0 ? "" : ", ").append("r.").append(Ident.quote(t.key().get(i))).append("::text");
         }
-        sql.append(" FROM ").append(t.ref().sql()).append(lo == null ? "" : " WHERE (" + keys + ") > (" + params(t) + ")")
-                .append(" ORDER BY ").append(keys).append(" OFFSET ").append(chunkRows - 1).append(" LIMIT 1");
+        sql.append(" FROM ").append(t.ref().sql()).append(" r").append(where(t, new Chunk(lo, null), "r"))
+                .append(" ORDER BY ").append(keyOf(t, "r")).append(" OFFSET ").append(chunkRows - 1).append(" LIMIT 1");
         try (PreparedStatement ps = c.prepareStatement(sql.toString())) {
             if (lo != null) {
                 bind(ps, 1, lo);

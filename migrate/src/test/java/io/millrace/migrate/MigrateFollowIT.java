@@ -2,8 +2,6 @@ package io.millrace.migrate;
 
 import io.millrace.api.Millrace;
 import io.millrace.embedded.EmbeddedPg;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -16,9 +14,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * constraints after it, validated), the rows are copied, later changes follow, and the sink applies with
  * {@code session_replication_role = replica} (a target trigger that would refuse every row does not fire).
  */
-class MigrateFollowIT {
-    static EmbeddedPg src;
-    static EmbeddedPg tgt;
+class MigrateFollowIT extends TwoServers {
 
     static final String[] SCHEMA = {
             "CREATE SCHEMA shop",
@@ -37,22 +33,6 @@ class MigrateFollowIT {
                     + " FROM generate_series(1, 2000) i",
             "INSERT INTO shop.invoice (order_id, k1, k2) SELECT 1000 + 5 * i, i, 'k' FROM generate_series(0, 99) i",
     };
-
-    @BeforeAll
-    static void start() {
-        src = EmbeddedPg.start();
-        tgt = EmbeddedPg.start();
-    }
-
-    @AfterAll
-    static void stop() {
-        if (src != null) {
-            src.close();
-        }
-        if (tgt != null) {
-            tgt.close();
-        }
-    }
 
     /** Columns with their exact types, defaults, NOT NULL, identity and generation, table by table. */
     static final String COLUMNS = "SELECT string_agg(format('%s.%s %s %s %s %s %s', c.relname, a.attname, format_type(a.atttypid,"

@@ -3,8 +3,6 @@ package io.millrace.migrate;
 import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
 import io.millrace.embedded.EmbeddedPg;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -18,26 +16,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * key nor replica identity, wal_level) is a problem naming the fix with its exit code, and {@code follow} then writes
  * nothing to either server.
  */
-class MigratePlanIT {
-    static EmbeddedPg src;
-    static EmbeddedPg tgt;
+class MigratePlanIT extends TwoServers {
     static int n;
-
-    @BeforeAll
-    static void start() {
-        src = EmbeddedPg.start();
-        tgt = EmbeddedPg.start();
-    }
-
-    @AfterAll
-    static void stop() {
-        if (src != null) {
-            src.close();
-        }
-        if (tgt != null) {
-            tgt.close();
-        }
-    }
 
     /** A fresh pair of databases with the same name on both servers. */
     static String fresh(String... sourceSql) {
