@@ -42,7 +42,9 @@ final class Endpoints {
         if (source.sslRootCert() != null) {
             p.setProperty("sslrootcert", source.sslRootCert().toString());
         }
-        return open("source " + source.host() + ":" + source.port() + "/" + source.database(), sourceUrl(), p, "");
+        // The migration's own sessions write past the cutover's fence (its marker; abort lifting the fence).
+        return open("source " + source.host() + ":" + source.port() + "/" + source.database(), sourceUrl(), p,
+                " -c default_transaction_read_only=off");
     }
 
     /** A target session; with {@code replica}, one whose triggers and foreign keys do not fire (as the sink's). */
