@@ -27,11 +27,7 @@ class MigrateCutoverIT extends TwoServers {
     @Test
     void cutsOverUnderLoadWithNothingLostAndSequencesAhead() throws Exception {
         String db = "cut1";
-        src.createDatabase(db);
-        tgt.createDatabase(db);
-        src.execute(db, MigrateFollowIT.SCHEMA);
-        src.execute(db, WriteLoad.LEDGER);
-        Migration m = Migration.of(Servers.source(src, db, "shop.*"), Servers.target(tgt, db));
+        Migration m = shop(db, WriteLoad.LEDGER);
         CutoverReport report;
         WriteLoad load;
         try (Millrace following = m.follow(Duration.ofSeconds(30))) {
@@ -89,10 +85,7 @@ class MigrateCutoverIT extends TwoServers {
     @Test
     void anInterruptedCutoverIsNamedAndAbortUnfencesTheSource() throws Exception {
         String db = "cut2";
-        src.createDatabase(db);
-        tgt.createDatabase(db);
-        src.execute(db, MigrateFollowIT.SCHEMA);
-        Migration m = Migration.of(Servers.source(src, db, "shop.*"), Servers.target(tgt, db));
+        Migration m = shop(db);
         try (Millrace following = m.follow(Duration.ofSeconds(30))) {
             assertThat(m.status().state()).isEqualTo(MigrationState.FOLLOWING);
         }

@@ -57,10 +57,7 @@ class MigrateFollowIT extends TwoServers {
     @Test
     void theSchemaComesFromTheCatalogAndTheTargetFollows() throws Exception {
         String db = "follow1";
-        src.createDatabase(db);
-        tgt.createDatabase(db);
-        src.execute(db, SCHEMA);
-        Migration m = Migration.of(Servers.source(src, db, "shop.*"), Servers.target(tgt, db));
+        Migration m = shop(db);
         assertThat(m.plan().ok()).as(m.plan().render()).isTrue();
         try (Millrace following = m.follow(Duration.ofSeconds(30))) {
             assertThat(m.status().state()).isEqualTo(MigrationState.FOLLOWING);

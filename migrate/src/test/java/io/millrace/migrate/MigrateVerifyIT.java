@@ -17,11 +17,7 @@ class MigrateVerifyIT extends TwoServers {
     @Test
     void findsNamesAndRepairsWhatChangedBehindItsBackAndNothingElseUnderLoad() throws Exception {
         String db = "verify1";
-        src.createDatabase(db);
-        tgt.createDatabase(db);
-        src.execute(db, MigrateFollowIT.SCHEMA);
-        src.execute(db, WriteLoad.LEDGER);
-        Migration m = Migration.of(Servers.source(src, db, "shop.*"), Servers.target(tgt, db));
+        Migration m = shop(db, WriteLoad.LEDGER);
         try (Millrace following = m.follow(Duration.ofSeconds(30)); WriteLoad load = new WriteLoad(src, db, 2, 2)) {
             load.awaitCommitted(50);
             for (int pass = 0; pass < 2; pass++) {

@@ -15,6 +15,17 @@ abstract class TwoServers {
         tgt = EmbeddedPg.builder().major(Integer.getInteger("millrace.migrate.target.major", EmbeddedPg.DEFAULT_MAJOR)).start();
     }
 
+    /** Database {@code db} on both servers, the shop schema of {@link MigrateFollowIT#SCHEMA} (and {@code extra}) on the source. */
+    static Migration shop(String db, String... extra) {
+        src.createDatabase(db);
+        tgt.createDatabase(db);
+        src.execute(db, MigrateFollowIT.SCHEMA);
+        if (extra.length > 0) {
+            src.execute(db, extra);
+        }
+        return Migration.of(Servers.source(src, db, "shop.*"), Servers.target(tgt, db));
+    }
+
     @AfterAll
     static void stopServers() {
         if (src != null) {
