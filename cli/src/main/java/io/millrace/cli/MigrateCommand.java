@@ -62,6 +62,13 @@ final class MigrateCommand implements Callable<Integer> {
             return spec.commandLine().getOut();
         }
 
+        /** Prints {@code text} at once and returns {@code code}. */
+        int print(String text, int code) {
+            out().print(text);
+            out().flush();
+            return code;
+        }
+
         Migration migration() {
             EngineConfig cfg = ConfigLoader.fromSystem().load(config);
             if (cfg.destinations().size() != 1 || !(cfg.destinations().get(0) instanceof PostgresSinkConfig target)) {
@@ -100,11 +107,9 @@ final class MigrateCommand implements Callable<Integer> {
         @Override
         public Integer call() {
             Plan p = migration().plan();
-            out().print(p.render());
-            out().println(p.ok() ? "\nready: run 'millrace migrate run " + config + "'"
-                    : "\n" + p.problems().size() + " problem(s) to fix before 'millrace migrate run'.");
-            out().flush();
-            return p.ok() ? 0 : p.problems().get(0).kind().exitCode();
+            return print(p.render() + (p.ok() ? "\nready: run 'millrace migrate run " + config + "'\n"
+                    : "\n" + p.problems().size() + " problem(s) to fix before 'millrace migrate run'.\n"),
+                    p.ok() ? 0 : p.problems().get(0).kind().exitCode());
         }
     }
 
@@ -178,9 +183,7 @@ final class MigrateCommand implements Callable<Integer> {
         @Override
         public Integer call() throws Exception {
             VerifyReport r = migration().verify(repair, chunkRows);
-            out().print(r.render());
-            out().flush();
-            return r.equal() ? 0 : DIVERGENT;
+            return print(r.render(), r.equal() ? 0 : DIVERGENT);
         }
     }
 
@@ -197,9 +200,7 @@ final class MigrateCommand implements Callable<Integer> {
         @Override
         public Integer call() throws Exception {
             CutoverReport r = migration().cutover(maxLagMb << 20, Duration.ofSeconds(timeoutS));
-            out().print(r.render());
-            out().flush();
-            return 0;
+            return print(r.render(), 0);
         }
     }
 
@@ -207,9 +208,7 @@ final class MigrateCommand implements Callable<Integer> {
     static final class StatusCmd extends Sub {
         @Override
         public Integer call() {
-            out().print(migration().status().render());
-            out().flush();
-            return 0;
+            return print(migration().status().render(), 0);
         }
     }
 
@@ -218,9 +217,7 @@ final class MigrateCommand implements Callable<Integer> {
     static final class AbortCmd extends Sub {
         @Override
         public Integer call() {
-            out().print(migration().abort().render());
-            out().flush();
-            return 0;
+            return print(migration().abort().render(), 0);
         }
     }
 }

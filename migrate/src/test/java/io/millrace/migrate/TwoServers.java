@@ -3,16 +3,29 @@ package io.millrace.migrate;
 import io.millrace.embedded.EmbeddedPg;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.TestInstance;
 
-/** A source and a target server for the test class; each test makes its own pair of databases on them. */
+/**
+ * A source and a target server for the test class ({@link #sourceMajor()} and {@link #targetMajor()}, the default major
+ * unless a subclass says otherwise); each test makes its own pair of databases on them.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 abstract class TwoServers {
     static EmbeddedPg src;
     static EmbeddedPg tgt;
 
+    int sourceMajor() {
+        return EmbeddedPg.DEFAULT_MAJOR;
+    }
+
+    int targetMajor() {
+        return EmbeddedPg.DEFAULT_MAJOR;
+    }
+
     @BeforeAll
-    static void startServers() {
-        src = EmbeddedPg.builder().major(Integer.getInteger("millrace.migrate.source.major", EmbeddedPg.DEFAULT_MAJOR)).start();
-        tgt = EmbeddedPg.builder().major(Integer.getInteger("millrace.migrate.target.major", EmbeddedPg.DEFAULT_MAJOR)).start();
+    void startServers() {
+        src = EmbeddedPg.builder().major(sourceMajor()).start();
+        tgt = EmbeddedPg.builder().major(targetMajor()).start();
     }
 
     /** Database {@code db} on both servers, the shop schema of {@link MigrateFollowIT#SCHEMA} (and {@code extra}) on the source. */
@@ -27,7 +40,7 @@ abstract class TwoServers {
     }
 
     @AfterAll
-    static void stopServers() {
+    void stopServers() {
         if (src != null) {
             src.close();
         }
