@@ -119,6 +119,10 @@ final class Cutover {
                 }
             }
             Duration window = Duration.ofNanos(System.nanoTime() - fenceStart);
+            if (state != MigrationState.FOLLOWING) {
+                // Resumed: the source has been fenced since the first attempt recorded FENCING.
+                window = store.since(tgt, MigrationState.FENCING);
+            }
             store.record(tgt, MigrationState.CUT_OVER, "fence " + marker + ", write-unavailable " + window.toMillis() + " ms");
             return new CutoverReport(window, marker.toString(), lag, ended, set);
         }

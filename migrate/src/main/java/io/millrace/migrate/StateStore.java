@@ -52,6 +52,17 @@ final class StateStore {
         return s.isEmpty() ? MigrationState.NONE : s.get(s.size() - 1).state();
     }
 
+    /** How long ago (by the target's clock) {@code state} was last recorded. */
+    java.time.Duration since(Connection tgt, MigrationState state) throws SQLException {
+        try (PreparedStatement ps = tgt.prepareStatement("SELECT (extract(epoch FROM clock_timestamp() - at) * 1000)::bigint FROM "
+                + table + " WHERE step = ? ORDER BY id DESC LIMIT 1")) {
+            ps.setString(1, state.name());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? java.time.Duration.ofMillis(rs.getLong(1)) : java.time.Duration.ZERO;
+            }
+        }
+    }
+
     /** Appends {@code state} and commits (the connection may be in autocommit or not). */
     void record(Connection tgt, MigrationState state, String detail) throws SQLException {
         boolean auto = tgt.getAutoCommit();
