@@ -3,6 +3,8 @@ package io.millrace.migrate;
 import io.millrace.core.Lsn;
 import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.fault.FaultPoint;
+import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.Ident;
 import io.millrace.migrate.SourceCatalog.Sequence;
 import io.millrace.migrate.SourceCatalog.Table;
@@ -36,6 +38,17 @@ import java.util.List;
 final class Cutover {
     private static final Logger LOG = LoggerFactory.getLogger(Cutover.class);
     static final String MARKER_PREFIX = "millrace-migrate";
+
+    /** FENCING recorded, the source not touched yet: a crash leaves FENCING with the source writable. */
+    static final FaultPoint FENCING_RECORDED = new FaultPoint("migrate.cutover.fencing-recorded");
+    /** The source fenced and its sessions ended, no marker yet: a crash leaves FENCING with the source fenced. */
+    static final FaultPoint SOURCE_FENCED = new FaultPoint("migrate.cutover.source-fenced");
+    /** The marker committed on the source, not yet seen on the target. */
+    static final FaultPoint MARKER_WRITTEN = new FaultPoint("migrate.cutover.marker-written");
+    /** FENCED recorded, the sequences not set yet. */
+    static final FaultPoint FENCED_RECORDED = new FaultPoint("migrate.cutover.fenced-recorded");
+    /** Sequences set and identity columns restored, CUT_OVER not recorded yet: running the cutover again sets them again. */
+    static final FaultPoint SEQUENCES_SET = new FaultPoint("migrate.cutover.sequences-set");
 
     private final Endpoints ends;
     private final StateStore store;
@@ -72,11 +85,13 @@ final class Cutover {
             if (state == MigrationState.FOLLOWING) {
                 store.record(tgt, MigrationState.FENCING, "lag " + lag + " bytes");
             }
+            Faults.hit(FENCING_RECORDED);
             int ended;
             Lsn marker;
             try (Statement s = src.createStatement()) {
                 s.execute("ALTER DATABASE " + Ident.quote(db) + " SET default_transaction_read_only = on");
                 ended = terminate(src);
+                Faults.hit(SOURCE_FENCED);
                 s.execute("BEGIN READ WRITE");
                 try (ResultSet rs = s.executeQuery("SELECT pg_logical_emit_message(true, " + Ident.literal(MARKER_PREFIX)
                         + ", 'fence')")) {
@@ -85,6 +100,7 @@ final class Cutover {
                 }
                 s.execute("COMMIT");
             }
+            Faults.hit(MARKER_WRITTEN);
             LOG.info("migrate cutover: source {} fenced ({} session(s) ended), marker at {}", db, ended, marker);
             while (true) {
                 String at = Planner.oneOrNull(tgt, checkpointSql);
@@ -101,6 +117,7 @@ final class Cutover {
             if (state != MigrationState.FENCED) {
                 store.record(tgt, MigrationState.FENCED, "marker " + marker);
             }
+            Faults.hit(FENCED_RECORDED);
             int set = 0;
             try (Statement ts = tgt.createStatement()) {
                 for (Sequence q : sequences) {
@@ -118,6 +135,7 @@ final class Cutover {
                     ts.execute(ddl);
                 }
             }
+            Faults.hit(SEQUENCES_SET);
             Duration window = Duration.ofNanos(System.nanoTime() - fenceStart);
             if (state != MigrationState.FOLLOWING) {
                 // Resumed: the source has been fenced since the first attempt recorded FENCING.

@@ -2,7 +2,6 @@ package io.millrace.cli.migrate;
 
 import io.millrace.cli.Cli.Run;
 import io.millrace.embedded.EmbeddedPg;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -21,31 +20,17 @@ import static org.assertj.core.api.Assertions.assertThat;
  * changed behind its back, 0 after --repair), cutover prints the window and run stops by itself, status names CUT_OVER
  * and the fenced source, abort is refused after the cutover.
  */
-class MigrateCommandIT {
-    static EmbeddedPg src;
-    static EmbeddedPg tgt;
+class MigrateCommandIT extends TwoServers {
 
     @TempDir
     Path dir;
 
     @BeforeAll
     static void start() {
-        src = EmbeddedPg.start();
-        tgt = EmbeddedPg.start();
         src.createDatabase("app");
         tgt.createDatabase("app");
         src.execute("app", "CREATE TABLE items (id serial PRIMARY KEY, v text NOT NULL)",
                 "INSERT INTO items (v) SELECT 'v' || i FROM generate_series(1, 3000) i");
-    }
-
-    @AfterAll
-    static void stop() {
-        if (src != null) {
-            src.close();
-        }
-        if (tgt != null) {
-            tgt.close();
-        }
     }
 
     @Test
