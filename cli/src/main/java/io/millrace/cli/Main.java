@@ -17,8 +17,8 @@ import java.io.PrintWriter;
  */
 @Command(name = "millrace", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Change-data-capture for PostgreSQL: snapshot, then stream every committed change into destinations.",
-        subcommands = {RunCommand.class, PreflightCommand.class, StatusCommand.class, SnapshotCommand.class, ResetCommand.class,
-                DuckDbCopyCommand.class, DemoCommand.class, MigrateCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {RunCommand.class, PreflightCommand.class, SetupCommand.class, StatusCommand.class, SnapshotCommand.class,
+                ResetCommand.class, DuckDbCopyCommand.class, DemoCommand.class, MigrateCommand.class, CommandLine.HelpCommand.class})
 public final class Main {
 
     public static void main(String[] args) {

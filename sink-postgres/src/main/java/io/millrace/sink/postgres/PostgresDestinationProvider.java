@@ -19,7 +19,7 @@ public final class PostgresDestinationProvider implements DestinationProvider {
     @Override
     public DestinationConfig configure(String name, DestinationSettings s, DestinationContext context) {
         s.allow("url", "host", "port", "database", "user", "password", "password_env", "password_file", "schema", "state_schema",
-                "session_replication_role");
+                "session_replication_role", "drop_tables");
         String url = s.string("url", null);
         if (url == null) {
             String host = s.string("host", "127.0.0.1");
@@ -42,6 +42,6 @@ public final class PostgresDestinationProvider implements DestinationProvider {
                     + " (they do not, as for a subscriber), got '" + role + "'");
         }
         return new PostgresSinkConfig(name, url, user, s.secret("password"), s.string("schema", null),
-                s.string("state_schema", PostgresSinkConfig.DEFAULT_STATE_SCHEMA), role.equals("replica"));
+                s.string("state_schema", PostgresSinkConfig.DEFAULT_STATE_SCHEMA), role.equals("replica"), s.bool("drop_tables", false));
     }
 }

@@ -239,7 +239,7 @@ public final class PostgresSink implements Sink {
             }
             c.commit();
             this.conn = c;
-            this.applier = new BatchApplier(c, config.name(), where, config.targetSchema());
+            this.applier = new BatchApplier(c, config.name(), where, config.targetSchema(), config.dropTables());
         } catch (SQLException e) {
             try {
                 c.close();

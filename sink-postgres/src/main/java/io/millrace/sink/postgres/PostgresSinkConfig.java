@@ -20,14 +20,16 @@ import io.millrace.core.sink.Sink;
  *                     ({@code session_replication_role: replica}): the target's triggers and foreign keys do not fire
  *                     for replicated changes, as for a logical-replication subscriber (used by {@code millrace migrate});
  *                     the role needs superuser, or on PostgreSQL 15+ {@code GRANT SET ON PARAMETER session_replication_role}
+ * @param dropTables   {@code drop_tables}: a table dropped in the source (told by the DDL event trigger) is dropped here
+ *                     too, in order with the data; false (the default) keeps the copy
  */
 public record PostgresSinkConfig(String name, String jdbcUrl, String user, Secret password, String targetSchema,
-                                 String stateSchema, boolean replicaRole) implements DestinationConfig {
+                                 String stateSchema, boolean replicaRole, boolean dropTables) implements DestinationConfig {
     public static final String DEFAULT_STATE_SCHEMA = "millrace";
 
     /** Sessions with the default {@code session_replication_role} (origin): triggers and foreign keys fire. */
     public PostgresSinkConfig(String name, String jdbcUrl, String user, Secret password, String targetSchema, String stateSchema) {
-        this(name, jdbcUrl, user, password, targetSchema, stateSchema, false);
+        this(name, jdbcUrl, user, password, targetSchema, stateSchema, false, false);
     }
 
     public PostgresSinkConfig {
@@ -63,7 +65,7 @@ public record PostgresSinkConfig(String name, String jdbcUrl, String user, Secre
 
     /** The same destination, its sessions with {@code session_replication_role = replica} or not. */
     public PostgresSinkConfig withReplicaRole(boolean replica) {
-        return new PostgresSinkConfig(name, jdbcUrl, user, password, targetSchema, stateSchema, replica);
+        return new PostgresSinkConfig(name, jdbcUrl, user, password, targetSchema, stateSchema, replica, dropTables);
     }
 
     @Override
