@@ -27,4 +27,25 @@ import io.millrace.core.schema.RelationInfo;
  */
 public record ChangeEvent(Op op, RelationInfo relation, Object[] before, Object[] after, Lsn lsn,
                           Position position, long xid, long commitTimeMicros, boolean snapshot) {
+
+    /**
+     * Whether this is an update that moved the row to another key (PostgreSQL then sends the old key in
+     * {@code before}); an unchanged TOASTed key column did not change. Destinations with keys (Kafka, Kafka Connect)
+     * write such an update as a delete of the old key and a create of the new one, as Debezium does.
+     */
+    public boolean keyChanged() {
+        if (op != Op.UPDATE || before == null || after == null || !relation.hasKey()) {
+            return false;
+        }
+        for (int i : relation.keyIndexes()) {
+            Object a = after[i];
+            if (a == io.millrace.core.types.UnchangedToast.INSTANCE || before[i] == io.millrace.core.types.UnchangedToast.INSTANCE) {
+                continue;
+            }
+            if (!java.util.Objects.deepEquals(before[i], a)) {
+                return true;
+            }
+        }
+        return false;
+    }
 }

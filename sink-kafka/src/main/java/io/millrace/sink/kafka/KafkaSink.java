@@ -15,7 +15,6 @@ import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.sink.Sink;
 import io.millrace.core.sink.SinkLifecycle;
-import io.millrace.core.types.UnchangedToast;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.CreateTopicsOptions;
@@ -341,7 +340,7 @@ public final class KafkaSink implements Sink {
                 tombstone(topic, key);
             }
             case UPDATE -> {
-                if (keyChanged(e)) {
+                if (e.keyChanged()) {
                     // As Debezium: the old key's history ends with a delete (and tombstone), the new key starts with a create.
                     ChangeEvent del = new ChangeEvent(Op.DELETE, rel, e.before(), null, e.lsn(), e.position(), e.xid(),
                             e.commitTimeMicros(), e.snapshot());
@@ -392,25 +391,6 @@ public final class KafkaSink implements Sink {
         byte[] out = buffer.toByteArray();
         buffer.reset();
         return out;
-    }
-
-    /** Whether an update moved the row to another key (PostgreSQL then sends the old key in {@code before}). */
-    private static boolean keyChanged(ChangeEvent e) {
-        Object[] before = e.before();
-        Object[] after = e.after();
-        if (before == null || after == null || !e.relation().hasKey()) {
-            return false;
-        }
-        for (int i : e.relation().keyIndexes()) {
-            Object a = after[i];
-            if (a == UnchangedToast.INSTANCE || before[i] == UnchangedToast.INSTANCE) {
-                continue; // an unchanged TOASTed key column did not change
-            }
-            if (!Objects.deepEquals(before[i], a)) {
-                return true;
-            }
-        }
-        return false;
     }
 
     private void ensureTopics(List<ChangeEvent> events) throws InterruptedException {

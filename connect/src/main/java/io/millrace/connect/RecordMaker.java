@@ -1,0 +1,292 @@
+package io.millrace.connect;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.util.TokenBuffer;
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.Op;
+import io.millrace.core.event.EnvelopeWriter;
+import io.millrace.core.event.SourceMeta;
+import io.millrace.core.schema.RelationInfo;
+import org.apache.kafka.connect.data.Schema;
+import org.apache.kafka.connect.data.SchemaBuilder;
+import org.apache.kafka.connect.data.Struct;
+import org.apache.kafka.connect.errors.DataException;
+import org.apache.kafka.connect.source.SourceRecord;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.IdentityHashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Turns Millrace's changes into the records Debezium's PostgreSQL connector makes: topic
+ * {@code <prefix>.<schema>.<table>}, key a Struct of the replica identity columns ({@code <topic>.Key}), value the
+ * envelope Struct ({@code <topic>.Envelope}: before, after, source, transaction, op, ts_ms, ts_us, ts_ns), a tombstone
+ * after each delete of a keyed row, and an update that moves a row to another key as a delete of the old key (with its
+ * tombstone) and a create of the new one.
+ *
+ * <p>The values are read from the envelope {@link EnvelopeWriter} writes (docs/EVENTS.md), so that the
+ * {@code JsonConverter} with {@code schemas.enable=false} writes exactly Millrace's own JSON; the schemas give each
+ * column the Connect type and Debezium logical name of its JSON form (docs/TYPES.md). One engine thread uses an
+ * instance (it caches per relation; not thread-safe).
+ */
+final class RecordMaker {
+    static final String PARTITION_KEY = "server";
+    static final String UNAVAILABLE = EnvelopeWriter.UNAVAILABLE_VALUE;
+
+    private static final ObjectMapper MAPPER = new ObjectMapper();
+    private static final Schema SOURCE = SchemaBuilder.struct().name("io.debezium.connector.postgresql.Source")
+            .field("version", Schema.STRING_SCHEMA).field("connector", Schema.STRING_SCHEMA).field("name", Schema.STRING_SCHEMA)
+            .field("ts_ms", Schema.INT64_SCHEMA)
+            .field("snapshot", SchemaBuilder.string().optional().name("io.debezium.data.Enum").version(1)
+                    .parameter("allowed", "true,false,incremental").defaultValue("false").build())
+            .field("db", Schema.STRING_SCHEMA).field("sequence", Schema.OPTIONAL_STRING_SCHEMA)
+            .field("ts_us", Schema.OPTIONAL_INT64_SCHEMA).field("ts_ns", Schema.OPTIONAL_INT64_SCHEMA)
+            .field("schema", Schema.STRING_SCHEMA).field("table", Schema.STRING_SCHEMA)
+            .field("txId", Schema.OPTIONAL_INT64_SCHEMA).field("lsn", Schema.OPTIONAL_INT64_SCHEMA)
+            .field("xmin", Schema.OPTIONAL_INT64_SCHEMA)
+            .field("commit_lsn", Schema.OPTIONAL_INT64_SCHEMA).field("ordinal", Schema.OPTIONAL_INT64_SCHEMA)
+            .field("table_oid", Schema.OPTIONAL_INT64_SCHEMA).build();
+    private static final Schema TRANSACTION = SchemaBuilder.struct().optional().name("event.block").version(1)
+            .field("id", Schema.STRING_SCHEMA).field("total_order", Schema.INT64_SCHEMA)
+            .field("data_collection_order", Schema.INT64_SCHEMA).build();
+    static final Schema HEARTBEAT_KEY = SchemaBuilder.struct().name("io.debezium.connector.common.ServerNameKey")
+            .field("serverName", Schema.STRING_SCHEMA).build();
+    static final Schema HEARTBEAT_VALUE = SchemaBuilder.struct().name("io.debezium.connector.common.Heartbeat")
+            .field("ts_ms", Schema.INT64_SCHEMA).build();
+
+    private final String prefix;
+    private final boolean tombstones;
+    private final boolean truncates;
+    private final EnvelopeWriter envelope;
+    private final Map<String, String> partition;
+    private final Map<RelationInfo, Shapes> shapes = new IdentityHashMap<>();
+
+    RecordMaker(String prefix, String database, boolean tombstones, boolean truncates) {
+        this(prefix, new EnvelopeWriter(new SourceMeta(prefix, database)), tombstones, truncates);
+    }
+
+    /** With the envelope writer given (a test's, with a fixed clock). */
+    RecordMaker(String prefix, EnvelopeWriter envelope, boolean tombstones, boolean truncates) {
+        this.prefix = prefix;
+        this.tombstones = tombstones;
+        this.truncates = truncates;
+        this.envelope = envelope;
+        this.partition = Map.of(PARTITION_KEY, prefix);
+    }
+
+    /** The source partition of every record: {@code {"server": <topic.prefix>}}, as Debezium's. */
+    Map<String, String> partition() {
+        return partition;
+    }
+
+    /** The records of {@code change}, each with {@code offset}, appended to {@code out}. */
+    void add(ChangeEvent e, Map<String, ?> offset, List<SourceRecord> out) {
+        Shapes s = shapes(e.relation());
+        switch (e.op()) {
+            case TRUNCATE -> {
+                if (truncates) {
+                    out.add(record(s, offset, e, null, value(s, e)));
+                }
+            }
+            case DELETE -> {
+                Struct key = key(s, e);
+                out.add(record(s, offset, e, key, value(s, e)));
+                tombstone(s, offset, e, key, out);
+            }
+            case UPDATE -> {
+                if (e.keyChanged()) {
+                    // As Debezium: the old key's history ends with a delete (and tombstone), the new key starts with a create.
+                    ChangeEvent del = new ChangeEvent(Op.DELETE, e.relation(), e.before(), null, e.lsn(), e.position(), e.xid(),
+                            e.commitTimeMicros(), e.snapshot());
+                    Struct oldKey = key(s, del);
+                    out.add(record(s, offset, del, oldKey, value(s, del)));
+                    tombstone(s, offset, del, oldKey, out);
+                    ChangeEvent ins = new ChangeEvent(Op.CREATE, e.relation(), null, e.after(), e.lsn(), e.position(), e.xid(),
+                            e.commitTimeMicros(), e.snapshot());
+                    out.add(record(s, offset, ins, key(s, ins), value(s, ins)));
+                } else {
+                    out.add(record(s, offset, e, key(s, e), value(s, e)));
+                }
+            }
+            default -> out.add(record(s, offset, e, key(s, e), value(s, e)));
+        }
+    }
+
+    /** A record that carries only {@code offset}: Debezium's heartbeat, for a batch without changes. */
+    SourceRecord heartbeat(String topic, Map<String, ?> offset, long nowMs) {
+        Struct key = new Struct(HEARTBEAT_KEY).put("serverName", prefix);
+        Struct value = new Struct(HEARTBEAT_VALUE).put("ts_ms", nowMs);
+        return new SourceRecord(partition, offset, topic, null, HEARTBEAT_KEY, key, HEARTBEAT_VALUE, value, nowMs);
+    }
+
+    private void tombstone(Shapes s, Map<String, ?> offset, ChangeEvent e, Struct key, List<SourceRecord> out) {
+        if (tombstones && key != null) {
+            out.add(new SourceRecord(partition, offset, s.topic, null, s.key, key, null, null, Math.floorDiv(e.commitTimeMicros(), 1000L))); // as Debezium: no value schema
+        }
+    }
+
+    private SourceRecord record(Shapes s, Map<String, ?> offset, ChangeEvent e, Struct key, Struct value) {
+        return new SourceRecord(partition, offset, s.topic, null, key == null ? null : s.key, key, s.envelope, value,
+                Math.floorDiv(e.commitTimeMicros(), 1000L));
+    }
+
+    private Struct key(Shapes s, ChangeEvent e) {
+        if (s.key == null || e.op() == Op.TRUNCATE) {
+            return null;
+        }
+        TokenBuffer tb = new TokenBuffer(MAPPER, false);
+        envelope.writeKey(tb, e);
+        return row(s.key, tree(tb), s.topic);
+    }
+
+    private Struct value(Shapes s, ChangeEvent e) {
+        TokenBuffer tb = new TokenBuffer(MAPPER, false);
+        envelope.writeValue(tb, e);
+        JsonNode json = tree(tb);
+        Struct v = new Struct(s.envelope);
+        v.put("before", row(s.row, json.get("before"), s.topic));
+        v.put("after", row(s.row, json.get("after"), s.topic));
+        Struct source = new Struct(SOURCE);
+        JsonNode src = json.get("source");
+        for (org.apache.kafka.connect.data.Field f : SOURCE.fields()) {
+            source.put(f, convert(f.schema(), src.get(f.name()), s.topic, "source." + f.name()));
+        }
+        v.put("source", source);
+        v.put("transaction", null);
+        v.put("op", json.get("op").textValue());
+        v.put("ts_ms", json.get("ts_ms").longValue());
+        v.put("ts_us", json.get("ts_us").longValue());
+        v.put("ts_ns", json.get("ts_ns").longValue());
+        return v;
+    }
+
+    private static JsonNode tree(TokenBuffer tb) {
+        try (var parser = tb.asParser()) {
+            return MAPPER.readTree(parser);
+        } catch (IOException ex) {
+            throw new UncheckedIOException(ex);
+        }
+    }
+
+    private static Struct row(Schema schema, JsonNode json, String topic) {
+        if (json == null || json.isNull()) {
+            return null;
+        }
+        Struct row = new Struct(schema);
+        for (org.apache.kafka.connect.data.Field f : schema.fields()) {
+            row.put(f, convert(f.schema(), json.get(f.name()), topic, f.name()));
+        }
+        return row;
+    }
+
+    /** The Connect value of a column's JSON form (docs/TYPES.md) under its schema; a value the schema cannot hold fails. */
+    static Object convert(Schema schema, JsonNode v, String topic, String field) {
+        if (v == null || v.isNull()) {
+            return null;
+        }
+        switch (schema.type()) {
+            case BOOLEAN:
+                return v.booleanValue();
+            case INT16:
+            case INT32:
+            case INT64:
+                if (!v.isIntegralNumber() || !v.canConvertToLong()) {
+                    throw unrepresentable(schema, v, topic, field);
+                }
+                long l = v.longValue();
+                if (schema.type() == Schema.Type.INT16) {
+                    return (short) l;
+                }
+                return schema.type() == Schema.Type.INT32 ? (Object) (int) l : (Object) l;
+            case FLOAT32:
+                return v.isNumber() ? v.floatValue() : Float.parseFloat(v.textValue()); // "NaN", "Infinity", "-Infinity"
+            case FLOAT64:
+                return v.isNumber() ? v.doubleValue() : Double.parseDouble(v.textValue());
+            case BYTES:
+                return v.textValue().equals(UNAVAILABLE) ? UNAVAILABLE.getBytes(StandardCharsets.UTF_8) // as Debezium's binary placeholder
+                        : Base64.getDecoder().decode(v.textValue());
+            case ARRAY: {
+                if (v.isTextual() && v.textValue().equals(UNAVAILABLE) && schema.valueSchema().type() == Schema.Type.STRING) {
+                    return List.of(UNAVAILABLE); // an unchanged TOASTed array, as Debezium writes one
+                }
+                if (!v.isArray()) {
+                    throw unrepresentable(schema, v, topic, field);
+                }
+                List<Object> list = new ArrayList<>(v.size());
+                for (Iterator<JsonNode> it = v.elements(); it.hasNext(); ) {
+                    list.add(convert(schema.valueSchema(), it.next(), topic, field));
+                }
+                return list;
+            }
+            case STRING:
+                return v.isTextual() ? v.textValue() : v.toString();
+            default:
+                throw unrepresentable(schema, v, topic, field);
+        }
+    }
+
+    private static DataException unrepresentable(Schema schema, JsonNode v, String topic, String field) {
+        String text = v.toString();
+        return new DataException("topic " + topic + ", field " + field + ": the value " + (text.length() > 120 ? text.substring(0, 120)
+                + "..." : text) + " has no form in the field's Connect schema " + schema.type()
+                + (schema.name() == null ? "" : " (" + schema.name() + ")")
+                + " (e.g. a date or timestamp of infinity, or a multi-dimensional array): not supported by the Connect records yet");
+    }
+
+    /** The schemas and topic of one table shape. */
+    private record Shapes(String topic, Schema key, Schema row, Schema envelope) {
+    }
+
+    private Shapes shapes(RelationInfo rel) {
+        Shapes s = shapes.get(rel);
+        if (s == null) {
+            if (shapes.size() > 10_000) {
+                shapes.clear(); // relations are made again after each restart and shape change: do not hold them all
+            }
+            s = makeShapes(rel);
+            shapes.put(rel, s);
+        }
+        return s;
+    }
+
+    private Shapes makeShapes(RelationInfo rel) {
+        String topic = topic(prefix, rel.table().schema(), rel.table().table());
+        SchemaBuilder row = SchemaBuilder.struct().optional().name(topic + ".Value");
+        for (int i = 0; i < rel.columnCount(); i++) {
+            row.field(rel.column(i).name(), ColumnTypes.schema(rel.codec(i).typeName(), true));
+        }
+        Schema rowSchema = row.build();
+        Schema keySchema = null;
+        if (rel.hasKey()) {
+            SchemaBuilder key = SchemaBuilder.struct().name(topic + ".Key");
+            for (int i : rel.keyIndexes()) {
+                key.field(rel.column(i).name(), ColumnTypes.schema(rel.codec(i).typeName(), false));
+            }
+            keySchema = key.build();
+        }
+        Schema envelopeSchema = SchemaBuilder.struct().name(topic + ".Envelope").version(2)
+                .field("before", rowSchema).field("after", rowSchema).field("source", SOURCE).field("transaction", TRANSACTION)
+                .field("op", Schema.STRING_SCHEMA).field("ts_ms", Schema.OPTIONAL_INT64_SCHEMA)
+                .field("ts_us", Schema.OPTIONAL_INT64_SCHEMA).field("ts_ns", Schema.OPTIONAL_INT64_SCHEMA).build();
+        return new Shapes(topic, keySchema, rowSchema, envelopeSchema);
+    }
+
+    /** {@code <prefix>.<schema>.<table>}, characters Kafka refuses replaced by '_' as Debezium's topic naming does. */
+    static String topic(String prefix, String schema, String table) {
+        String raw = prefix + "." + schema + "." + table;
+        StringBuilder sb = new StringBuilder(raw.length());
+        for (int i = 0; i < raw.length(); i++) {
+            char c = raw.charAt(i);
+            boolean ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+            sb.append(ok ? c : '_');
+        }
+        return sb.toString();
+    }
+}
