@@ -114,7 +114,9 @@ final class SourceSurvey {
     private Preflight.Report preflight(Connection meta, int attempt) {
         Preflight.Report report = Preflight.run(src, meta);
         for (Preflight.Check c : report.checks()) {
-            if (c.status() == Preflight.Status.WARN) {
+            if (c.status() == Preflight.Status.WARN && c.name().equals(Preflight.DDL_TRIGGER)) {
+                LOG.info("preflight: {} — {} (fix: {})", c.name(), c.detail(), c.fix()); // optional: not a warning at every start
+            } else if (c.status() == Preflight.Status.WARN) {
                 LOG.warn("preflight: {} — {}{}", c.name(), c.detail(), c.fix() == null ? "" : " (fix: " + c.fix() + ")");
             }
         }

@@ -137,15 +137,18 @@ public final class Preflight {
         return new Report(List.copyOf(checks), version, tables, slotExists, pubExists, unpublished);
     }
 
+    /** The name of the check of the optional DDL event trigger. */
+    public static final String DDL_TRIGGER = "ddl trigger";
+
     /** The optional DDL event trigger ({@link DdlTrigger}): a warning with the fix when it is not installed. */
     private void checkDdlTrigger(Connection c, int version) throws SQLException {
         if (version < 140000) {
             return; // no logical messages in the stream before 14
         }
         if (DdlTrigger.installed(c)) {
-            ok("ddl trigger", "installed: schema changes reach the destinations exactly, in order with the data");
+            ok(DDL_TRIGGER, "installed: schema changes reach the destinations exactly, in order with the data");
         } else {
-            warn("ddl trigger", "not installed (optional): schema changes are read from Relation messages, which cannot always tell"
+            warn(DDL_TRIGGER, "not installed (optional): schema changes are read from Relation messages, which cannot always tell"
                     + " a column renamed from one dropped and another added, and do not show a table dropped",
                     "run 'millrace setup CONFIG' with source.user a superuser (PostgreSQL lets only a superuser create an event"
                             + " trigger), or run the SQL of 'millrace setup --print-sql CONFIG' as one");
