@@ -603,7 +603,27 @@ public final class OnlineSnapshotter implements AutoCloseable {
      * every range not landed (INV: COVER — in-flight and given-back chunks included). False when nothing changed.
      */
     private boolean reshape(Task t, TableRef now) {
-        Target target = catalog.resolve(now);
+        Target target;
+        for (int attempt = 1; ; attempt++) {
+            try {
+                target = catalog.resolve(now);
+                break;
+            } catch (MillraceException e) {
+                // renamed (or dropped) again between the look-up by oid and this one: look it up again
+                if (e.kind() != Kind.CONFIG || attempt == 3) {
+                    throw e;
+                }
+                TableRef again = catalog.nameOf(t.target.relation().oid());
+                if (again == null) {
+                    if (tasks.remove(t)) {
+                        watermarks.markDirty();
+                        LOG.warn("online snapshot of {} stopped: the table was dropped in the source", t.table);
+                    }
+                    return true;
+                }
+                now = again;
+            }
+        }
         if ((!now.equals(t.table) || !target.relation().columns().equals(t.target.relation().columns())
                 || !target.keyColumns().equals(t.target.keyColumns())) && tasks.remove(t)) {
             LOG.info("online snapshot of {} goes on{}: the table changed in the source while it was copied", t.table,
