@@ -61,7 +61,7 @@ final class Cutover {
                 + " WHERE destination = " + Ident.literal(ends.target.name());
     }
 
-    CutoverReport run(List<Table> tables, List<Sequence> sequences, long maxLagBytes, Duration timeout)
+    CutoverReport run(List<Table> tables, List<Sequence> sequences, long maxLagBytes, Duration timeout, Verifier verifier)
             throws SQLException, InterruptedException {
         try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
             MigrationState state = store.current(tgt);
@@ -118,6 +118,16 @@ final class Cutover {
                 store.record(tgt, MigrationState.FENCED, "marker " + marker);
             }
             Faults.hit(FENCED_RECORDED);
+            VerifyReport verified = null;
+            if (verifier != null) {
+                // The source is fenced and the target past the marker: nothing is in flux, the comparison is exact.
+                verified = verifier.run(tables, false);
+                if (!verified.equal()) {
+                    throw new MillraceException(Kind.DIVERGED, "migrate cutover: with the source fenced, " + verified.divergent().size()
+                            + " chunk(s) differ: " + verified.divergent() + ". The source stays fenced (state FENCED). Fix: 'millrace"
+                            + " migrate verify --repair', then 'millrace migrate cutover' again; or 'millrace migrate abort'");
+                }
+            }
             int set = 0;
             try (Statement ts = tgt.createStatement()) {
                 for (Sequence q : sequences) {
@@ -142,7 +152,7 @@ final class Cutover {
                 window = store.since(tgt, MigrationState.FENCING);
             }
             store.record(tgt, MigrationState.CUT_OVER, "fence " + marker + ", write-unavailable " + window.toMillis() + " ms");
-            return new CutoverReport(window, marker.toString(), lag, ended, set);
+            return new CutoverReport(window, marker.toString(), lag, ended, set, verified);
         }
     }
 

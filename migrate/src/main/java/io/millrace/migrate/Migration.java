@@ -187,9 +187,20 @@ public final class Migration {
      * @throws MillraceException when the migration is not following, or a wait exceeds {@code timeout}
      */
     public CutoverReport cutover(long maxLagBytes, Duration timeout) throws InterruptedException {
+        return cutover(maxLagBytes, timeout, 0);
+    }
+
+    /**
+     * As {@link #cutover(long, Duration)}; with {@code verifyChunkRows} above 0, once the fence marker is on the target
+     * and before the sequences are set, every keyed table is compared in chunks of that many rows — exactly, since the
+     * source is fenced — and a difference stops the cutover in state FENCED (kind DIVERGED, exit 12). The comparison's
+     * time is part of the write-unavailable window.
+     */
+    public CutoverReport cutover(long maxLagBytes, Duration timeout, int verifyChunkRows) throws InterruptedException {
         Planner.Result p = planned();
         try {
-            return new Cutover(ends, store).run(p.tables(), p.sequences(), maxLagBytes, timeout);
+            Verifier v = verifyChunkRows > 0 ? new Verifier(ends, verifyChunkRows, 5, timeout) : null;
+            return new Cutover(ends, store).run(p.tables(), p.sequences(), maxLagBytes, timeout, v);
         } catch (SQLException e) {
             throw Endpoints.failed("migrate cutover", e);
         }
@@ -255,6 +266,49 @@ public final class Migration {
         } catch (SQLException e) {
             throw Endpoints.failed("migrate abort", e);
         }
+        releaseSource(Duration.ofSeconds(15));
         return status();
+    }
+
+    /**
+     * Drops the migration's replication slot on the source once nothing reads it (waiting up to {@code wait} for the
+     * follower to stop), so that the old server retains no WAL for a migration that is cut over or aborted. Refused
+     * before that, since the slot is what the follower resumes from.
+     *
+     * @return whether the slot is gone (false: still read by a follower after {@code wait})
+     * @throws MillraceException of kind CONFIG when the migration is neither CUT_OVER nor ABORTED
+     */
+    public boolean releaseSource(Duration wait) {
+        try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
+            MigrationState state = store.current(tgt);
+            if (state != MigrationState.CUT_OVER && state != MigrationState.ABORTED) {
+                throw new MillraceException(Kind.CONFIG, "migrate: the migration is " + state + "; its slot '" + ends.source.slot()
+                        + "' is dropped only once it is cut over or aborted");
+            }
+            long deadline = System.nanoTime() + wait.toNanos();
+            while (true) {
+                String active = Planner.oneOrNull(src, "SELECT active::text FROM pg_replication_slots WHERE slot_name = "
+                        + io.millrace.core.schema.Ident.literal(ends.source.slot()));
+                if (active == null) {
+                    return true;
+                }
+                if (active.equals("false")) {
+                    Planner.oneOrNull(src, "SELECT pg_drop_replication_slot(" + io.millrace.core.schema.Ident.literal(ends.source.slot()) + ")");
+                    LOG.info("migrate: replication slot '{}' dropped on the source", ends.source.slot());
+                    return true;
+                }
+                if (System.nanoTime() > deadline) {
+                    LOG.warn("migrate: replication slot '{}' is still read (is 'millrace migrate run' still running?); stop it, then"
+                            + " run 'millrace migrate abort' again to drop the slot", ends.source.slot());
+                    return false;
+                }
+                Thread.sleep(200);
+            }
+        } catch (SQLException e) {
+            throw Endpoints.failed("migrate: dropping the replication slot", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
     }
 }
