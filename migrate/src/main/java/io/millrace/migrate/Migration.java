@@ -213,10 +213,12 @@ public final class Migration {
      * @param steps    each recorded step with its time and detail, oldest first
      * @param fenced   whether the source database has the fence's read-only default now
      * @param lagBytes WAL between the source's position and the target's durable checkpoint; -1 before the first
+     * @param tables   each table's copy phase on the target
      */
-    public record MigrationStatus(MigrationState state, List<String> steps, boolean fenced, long lagBytes) {
+    public record MigrationStatus(MigrationState state, List<String> steps, boolean fenced, long lagBytes, List<TableStatus> tables) {
         public MigrationStatus {
             steps = List.copyOf(steps);
+            tables = List.copyOf(tables);
         }
 
         /** For the terminal. */
@@ -224,6 +226,8 @@ public final class Migration {
             StringBuilder b = new StringBuilder("migration: " + state + "; source " + (fenced ? "FENCED (read-only by default)"
                     : "not fenced (takes writes)") + (lagBytes >= 0 ? "; target " + lagBytes + " bytes behind" : "") + "\n");
             steps.forEach(s -> b.append("  ").append(s).append('\n'));
+            tables.forEach(t -> b.append("  ").append(t.table()).append(": ").append(t.phase()).append(", ~").append(t.rowsEstimate())
+                    .append(" row(s) on the target\n"));
             if (fenced && !state.sourceMayBeFenced()) {
                 b.append("the source is fenced but the migration is not cutting over: 'millrace migrate abort' unfences it\n");
             } else if (state == MigrationState.FENCING || state == MigrationState.FENCED) {
@@ -231,6 +235,17 @@ public final class Migration {
             }
             return b.toString();
         }
+    }
+
+    /**
+     * One table of the migration.
+     *
+     * @param table        {@code schema.table}
+     * @param phase        {@code waiting} (no checkpoint on the target yet), {@code copying} or {@code copied} (its copy
+     *                     landed in full; it follows the stream)
+     * @param rowsEstimate the target's estimate of its rows ({@code pg_class.reltuples}, 0 before the first analyze)
+     */
+    public record TableStatus(String table, String phase, long rowsEstimate) {
     }
 
     /** The migration's recorded step and the source's fence state. */
@@ -241,10 +256,40 @@ public final class Migration {
                 steps.add(s.at() + " " + s.state() + (s.detail() == null ? "" : ": " + s.detail()));
             }
             long lag = new Cutover(ends, store).lag(src, tgt);
-            return new MigrationStatus(store.current(tgt), steps, Cutover.fenced(src), lag == Long.MAX_VALUE ? -1 : lag);
+            return new MigrationStatus(store.current(tgt), steps, Cutover.fenced(src), lag == Long.MAX_VALUE ? -1 : lag,
+                    tables(src, tgt));
         } catch (SQLException e) {
             throw Endpoints.failed("migrate status", e);
         }
+    }
+
+    /** Each table's phase, from the sink's checkpoint on the target (its snapshot progress). */
+    private List<TableStatus> tables(Connection src, Connection tgt) throws SQLException {
+        String cp = io.millrace.core.schema.Ident.qualified(ends.target.stateSchema(), "checkpoints");
+        String snapshot = null;
+        java.util.Set<String> done = new java.util.HashSet<>();
+        if (Planner.oneOrNull(tgt, "SELECT to_regclass(" + io.millrace.core.schema.Ident.literal(cp) + ")") != null) {
+            String where = " FROM " + cp + " WHERE destination = " + io.millrace.core.schema.Ident.literal(ends.target.name());
+            snapshot = Planner.oneOrNull(tgt, "SELECT checkpoint->'snapshot'->>'state'" + where);
+            try (java.sql.Statement s = tgt.createStatement();
+                 java.sql.ResultSet rs = s.executeQuery("SELECT jsonb_array_elements_text(checkpoint->'snapshot'->'tables_done')" + where)) {
+                while (rs.next()) {
+                    done.add(rs.getString(1));
+                }
+            }
+        }
+        List<TableStatus> out = new ArrayList<>();
+        for (SourceCatalog.Table t : SourceCatalog.tables(src, ends.source.tables(), ends.source.excludeTables(), new ArrayList<>())) {
+            if (t.unlogged()) {
+                continue;
+            }
+            String name = t.ref().toString();
+            String phase = snapshot == null ? "waiting" : snapshot.equals("DONE") || done.contains(name) ? "copied" : "copying";
+            String est = Planner.oneOrNull(tgt, "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = to_regclass("
+                    + io.millrace.core.schema.Ident.literal(t.ref().sql()) + ")");
+            out.add(new TableStatus(name, phase, est == null ? 0 : Long.parseLong(est)));
+        }
+        return out;
     }
 
     /**
