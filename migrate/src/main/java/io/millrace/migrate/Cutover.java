@@ -52,13 +52,10 @@ final class Cutover {
 
     private final Endpoints ends;
     private final StateStore store;
-    private final String checkpointSql;
 
     Cutover(Endpoints ends, StateStore store) {
         this.ends = ends;
         this.store = store;
-        this.checkpointSql = "SELECT checkpoint->>'flush_lsn' FROM " + Ident.qualified(ends.target.stateSchema(), "checkpoints")
-                + " WHERE destination = " + Ident.literal(ends.target.name());
     }
 
     CutoverReport run(List<Table> tables, List<Sequence> sequences, long maxLagBytes, Duration timeout, Verifier verifier)
@@ -103,7 +100,7 @@ final class Cutover {
             Faults.hit(MARKER_WRITTEN);
             LOG.info("migrate cutover: source {} fenced ({} session(s) ended), marker at {}", db, ended, marker);
             while (true) {
-                String at = Planner.oneOrNull(tgt, checkpointSql);
+                String at = ends.targetFlushLsn(tgt);
                 if (at != null && Lsn.parse(at).isAfter(marker)) {
                     break;
                 }
@@ -173,7 +170,7 @@ final class Cutover {
 
     /** WAL between the source's current position and the target's durable checkpoint; {@code Long.MAX_VALUE} before one. */
     long lag(Connection src, Connection tgt) throws SQLException {
-        String at = Planner.oneOrNull(tgt, checkpointSql);
+        String at = ends.targetFlushLsn(tgt);
         if (at == null) {
             return Long.MAX_VALUE;
         }

@@ -77,6 +77,19 @@ final class Endpoints {
         }
     }
 
+    /**
+     * The target's durable position: the sink's checkpoint {@code flush_lsn} (end of the last source transaction applied
+     * in full, INV: DURABLE), read in the caller's transaction; null before the sink stored one (no table or no row yet).
+     */
+    String targetFlushLsn(Connection tgt) throws SQLException {
+        String table = io.millrace.core.schema.Ident.qualified(target.stateSchema(), "checkpoints");
+        if (Planner.oneOrNull(tgt, "SELECT to_regclass(" + io.millrace.core.schema.Ident.literal(table) + ")") == null) {
+            return null;
+        }
+        return Planner.oneOrNull(tgt, "SELECT checkpoint->>'flush_lsn' FROM " + table + " WHERE destination = "
+                + io.millrace.core.schema.Ident.literal(target.name()));
+    }
+
     static MillraceException failed(String what, SQLException e) {
         String state = e.getSQLState() == null ? "" : e.getSQLState();
         Kind kind = state.startsWith("08") ? Kind.CONNECTION : state.equals("42501") ? Kind.PERMISSION : Kind.SINK;
