@@ -113,7 +113,7 @@ public final class Migration {
         Millrace engine = Millrace.builder().name("migrate").source(engineSource(p)).destination(ends.target.withReplicaRole(true)).build();
         engine.start();
         if (state == MigrationState.SCHEMA_CREATED) {
-            awaitCopy(engine, copyTimeout);
+            awaitCopy(engine, p.tables(), copyTimeout);
             try (Connection tgt = ends.target(true)) {
                 List<String> ddl = SchemaWriter.afterCopy(p.tables());
                 SchemaWriter.apply(tgt, store, ddl, MigrationState.FOLLOWING, ddl.size() + " index and constraint statement(s)");
@@ -126,15 +126,26 @@ public final class Migration {
         return engine;
     }
 
-    private static void awaitCopy(Millrace engine, Duration timeout) throws InterruptedException {
+    /**
+     * Waits until the copy has landed in full on the target: the engine streams and the sink's checkpoint says no table
+     * is being copied (neither by the initial snapshot nor by the online snapshots an interrupted one goes on as).
+     */
+    private void awaitCopy(Millrace engine, List<SourceCatalog.Table> tables, Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
+        List<String> names = tables.stream().map(t -> t.ref().toString()).toList();
         while (true) {
             if (engine.await(Duration.ofMillis(100))) {
                 throw new MillraceException(Kind.INTERNAL, "migrate: the pipeline ended during the copy");
             }
             Status s = engine.status();
-            if (s.state().equals("streaming") && !s.tables().isEmpty() && s.tables().stream().allMatch(t -> t.phase().equals("streaming"))) {
-                return;
+            if (s.state().equals("streaming")) {
+                try (Connection tgt = ends.target(false)) {
+                    if (ends.copying(tgt, names).isEmpty()) {
+                        return;
+                    }
+                } catch (SQLException e) {
+                    throw Endpoints.failed("migrate: reading the copy's progress on the target", e);
+                }
             }
             if (System.nanoTime() > deadline) {
                 engine.stop();
@@ -265,26 +276,19 @@ public final class Migration {
 
     /** Each table's phase, from the sink's checkpoint on the target (its snapshot progress). */
     private List<TableStatus> tables(Connection src, Connection tgt) throws SQLException {
-        String cp = io.millrace.core.schema.Ident.qualified(ends.target.stateSchema(), "checkpoints");
-        String snapshot = null;
-        java.util.Set<String> done = new java.util.HashSet<>();
-        if (Planner.oneOrNull(tgt, "SELECT to_regclass(" + io.millrace.core.schema.Ident.literal(cp) + ")") != null) {
-            String where = " FROM " + cp + " WHERE destination = " + io.millrace.core.schema.Ident.literal(ends.target.name());
-            snapshot = Planner.oneOrNull(tgt, "SELECT checkpoint->'snapshot'->>'state'" + where);
-            try (java.sql.Statement s = tgt.createStatement();
-                 java.sql.ResultSet rs = s.executeQuery("SELECT jsonb_array_elements_text(checkpoint->'snapshot'->'tables_done')" + where)) {
-                while (rs.next()) {
-                    done.add(rs.getString(1));
-                }
+        List<SourceCatalog.Table> tables = new ArrayList<>();
+        for (SourceCatalog.Table t : SourceCatalog.tables(src, ends.source.tables(), ends.source.excludeTables(), new ArrayList<>())) {
+            if (!t.unlogged()) {
+                tables.add(t);
             }
         }
+        List<String> names = tables.stream().map(t -> t.ref().toString()).toList();
+        boolean started = ends.targetFlushLsn(tgt) != null;
+        java.util.Set<String> copying = ends.copying(tgt, names);
         List<TableStatus> out = new ArrayList<>();
-        for (SourceCatalog.Table t : SourceCatalog.tables(src, ends.source.tables(), ends.source.excludeTables(), new ArrayList<>())) {
-            if (t.unlogged()) {
-                continue;
-            }
+        for (SourceCatalog.Table t : tables) {
             String name = t.ref().toString();
-            String phase = snapshot == null ? "waiting" : snapshot.equals("DONE") || done.contains(name) ? "copied" : "copying";
+            String phase = !started ? "waiting" : copying.contains(name) ? "copying" : "copied";
             String est = Planner.oneOrNull(tgt, "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = to_regclass("
                     + io.millrace.core.schema.Ident.literal(t.ref().sql()) + ")");
             out.add(new TableStatus(name, phase, est == null ? 0 : Long.parseLong(est)));
