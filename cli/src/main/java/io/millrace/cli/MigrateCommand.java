@@ -47,9 +47,6 @@ final class MigrateCommand implements Callable<Integer> {
         return 2;
     }
 
-    /** Exit code of {@code migrate verify} when chunks differ (README). */
-    static final int DIVERGENT = 12;
-
     /** What every subcommand takes: the configuration file. */
     abstract static class Sub implements Callable<Integer> {
         @Parameters(index = "0", paramLabel = "CONFIG", description = "the configuration file (YAML): the source, and one postgres destination (the target)")
@@ -159,6 +156,13 @@ final class MigrateCommand implements Callable<Integer> {
             watch.start();
             try {
                 following.await();
+                io.millrace.migrate.MigrationState st = m.status().state();
+                if (st == io.millrace.migrate.MigrationState.CUT_OVER || st == io.millrace.migrate.MigrationState.ABORTED) {
+                    if (m.releaseSource(Duration.ofSeconds(10))) {
+                        out().println("migrate: replication slot dropped on the source (it retains no WAL for this migration)");
+                        out().flush();
+                    }
+                }
             } finally {
                 done.countDown();
                 try {
@@ -183,7 +187,7 @@ final class MigrateCommand implements Callable<Integer> {
         @Override
         public Integer call() throws Exception {
             VerifyReport r = migration().verify(repair, chunkRows);
-            return print(r.render(), r.equal() ? 0 : DIVERGENT);
+            return print(r.render(), r.equal() ? 0 : Kind.DIVERGED.exitCode());
         }
     }
 
@@ -197,9 +201,16 @@ final class MigrateCommand implements Callable<Integer> {
         @Option(names = "--timeout-s", defaultValue = "300", description = "how long each wait may take (default ${DEFAULT-VALUE} s)")
         long timeoutS;
 
+        @Option(names = "--verify", description = "compare every table with the source fenced before the sequences are set"
+                + " (exact; its time is part of the window); a difference stops the cutover, fenced, with exit 12")
+        boolean verify;
+
+        @Option(names = "--chunk-rows", defaultValue = "1000", description = "rows per chunk of --verify (default ${DEFAULT-VALUE})")
+        int chunkRows;
+
         @Override
         public Integer call() throws Exception {
-            CutoverReport r = migration().cutover(maxLagMb << 20, Duration.ofSeconds(timeoutS));
+            CutoverReport r = migration().cutover(maxLagMb << 20, Duration.ofSeconds(timeoutS), verify ? Math.max(1, chunkRows) : 0);
             return print(r.render(), 0);
         }
     }

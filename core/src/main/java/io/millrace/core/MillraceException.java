@@ -29,6 +29,8 @@ public class MillraceException extends RuntimeException {
         SINK(10, true),
         /** A migration's target is not ready: an older major version, a missing extension, tables already there. */
         TARGET_SETUP(11, false),
+        /** A migration's source and target differ (verify found divergent chunks). */
+        DIVERGED(12, false),
         /** A bug: an invariant was found broken. */
         INTERNAL(70, false);
 

@@ -52,16 +52,13 @@ final class Cutover {
 
     private final Endpoints ends;
     private final StateStore store;
-    private final String checkpointSql;
 
     Cutover(Endpoints ends, StateStore store) {
         this.ends = ends;
         this.store = store;
-        this.checkpointSql = "SELECT checkpoint->>'flush_lsn' FROM " + Ident.qualified(ends.target.stateSchema(), "checkpoints")
-                + " WHERE destination = " + Ident.literal(ends.target.name());
     }
 
-    CutoverReport run(List<Table> tables, List<Sequence> sequences, long maxLagBytes, Duration timeout)
+    CutoverReport run(List<Table> tables, List<Sequence> sequences, long maxLagBytes, Duration timeout, Verifier verifier)
             throws SQLException, InterruptedException {
         try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
             MigrationState state = store.current(tgt);
@@ -103,7 +100,7 @@ final class Cutover {
             Faults.hit(MARKER_WRITTEN);
             LOG.info("migrate cutover: source {} fenced ({} session(s) ended), marker at {}", db, ended, marker);
             while (true) {
-                String at = Planner.oneOrNull(tgt, checkpointSql);
+                String at = ends.targetFlushLsn(tgt);
                 if (at != null && Lsn.parse(at).isAfter(marker)) {
                     break;
                 }
@@ -118,6 +115,16 @@ final class Cutover {
                 store.record(tgt, MigrationState.FENCED, "marker " + marker);
             }
             Faults.hit(FENCED_RECORDED);
+            VerifyReport verified = null;
+            if (verifier != null) {
+                // The source is fenced and the target past the marker: nothing is in flux, the comparison is exact.
+                verified = verifier.run(tables, false);
+                if (!verified.equal()) {
+                    throw new MillraceException(Kind.DIVERGED, "migrate cutover: with the source fenced, " + verified.divergent().size()
+                            + " chunk(s) differ: " + verified.divergent() + ". The source stays fenced (state FENCED). Fix: 'millrace"
+                            + " migrate verify --repair', then 'millrace migrate cutover' again; or 'millrace migrate abort'");
+                }
+            }
             int set = 0;
             try (Statement ts = tgt.createStatement()) {
                 for (Sequence q : sequences) {
@@ -142,7 +149,7 @@ final class Cutover {
                 window = store.since(tgt, MigrationState.FENCING);
             }
             store.record(tgt, MigrationState.CUT_OVER, "fence " + marker + ", write-unavailable " + window.toMillis() + " ms");
-            return new CutoverReport(window, marker.toString(), lag, ended, set);
+            return new CutoverReport(window, marker.toString(), lag, ended, set, verified);
         }
     }
 
@@ -163,7 +170,7 @@ final class Cutover {
 
     /** WAL between the source's current position and the target's durable checkpoint; {@code Long.MAX_VALUE} before one. */
     long lag(Connection src, Connection tgt) throws SQLException {
-        String at = Planner.oneOrNull(tgt, checkpointSql);
+        String at = ends.targetFlushLsn(tgt);
         if (at == null) {
             return Long.MAX_VALUE;
         }

@@ -11,14 +11,18 @@ import java.time.Duration;
  * @param lagBytesAtFence  how far the target was behind when the fence went up
  * @param sessionsEnded    source sessions ended by the fence
  * @param sequences        target sequences set past the source's value
+ * @param verified         the comparison made with the source fenced (included in the window), or null when not asked
  */
-public record CutoverReport(Duration writeUnavailable, String fenceLsn, long lagBytesAtFence, int sessionsEnded, int sequences) {
+public record CutoverReport(Duration writeUnavailable, String fenceLsn, long lagBytesAtFence, int sessionsEnded, int sequences,
+                            VerifyReport verified) {
 
     /** For the terminal. */
     public String render() {
         return "cutover done: write-unavailable window " + writeUnavailable.toMillis() + " ms (fence at " + fenceLsn + ", "
                 + lagBytesAtFence + " bytes behind then, " + sessionsEnded + " source session(s) ended, " + sequences
-                + " sequence(s) set past the source).\nThe source stays read-only (default_transaction_read_only = on)."
+                + " sequence(s) set past the source" + (verified == null ? "" : "; verified with the source fenced: "
+                + verified.chunks() + " chunk(s), " + verified.rows() + " row(s) equal in " + verified.took().toMillis() + " ms")
+                + ").\nThe source stays read-only (default_transaction_read_only = on)."
                 + " Switch the applications to the target now.\n";
     }
 }

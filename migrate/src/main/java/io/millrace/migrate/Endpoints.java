@@ -77,6 +77,57 @@ final class Endpoints {
         }
     }
 
+    /**
+     * The target's durable position: the sink's checkpoint {@code flush_lsn} (end of the last source transaction applied
+     * in full, INV: DURABLE), read in the caller's transaction; null before the sink stored one (no table or no row yet).
+     */
+    String targetFlushLsn(Connection tgt) throws SQLException {
+        String table = io.millrace.core.schema.Ident.qualified(target.stateSchema(), "checkpoints");
+        if (Planner.oneOrNull(tgt, "SELECT to_regclass(" + io.millrace.core.schema.Ident.literal(table) + ")") == null) {
+            return null;
+        }
+        return Planner.oneOrNull(tgt, "SELECT checkpoint->>'flush_lsn' FROM " + table + " WHERE destination = "
+                + io.millrace.core.schema.Ident.literal(target.name()));
+    }
+
+    /**
+     * The tables whose copy has not landed in full on the target, from the sink's checkpoint (read in the caller's
+     * transaction): all of {@code tables} before the first checkpoint or while the initial snapshot runs (but those it
+     * landed), then those of the online snapshots still under way (an interrupted initial snapshot goes on as online
+     * snapshots, chunk by chunk, after a restart). Empty: the copy is done.
+     */
+    java.util.Set<String> copying(Connection tgt, java.util.Collection<String> tables) throws SQLException {
+        java.util.Set<String> left = new java.util.TreeSet<>(tables);
+        String table = io.millrace.core.schema.Ident.qualified(target.stateSchema(), "checkpoints");
+        if (Planner.oneOrNull(tgt, "SELECT to_regclass(" + io.millrace.core.schema.Ident.literal(table) + ")") == null) {
+            return left;
+        }
+        String where = " FROM " + table + " WHERE destination = " + io.millrace.core.schema.Ident.literal(target.name());
+        String state = Planner.oneOrNull(tgt, "SELECT checkpoint->'snapshot'->>'state'" + where);
+        if (state == null) {
+            return left;
+        }
+        java.util.Set<String> online = new java.util.HashSet<>();
+        try (java.sql.Statement s = tgt.createStatement();
+             java.sql.ResultSet rs = s.executeQuery("SELECT t->>'table' FROM (SELECT jsonb_array_elements(coalesce(checkpoint->'online',"
+                     + " '[]'::jsonb)) AS t" + where + ") o")) {
+            while (rs.next()) {
+                online.add(rs.getString(1));
+            }
+        }
+        if (state.equals("DONE")) {
+            left.retainAll(online);
+            return left;
+        }
+        try (java.sql.Statement s = tgt.createStatement();
+             java.sql.ResultSet rs = s.executeQuery("SELECT jsonb_array_elements_text(checkpoint->'snapshot'->'tables_done')" + where)) {
+            while (rs.next()) {
+                left.remove(rs.getString(1));
+            }
+        }
+        return left;
+    }
+
     static MillraceException failed(String what, SQLException e) {
         String state = e.getSQLState() == null ? "" : e.getSQLState();
         Kind kind = state.startsWith("08") ? Kind.CONNECTION : state.equals("42501") ? Kind.PERMISSION : Kind.SINK;

@@ -113,7 +113,7 @@ public final class Migration {
         Millrace engine = Millrace.builder().name("migrate").source(engineSource(p)).destination(ends.target.withReplicaRole(true)).build();
         engine.start();
         if (state == MigrationState.SCHEMA_CREATED) {
-            awaitCopy(engine, copyTimeout);
+            awaitCopy(engine, p.tables(), copyTimeout);
             try (Connection tgt = ends.target(true)) {
                 List<String> ddl = SchemaWriter.afterCopy(p.tables());
                 SchemaWriter.apply(tgt, store, ddl, MigrationState.FOLLOWING, ddl.size() + " index and constraint statement(s)");
@@ -126,15 +126,26 @@ public final class Migration {
         return engine;
     }
 
-    private static void awaitCopy(Millrace engine, Duration timeout) throws InterruptedException {
+    /**
+     * Waits until the copy has landed in full on the target: the engine streams and the sink's checkpoint says no table
+     * is being copied (neither by the initial snapshot nor by the online snapshots an interrupted one goes on as).
+     */
+    private void awaitCopy(Millrace engine, List<SourceCatalog.Table> tables, Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
+        List<String> names = tables.stream().map(t -> t.ref().toString()).toList();
         while (true) {
             if (engine.await(Duration.ofMillis(100))) {
                 throw new MillraceException(Kind.INTERNAL, "migrate: the pipeline ended during the copy");
             }
             Status s = engine.status();
-            if (s.state().equals("streaming") && !s.tables().isEmpty() && s.tables().stream().allMatch(t -> t.phase().equals("streaming"))) {
-                return;
+            if (s.state().equals("streaming")) {
+                try (Connection tgt = ends.target(false)) {
+                    if (ends.copying(tgt, names).isEmpty()) {
+                        return;
+                    }
+                } catch (SQLException e) {
+                    throw Endpoints.failed("migrate: reading the copy's progress on the target", e);
+                }
             }
             if (System.nanoTime() > deadline) {
                 engine.stop();
@@ -187,9 +198,20 @@ public final class Migration {
      * @throws MillraceException when the migration is not following, or a wait exceeds {@code timeout}
      */
     public CutoverReport cutover(long maxLagBytes, Duration timeout) throws InterruptedException {
+        return cutover(maxLagBytes, timeout, 0);
+    }
+
+    /**
+     * As {@link #cutover(long, Duration)}; with {@code verifyChunkRows} above 0, once the fence marker is on the target
+     * and before the sequences are set, every keyed table is compared in chunks of that many rows — exactly, since the
+     * source is fenced — and a difference stops the cutover in state FENCED (kind DIVERGED, exit 12). The comparison's
+     * time is part of the write-unavailable window.
+     */
+    public CutoverReport cutover(long maxLagBytes, Duration timeout, int verifyChunkRows) throws InterruptedException {
         Planner.Result p = planned();
         try {
-            return new Cutover(ends, store).run(p.tables(), p.sequences(), maxLagBytes, timeout);
+            Verifier v = verifyChunkRows > 0 ? new Verifier(ends, verifyChunkRows, 5, timeout) : null;
+            return new Cutover(ends, store).run(p.tables(), p.sequences(), maxLagBytes, timeout, v);
         } catch (SQLException e) {
             throw Endpoints.failed("migrate cutover", e);
         }
@@ -202,10 +224,12 @@ public final class Migration {
      * @param steps    each recorded step with its time and detail, oldest first
      * @param fenced   whether the source database has the fence's read-only default now
      * @param lagBytes WAL between the source's position and the target's durable checkpoint; -1 before the first
+     * @param tables   each table's copy phase on the target
      */
-    public record MigrationStatus(MigrationState state, List<String> steps, boolean fenced, long lagBytes) {
+    public record MigrationStatus(MigrationState state, List<String> steps, boolean fenced, long lagBytes, List<TableStatus> tables) {
         public MigrationStatus {
             steps = List.copyOf(steps);
+            tables = List.copyOf(tables);
         }
 
         /** For the terminal. */
@@ -213,6 +237,8 @@ public final class Migration {
             StringBuilder b = new StringBuilder("migration: " + state + "; source " + (fenced ? "FENCED (read-only by default)"
                     : "not fenced (takes writes)") + (lagBytes >= 0 ? "; target " + lagBytes + " bytes behind" : "") + "\n");
             steps.forEach(s -> b.append("  ").append(s).append('\n'));
+            tables.forEach(t -> b.append("  ").append(t.table()).append(": ").append(t.phase()).append(", ~").append(t.rowsEstimate())
+                    .append(" row(s) on the target\n"));
             if (fenced && !state.sourceMayBeFenced()) {
                 b.append("the source is fenced but the migration is not cutting over: 'millrace migrate abort' unfences it\n");
             } else if (state == MigrationState.FENCING || state == MigrationState.FENCED) {
@@ -220,6 +246,17 @@ public final class Migration {
             }
             return b.toString();
         }
+    }
+
+    /**
+     * One table of the migration.
+     *
+     * @param table        {@code schema.table}
+     * @param phase        {@code waiting} (no checkpoint on the target yet), {@code copying} or {@code copied} (its copy
+     *                     landed in full; it follows the stream)
+     * @param rowsEstimate the target's estimate of its rows ({@code pg_class.reltuples}, 0 before the first analyze)
+     */
+    public record TableStatus(String table, String phase, long rowsEstimate) {
     }
 
     /** The migration's recorded step and the source's fence state. */
@@ -230,10 +267,33 @@ public final class Migration {
                 steps.add(s.at() + " " + s.state() + (s.detail() == null ? "" : ": " + s.detail()));
             }
             long lag = new Cutover(ends, store).lag(src, tgt);
-            return new MigrationStatus(store.current(tgt), steps, Cutover.fenced(src), lag == Long.MAX_VALUE ? -1 : lag);
+            return new MigrationStatus(store.current(tgt), steps, Cutover.fenced(src), lag == Long.MAX_VALUE ? -1 : lag,
+                    tables(src, tgt));
         } catch (SQLException e) {
             throw Endpoints.failed("migrate status", e);
         }
+    }
+
+    /** Each table's phase, from the sink's checkpoint on the target (its snapshot progress). */
+    private List<TableStatus> tables(Connection src, Connection tgt) throws SQLException {
+        List<SourceCatalog.Table> tables = new ArrayList<>();
+        for (SourceCatalog.Table t : SourceCatalog.tables(src, ends.source.tables(), ends.source.excludeTables(), new ArrayList<>())) {
+            if (!t.unlogged()) {
+                tables.add(t);
+            }
+        }
+        List<String> names = tables.stream().map(t -> t.ref().toString()).toList();
+        boolean started = ends.targetFlushLsn(tgt) != null;
+        java.util.Set<String> copying = ends.copying(tgt, names);
+        List<TableStatus> out = new ArrayList<>();
+        for (SourceCatalog.Table t : tables) {
+            String name = t.ref().toString();
+            String phase = !started ? "waiting" : copying.contains(name) ? "copying" : "copied";
+            String est = Planner.oneOrNull(tgt, "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = to_regclass("
+                    + io.millrace.core.schema.Ident.literal(t.ref().sql()) + ")");
+            out.add(new TableStatus(name, phase, est == null ? 0 : Long.parseLong(est)));
+        }
+        return out;
     }
 
     /**
@@ -255,6 +315,49 @@ public final class Migration {
         } catch (SQLException e) {
             throw Endpoints.failed("migrate abort", e);
         }
+        releaseSource(Duration.ofSeconds(15));
         return status();
+    }
+
+    /**
+     * Drops the migration's replication slot on the source once nothing reads it (waiting up to {@code wait} for the
+     * follower to stop), so that the old server retains no WAL for a migration that is cut over or aborted. Refused
+     * before that, since the slot is what the follower resumes from.
+     *
+     * @return whether the slot is gone (false: still read by a follower after {@code wait})
+     * @throws MillraceException of kind CONFIG when the migration is neither CUT_OVER nor ABORTED
+     */
+    public boolean releaseSource(Duration wait) {
+        try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
+            MigrationState state = store.current(tgt);
+            if (state != MigrationState.CUT_OVER && state != MigrationState.ABORTED) {
+                throw new MillraceException(Kind.CONFIG, "migrate: the migration is " + state + "; its slot '" + ends.source.slot()
+                        + "' is dropped only once it is cut over or aborted");
+            }
+            long deadline = System.nanoTime() + wait.toNanos();
+            while (true) {
+                String active = Planner.oneOrNull(src, "SELECT active::text FROM pg_replication_slots WHERE slot_name = "
+                        + io.millrace.core.schema.Ident.literal(ends.source.slot()));
+                if (active == null) {
+                    return true;
+                }
+                if (active.equals("false")) {
+                    Planner.oneOrNull(src, "SELECT pg_drop_replication_slot(" + io.millrace.core.schema.Ident.literal(ends.source.slot()) + ")");
+                    LOG.info("migrate: replication slot '{}' dropped on the source", ends.source.slot());
+                    return true;
+                }
+                if (System.nanoTime() > deadline) {
+                    LOG.warn("migrate: replication slot '{}' is still read (is 'millrace migrate run' still running?); stop it, then"
+                            + " run 'millrace migrate abort' again to drop the slot", ends.source.slot());
+                    return false;
+                }
+                Thread.sleep(200);
+            }
+        } catch (SQLException e) {
+            throw Endpoints.failed("migrate: dropping the replication slot", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
     }
 }

@@ -56,15 +56,12 @@ final class Verifier {
     }
 
     private final Endpoints ends;
-    private final String checkpointSql;
     private final int chunkRows;
     private final int rounds;
     private final Duration catchUpTimeout;
 
     Verifier(Endpoints ends, int chunkRows, int rounds, Duration catchUpTimeout) {
         this.ends = ends;
-        this.checkpointSql = "SELECT checkpoint->>'flush_lsn' FROM " + Ident.qualified(ends.target.stateSchema(), "checkpoints")
-                + " WHERE destination = " + Ident.literal(ends.target.name());
         this.chunkRows = chunkRows;
         this.rounds = rounds;
         this.catchUpTimeout = catchUpTimeout;
@@ -205,7 +202,7 @@ final class Verifier {
             tgt.setAutoCommit(false);
             try (Statement s = tgt.createStatement()) {
                 s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
-                String at = Planner.oneOrNull(tgt, checkpointSql);
+                String at = ends.targetFlushLsn(tgt);
                 if (at != null && !p.isAfter(Lsn.parse(at))) {
                     work.run();
                     return;

@@ -34,7 +34,7 @@ class MigrateCutoverIT extends TwoServers {
             load = new WriteLoad(src, db, 3, 1);
             try (load) {
                 load.awaitCommitted(1500);
-                report = m.cutover(1 << 20, Duration.ofSeconds(30));
+                report = m.cutover(1 << 20, Duration.ofSeconds(30), 500);
                 System.out.println(report.render() + "transactions committed by the load: " + load.committed.size()
                         + ", failed (fence): " + load.failures.get());
                 Thread.sleep(300); // the writers keep trying against the fenced source
@@ -42,6 +42,8 @@ class MigrateCutoverIT extends TwoServers {
             assertThat(load.failures.get()).isPositive();
         }
         assertThat(report.writeUnavailable()).isLessThan(Duration.ofSeconds(5));
+        assertThat(report.verified().equal()).isTrue(); // compared with the source fenced, inside the window
+        assertThat(report.verified().rechecked()).isZero(); // nothing in flux once fenced
         assertThat(report.sessionsEnded()).isGreaterThanOrEqualTo(3);
         for (String t : TABLES) {
             assertThat(MigrateFollowIT.rows(tgt, db, t)).as(t).isEqualTo(MigrateFollowIT.rows(src, db, t));
@@ -83,6 +85,26 @@ class MigrateCutoverIT extends TwoServers {
     }
 
     @Test
+    void aCutoverWithVerifyStopsFencedOnADifferenceAndFinishesOnceRepaired() throws Exception {
+        String db = "cut3";
+        Migration m = shop(db);
+        try (Millrace following = m.follow(Duration.ofSeconds(30))) {
+            tgt.execute(db, "SET session_replication_role = replica; UPDATE shop.orders SET qty = 99 WHERE id = 1500");
+            assertThatThrownBy(() -> m.cutover(1 << 20, Duration.ofSeconds(30), 500)).isInstanceOf(MillraceException.class)
+                    .satisfies(e -> assertThat(((MillraceException) e).kind().exitCode()).isEqualTo(12))
+                    .hasMessageContaining("shop.orders key range").hasMessageContaining("e.g. 1500")
+                    .hasMessageContaining("source stays fenced (state FENCED)");
+            assertThat(m.status().state()).isEqualTo(MigrationState.FENCED);
+            assertThat(m.verify(true, 500).equal()).isTrue();
+            CutoverReport r = m.cutover(1 << 20, Duration.ofSeconds(30), 500);
+            assertThat(r.verified().divergent()).isEmpty();
+        }
+        assertThat(m.status().state()).isEqualTo(MigrationState.CUT_OVER);
+        assertThat(MigrateFollowIT.rows(tgt, db, "shop.orders")).isEqualTo(MigrateFollowIT.rows(src, db, "shop.orders"));
+        src.execute("postgres", "ALTER DATABASE " + db + " RESET default_transaction_read_only");
+    }
+
+    @Test
     void anInterruptedCutoverIsNamedAndAbortUnfencesTheSource() throws Exception {
         String db = "cut2";
         Migration m = shop(db);
@@ -102,6 +124,7 @@ class MigrateCutoverIT extends TwoServers {
         Migration.MigrationStatus aborted = m.abort();
         assertThat(aborted.state()).isEqualTo(MigrationState.ABORTED);
         assertThat(aborted.fenced()).isFalse();
+        assertThat(Servers.count(src, db, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'mig_" + db + "'")).isZero();
         src.execute(db, "INSERT INTO shop.customer (email) VALUES ('x@unfenced')");
     }
 }

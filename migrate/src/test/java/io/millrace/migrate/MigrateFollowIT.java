@@ -60,7 +60,12 @@ class MigrateFollowIT extends TwoServers {
         Migration m = shop(db);
         assertThat(m.plan().ok()).as(m.plan().render()).isTrue();
         try (Millrace following = m.follow(Duration.ofSeconds(30))) {
-            assertThat(m.status().state()).isEqualTo(MigrationState.FOLLOWING);
+            Migration.MigrationStatus st = m.status();
+            assertThat(st.state()).isEqualTo(MigrationState.FOLLOWING);
+            assertThat(st.tables()).extracting(Migration.TableStatus::table, Migration.TableStatus::phase).containsExactly(
+                    org.assertj.core.groups.Tuple.tuple("shop.customer", "copied"), org.assertj.core.groups.Tuple.tuple("shop.invoice", "copied"),
+                    org.assertj.core.groups.Tuple.tuple("shop.orders", "copied"));
+            assertThat(st.render()).contains("  shop.orders: copied, ~");
             // Identity columns are BY DEFAULT while following: the only difference between the two catalogs.
             assertThat(Servers.text(tgt, db, COLUMNS)).isEqualTo(Servers.text(src, db, COLUMNS).replace("orders.id bigint t  a ",
                     "orders.id bigint t  d "));

@@ -51,6 +51,11 @@ public final class EngineProcess {
         List<String> cmd = new java.util.ArrayList<>(List.of(java));
         cmd.addAll(jvmOptions);
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.millrace.cli.Main", "run", config.toAbsolutePath().toString()));
+        return startCommand(log, cmd);
+    }
+
+    /** Any command line (e.g. {@code java ... io.millrace.cli.Main migrate run CONFIG}), its output in {@code log}. */
+    public static EngineProcess startCommand(Path log, List<String> cmd) throws IOException {
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
         pb.environment().put("MILLRACE_LOG_LEVEL", "INFO");
         long t0 = System.nanoTime();

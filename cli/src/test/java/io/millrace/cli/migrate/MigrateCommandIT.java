@@ -79,7 +79,12 @@ class MigrateCommandIT extends TwoServers {
         System.out.println(cut.out());
         Run ended = run.get(30, TimeUnit.SECONDS);
         assertThat(ended.exitCode()).as(ended.err()).isZero();
-        assertThat(ended.out()).contains("the migration is CUT_OVER; following stops");
+        assertThat(ended.out()).contains("the migration is CUT_OVER; following stops")
+                .contains("replication slot dropped on the source");
+        assertThat(src.connect("app").createStatement().executeQuery("SELECT count(*) FROM pg_replication_slots")).satisfies(rs -> {
+            rs.next();
+            assertThat(rs.getLong(1)).isZero();
+        });
 
         Run status = millrace("migrate", "status", cfg.toString());
         assertThat(status.out()).startsWith("migration: CUT_OVER; source FENCED");
