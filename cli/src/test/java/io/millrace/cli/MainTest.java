@@ -9,17 +9,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 class MainTest {
     @Test
     void anUnknownCommandWithHelpIsAnErrorNamingIt() {
-        Cli.Run r = millrace("migrate", "--help");
+        Cli.Run r = millrace("mirgate", "--help");
         assertThat(r.exitCode()).isEqualTo(2);
-        assertThat(r.err()).contains("'migrate'");
+        assertThat(r.err()).contains("'mirgate'");
         assertThat(r.out()).as("no help printed as if the command were fine").isEmpty();
     }
 
     @Test
     void anUnknownCommandIsAnErrorNamingIt() {
-        Cli.Run r = millrace("migrate");
+        Cli.Run r = millrace("mirgate");
         assertThat(r.exitCode()).isEqualTo(2);
-        assertThat(r.err()).contains("'migrate'");
+        assertThat(r.err()).contains("'mirgate'");
     }
 
     @Test
