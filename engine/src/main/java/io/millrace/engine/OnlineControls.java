@@ -147,7 +147,11 @@ final class OnlineControls {
         }
         LOG.warn("{} changed its existing rows without change events ({}): copying it again while streaming", after.table(), why);
         try {
-            snapshot(List.of(after.table()), null);
+            // By oid: the table may have been renamed since the shape the stream shows (the copy reads it under its name now)
+            if (!ctx.online.submit(after.oid(), null)) {
+                LOG.warn("{} (oid {}) is not copied again: it was dropped in the source since", after.table(),
+                        Integer.toUnsignedString(after.oid()));
+            }
         } catch (MillraceException e) {
             LOG.error("cannot copy {} again: {}", after.table(), e.getMessage());
         }

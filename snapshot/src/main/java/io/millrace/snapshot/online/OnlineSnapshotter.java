@@ -310,13 +310,59 @@ public final class OnlineSnapshotter implements AutoCloseable {
      * dropped; the new copy covers them). Recorded in the checkpoint with the next batch.
      */
     public void submit(TableRef table, String filter) {
-        Target target = catalog.resolve(table);
+        enqueue(table, catalog.resolve(table), filter);
+    }
+
+    /**
+     * Copies the table of {@code oid} (again) under the name it has when the copy starts, as {@link #submit(TableRef,
+     * String)} does. For a copy the stream asks for: the shape it showed may be older than a rename made since, and the
+     * copy follows the table, not that name. False (nothing submitted) when the table was dropped meanwhile.
+     */
+    public boolean submit(int oid, String filter) {
+        Target target = resolve(oid);
+        if (target == null) {
+            return false;
+        }
+        enqueue(target.relation().table(), target, filter);
+        return true;
+    }
+
+    private void enqueue(TableRef table, Target target, String filter) {
         if (filter != null) {
             validateFilter(table, target, filter);
         }
+        int oid = target.relation().oid();
         // Re-reads stay: a filtered copy need not read their keys, and their updates were left to them.
-        tasks.removeIf(t -> t.table.equals(table) && !t.reread);
+        tasks.removeIf(t -> !t.reread && (t.table.equals(table) || oid != 0 && t.target.relation().oid() == oid));
         add(new Task(table, filter, target, List.of(KeyRange.ALL), 0), false);
+    }
+
+    /**
+     * The table of {@code oid} as the catalog shows it now, or null when it was dropped. A table renamed again between
+     * the look-up by oid and the one by name (or its name taken meanwhile by another table) is looked up again, three
+     * times at most.
+     */
+    private Target resolve(int oid) {
+        for (int attempt = 1; ; attempt++) {
+            TableRef now = catalog.nameOf(oid);
+            if (now == null) {
+                return null;
+            }
+            try {
+                Target target = catalog.resolve(now);
+                if (target.relation().oid() == oid) {
+                    return target;
+                }
+                if (attempt == 3) {
+                    throw new MillraceException(Kind.CONFIG, "table " + now + " (oid " + Integer.toUnsignedString(oid)
+                            + ") was renamed in the source while it was being looked up, three times; copy it again by name");
+                }
+            } catch (MillraceException e) {
+                if (e.kind() != Kind.CONFIG || attempt == 3) {
+                    throw e;
+                }
+            }
+        }
     }
 
     private boolean copying(TableRef table) {
@@ -577,18 +623,8 @@ public final class OnlineSnapshotter implements AutoCloseable {
             return false;
         }
         // undefined_table, undefined_column: the table (or a column) renamed or dropped while it was being copied?
-        if (("42P01".equals(state) || "42703".equals(state)) && !t.reread && t.target.relation().oid() != 0) {
-            TableRef now = catalog.nameOf(t.target.relation().oid());
-            if (now == null) {
-                if (tasks.remove(t)) {
-                    watermarks.markDirty();
-                    LOG.warn("online snapshot of {} stopped: the table was dropped in the source", t.table);
-                }
-                return true;
-            }
-            if (reshape(t, now)) {
-                return true;
-            }
+        if (("42P01".equals(state) || "42703".equals(state)) && !t.reread && t.target.relation().oid() != 0 && reshape(t)) {
+            return true;
         }
         if (tasks.remove(t)) {
             watermarks.markDirty(); // recorded as dropped with the next batch
@@ -599,31 +635,20 @@ public final class OnlineSnapshotter implements AutoCloseable {
     }
 
     /**
-     * The table of {@code t} (now named {@code now}) changed while it was copied: the copy goes on in its new shape, from
-     * every range not landed (INV: COVER — in-flight and given-back chunks included). False when nothing changed.
+     * The table of {@code t} changed while it was copied: the copy goes on under its current name in its new shape, from
+     * every range not landed (INV: COVER — in-flight and given-back chunks included); a table dropped ends its copy.
+     * False when nothing changed.
      */
-    private boolean reshape(Task t, TableRef now) {
-        Target target;
-        for (int attempt = 1; ; attempt++) {
-            try {
-                target = catalog.resolve(now);
-                break;
-            } catch (MillraceException e) {
-                // renamed (or dropped) again between the look-up by oid and this one: look it up again
-                if (e.kind() != Kind.CONFIG || attempt == 3) {
-                    throw e;
-                }
-                TableRef again = catalog.nameOf(t.target.relation().oid());
-                if (again == null) {
-                    if (tasks.remove(t)) {
-                        watermarks.markDirty();
-                        LOG.warn("online snapshot of {} stopped: the table was dropped in the source", t.table);
-                    }
-                    return true;
-                }
-                now = again;
+    private boolean reshape(Task t) {
+        Target target = resolve(t.target.relation().oid());
+        if (target == null) {
+            if (tasks.remove(t)) {
+                watermarks.markDirty();
+                LOG.warn("online snapshot of {} stopped: the table was dropped in the source", t.table);
             }
+            return true;
         }
+        TableRef now = target.relation().table();
         if ((!now.equals(t.table) || !target.relation().columns().equals(t.target.relation().columns())
                 || !target.keyColumns().equals(t.target.keyColumns())) && tasks.remove(t)) {
             LOG.info("online snapshot of {} goes on{}: the table changed in the source while it was copied", t.table,
@@ -739,10 +764,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 c.rollback();
                 task.chunker.giveBack(chunk);
                 watermarks.abandon(window);
-                TableRef now = catalog.nameOf(task.target.relation().oid());
-                if (now != null) {
-                    reshape(task, now);
-                }
+                reshape(task); // or ends it, when the table was dropped
                 return;
             }
             bytes = copy(c, task, chunk, rows);
