@@ -225,6 +225,7 @@ abstract class ConnectClusterTests {
             }
             check(expected, "at the end");
             identityAndRestore(expected);
+            pauseDeleteRecreate(expected);
         } finally {
             sampling.set(false);
             sampler.join();
@@ -255,13 +256,28 @@ abstract class ConnectClusterTests {
         connect.resumeConnector(NAME);
         connect.restartConnectorAndTasks(NAME, false, true, false);
         awaitTrue("the task runs again", () -> taskState().equals("RUNNING"));
-        Expected more = new Expected();
-        workload(more, 50, 7);
-        expected.c += more.c;
-        expected.u += more.u;
-        expected.d += more.d;
+        workload(expected, 50, 7);
         awaitSlotCaughtUp();
         check(expected, "after the offset was put back");
+    }
+
+    /** Pause and resume, then delete and create again under the same name: it resumes from the offsets Connect kept. */
+    private static void pauseDeleteRecreate(Expected expected) throws Exception {
+        connect.pauseConnector(NAME);
+        connect.assertions().assertConnectorAndExactlyNumTasksArePaused(NAME, 1, "the connector pauses");
+        workload(expected, 30, 8);
+        connect.resumeConnector(NAME);
+        connect.assertions().assertConnectorAndExactlyNumTasksAreRunning(NAME, 1, "the connector resumes");
+        awaitSlotCaughtUp();
+        check(expected, "after pause and resume");
+
+        connect.deleteConnector(NAME);
+        connect.assertions().assertConnectorDoesNotExist(NAME, "the connector is deleted");
+        workload(expected, 30, 9);
+        connect.configureConnector(NAME, config());
+        connect.assertions().assertConnectorAndExactlyNumTasksAreRunning(NAME, 1, "the connector runs again");
+        awaitSlotCaughtUp();
+        check(expected, "after delete and re-create");
     }
 
     /** One step of a write load: an insert, an update of it, and every other time its delete. */
