@@ -5,7 +5,10 @@ import io.millrace.api.Checkpoints;
 import io.millrace.api.Millrace;
 import io.millrace.api.TransactionalConsumer;
 import io.millrace.core.change.Checkpoint;
+import io.millrace.api.Status;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.metrics.Gauge;
+import org.apache.kafka.common.metrics.PluginMetrics;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.apache.kafka.connect.source.SourceTask;
@@ -15,6 +18,7 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -58,9 +62,34 @@ public final class MillraceSourceTask extends SourceTask {
         handoff = new Handoff(transactions != null, settings.commitTimeoutMs());
         millrace = Millrace.builder().name(settings.topicPrefix()).source(settings.source()).snapshot(settings.snapshot())
                 .pipeline(settings.pipeline()).transactionalConsumer("connect", new Consumer()).build();
+        metrics(context.pluginMetrics());
         LOG.info("Millrace task for {} starts (slot {}, {} transaction boundaries)", settings.topicPrefix(), settings.slot(),
                 transactions != null ? "connector-defined" : "worker-defined");
         millrace.start();
+    }
+
+    /**
+     * Millrace's status as the task's plugin metrics (KIP-877), so that the worker's metrics reporters (JMX, ...)
+     * carry them with the connector and task tags: {@code millrace-lag-bytes}, {@code millrace-lag-ms},
+     * {@code millrace-events-written}, {@code millrace-durable-lsn} and {@code millrace-state}. Removed by the worker
+     * when the task stops.
+     */
+    private void metrics(PluginMetrics metrics) {
+        if (metrics == null) {
+            return;
+        }
+        gauge(metrics, "millrace-lag-bytes", "bytes of WAL between the source's end and the durable position", s -> s.lagBytes());
+        gauge(metrics, "millrace-lag-ms", "time since the durable change was committed at the source, ms", s -> s.lagMillis());
+        gauge(metrics, "millrace-events-written", "changes handed to Connect and committed since the pipeline started",
+                s -> s.eventsWritten());
+        gauge(metrics, "millrace-durable-lsn", "the position up to which the slot may be confirmed, as a number",
+                s -> s.durable() == null ? 0L : s.durable().value());
+        gauge(metrics, "millrace-state", "the pipeline's state (snapshotting, streaming, ...)", s -> s.state());
+    }
+
+    private <T> void gauge(PluginMetrics metrics, String name, String description, java.util.function.Function<Status, T> value) {
+        metrics.addMetric(metrics.metricName(name, description, new LinkedHashMap<>()),
+                (Gauge<T>) (config, now) -> value.apply(millrace.status()));
     }
 
     @Override

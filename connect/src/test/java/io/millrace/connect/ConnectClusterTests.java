@@ -189,6 +189,7 @@ abstract class ConnectClusterTests {
             expected.c += 20000;
             expected.u += 1980;
             awaitSlotCaughtUp();
+            metricsThroughTheWorker();
 
             for (int i = 0; i < FAILOVERS; i++) {
                 WorkerHandle running = workerOfTask();
@@ -259,6 +260,30 @@ abstract class ConnectClusterTests {
         workload(expected, 50, 7);
         awaitSlotCaughtUp();
         check(expected, "after the offset was put back");
+    }
+
+    /** Millrace's status as the task's plugin metrics, through the worker's JMX reporter. */
+    private static void metricsThroughTheWorker() throws Exception {
+        javax.management.MBeanServer server = java.lang.management.ManagementFactory.getPlatformMBeanServer();
+        Map<String, Object> found = new HashMap<>();
+        awaitTrue("the task's metrics in JMX", () -> {
+            try {
+                for (javax.management.ObjectName n : server.queryNames(new javax.management.ObjectName("kafka.connect:*"), null)) {
+                    if (n.toString().contains("connector=" + NAME)) {
+                        for (javax.management.MBeanAttributeInfo a : server.getMBeanInfo(n).getAttributes()) {
+                            if (a.getName().startsWith("millrace-")) {
+                                found.put(a.getName(), server.getAttribute(n, a.getName()));
+                            }
+                        }
+                    }
+                }
+            } catch (Exception e) {
+                return false;
+            }
+            return found.containsKey("millrace-events-written") && ((Number) found.get("millrace-events-written")).longValue() > 0;
+        });
+        assertThat(found).containsKeys("millrace-lag-bytes", "millrace-lag-ms", "millrace-durable-lsn").containsEntry("millrace-state",
+                "streaming");
     }
 
     /** Pause and resume, then delete and create again under the same name: it resumes from the offsets Connect kept. */
