@@ -198,6 +198,11 @@ abstract class ConnectClusterTests {
                 int base = 300000 + i * 10000;
                 Thread writer = new Thread(() -> {
                     try {
+                        // A large transaction first (cut into many batches, each its own Kafka transaction), so that the
+                        // worker is stopped while it is delivered, then small ones.
+                        int big = 2_000_000 + base;
+                        exec("INSERT INTO accounts SELECT g, 'big', g FROM generate_series(" + big + ", " + (big + 4999) + ") g");
+                        during.c += 5000;
                         int n = 0;
                         while (writing.get() && n < 2000) {
                             workloadStep(during, base + n, 2);
@@ -208,7 +213,7 @@ abstract class ConnectClusterTests {
                     }
                 }, "writer");
                 writer.start();
-                Thread.sleep(300 + ThreadLocalRandom.current().nextInt(700));
+                Thread.sleep(200 + ThreadLocalRandom.current().nextInt(600));
                 connect.removeWorker(running); // abandons its task: see the class comment
                 connect.addWorker();
                 awaitTrue("the task runs on another worker", () -> {
