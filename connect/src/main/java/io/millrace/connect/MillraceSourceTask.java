@@ -7,6 +7,7 @@ import io.millrace.api.TransactionalConsumer;
 import io.millrace.core.change.Checkpoint;
 import io.millrace.api.Status;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.metrics.Gauge;
 import org.apache.kafka.common.metrics.PluginMetrics;
 import org.apache.kafka.connect.errors.ConnectException;
@@ -48,6 +49,9 @@ public final class MillraceSourceTask extends SourceTask {
     private TransactionContext transactions;
     private Millrace millrace;
     private volatile boolean stopping;
+    private volatile boolean started;
+    /** The pipeline ended without an error (an initial_only snapshot is done). Task thread only. */
+    private boolean idle;
 
     @Override
     public String version() {
@@ -62,10 +66,11 @@ public final class MillraceSourceTask extends SourceTask {
         handoff = new Handoff(transactions != null, settings.commitTimeoutMs());
         millrace = Millrace.builder().name(settings.topicPrefix()).source(settings.source()).snapshot(settings.snapshot())
                 .pipeline(settings.pipeline()).transactionalConsumer("connect", new Consumer()).build();
-        metrics(context.pluginMetrics());
         LOG.info("Millrace task for {} starts (slot {}, {} transaction boundaries)", settings.topicPrefix(), settings.slot(),
                 transactions != null ? "connector-defined" : "worker-defined");
         millrace.start();
+        started = true;
+        metrics(context.pluginMetrics());
     }
 
     /**
@@ -88,8 +93,16 @@ public final class MillraceSourceTask extends SourceTask {
     }
 
     private <T> void gauge(PluginMetrics metrics, String name, String description, java.util.function.Function<Status, T> value) {
-        metrics.addMetric(metrics.metricName(name, description, new LinkedHashMap<>()),
-                (Gauge<T>) (config, now) -> value.apply(millrace.status()));
+        Millrace pipeline = millrace;
+        Gauge<T> gauge = (config, now) -> value.apply(pipeline.status());
+        MetricName metric = metrics.metricName(name, description, new LinkedHashMap<>());
+        try {
+            metrics.addMetric(metric, gauge);
+        } catch (IllegalArgumentException e) {
+            // The task's previous instance, abandoned by a fast restart, has not closed yet: its metric goes, this one's stays.
+            metrics.removeMetric(metric);
+            metrics.addMetric(metric, gauge);
+        }
     }
 
     @Override
@@ -105,14 +118,19 @@ public final class MillraceSourceTask extends SourceTask {
         return records;
     }
 
-    /** Fails the task when the engine ended by itself. */
+    /**
+     * Fails the task when the engine ended by itself with an error; after an {@code initial_only} snapshot, which ends
+     * the pipeline without one, the task idles (as Debezium's does).
+     */
     private void ended() throws InterruptedException {
-        if (stopping) {
+        if (stopping || idle) {
             return;
         }
         try {
             if (millrace.await(Duration.ZERO)) {
-                throw new ConnectException("the Millrace pipeline ended: " + millrace.status().state());
+                idle = true;
+                LOG.info("the Millrace pipeline of {} ended ({}); the task idles until it is stopped", settings.topicPrefix(),
+                        millrace.status().state());
             }
         } catch (RuntimeException e) {
             throw e instanceof ConnectException c ? c : new ConnectException("the Millrace pipeline failed: " + e.getMessage(), e);
@@ -135,7 +153,7 @@ public final class MillraceSourceTask extends SourceTask {
         if (handoff != null) {
             handoff.close(); // the engine's accept waiting for a commit gives up: its batch is delivered again
         }
-        if (millrace != null) {
+        if (started) {
             millrace.stop();
             try {
                 if (!millrace.await(Duration.ofSeconds(30))) {

@@ -68,11 +68,12 @@ abstract class ConnectClusterTests {
     private static final int FAILOVERS = Integer.getInteger("millrace.connect.failovers", 1);
     private static final Duration WAIT = Duration.ofSeconds(90);
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final String NAME = "inventory";
-    private static final String DB = "shop";
+    /** The connector the helpers look at, and its database (also its topic prefix, slot and publication stem). */
+    static String NAME = "inventory";
+    static String DB = "shop";
 
-    private static EmbeddedPg pg;
-    private static EmbeddedConnectCluster connect;
+    static EmbeddedPg pg;
+    static EmbeddedConnectCluster connect;
 
     @BeforeAll
     void start() {
@@ -102,7 +103,7 @@ abstract class ConnectClusterTests {
     }
 
     /** The connector's configuration as a Debezium user writes it, with only connector.class changed. */
-    private static Map<String, String> config() throws Exception {
+    static Map<String, String> config() throws Exception {
         String json = """
                 {
                   "connector.class": "io.millrace.connect.MillraceSourceConnector",
@@ -110,10 +111,10 @@ abstract class ConnectClusterTests {
                   "database.hostname": "%s",
                   "database.port": "%d",
                   "database.user": "postgres",
-                  "database.dbname": "shop",
-                  "topic.prefix": "shop",
-                  "slot.name": "shop_slot",
-                  "publication.name": "shop_pub",
+                  "database.dbname": "%s",
+                  "topic.prefix": "%s",
+                  "slot.name": "%s_slot",
+                  "publication.name": "%s_pub",
                   "plugin.name": "pgoutput",
                   "table.include.list": "public\\\\.accounts",
                   "snapshot.mode": "initial",
@@ -129,7 +130,7 @@ abstract class ConnectClusterTests {
                   "millrace.source.status.interval.ms": "200",
                   "millrace.pipeline.batch.kb": "64"
                 }
-                """.formatted(pg.host(), pg.port());
+                """.formatted(pg.host(), pg.port(), DB, DB, DB, DB);
         Map<String, String> m = new HashMap<>();
         JSON.readTree(json).fields().forEachRemaining(e -> m.put(e.getKey(), e.getValue().asText()));
         if (!eos) {
@@ -140,7 +141,7 @@ abstract class ConnectClusterTests {
     }
 
     /** What the workload did, as the events it must produce: one per row changed (a key change: d and c). */
-    private static final class Expected {
+    static final class Expected {
         long c;
         long u;
         long d;
@@ -247,7 +248,7 @@ abstract class ConnectClusterTests {
     private static void identityAndRestore(Expected expected) throws Exception {
         connect.stopConnector(NAME);
         connect.assertions().assertConnectorIsStopped(NAME, "the connector stops");
-        Map<String, ?> partition = Map.of("server", "shop");
+        Map<String, ?> partition = Map.of("server", DB);
         String original = connect.connectorOffsets(NAME).offsets().get(0).offset().get(MillraceSourceTask.OFFSET_KEY).toString();
         com.fasterxml.jackson.databind.node.ObjectNode foreign = (com.fasterxml.jackson.databind.node.ObjectNode) JSON.readTree(original);
         ((com.fasterxml.jackson.databind.node.ObjectNode) foreign.get("identity")).put("slot", "other_slot");
@@ -259,8 +260,7 @@ abstract class ConnectClusterTests {
         connect.stopConnector(NAME);
         connect.assertions().assertConnectorIsStopped(NAME, "the connector stops");
         connect.alterSourceConnectorOffset(NAME, partition, Map.of(MillraceSourceTask.OFFSET_KEY, original));
-        connect.resumeConnector(NAME);
-        connect.restartConnectorAndTasks(NAME, false, true, false);
+        connect.resumeConnector(NAME); // the stopped connector's tasks start afresh
         awaitTrue("the task runs again", () -> taskState().equals("RUNNING"));
         workload(expected, 50, 7);
         awaitSlotCaughtUp();
@@ -322,14 +322,14 @@ abstract class ConnectClusterTests {
         }
     }
 
-    private static void workload(Expected e, int steps, int salt) throws Exception {
+    static void workload(Expected e, int steps, int salt) throws Exception {
         for (int i = 0; i < steps; i++) {
             workloadStep(e, 100000 * (salt + 1) + i, 3);
         }
     }
 
     /** Reads every record as a read_committed consumer and checks exactly once, order per key, counts and state. */
-    private static void check(Expected expected, String when) throws Exception {
+    static void check(Expected expected, String when) throws Exception {
         Map<String, Long> ops = new TreeMap<>();
         Map<JsonNode, JsonNode> state = new HashMap<>();
         Map<JsonNode, long[]> lastPosition = new HashMap<>();
@@ -337,7 +337,7 @@ abstract class ConnectClusterTests {
         int repeats = 0;
         JsonNode pendingDelete = null;
         boolean skipTombstone = false;
-        for (ConsumerRecord<byte[], byte[]> rec : readAll("shop.public.accounts")) {
+        for (ConsumerRecord<byte[], byte[]> rec : readAll(DB + ".public.accounts")) {
             JsonNode key = JSON.readTree(rec.key());
             if (rec.value() == null && skipTombstone) {
                 skipTombstone = false;
@@ -451,7 +451,7 @@ abstract class ConnectClusterTests {
 
     private static Lsn confirmedFlush() throws Exception {
         try (Connection c = pg.connect(DB); Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery("SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = 'shop_slot'")) {
+             ResultSet rs = s.executeQuery("SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '" + DB + "_slot'")) {
             return rs.next() && rs.getString(1) != null ? Lsn.parse(rs.getString(1)) : null;
         }
     }
@@ -468,7 +468,7 @@ abstract class ConnectClusterTests {
     }
 
     /** Waits until the slot has confirmed everything written so far: the connector has committed it. */
-    private static void awaitSlotCaughtUp() throws Exception {
+    static void awaitSlotCaughtUp() throws Exception {
         Lsn target;
         try (Connection c = pg.connect(DB); Statement s = c.createStatement();
              ResultSet rs = s.executeQuery("SELECT pg_current_wal_lsn()")) {
@@ -485,7 +485,7 @@ abstract class ConnectClusterTests {
         });
     }
 
-    private static String taskState() {
+    static String taskState() {
         ConnectorStateInfo s = connect.connectorStatus(NAME);
         return s.tasks().isEmpty() ? "NONE" : s.tasks().get(0).state();
     }
@@ -510,7 +510,7 @@ abstract class ConnectClusterTests {
         return w;
     }
 
-    private static void exec(String... sql) throws Exception {
+    static void exec(String... sql) throws Exception {
         try (Connection c = pg.connect(DB); Statement s = c.createStatement()) {
             for (String q : sql) {
                 s.execute(q);
@@ -518,7 +518,7 @@ abstract class ConnectClusterTests {
         }
     }
 
-    private static void awaitTrue(String what, BooleanSupplier condition) throws InterruptedException {
+    static void awaitTrue(String what, BooleanSupplier condition) throws InterruptedException {
         long deadline = System.nanoTime() + WAIT.toNanos();
         while (!condition.getAsBoolean()) {
             if (System.nanoTime() > deadline) {
