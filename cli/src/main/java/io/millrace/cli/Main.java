@@ -11,13 +11,14 @@ import java.io.PrintWriter;
  *
  * <p>Exit codes: 0 success; 1 unexpected error; 2 configuration; 3 connection; 4 authentication;
  * 5 permission; 6 source not set up; 7 slot in use; 8 checkpoint of another pipeline (identity);
- * 9 decode error; 10 destination error; 70 internal error; 130 interrupted. The same table is in
+ * 9 decode error; 10 destination error; 11 migration target not ready; 12 migrate verify found divergent chunks;
+ * 70 internal error; 130 interrupted. The same table is in
  * README.md.
  */
 @Command(name = "millrace", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Change-data-capture for PostgreSQL: snapshot, then stream every committed change into destinations.",
-        subcommands = {RunCommand.class, PreflightCommand.class, StatusCommand.class, SnapshotCommand.class, ResetCommand.class,
-                DuckDbCopyCommand.class, DemoCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {RunCommand.class, PreflightCommand.class, SetupCommand.class, StatusCommand.class, SnapshotCommand.class,
+                ResetCommand.class, DuckDbCopyCommand.class, DemoCommand.class, MigrateCommand.class, CommandLine.HelpCommand.class})
 public final class Main {
 
     public static void main(String[] args) {

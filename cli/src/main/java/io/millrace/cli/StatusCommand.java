@@ -65,6 +65,10 @@ final class StatusCommand implements Callable<Integer> {
         System.out.printf("delivered %,d events   durable at %s   lag %s   lag %s of WAL   slot retains %s%n", s.path("events_written").asLong(),
                 s.path("durable_lsn").asText("-"), s.path("lag_millis").asLong() < 0 ? "-" : s.path("lag_millis").asLong() + " ms",
                 bytes(s.path("lag_bytes").asLong()), bytes(s.path("retained_wal_bytes").asLong()));
+        JsonNode values = s.path("values");
+        if (values.isObject() && "text".equals(values.path("mode").asText())) {
+            System.out.println("values read as text: " + values.path("text_reason").asText());
+        }
         JsonNode slow = s.path("slow_destination");
         if (slow.isObject()) {
             System.out.printf("destination '%s' has been writing one batch for %d s (slow, or blocked: a lock on its tables?)%n",

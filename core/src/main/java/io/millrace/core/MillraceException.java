@@ -27,6 +27,8 @@ public class MillraceException extends RuntimeException {
         DECODE(9, false),
         /** A destination failed to write. */
         SINK(10, true),
+        /** A migration's target is not ready: an older major version, a missing extension, tables already there. */
+        TARGET_SETUP(11, false),
         /** A bug: an invariant was found broken. */
         INTERNAL(70, false);
 

@@ -26,11 +26,20 @@ import java.util.List;
  * @param lastError       the error that stopped the engine, or null
  * @param online          online snapshots: under way, paused, figures; null when none can run
  * @param slowDestination the destination the writer has been waiting on for a second or more, or null
+ * @param values          how the stream reads values (binary or text, and why text); null before the source is surveyed
  */
 public record EngineStatus(String name, String state, String source, String slot, String publication, String durableLsn,
                            String serverLsn, String confirmedLsn, long retainedWalBytes, long lagBytes, long lagMillis,
                            long eventsWritten, long budgetUsed, long budgetLimit, List<Table> tables, String lastError, Online online,
-                           Slow slowDestination) {
+                           Slow slowDestination, Values values) {
+
+    public EngineStatus(String name, String state, String source, String slot, String publication, String durableLsn,
+                        String serverLsn, String confirmedLsn, long retainedWalBytes, long lagBytes, long lagMillis,
+                        long eventsWritten, long budgetUsed, long budgetLimit, List<Table> tables, String lastError, Online online,
+                        Slow slowDestination) {
+        this(name, state, source, slot, publication, durableLsn, serverLsn, confirmedLsn, retainedWalBytes, lagBytes, lagMillis,
+                eventsWritten, budgetUsed, budgetLimit, tables, lastError, online, slowDestination, null);
+    }
 
     public EngineStatus(String name, String state, String source, String slot, String publication, String durableLsn,
                         String serverLsn, String confirmedLsn, long retainedWalBytes, long lagBytes, long lagMillis,
@@ -63,6 +72,16 @@ public record EngineStatus(String name, String state, String source, String slot
      * @param waitingMillis how long its current write has taken so far
      */
     public record Slow(String destination, long waitingMillis) {
+    }
+
+    /**
+     * How the stream reads values from {@code pgoutput}.
+     *
+     * @param mode       {@code binary} or {@code text}
+     * @param textReason why text (the setting, the server's version, or the first column whose type Millrace reads only
+     *                   as text); null when binary
+     */
+    public record Values(String mode, String textReason) {
     }
 
     /** One online snapshot under way. */

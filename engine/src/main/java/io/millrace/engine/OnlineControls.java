@@ -163,6 +163,14 @@ final class OnlineControls {
         try (Connection c = ctx.conns.open()) {
             misread = ctx.watch.misread(c, before, after, change); // a column renamed, or dropped and another added in its place?
             filled = added.isEmpty() ? List.of() : Catalog.filledColumns(c, after.oid(), added);
+            if (change.exact()) {
+                // A constant default (PostgreSQL's "missing" value, not written into the rows) the destinations give their rows
+                // themselves, told by the event trigger: no copy. A volatile one rewrote the rows: copied again.
+                filled = filled.stream().filter(n -> {
+                    io.millrace.core.schema.SchemaChange.Column col = change.ddl().column(n);
+                    return col == null || !col.missing();
+                }).toList();
+            }
         } catch (SQLException e) {
             throw PgErrors.translate("reading the columns of " + after.table(), e);
         }

@@ -26,8 +26,17 @@ final class SourceSurvey {
     private static final Logger LOG = LoggerFactory.getLogger(Engine.class); // the engine's log: one category for a run's stages
     private static final int ATTEMPTS = 3;
 
-    /** What the start reads of the source before it opens the destinations. */
-    record Survey(Preflight.Report report, List<SnapshotRunner.Table> tables, CatalogTypeResolver types, boolean binary) {
+    /**
+     * What the start reads of the source before it opens the destinations.
+     *
+     * @param textReason why the stream's values are text, not binary ({@code null} when they are binary): said in the
+     *                   status and the metrics, not only in the log
+     */
+    record Survey(Preflight.Report report, List<SnapshotRunner.Table> tables, CatalogTypeResolver types, String textReason) {
+        boolean binary() {
+            return textReason == null;
+        }
+
         RelationInfo relation(TableRef t) {
             return tables.stream().map(SnapshotRunner.Table::relation).filter(r -> r.table().equals(t)).findFirst().orElseThrow();
         }
@@ -60,7 +69,7 @@ final class SourceSurvey {
                 TableRef gone = readTables(meta, report.tables(), types, tables);
                 if (gone == null) {
                     watch(meta, tables);
-                    ctx.survey = new Survey(report, List.copyOf(tables), types, binary(report.serverVersion(), tables));
+                    ctx.survey = new Survey(report, List.copyOf(tables), types, textReason(report.serverVersion(), tables));
                     return ctx.survey;
                 }
                 if (attempt == ATTEMPTS) {
@@ -86,7 +95,8 @@ final class SourceSurvey {
                         + " started; start again");
             }
             watch(meta, tables);
-            ctx.survey = new Survey(old.report(), List.copyOf(tables), old.types(), old.binary() && binary(old.report().serverVersion(), tables));
+            ctx.survey = new Survey(old.report(), List.copyOf(tables), old.types(),
+                    old.binary() ? textReason(old.report().serverVersion(), tables) : old.textReason());
             return ctx.survey;
         } catch (SQLException e) {
             throw PgErrors.translate("reading the source catalog", e);
@@ -154,7 +164,8 @@ final class SourceSurvey {
         return null;
     }
 
-    private boolean binary(int serverVersion, List<SnapshotRunner.Table> tables) {
+    /** Why values are read as text ({@code null}: binary), or the refusal when {@code source.binary} is on and cannot be. */
+    private String textReason(int serverVersion, List<SnapshotRunner.Table> tables) {
         boolean supported = serverVersion >= 140000;
         String unsupportedColumn = null;
         for (SnapshotRunner.Table t : tables) {
@@ -166,8 +177,9 @@ final class SourceSurvey {
             }
         }
         return switch (src.binary()) {
-            case OFF -> false;
-            case AUTO -> supported && unsupportedColumn == null;
+            case OFF -> "source.binary is off";
+            case AUTO -> !supported ? "PostgreSQL " + serverVersion / 10000 + " sends values only as text (binary needs 14 or newer)"
+                    : unsupportedColumn != null ? "column " + unsupportedColumn + " has a type Millrace reads only as text" : null;
             case ON -> {
                 if (!supported) {
                     throw new MillraceException(Kind.CONFIG, "config: source.binary is on, but binary values need PostgreSQL 14 or newer;"
@@ -177,7 +189,7 @@ final class SourceSurvey {
                     throw new MillraceException(Kind.CONFIG, "config: source.binary is on, but column " + unsupportedColumn
                             + " has a type Millrace reads only as text; set source.binary: auto");
                 }
-                yield true;
+                yield null;
             }
         };
     }

@@ -88,7 +88,8 @@ final class SourceWatch {
                 if (captured.remove(oid) != null) {
                     attnums.remove(oid);
                     LOG.warn("table {} (oid {}) was dropped in the source: pgoutput sends nothing for a drop, and the destinations keep"
-                            + " their copy of it as it was (drop it there when it is no longer needed). A table created later under"
+                            + " their copy of it as it was (drop it there when it is no longer needed; with the DDL event trigger a destination"
+                            + " with drop_tables: true drops it in order with the data). A table created later under"
                             + " that name gets a copy of its own; the old copy is then kept as {}", e.getValue(),
                             Integer.toUnsignedString(oid), io.millrace.core.change.SourceTables.aside(e.getValue(), oid));
                 }
@@ -143,6 +144,9 @@ final class SourceWatch {
         Map<String, Integer> old = attnums.get(after.oid());
         Map<String, Integer> now = Catalog.attributeNumbers(c, List.of(after.oid())).getOrDefault(after.oid(), Map.of());
         attnums.put(after.oid(), now);
+        if (change.exact()) {
+            return false; // read by attribute numbers from the event trigger's messages
+        }
         if (change.renamed().isEmpty() && (change.added().isEmpty() || change.dropped().isEmpty())) {
             return false; // nothing to tell apart: only added, only dropped, or only retyped columns
         }

@@ -122,7 +122,7 @@ final class Streaming {
         readerThread = t;
         State from = ctx.state.get() == State.SNAPSHOTTING ? State.SNAPSHOTTING : State.STARTING;
         ctx.state.move(from, State.STREAMING);
-        LOG.info("streaming from {} ({} values)", start, survey.binary() ? "binary" : "text");
+        LOG.info("streaming from {} ({} values{})", start, survey.binary() ? "binary" : "text", survey.binary() ? "" : ": " + survey.textReason());
     }
 
     /** The key columns of a relation by oid, for relations the stream announces without a key: read once, on one connection. */

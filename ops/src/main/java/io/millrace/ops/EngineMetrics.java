@@ -52,6 +52,10 @@ public final class EngineMetrics {
                 .description("change events delivered (snapshot rows included)").register(registry);
         Gauge.builder("millrace_up", this, m -> "streaming".equals(m.status().state()) || "snapshotting".equals(m.status().state()) ? 1 : 0)
                 .description("1 while the engine snapshots or streams").register(registry);
+        Gauge.builder("millrace_values_binary", this, m -> m.status().values() == null ? Double.NaN
+                        : "binary".equals(m.status().values().mode()) ? 1 : 0)
+                .description("1 when the stream reads values in binary, 0 when in text (the status's values.text_reason says why)")
+                .register(registry);
         FunctionCounter.builder("millrace_errors", this, m -> m.status().lastError() == null ? 0 : 1)
                 .description("errors that stopped the engine").register(registry);
         Gauge.builder("millrace_online_snapshots", this, m -> m.status().online() == null ? 0 : m.status().online().tasks().size())

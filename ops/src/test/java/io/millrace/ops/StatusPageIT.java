@@ -84,8 +84,10 @@ class StatusPageIT {
             assertThat(metrics).contains("millrace_table_events_total{pipeline=\"webshop\",table=\"public.orders\"} 120.0")
                     .contains("millrace_snapshot_rows_total{pipeline=\"webshop\",table=\"public.orders\"} 500.0")
                     .contains("millrace_up{pipeline=\"webshop\"} 1.0").contains("millrace_retained_wal_bytes")
-                    .contains("millrace_commit_to_durable_seconds_count{pipeline=\"webshop\"}").contains("millrace_budget_bytes");
-            assertThat(get(base + "status")).contains("\"state\":\"streaming\"").contains("\"table\":\"public.orders\"");
+                    .contains("millrace_commit_to_durable_seconds_count{pipeline=\"webshop\"}").contains("millrace_budget_bytes")
+                    .contains("millrace_values_binary{pipeline=\"webshop\"} 1.0");
+            assertThat(get(base + "status")).contains("\"state\":\"streaming\"").contains("\"table\":\"public.orders\"")
+                    .contains("\"values\":{\"mode\":\"binary\"");
 
             // The page, rendered by a browser.
             String chromium = System.getenv().getOrDefault("MILLRACE_CHROMIUM", "/usr/bin/chromium");
@@ -102,6 +104,7 @@ class StatusPageIT {
             assertThat(dom).contains("<tr data-table=\"public.orders\"><td>public.orders</td><td>streaming</td><td class=\"n\">500</td>");
             assertThat(dom).containsPattern("<td class=\"n\">120</td></tr>");
             assertThat(dom).containsPattern("id=\"events\">620<");
+            assertThat(dom).contains("values <span id=\"values\">binary</span>");
             browser(chromium, profile, "--screenshot=" + shot, "--window-size=1280,900", base);
             assertThat(shot).exists();
             assertThat(Files.size(shot)).as("a rendered page, not a blank one").isGreaterThan(20_000);

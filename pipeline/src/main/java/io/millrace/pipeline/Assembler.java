@@ -9,6 +9,7 @@ import io.millrace.core.Position;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Op;
 import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.SchemaChange;
 import io.millrace.core.schema.TypeResolver;
 import io.millrace.pgoutput.PgOutputFramer;
 import io.millrace.pgoutput.PgOutputMessage;
@@ -190,14 +191,17 @@ final class Assembler {
             replay(sc);
             return;
         } else if (m instanceof PgOutputMessage.RelationMessage rm) {
-            watermarks.described(rm.relation()); // a chunk read in another shape is read again (INV: WATERMARK)
-            RelationInfo before = shapes.put(rm.relation().oid(), rm.relation());
-            if (before != null && onShapeChange != null && !before.sameShape(rm.relation())) {
-                onShapeChange.accept(before, rm.relation());
+            RelationInfo rel = described(framer, rm.relation());
+            watermarks.described(rel); // a chunk read in another shape is read again (INV: WATERMARK)
+            RelationInfo before = shapes.put(rel.oid(), rel);
+            if (before != null && onShapeChange != null && !before.sameShape(rel)) {
+                onShapeChange.accept(before, rel);
             }
         } else if (m instanceof LogicalMessage lm) {
             if (lm.transactional() && inTx && Watermarks.PREFIX.equals(lm.prefix())) {
                 watermark(lm, walStart);
+            } else if (lm.transactional() && inTx && SchemaChange.PREFIX.equals(lm.prefix())) {
+                ddl(lm, walStart);
             }
         } else if (m instanceof StreamAbort sa) {
             if (sa.subXid() == sa.xid()) {
@@ -304,13 +308,15 @@ final class Assembler {
         try (Spill.Reader r = spill.replay(sc.xid())) {
             for (Spill.Record rec = r.next(); rec != null; rec = r.next()) {
                 byte t = rec.data()[0];
-                boolean row = t == 'I' || t == 'U' || t == 'D' || t == 'T';
+                boolean row = t == 'I' || t == 'U' || t == 'D' || t == 'T' || t == 'M'; // 'M': a DDL rolled back with its subtransaction
                 if (row && spill.aborted(sc.xid(), rec.subXid())) {
                     continue;
                 }
                 PgOutputMessage m = f.frame(rec.data(), 0, rec.data().length);
                 if (m instanceof PgOutputMessage.RelationMessage rm) {
-                    watermarks.described(rm.relation());
+                    watermarks.described(described(f, rm.relation()));
+                } else if (m instanceof LogicalMessage lm && lm.transactional() && SchemaChange.PREFIX.equals(lm.prefix())) {
+                    ddl(lm, rec.walStart());
                 }
                 change(m, rec.walStart(), rec.data().length);
                 cutForSize();
@@ -329,6 +335,46 @@ final class Assembler {
         }
         commit(sc.endLsn());
     }
+
+    /**
+     * A message of Millrace's event trigger (INV: ORDER — it is part of the DDL's transaction, so it comes before the
+     * Relation message that shows the new shape, and after every change made in the old one): kept for the table until
+     * that Relation message, which then carries it ({@link #described}).
+     */
+    private void ddl(LogicalMessage lm, Lsn at) {
+        SchemaChange c = SchemaChange.parse(lm.content());
+        if (!c.dropped()) {
+            ddl.merge(c.oid(), c, SchemaChange::then);
+            return;
+        }
+        // A table dropped: no Relation message follows. To the destinations it is a truncate that carries the drop
+        // (RelationInfo.ddl): a table destination drops or keeps its copy (drop_tables), an event destination writes the
+        // schema-change event and the truncate; one that knows no DDL sees its rows gone.
+        ddl.remove(c.oid());
+        RelationInfo gone = new RelationInfo(c.oid(), c.table(), 'd', List.of(), types).withDdl(c);
+        watermarks.truncated(c.table());
+        Position p = new Position(txCommitLsn, ++ordinal);
+        if (p.isAfter(skipUpTo)) {
+            add(new ChangeEvent(Op.TRUNCATE, gone, null, null, at, p, txXid, txCommitMicros, false));
+        }
+    }
+
+    /**
+     * The relation a Relation message described, carrying the event trigger's account of the DDL since the table's last
+     * Relation message when there is one; {@code f}'s relation cache then holds that (the relation cache follows the DDL).
+     */
+    private RelationInfo described(PgOutputFramer f, RelationInfo rel) {
+        SchemaChange c = ddl.remove(rel.oid());
+        if (c == null) {
+            return rel;
+        }
+        RelationInfo annotated = rel.withDdl(c);
+        f.learn(annotated);
+        return annotated;
+    }
+
+    /** The event trigger's messages of each table since its last Relation message, by oid. */
+    private final java.util.Map<Integer, SchemaChange> ddl = new java.util.HashMap<>();
 
     private static long subXid(byte[] data, int off, int len) {
         byte t = data[off];

@@ -37,7 +37,7 @@ final class RelationKeys {
             for (ColumnInfo c : r.columns()) {
                 cols.add(new ColumnInfo(c.name(), c.type(), c.typeMod(), keys.contains(c.name())));
             }
-            return new RelationInfo(r.oid(), r.table(), r.replicaIdentity(), cols, types);
+            return new RelationInfo(r.oid(), r.table(), r.replicaIdentity(), cols, types, r.ddl());
         });
     }
 }

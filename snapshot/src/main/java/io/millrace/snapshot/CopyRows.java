@@ -29,7 +29,7 @@ public final class CopyRows {
     /** Receives each decoded row with its size on the wire. */
     @FunctionalInterface
     public interface Rows {
-        /** Returns false to stop reading (the copy is cancelled). */
+        /** Returns false to stop reading (the rest of the copy is read and dropped: see {@link CopyRows#read}). */
         boolean row(Object[] values, int wireBytes) throws InterruptedException;
     }
 
@@ -49,12 +49,18 @@ public final class CopyRows {
     /**
      * Runs {@code COPY (select) TO STDOUT}, binary when {@code binary} and {@link #binaryReadable}, and hands each row to
      * {@code rows}. {@code what} names the copy in errors, e.g. {@code "during the snapshot"}. Returns the bytes read.
+     *
+     * <p>When {@code rows} stops the copy early, or decoding fails, the rest of the copy is read and dropped, so that the
+     * connection and its transaction stay usable (a snapshot reader reads its next chunk in the same transaction).
+     * pgjdbc's {@code cancelCopy} would leave the server's "canceling statement" error for the connection's next
+     * statement, which aborts the transaction. Callers bound {@code select} to a chunk, which bounds what is dropped.
      */
     public static long read(Connection c, String select, RelationInfo r, boolean binary, String what, Rows rows)
             throws SQLException, InterruptedException {
         boolean bin = binary && binaryReadable(r);
         CopyOut out = c.unwrap(PGConnection.class).getCopyAPI().copyOut("COPY (" + select + ") TO STDOUT" + (bin ? " (FORMAT binary)" : ""));
         long bytes = 0;
+        Throwable failed = null;
         try {
             String[] fields = bin ? null : new String[r.columnCount()];
             boolean first = true;
@@ -76,12 +82,29 @@ public final class CopyRows {
                     return bytes;
                 }
             }
+        } catch (RuntimeException | SQLException | InterruptedException | Error e) {
+            failed = e;
+            throw e;
         } finally {
             if (out.isActive()) {
-                out.cancelCopy();
+                drain(out, failed);
             }
         }
         return bytes;
+    }
+
+    /** Reads what is left of a copy stopped early; a failure while doing so is added to {@code failed}, if any. */
+    private static void drain(CopyOut out, Throwable failed) throws SQLException {
+        try {
+            while (out.readFromCopy() != null) {
+                // dropped
+            }
+        } catch (SQLException | RuntimeException e) {
+            if (failed == null) {
+                throw e;
+            }
+            failed.addSuppressed(e);
+        }
     }
 
     private static Object[] textRow(byte[] row, String[] fields, RelationInfo r, String what) {

@@ -148,4 +148,36 @@ class CopyRowsIT {
                     .isInstanceOf(MillraceException.class).hasMessageContaining("column i2 of public.t (type int2) in a test");
         }
     }
+
+    /**
+     * A copy stopped early (the consumer returns false) or failing mid-stream leaves its connection usable: the next
+     * query on it answers, in its transaction too (pgjdbc's cancelCopy left the server's "canceling statement" error for
+     * the next statement, which also aborts the transaction).
+     */
+    @Test
+    void theConnectionAnswersAfterACopyStoppedEarlyOrFailing() throws Exception {
+        RelationInfo r = relation("t");
+        for (int variant = 0; variant < 4; variant++) {
+            boolean binary = variant % 2 == 0;
+            try (Connection own = pg.connect("postgres")) {
+                own.setAutoCommit(variant < 2); // and inside a transaction, as a snapshot reader reads its chunks
+                int[] seen = {0};
+                CopyRows.read(own, "SELECT t.* FROM ONLY public.t CROSS JOIN generate_series(1, 20000) g", r, binary, "in a test",
+                        (values, wire) -> ++seen[0] < 3);
+                assertThat(seen[0]).isEqualTo(3);
+                assertThat(selectOne(own)).as("after an early stop, variant %d", variant).isEqualTo(1);
+                assertThatThrownBy(() -> read(own, r, "SELECT id, i8 AS i2, i8, n, n2, f4, f8, b, s, vc, ch, by, d, ts, tz, tm, ttz, iv, u, j,"
+                        + " jb, ip, cid, mac, ia, ta, m, p, mo, o FROM ONLY public.t CROSS JOIN generate_series(1, 20000) g", binary, new long[1]))
+                        .isInstanceOf(MillraceException.class);
+                assertThat(selectOne(own)).as("after a failed copy, variant %d", variant).isEqualTo(1);
+            }
+        }
+    }
+
+    private static int selectOne(Connection conn) throws SQLException {
+        try (java.sql.Statement s = conn.createStatement(); java.sql.ResultSet rs = s.executeQuery("SELECT 1")) {
+            rs.next();
+            return rs.getInt(1);
+        }
+    }
 }

@@ -146,7 +146,7 @@ public final class Catalog {
     public static Map<Integer, TableRef> userTablesByOid(Connection c) throws SQLException {
         Map<Integer, TableRef> out = new HashMap<>();
         try (PreparedStatement ps = c.prepareStatement("SELECT c.oid::int8, n.nspname, c.relname FROM pg_class c"
-                + " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition"
+                + " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relpersistence = 'p'"
                 + " AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'");
              ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {

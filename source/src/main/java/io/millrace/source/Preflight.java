@@ -133,7 +133,23 @@ public final class Preflight {
         }
         checkTables(c, tables, version, pubExists, pubExists ? Catalog.publicationTables(c, config.publication()) : List.of());
         List<TableRef> unpublished = checkPublication(c, pubExists, slotExists, tables);
+        checkDdlTrigger(c, version);
         return new Report(List.copyOf(checks), version, tables, slotExists, pubExists, unpublished);
+    }
+
+    /** The optional DDL event trigger ({@link DdlTrigger}): a warning with the fix when it is not installed. */
+    private void checkDdlTrigger(Connection c, int version) throws SQLException {
+        if (version < 140000) {
+            return; // no logical messages in the stream before 14
+        }
+        if (DdlTrigger.installed(c)) {
+            ok("ddl trigger", "installed: schema changes reach the destinations exactly, in order with the data");
+        } else {
+            warn("ddl trigger", "not installed (optional): schema changes are read from Relation messages, which cannot always tell"
+                    + " a column renamed from one dropped and another added, and do not show a table dropped",
+                    "run 'millrace setup CONFIG' with source.user a superuser (PostgreSQL lets only a superuser create an event"
+                            + " trigger), or run the SQL of 'millrace setup --print-sql CONFIG' as one");
+        }
     }
 
     /**

@@ -181,4 +181,27 @@ class RunBadInputIT {
         assertOneLineError(run, "\"public\".\"keyless\"", "Fix: ALTER TABLE \"public\".\"keyless\" REPLICA IDENTITY FULL;");
         assertNothingWritten("keyless");
     }
+
+    /**
+     * {@code millrace setup}: only a superuser may create the DDL event trigger, and another role is told so (exit 5);
+     * preflight warns, with that fix, until it is installed; {@code --print-sql} prints the SQL, {@code --uninstall}
+     * removes it.
+     */
+    @Test
+    void setupInstallsTheDdlTriggerAsASuperuserOnly() throws Exception {
+        Files.writeString(dir.resolve("pw.txt"), RIGHT_PW + "\n");
+        Path plain = config("setup_plain", "  port: " + pg.port() + "\n  user: cli_role\n  password_file: pw.txt\n");
+        Run refused = millrace("setup", plain.toString());
+        assertThat(refused.exitCode()).isEqualTo(5);
+        assertOneLineError(refused, "needs a superuser", "'cli_role'", "millrace setup --print-sql");
+        Path su = config("setup_su", "  port: " + pg.port() + "\n  user: postgres\n");
+        assertThat(millrace("preflight", su.toString()).out()).contains("WARN  ddl trigger").contains("millrace setup");
+        Run ok = millrace("setup", su.toString());
+        assertThat(ok.exitCode()).as(ok.out() + ok.err()).isZero();
+        assertThat(ok.out()).contains("installed the DDL event trigger");
+        assertThat(millrace("preflight", su.toString()).out()).contains("OK    ddl trigger");
+        assertThat(millrace("setup", "--print-sql", su.toString()).out()).contains("CREATE EVENT TRIGGER millrace_ddl_command_end");
+        assertThat(millrace("setup", "--uninstall", su.toString()).exitCode()).isZero();
+        assertThat(millrace("preflight", su.toString()).out()).contains("WARN  ddl trigger");
+    }
 }

@@ -4,6 +4,7 @@ import io.millrace.core.fault.FaultPoint;
 import io.millrace.core.fault.Faults;
 import io.millrace.embedded.EmbeddedPg;
 import io.millrace.engine.verify.Verifier;
+import io.millrace.sink.kafka.testing.KafkaBroker;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -45,12 +46,17 @@ import static org.assertj.core.api.Assertions.assertThat;
  * <ul>
  *   <li>INV: DURABLE — {@link DurableSampler}, every ~50 ms for the whole test: confirmed_flush_lsn ≤ the durable
  *       checkpoint of the postgres and jsonl destinations; and after every trial (the engine's JVM has ended, so its file
- *       can be opened) ≤ the DuckDB destination's ({@link DuckCheck});</li>
+ *       can be opened) ≤ the DuckDB destination's ({@link DuckCheck}) and ≤ the Kafka destination's, the last record of
+ *       its checkpoint topic ({@link KafkaCheck});</li>
  *   <li>INV: RESUME, exactly once — no txlog tx_id twice in the postgres destination (after every trial); at the end
  *       every table equals the source row for row and every source transaction is there once (lost = 0,
  *       duplicated = 0); each DDL table the source has then is in the destination under its name, with its columns'
  *       names, row for row; the same for the DuckDB destination (no txlog tx_id twice after every trial; every table,
  *       DDL tables included, row for row at the end), which also takes the large transactions;</li>
+ *   <li>INV: RESUME, exactly once in Kafka — at the end a {@code read_committed} consumer rebuilds {@code accounts} and
+ *       {@code small} from their topics equal to the source, with no streamed change repeated, lost or out of order, and
+ *       finds each source transaction's {@code txlog} row created once ({@link KafkaCheck}); the Kafka destination takes the
+ *       large transactions too (the DDL tables' topics are not checked);</li>
  *   <li>INV: RESUME, at least once — the jsonl files repeat events only at or before the durable checkpoint, as
  *       {@link JsonlReplay} documents, and replay to exactly the source.</li>
  * </ul>
@@ -59,7 +65,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * line is also written to {@code target/crash-matrix/summary.txt}.
  */
 class CrashMatrixIT {
-    static final int DEFAULT_TRIALS = 8;
+    static final int DEFAULT_TRIALS = 10;
     static final String DUCK_DEST = "mirror";
     static final int SNAPSHOT_TRIALS = 2;
     static final long DDL_EVERY_MS = Long.getLong("crash.ddl_ms", 3_000);
@@ -70,17 +76,20 @@ class CrashMatrixIT {
      * lets them arrive whole.
      */
     static final boolean STREAMED = Boolean.parseBoolean(System.getProperty("crash.streamed", "true"));
-    /** Streaming trials take these in turn (CI's 8 trials reach the first three). */
+    /** Streaming trials take these in turn (CI's 10 trials reach the first four, one per destination). */
     static final List<FaultPoint> STREAM_POINTS = List.of(FaultPoint.SINK_POSTGRES_BEFORE_COMMIT, FaultPoint.SINK_DUCKDB_AFTER_COMMIT,
-            FaultPoint.SINK_JSONL_BEFORE_CHECKPOINT, FaultPoint.SINK_DUCKDB_BEFORE_COMMIT, FaultPoint.SINK_POSTGRES_AFTER_COMMIT,
-            FaultPoint.SINK_JSONL_AFTER_CHECKPOINT, FaultPoint.PIPELINE_BEFORE_DURABLE, FaultPoint.SOURCE_BEFORE_FEEDBACK);
+            FaultPoint.SINK_KAFKA_BEFORE_COMMIT, FaultPoint.SINK_JSONL_BEFORE_CHECKPOINT, FaultPoint.SINK_DUCKDB_BEFORE_COMMIT,
+            FaultPoint.SINK_KAFKA_AFTER_COMMIT, FaultPoint.SINK_POSTGRES_AFTER_COMMIT, FaultPoint.SINK_JSONL_AFTER_CHECKPOINT,
+            FaultPoint.PIPELINE_BEFORE_DURABLE, FaultPoint.SOURCE_BEFORE_FEEDBACK);
     static final List<FaultPoint> SNAPSHOT_POINTS = List.of(FaultPoint.SNAPSHOT_MID_CHUNK, FaultPoint.SINK_POSTGRES_AFTER_COMMIT,
             FaultPoint.SINK_JSONL_BEFORE_CHECKPOINT);
 
     private static EmbeddedPg pg;
+    private static KafkaBroker kafka;
 
     @BeforeAll
-    static void startServer() {
+    static void startServer() throws Exception {
+        kafka = KafkaBroker.start();
         // -Dcrash.streamed=true: 1 MB, the 100 000-row transactions exceed it, so the server streams them in progress
         // (protocol v2); otherwise the server's default (64 MB), under which they arrive whole
         EmbeddedPg.Builder b = EmbeddedPg.builder().major(17);
@@ -93,9 +102,12 @@ class CrashMatrixIT {
     }
 
     @AfterAll
-    static void stopServer() {
+    static void stopServer() throws Exception {
         if (pg != null) {
             pg.close();
+        }
+        if (kafka != null) {
+            kafka.close();
         }
     }
 
@@ -116,6 +128,7 @@ class CrashMatrixIT {
         Path config = work.resolve("config.yaml");
         Files.writeString(config, config(events), StandardCharsets.UTF_8);
         DuckCheck duck = new DuckCheck(work.resolve("mirror.duckdb"), DUCK_DEST);
+        KafkaCheck bus = new KafkaCheck(kafka, "matrix");
 
         CrashWorkload load = new CrashWorkload(pg, CrashIT.SRC, seed * 31 + 7).big(100_000, 25_000).truncateEvery(15_000);
         load.createAndSeed(30_000, 10_000, 100);
@@ -204,6 +217,11 @@ class CrashMatrixIT {
                             i, confirmed, duckFlush).isLessThanOrEqualTo(0);
                 }
                 assertThat(duck.duplicateTxIds()).as("tx_ids applied twice in the DuckDB destination after trial %d", i).isEmpty();
+                io.millrace.core.Lsn kafkaFlush = bus.flushLsn();
+                if (kafkaFlush != null && confirmed != null) {
+                    assertThat(confirmed.compareTo(kafkaFlush)).as("INV: DURABLE after trial %d: slot %s not past the Kafka checkpoint %s",
+                            i, confirmed, kafkaFlush).isLessThanOrEqualTo(0);
+                }
                 load.throwIfFailed();
             }
             load.stop();
@@ -216,6 +234,9 @@ class CrashMatrixIT {
             CrashIT.awaitEqual(engine, src, dst);
             awaitDdlTablesEqual(engine, src, dst);
             CrashIT.awaitJsonlCaughtUp(engine, dst, events);
+            List<String> kafkaDiffers = awaitKafkaEqual(engine, bus, src);
+            System.out.printf("CrashMatrixIT: Kafka destination (read_committed) %s; %d unchanged TOAST values of re-keyed rows not carried%n",
+                    kafkaDiffers.isEmpty() ? "equals the source, each change once and in order" : "DIFFERS: " + kafkaDiffers, bus.unavailable());
             long catchUp = System.currentTimeMillis() - c0;
             int finalExit = engine.terminate(60);
             engine = null;
@@ -247,6 +268,7 @@ class CrashMatrixIT {
             assertThat(results).as("destination equals source").allMatch(Verifier.TableResult::equal);
             assertThat(twice).as("transactions applied twice").isEmpty();
             assertThat(destTx).as("transactions in the destination").isEqualTo(sourceTx).isEqualTo(load.committed() + 1);
+            assertThat(kafkaDiffers).as("Kafka destination, read_committed: rebuilt = source, each change once and in order").isEmpty();
             CrashIT.assertJsonl(replay, src, events);
             assertDdlTablesReplayed(replay, src);
             assertThat(finalExit).isEqualTo(0);
@@ -329,6 +351,17 @@ class CrashMatrixIT {
         }
     }
 
+    /** Waits up to 120 s for the Kafka destination to equal the source ({@link KafkaCheck}); returns what still differs. */
+    private static List<String> awaitKafkaEqual(EngineProcess engine, KafkaCheck bus, Connection src) throws Exception {
+        long deadline = System.currentTimeMillis() + 120_000;
+        List<String> differs = bus.differences(src);
+        while (!differs.isEmpty() && System.currentTimeMillis() < deadline && engine.alive()) {
+            Thread.sleep(1_000);
+            differs = bus.differences(src);
+        }
+        return differs;
+    }
+
     /** The DuckDB destination (the engine stopped) holds every table of the source row for row, DDL tables included. */
     private static void assertDuckDbEqualsSource(DuckCheck duck, Connection src) throws Exception {
         List<io.millrace.core.schema.TableRef> tables = new ArrayList<>(CrashWorkload.TABLES);
@@ -394,6 +427,9 @@ class CrashMatrixIT {
                 "  - name: " + DUCK_DEST,
                 "    type: duckdb",
                 "    file: " + events.resolveSibling("mirror.duckdb"),
+                "  - name: " + KafkaCheck.DEST,
+                "    type: kafka",
+                "    bootstrap_servers: " + kafka.bootstrapServers(),
                 "  - name: " + CrashIT.FILES_DEST,
                 "    type: jsonl",
                 "    directory: " + events,

@@ -9,6 +9,7 @@ import io.millrace.core.MillraceException;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Op;
 import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.SchemaChange;
 import io.millrace.core.types.UnchangedToast;
 
 import java.io.IOException;
@@ -131,14 +132,7 @@ public final class EnvelopeWriter {
             gen.writeFieldName(AFTER);
             writeRow(gen, rel, n, e.after(), e.before());
 
-            gen.writeFieldName(SOURCE);
-            gen.writeStartObject();
-            gen.writeFieldName(F_VERSION);
-            gen.writeString(version);
-            gen.writeFieldName(F_CONNECTOR);
-            gen.writeString(V_POSTGRESQL);
-            gen.writeFieldName(F_NAME);
-            gen.writeString(name);
+            sourceHead(gen);
             long micros = e.commitTimeMicros();
             gen.writeFieldName(TS_MS);
             gen.writeNumber(Math.floorDiv(micros, 1000L));
@@ -225,6 +219,115 @@ public final class EnvelopeWriter {
         } catch (IOException ex) {
             throw new UncheckedIOException(ex);
         }
+    }
+
+    /**
+     * The schema-change event to write before {@code e} (the first change of its table in a new shape, or a table's drop),
+     * or null. With the DDL event trigger each new shape carries its {@link SchemaChange} ({@link RelationInfo#ddl()});
+     * {@code written} holds the ones a sink wrote already (by identity: one per shape the stream described).
+     */
+    public static SchemaChange schemaChangeDue(ChangeEvent e, java.util.Set<SchemaChange> written) {
+        SchemaChange c = e.relation().ddl();
+        return c == null || !written.add(c) ? null : c;
+    }
+
+    /** An empty set of the schema changes written, for {@link #schemaChangeDue}. */
+    public static java.util.Set<SchemaChange> schemaChangesWritten() {
+        return java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+    }
+
+    /**
+     * Writes the schema-change event of {@code c}, written before {@code e}, the first change in the new shape (or the
+     * truncate that stands for a drop): its position, the DDL, and the table's columns after it (docs/EVENTS.md).
+     */
+    public void writeSchemaChange(JsonGenerator gen, SchemaChange c, ChangeEvent e) {
+        try {
+            RelationInfo rel = e.relation();
+            gen.writeStartObject();
+            sourceHead(gen);
+            gen.writeFieldName(TS_MS);
+            gen.writeNumber(Math.floorDiv(e.commitTimeMicros(), 1000L));
+            gen.writeFieldName(F_DB);
+            gen.writeString(database);
+            gen.writeFieldName(F_SCHEMA);
+            gen.writeString(c.table().schema());
+            gen.writeFieldName(F_TABLE);
+            gen.writeString(c.table().table());
+            gen.writeFieldName(F_TXID);
+            gen.writeNumber(e.xid());
+            gen.writeFieldName(F_LSN);
+            writeLsn(gen, e.lsn());
+            gen.writeFieldName(F_COMMIT_LSN);
+            writeLsn(gen, e.position().commitLsn());
+            gen.writeFieldName(F_ORDINAL);
+            gen.writeNumber(e.position().ordinal());
+            gen.writeFieldName(F_TABLE_OID);
+            gen.writeNumber(Integer.toUnsignedLong(c.oid()));
+            gen.writeEndObject();
+            gen.writeStringField("databaseName", database.getValue());
+            gen.writeStringField("schemaName", c.table().schema());
+            gen.writeStringField("tableName", c.table().table());
+            gen.writeStringField("command", c.command());
+            gen.writeStringField("ddl", c.ddl());
+            gen.writeArrayFieldStart("tableChanges");
+            gen.writeStartObject();
+            gen.writeStringField("type", c.dropped() ? "DROP" : c.command().startsWith("CREATE") ? "CREATE" : "ALTER");
+            gen.writeStringField("id", c.table().sql());
+            gen.writeStringField("previousId", c.oldTable() == null || c.oldTable().equals(c.table()) ? null : c.oldTable().sql());
+            gen.writeObjectFieldStart("table");
+            gen.writeArrayFieldStart("primaryKeyColumnNames");
+            if (!c.dropped()) {
+                for (int k : rel.keyIndexes()) {
+                    gen.writeString(rel.column(k).name());
+                }
+            }
+            gen.writeEndArray();
+            gen.writeArrayFieldStart("columns");
+            int position = 0;
+            for (SchemaChange.Column col : c.columns()) {
+                gen.writeStartObject();
+                gen.writeStringField("name", col.name());
+                gen.writeStringField("typeName", col.type());
+                gen.writeNumberField("position", ++position);
+                gen.writeBooleanField("optional", !col.notNull());
+                String was = c.before() == null ? null : c.before().get(col.attnum());
+                gen.writeStringField("previousName", was == null || was.equals(col.name()) ? null : was);
+                gen.writeBooleanField("added", c.before() != null && was == null);
+                gen.writeEndObject();
+            }
+            gen.writeEndArray();
+            gen.writeEndObject();
+            gen.writeEndObject();
+            gen.writeEndArray();
+            Instant now = clock.instant();
+            gen.writeNumberField("ts_ms", now.toEpochMilli());
+            gen.writeEndObject();
+        } catch (IOException ex) {
+            throw new UncheckedIOException(ex);
+        }
+    }
+
+    /** Opens {@code source} with the fields every event starts it with: version, connector, name. */
+    private void sourceHead(JsonGenerator gen) throws IOException {
+        gen.writeFieldName(SOURCE);
+        gen.writeStartObject();
+        gen.writeFieldName(F_VERSION);
+        gen.writeString(version);
+        gen.writeFieldName(F_CONNECTOR);
+        gen.writeString(V_POSTGRESQL);
+        gen.writeFieldName(F_NAME);
+        gen.writeString(name);
+    }
+
+    /** {@link #writeSchemaChange} as UTF-8 bytes. */
+    public byte[] schemaChangeBytes(SchemaChange c, ChangeEvent e) {
+        ByteArrayBuilder out = new ByteArrayBuilder(512);
+        try (JsonGenerator gen = FACTORY.createGenerator(out)) {
+            writeSchemaChange(gen, c, e);
+        } catch (IOException ex) {
+            throw new UncheckedIOException(ex);
+        }
+        return out.toByteArray();
     }
 
     /** The value as UTF-8 bytes (a convenience; sinks with a stream use {@link #writeValue}). */

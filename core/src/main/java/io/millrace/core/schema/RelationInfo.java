@@ -21,8 +21,29 @@ public final class RelationInfo {
     private final List<ColumnInfo> columns;
     private final TypeCodec[] codecs;
     private final int[] keyIndexes;
+    /** The event trigger's account of the DDL that led to this shape, or null. */
+    private final SchemaChange ddl;
 
     public RelationInfo(int oid, TableRef table, char replicaIdentity, List<ColumnInfo> columns, TypeResolver resolver) {
+        this(oid, table, replicaIdentity, columns, resolver, null);
+    }
+
+    private RelationInfo(RelationInfo r, SchemaChange ddl) {
+        this.oid = r.oid;
+        this.table = r.table;
+        this.replicaIdentity = r.replicaIdentity;
+        this.columns = r.columns;
+        this.codecs = r.codecs;
+        this.keyIndexes = r.keyIndexes;
+        this.ddl = ddl;
+    }
+
+    /**
+     * @param ddl the event trigger's account of the DDL that led from the table's previous shape in the stream to this one
+     *            ({@link ShapeChange#between} reads the change from it), or null
+     */
+    public RelationInfo(int oid, TableRef table, char replicaIdentity, List<ColumnInfo> columns, TypeResolver resolver, SchemaChange ddl) {
+        this.ddl = ddl;
         this.oid = oid;
         this.table = Objects.requireNonNull(table, "table");
         this.replicaIdentity = replicaIdentity;
@@ -37,6 +58,16 @@ public final class RelationInfo {
             }
         }
         this.keyIndexes = keys.stream().mapToInt(Integer::intValue).toArray();
+    }
+
+    /** This shape, carrying the event trigger's account of the DDL that led to it. */
+    public RelationInfo withDdl(SchemaChange change) {
+        return new RelationInfo(this, change);
+    }
+
+    /** The event trigger's account of the DDL that led to this shape ({@link SchemaChange}), or null (none, or no trigger). */
+    public SchemaChange ddl() {
+        return ddl;
     }
 
     public int oid() {

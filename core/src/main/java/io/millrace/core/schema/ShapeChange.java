@@ -23,10 +23,33 @@ import java.util.stream.Collectors;
  * @param added   columns of the new shape that are new (not renamed)
  * @param dropped columns of the old shape that are gone (not renamed)
  * @param retyped names (new) of columns kept by name whose type or modifier changed
+ * @param ddl     when not null, the change is exact: read by attribute numbers from the event trigger's messages
+ *                ({@link SchemaChange}) that led to {@code after}, not guessed from the names and types
+ *
+ * <p>With the event trigger installed ({@code millrace setup}), the relation a Relation message gives after a DDL
+ * carries the trigger's {@link SchemaChange} ({@link RelationInfo#ddl()}), and {@link #between} reads the change from it
+ * (a column renamed is renamed even when its type changed too; a column dropped and another of the same type added in
+ * its place is a drop and an add).
  */
-public record ShapeChange(Map<String, String> renamed, List<ColumnInfo> added, List<ColumnInfo> dropped, List<String> retyped) {
+public record ShapeChange(Map<String, String> renamed, List<ColumnInfo> added, List<ColumnInfo> dropped, List<String> retyped,
+                          SchemaChange ddl) {
+
+    public ShapeChange(Map<String, String> renamed, List<ColumnInfo> added, List<ColumnInfo> dropped, List<String> retyped) {
+        this(renamed, added, dropped, retyped, null);
+    }
+
+    /** Whether the change was read from the event trigger's messages (exact), not guessed from two Relation messages. */
+    public boolean exact() {
+        return ddl != null;
+    }
 
     public static ShapeChange between(RelationInfo before, RelationInfo after) {
+        if (after.ddl() != null) {
+            ShapeChange exact = after.ddl().exactly(before, after);
+            if (exact != null) {
+                return exact;
+            }
+        }
         Set<String> oldNames = before.columns().stream().map(ColumnInfo::name).collect(Collectors.toSet());
         Set<String> newNames = after.columns().stream().map(ColumnInfo::name).collect(Collectors.toSet());
         List<List<ColumnInfo>> oldGaps = gaps(before.columns(), newNames);
@@ -72,7 +95,7 @@ public record ShapeChange(Map<String, String> renamed, List<ColumnInfo> added, L
         return gaps;
     }
 
-    private static boolean sameType(ColumnInfo a, ColumnInfo b) {
+    static boolean sameType(ColumnInfo a, ColumnInfo b) {
         return a.type() != null && b.type() != null && a.type().oid() == b.type().oid() && a.typeMod() == b.typeMod();
     }
 

@@ -26,8 +26,17 @@ public abstract class TableApplier {
     /** Tables an online snapshot is copying during the batch being applied (see {@link #apply}). */
     protected Set<String> copying = Set.of();
 
+    /** Whether a table dropped in the source is dropped here too (else the copy is kept). */
+    protected final boolean dropTables;
+
     protected TableApplier(String destination) {
+        this(destination, false);
+    }
+
+    /** @param dropTables whether a table dropped in the source (told by the DDL event trigger) is dropped here too */
+    protected TableApplier(String destination, boolean dropTables) {
         this.destination = destination;
+        this.dropTables = dropTables;
     }
 
     /**
@@ -55,6 +64,13 @@ public abstract class TableApplier {
             for (List<ChangeEvent> run : Runs.of(t.getValue())) {
                 RelationInfo rel = run.get(0).relation();
                 try {
+                    if (run.get(0).op() == Op.TRUNCATE && rel.ddl() != null && rel.ddl().dropped()) {
+                        // The source table was dropped (the event trigger's message, in order with the data).
+                        if (dropTables) {
+                            drop(target);
+                        }
+                        continue;
+                    }
                     ensure(target, rel);
                     if (run.get(0).op() == Op.TRUNCATE) {
                         truncate(target);
@@ -82,6 +98,10 @@ public abstract class TableApplier {
     protected abstract void ensure(TableRef target, RelationInfo rel) throws SQLException;
 
     protected abstract void truncate(TableRef target) throws SQLException;
+
+    /** Drops the destination table of a source table dropped (with {@code drop_tables}); by default nothing. */
+    protected void drop(TableRef target) throws SQLException {
+    }
 
     protected abstract void applyKeyed(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException;
 

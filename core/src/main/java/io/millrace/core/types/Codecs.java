@@ -76,6 +76,8 @@ public final class Codecs {
         base(602, 1019, "path", 'G', new GeometricCodecs.PathCodec());
         base(604, 1027, "polygon", 'G', new GeometricCodecs.PolygonCodec());
         base(718, 719, "circle", 'G', new GeometricCodecs.CircleCodec());
+        register(new TypeInfo(22, "pg_catalog", "int2vector", 'b', 'A', 21, 0), 1006, new SystemCodecs.Vector("int2vector", BUILTIN_CODEC[21]));
+        register(new TypeInfo(30, "pg_catalog", "oidvector", 'b', 'A', 26, 0), 1013, new SystemCodecs.Vector("oidvector", BUILTIN_CODEC[26]));
         range(3904, 3905, "int4range", 23, 4451, 6150, "int4multirange");
         range(3926, 3927, "int8range", 20, 4536, 6157, "int8multirange");
         range(3906, 3907, "numrange", 1700, 4532, 6151, "nummultirange");

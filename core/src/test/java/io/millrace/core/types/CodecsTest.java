@@ -46,7 +46,7 @@ class CodecsTest {
             "inet", "cidr", "macaddr", "macaddr8", "bit", "varbit", "pg_lsn", "point", "line", "lseg", "box", "path", "polygon", "circle",
             "int4range", "int8range", "numrange", "daterange", "tsrange", "tstzrange", "int4multirange", "int8multirange", "nummultirange",
             "datemultirange", "tsmultirange", "tstzmultirange", "tsvector", "tsquery",
-            "xid", "cid", "xid8", "tid", "pg_snapshot", "txid_snapshot"};
+            "xid", "cid", "xid8", "tid", "pg_snapshot", "txid_snapshot", "int2vector", "oidvector"};
         int found = 0;
         for (int oid = 0; oid < 10000; oid++) {
             TypeInfo t = Codecs.builtin(oid);
@@ -54,7 +54,7 @@ class CodecsTest {
                 found++;
                 assertThat(t.oid()).isEqualTo(oid);
                 assertThat(t.schema()).isEqualTo("pg_catalog");
-                if (t.isArray()) {
+                if (t.isArray() && oid != 22 && oid != 30) { // int2vector and oidvector: arrays of int2 and oid to the catalog
                     assertThat(t.name()).isEqualTo("_" + Codecs.builtin(t.elementOid()).name());
                 }
                 assertThat(Codecs.builtins().resolve(oid)).isSameAs(t);

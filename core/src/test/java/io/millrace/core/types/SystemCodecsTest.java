@@ -33,4 +33,21 @@ class SystemCodecsTest {
                 .hasMessageContaining("does not match the length");
         assertThatThrownBy(() -> c("tid").decodeText("(0;1)")).hasMessageContaining("invalid tid text value");
     }
+
+    /** int2vector's text is "1 2 3", not an array's "{1,2,3}": it decoded to an error before (read in text mode). */
+    @Test
+    void int2vectorAndOidvector() {
+        TypeCodec v = c("int2vector");
+        Object value = v.decodeText("1 -2 3");
+        assertThat(value).isEqualTo(new PgArray(new int[] {3}, new int[] {0}, new Object[] {c("int2").decodeText("1"), c("int2").decodeText("-2"), c("int2").decodeText("3")}));
+        assertThat(v.toPgText(value)).isEqualTo("1 -2 3");
+        assertThat(json(v, value)).isEqualTo("[1,-2,3]");
+        assertThat(v.decodeText("")).isEqualTo(PgArray.EMPTY);
+        // array_send of int2vector '7 8': 1 dimension, no NULLs, element oid 21, 2 elements from lower bound 0
+        assertThat(bin("int2vector", "00000001" + "00000000" + "00000015" + "00000002" + "00000000"
+                + "00000002" + "0007" + "00000002" + "0008")).isEqualTo(v.decodeText("7 8"));
+        assertThat(bin("int2vector", "00000001" + "00000000" + "00000015" + "00000000" + "00000000")).as("empty").isEqualTo(PgArray.EMPTY);
+        assertThat(c("oidvector").toPgText(c("oidvector").decodeText("4294967295 0"))).isEqualTo("4294967295 0");
+        assertThatThrownBy(() -> v.decodeText("1 x")).hasMessageContaining("invalid int2vector text value '1 x'");
+    }
 }

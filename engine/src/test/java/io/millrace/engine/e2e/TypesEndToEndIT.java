@@ -185,6 +185,8 @@ class TypesEndToEndIT {
             col("c_varbit", "varbit", lits("", "1", "10".repeat(50))),
             colJson("c_money", "money", lits("-92233720368547758.08", "92233720368547758.07", "0", "1234.56"),
                     str("-92233720368547758.08"), str("92233720368547758.07"), str("0.00"), str("1234.56")),
+            colJson("c_int2vector", "int2vector", lits("1 2 3", "", "-32768"), "[1,2,3]", "[]", "[-32768]"),
+            colJson("c_oidvector", "oidvector", lits("4294967295 0", "26"), "[4294967295,0]", "[26]"),
             col("c_xml", "xml", lits("<a b=\"1\">x &amp; y</a>", "text <b/> fragment", "<r>日本語 🎉</r>")),
             colJson("c_enum", "e2e_mood", lits("sad", "it's \"complicated\", really", "happy"),
                     str("sad"), str("it's \"complicated\", really"), str("happy")),

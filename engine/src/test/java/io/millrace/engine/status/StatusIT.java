@@ -65,6 +65,37 @@ class StatusIT {
     }
 
     /**
+     * With {@code source.binary: auto}, one column of a type Millrace reads only as text turns the whole stream to text:
+     * the status says so and names the column (issue 15), where before only a log line did.
+     */
+    @Test
+    void theStatusSaysWhyValuesAreReadAsText() throws Exception {
+        pg.createDatabase("txt");
+        for (String d : List.of("txt_plain_dst", "txt_odd_dst", "txt_off_dst")) {
+            pg.createDatabase(d);
+        }
+        pg.execute("txt", "CREATE TABLE public.plain (id int PRIMARY KEY, v text)",
+                "CREATE TABLE public.odd (id int PRIMARY KEY, c_regclass regclass)", "INSERT INTO public.odd VALUES (1, 'pg_class')");
+        Millrace.Builder plain = E2e.pipeline(pg, "txt", "txt_plain", List.of("public.plain"), SourceSettings.BinaryMode.AUTO, "txt_plain_dst",
+                dir.resolve("plain"));
+        try (RunningEngine e = RunningEngine.start(plain).awaitStreaming(Duration.ofSeconds(60))) {
+            assertThat(e.engine().status().values()).isEqualTo(new EngineStatus.Values("binary", null));
+        }
+        Millrace.Builder odd = E2e.pipeline(pg, "txt", "txt_odd", List.of("public.plain", "public.odd"), SourceSettings.BinaryMode.AUTO,
+                "txt_odd_dst", dir.resolve("odd"));
+        try (RunningEngine e = RunningEngine.start(odd).awaitStreaming(Duration.ofSeconds(60))) {
+            EngineStatus.Values v = e.engine().status().values();
+            assertThat(v.mode()).isEqualTo("text");
+            assertThat(v.textReason()).contains("public.odd.c_regclass").contains("regclass").contains("only as text");
+        }
+        Millrace.Builder off = E2e.pipeline(pg, "txt", "txt_off", List.of("public.plain"), SourceSettings.BinaryMode.OFF, "txt_off_dst",
+                dir.resolve("off"));
+        try (RunningEngine e = RunningEngine.start(off).awaitStreaming(Duration.ofSeconds(60))) {
+            assertThat(e.engine().status().values()).isEqualTo(new EngineStatus.Values("text", "source.binary is off"));
+        }
+    }
+
+    /**
      * A lock on the postgres destination's table holds the writer: the time lag grows with the oldest change not yet
      * delivered (not the last delivered one's latency), and the status names the destination and how long it waits.
      */

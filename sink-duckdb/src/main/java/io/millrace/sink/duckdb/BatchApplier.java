@@ -58,8 +58,8 @@ final class BatchApplier extends TableApplier {
     private final Map<TableRef, Stage> stages = new HashMap<>();
     private int stageCounter;
 
-    BatchApplier(Connection conn, String destination, String targetSchema) throws SQLException {
-        super(destination);
+    BatchApplier(Connection conn, String destination, String targetSchema, boolean dropTables) throws SQLException {
+        super(destination, dropTables);
         this.conn = conn;
         this.duck = conn.unwrap(DuckDBConnection.class);
         this.tables = new DuckTables(conn, destination, targetSchema);
@@ -70,6 +70,11 @@ final class BatchApplier extends TableApplier {
     void rolledBack() {
         tables.forget();
         stages.clear();
+    }
+
+    /** The batch's transaction is about to commit (or was rolled back): a new one starts with no table changed. */
+    void ended() {
+        tables.transactionEnded();
     }
 
     /** Drops this transaction's staging tables; call before the commit. */
@@ -97,7 +102,15 @@ final class BatchApplier extends TableApplier {
 
     @Override
     protected void truncate(TableRef target) throws SQLException {
+        tables.changed(target);
         execute("DELETE FROM " + target.sql());
+    }
+
+    @Override
+    protected void drop(TableRef target) throws SQLException {
+        execute("DROP TABLE IF EXISTS " + target.sql());
+        tables.dropped(target); // its staging table, if any, is dropped before the commit as always
+        LOG.info("destination '{}': dropped table {} (dropped in the source; drop_tables: true)", destination, target);
     }
 
     @Override
@@ -111,6 +124,7 @@ final class BatchApplier extends TableApplier {
 
     @Override
     protected void applyKeyed(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
+        tables.changed(target);
         long t0 = System.nanoTime();
         Reduction red = new Reduction(rel, target, run.size());
         for (ChangeEvent e : run) {
@@ -294,6 +308,7 @@ final class BatchApplier extends TableApplier {
 
     @Override
     protected void applyKeyless(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
+        tables.changed(target);
         int n = rel.columnCount();
         int keys = rel.keyIndexes().length;
         Stage stage = stage(target, rel);

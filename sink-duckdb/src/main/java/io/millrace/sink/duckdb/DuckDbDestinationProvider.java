@@ -16,8 +16,9 @@ public final class DuckDbDestinationProvider implements DestinationProvider {
 
     @Override
     public DestinationConfig configure(String name, DestinationSettings s, DestinationContext context) {
-        s.allow("file", "schema", "memory_limit_mb");
+        s.allow("file", "schema", "memory_limit_mb", "drop_tables");
         return new DuckDbSinkConfig(name, context.baseDir().resolve(s.requireString("file", "mirror.duckdb")), s.string("schema", null),
-                s.integer("memory_limit_mb", DuckDbSinkConfig.DEFAULT_MEMORY_LIMIT_MB, 16, 1 << 20));
+                s.integer("memory_limit_mb", DuckDbSinkConfig.DEFAULT_MEMORY_LIMIT_MB, 16, 1 << 20),
+                s.bool("drop_tables", false));
     }
 }

@@ -110,7 +110,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
             Optional<Checkpoint> cp = readCheckpoint();
             conn.commit();
             durable.durable(cp);
-            applier = new BatchApplier(conn, config.name(), config.schema());
+            applier = new BatchApplier(conn, config.name(), config.schema(), config.dropTables());
             LOG.info("destination '{}': opened {}, checkpoint {}", config.name(), config.file(),
                     cp.map(c -> "at " + c.applied()).orElse("none"));
             return cp;
@@ -134,6 +134,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
         try {
             applier.apply(events, durable.copyingUntil(checkpoint), durable.held());
             applier.dropStages();
+            applier.ended();
             JdbcCheckpoints.write(conn, "INSERT INTO " + CHECKPOINTS + " (destination, checkpoint) VALUES (?, ?)"
                     + " ON CONFLICT (destination) DO UPDATE SET checkpoint = EXCLUDED.checkpoint", config.name(), checkpoint);
             Faults.hit(FaultPoint.SINK_DUCKDB_BEFORE_COMMIT);

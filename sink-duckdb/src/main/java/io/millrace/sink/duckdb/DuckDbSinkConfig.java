@@ -16,13 +16,19 @@ import java.nio.file.Path;
  * @param memoryLimitMb DuckDB's {@code memory_limit} in MB: the native memory the file's engine may use beside the JVM's
  *               heap (DuckDB's own default is 80 % of the machine's RAM); larger work spills to a temporary folder
  *               beside the file (INV: BOUNDED)
+ * @param dropTables {@code drop_tables}: a table dropped in the source (told by the DDL event trigger) is dropped here too,
+ *               in order with the data; false (the default) keeps the copy
  */
-public record DuckDbSinkConfig(String name, Path file, String schema, int memoryLimitMb) implements DestinationConfig {
+public record DuckDbSinkConfig(String name, Path file, String schema, int memoryLimitMb, boolean dropTables) implements DestinationConfig {
     /** DuckDB's memory limit unless the configuration says otherwise: its own default would be 80 % of the machine. */
     public static final int DEFAULT_MEMORY_LIMIT_MB = 256;
 
     public DuckDbSinkConfig(String name, Path file, String schema) {
         this(name, file, schema, DEFAULT_MEMORY_LIMIT_MB);
+    }
+
+    public DuckDbSinkConfig(String name, Path file, String schema, int memoryLimitMb) {
+        this(name, file, schema, memoryLimitMb, false);
     }
 
     public DuckDbSinkConfig {

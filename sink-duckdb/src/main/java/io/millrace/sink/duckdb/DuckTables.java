@@ -5,6 +5,7 @@ import io.millrace.core.change.SourceTables;
 import io.millrace.core.schema.ColumnInfo;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.SchemaChange;
 import io.millrace.core.schema.ShapeChange;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.Runs;
@@ -39,6 +40,8 @@ final class DuckTables {
     private final String targetSchema;
     /** Target table → the shape it follows now. Cleared by {@link #forget()}. */
     private final Map<TableRef, RelationInfo> shapes = new HashMap<>();
+    /** Tables whose rows the current transaction wrote (see {@link #changed}). */
+    private final Set<TableRef> changed = new java.util.HashSet<>();
     /** Target table → its column names. Cleared by {@link #forget()}. */
     private final Map<TableRef, Set<String>> columns = new HashMap<>();
     /** Target table → the source table it receives. Configuration-level: survives rollbacks. */
@@ -68,7 +71,29 @@ final class DuckTables {
         return target;
     }
 
+    /** The table was dropped here (its source table was dropped). */
+    void dropped(TableRef target) {
+        shapes.remove(target);
+        columns.remove(target);
+    }
+
+    /**
+     * Rows of {@code target} were written in the current transaction. DuckDB (1.4) then refuses at commit ("Attempting to
+     * modify table … but another transaction has altered this table") an {@code ALTER TABLE} that adds, drops or retypes
+     * a column of that table after an UPDATE or DELETE in the same transaction; a rename, and a table made anew, it takes.
+     * Such a table follows a shape change by a rebuild.
+     */
+    void changed(TableRef target) {
+        changed.add(target);
+    }
+
+    /** The transaction ended: no table is changed in the next one yet. */
+    void transactionEnded() {
+        changed.clear();
+    }
+
     void forget() {
+        changed.clear();
         shapes.clear();
         columns.clear();
     }
@@ -160,7 +185,7 @@ final class DuckTables {
         }
         List<String> key = primaryKey(target);
         if (!retyped.isEmpty() && (retyped.stream().anyMatch(key::contains) || keyChanged(key, rel))) {
-            rebuild(target, rel, ShapeChange.between(rel, rel), "column(s) " + retyped + " retyped");
+            rebuild(target, rel, ShapeChange.between(rel, rel), "column(s) " + retyped + " retyped: DuckDB cannot change a key in place");
             return;
         }
         for (String name : retyped) {
@@ -191,39 +216,66 @@ final class DuckTables {
                 .anyMatch(c -> c.key() && c.name().equals(n)));
         if (keyRetyped || (Runs.keyed(old) || Runs.keyed(rel)) && keyChanged(Runs.keyed(old) ? oldKey : List.of(), rel)) {
             // DuckDB cannot change a key column's type, nor the primary key, in place.
-            rebuild(target, rel, change, keyRetyped ? "key column(s) retyped" : "primary key changed");
+            rebuild(target, rel, change, (keyRetyped ? "key column(s) retyped" : "primary key changed") + ": DuckDB cannot change a key in place");
             return;
+        }
+        if (changed.contains(target) && (!change.added().isEmpty() || !change.dropped().isEmpty() || !change.retyped().isEmpty())) {
+            rebuild(target, rel, change, "columns changed after rows were updated in the same transaction, which DuckDB cannot"
+                    + " alter in place");
+            return;
+        }
+        if (change.exact()) {
+            dropColumns(target, cols, change.dropped()); // first: a column added or renamed may take a dropped one's name
         }
         for (Map.Entry<String, String> r : change.renamed().entrySet()) {
             if (cols.contains(r.getKey()) && !cols.contains(r.getValue())) {
                 execute("ALTER TABLE " + target.sql() + " RENAME COLUMN " + Ident.quote(r.getKey()) + " TO " + Ident.quote(r.getValue()));
                 cols.remove(r.getKey());
                 cols.add(r.getValue());
-                LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source)", destination, target, r.getKey(),
-                        r.getValue());
+                LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source{})", destination, target, r.getKey(),
+                        r.getValue(), change.exact() ? ", told by the event trigger" : "");
             }
         }
         for (ColumnInfo c : change.added()) {
-            if (cols.add(c.name())) {
+            SchemaChange.Column given = change.exact() ? change.ddl().column(c.name()) : null;
+            if (given != null && given.missing()) {
+                if (cols.add(c.name())) {
+                    addColumn(target, c, given.value());
+                }
+            } else if (cols.add(c.name())) {
                 addColumn(target, c);
                 LOG.warn("destination '{}': column {}.{} was added in the source; rows not changed since keep NULL there",
                         destination, target, c.name());
             }
         }
-        for (ColumnInfo c : change.dropped()) {
-            if (cols.remove(c.name())) {
-                execute("ALTER TABLE " + target.sql() + " DROP COLUMN IF EXISTS " + Ident.quote(c.name()));
-                LOG.info("destination '{}': dropped column {}.{} (dropped in the source)", destination, target, c.name());
-            }
-        }
+        dropColumns(target, cols, change.dropped());
         for (String name : change.retyped()) {
             ColumnInfo c = rel.columns().stream().filter(x -> x.name().equals(name)).findFirst().orElseThrow();
-            ColumnInfo o = old.columns().stream().filter(x -> x.name().equals(name)).findFirst().orElseThrow();
+            ColumnInfo o = old.columns().stream().filter(x -> change.renamedTo(x.name()).equals(name)).findFirst().orElseThrow();
             if (!DuckTypes.sqlType(o).equals(DuckTypes.sqlType(c))) {
                 retype(target, c);
             }
         }
     }
+
+    private void dropColumns(TableRef target, Set<String> cols, List<ColumnInfo> dropped) throws SQLException {
+        for (ColumnInfo c : dropped) {
+            if (cols.remove(c.name())) {
+                execute("ALTER TABLE " + target.sql() + " DROP COLUMN IF EXISTS " + Ident.quote(c.name()));
+                LOG.info("destination '{}': dropped column {}.{} (dropped in the source)", destination, target, c.name());
+            }
+        }
+    }
+
+    /** Adds a column that the source added with a constant default: the rows already here take {@code value}, as there. */
+    private void addColumn(TableRef target, ColumnInfo c, String value) throws SQLException {
+        for (String sql : io.millrace.core.sink.AddColumn.sql(target, c.name(), DuckTypes.sqlType(c), value)) {
+            execute(sql);
+        }
+        LOG.info("destination '{}': added column {}.{}{}", destination, target, c.name(),
+                value == null ? "" : " (rows already here take the source's default " + value + ")");
+    }
+
 
     private void retype(TableRef target, ColumnInfo c) throws SQLException {
         execute("ALTER TABLE " + target.sql() + " ALTER COLUMN " + Ident.quote(c.name()) + " TYPE " + DuckTypes.sqlType(c));
@@ -257,7 +309,12 @@ final class DuckTables {
         List<String> values = new ArrayList<>();
         for (ColumnInfo c : rel.columns()) {
             String source = from.getOrDefault(c.name(), c.name());
-            if (present.contains(source)) {
+            SchemaChange.Column given = change.exact() ? change.ddl().column(c.name()) : null;
+            boolean added = change.exact() && change.added().contains(c);
+            if (added && given != null && given.missing() && given.value() != null) {
+                into.add(Ident.quote(c.name())); // a constant default: the rows already here take it, as in the source
+                values.add("CAST(" + Ident.literal(given.value()) + " AS " + DuckTypes.sqlType(c) + ")");
+            } else if (!added && present.contains(source)) {
                 into.add(Ident.quote(c.name()));
                 values.add("CAST(" + Ident.quote(source) + " AS " + DuckTypes.sqlType(c) + ")");
             }
@@ -271,8 +328,8 @@ final class DuckTables {
         Set<String> cols = new LinkedHashSet<>();
         rel.columns().forEach(c -> cols.add(c.name()));
         columns.put(target, cols);
-        LOG.warn("destination '{}': rebuilt table {} to follow source table {} ({}: DuckDB cannot change a key in place); every row"
-                + " was copied over", destination, target, rel.table(), why);
+        LOG.warn("destination '{}': rebuilt table {} to follow source table {} ({}); every row was copied over", destination, target,
+                rel.table(), why);
     }
 
     private static List<String> definitions(RelationInfo rel) {

@@ -14,6 +14,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.BufferedOutputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;
@@ -73,6 +74,8 @@ public final class JsonlSink implements Sink {
     private static final Logger LOG = LoggerFactory.getLogger(JsonlSink.class);
     private static final String PREFIX = "events-";
     private static final String SUFFIX = ".jsonl";
+    /** The file of schema-change events (docs/EVENTS.md), beside the events files. */
+    static final String SCHEMA_CHANGES = "schema-changes.jsonl";
     private static final int BUFFER = 256 * 1024;
 
     private enum State { NEW, OPEN, FAILED, CLOSED }
@@ -105,6 +108,8 @@ public final class JsonlSink implements Sink {
     private Checkpoint durable;
     // stdout mode
     private PrintStream stdout;
+    /** The schema changes written (or, to standard output, announced) by this sink. */
+    private final java.util.Set<io.millrace.core.schema.SchemaChange> schemaWritten = EnvelopeWriter.schemaChangesWritten();
 
     public JsonlSink(JsonlSinkConfig config) {
         this(config, new EnvelopeWriter(config.meta()));
@@ -216,6 +221,7 @@ public final class JsonlSink implements Sink {
                         st.offset(), size - st.offset());
             }
             channel.position(st.offset());
+            repairSchemaChanges(dir);
             SinkState.fsyncDirectory(dir.toAbsolutePath());
         } catch (IOException e) {
             throw sinkError("cannot prepare events file " + current + " (" + e + "): check that the directory is writable"
@@ -241,6 +247,11 @@ public final class JsonlSink implements Sink {
         try {
             if (config.toStdout()) {
                 for (ChangeEvent e : events) {
+                    io.millrace.core.schema.SchemaChange c = EnvelopeWriter.schemaChangeDue(e, schemaWritten);
+                    if (c != null) {
+                        envelope.writeSchemaChange(gen, c, e); // inline, before the first change in the new shape
+                        gen.writeRaw('\n');
+                    }
                     envelope.writeValue(gen, e);
                     gen.writeRaw('\n');
                 }
@@ -250,6 +261,7 @@ public final class JsonlSink implements Sink {
                 }
                 writeState(new SinkState(null, 0, checkpoint));
             } else {
+                writeSchemaChanges(events);
                 long rotate = config.rotateBytes();
                 for (ChangeEvent e : events) {
                     if (out.position() + gen.getOutputBuffered() >= rotate) {
@@ -277,14 +289,74 @@ public final class JsonlSink implements Sink {
         }
     }
 
+    /**
+     * Appends the schema-change events due before {@code events} to {@value #SCHEMA_CHANGES} and fsyncs it, before any of
+     * the events is written: a reader finds a table's new columns there before the first change in the new shape. At
+     * least once (after a crash an event may appear again, with the same position); a torn last line is cut at open.
+     */
+    private void writeSchemaChanges(List<ChangeEvent> events) throws IOException {
+        ByteArrayOutputStream lines = null;
+        for (ChangeEvent e : events) {
+            io.millrace.core.schema.SchemaChange c = EnvelopeWriter.schemaChangeDue(e, schemaWritten);
+            if (c != null) {
+                if (lines == null) {
+                    lines = new ByteArrayOutputStream();
+                }
+                lines.write(envelope.schemaChangeBytes(c, e));
+                lines.write('\n');
+            }
+        }
+        if (lines == null) {
+            return;
+        }
+        Path file = config.directory().resolve(SCHEMA_CHANGES);
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND)) {
+            java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(lines.toByteArray());
+            while (b.hasRemaining()) {
+                ch.write(b);
+            }
+            ch.force(false);
+        }
+    }
+
+    /** Cuts a torn last line of {@value #SCHEMA_CHANGES} (a crash while appending). */
+    private static void repairSchemaChanges(Path dir) throws IOException {
+        Path file = dir.resolve(SCHEMA_CHANGES);
+        if (!Files.exists(file)) {
+            return;
+        }
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            long end = ch.size();
+            java.nio.ByteBuffer one = java.nio.ByteBuffer.allocate(1);
+            while (end > 0) {
+                one.clear();
+                ch.read(one, end - 1);
+                if (one.get(0) == '\n') {
+                    break;
+                }
+                end--;
+            }
+            if (end < ch.size()) {
+                ch.truncate(end);
+                ch.force(true);
+            }
+        }
+    }
+
     /** The reset of this destination ({@link io.millrace.core.sink.FileReset}): reads the state file and lists the events files, changing nothing. */
     @Override
     public io.millrace.core.sink.SinkReset reset(List<io.millrace.core.schema.TableRef> tables, io.millrace.core.sink.SinkReset.Data data) {
         move(State.NEW, State.CLOSED);
         SinkState st = readState(config.stateFile());
-        List<Path> files = config.toStdout() || !Files.isDirectory(config.directory()) ? List.of()
-                : List.copyOf(listEventsFiles(config.directory()).values());
-        return new io.millrace.core.sink.FileReset("jsonl destination '" + config.name() + "'", st == null ? null : st.checkpoint(), files,
+        List<Path> files = new java.util.ArrayList<>();
+        if (!config.toStdout() && Files.isDirectory(config.directory())) {
+            files.addAll(listEventsFiles(config.directory()).values());
+            Path schema = config.directory().resolve(SCHEMA_CHANGES);
+            if (Files.exists(schema)) {
+                files.add(schema); // the schema-change events go with the events
+            }
+        }
+        return new io.millrace.core.sink.FileReset("jsonl destination '" + config.name() + "'", st == null ? null : st.checkpoint(), List.copyOf(files),
                 "events file(s)", config.toStdout() ? null : config.directory(), config.stateFile(), SinkState.tempFile(config.stateFile()), data);
     }
 

@@ -105,6 +105,8 @@ public final class KafkaSink implements Sink {
     private Producer<byte[], byte[]> producer;
     private final Set<String> topics = new HashSet<>();
     private final Map<RelationInfo, String> topicOf = new IdentityHashMap<>();
+    /** The schema changes written by this sink (to {@link #schemaTopic()}). */
+    private final java.util.Set<io.millrace.core.schema.SchemaChange> schemaWritten = io.millrace.core.event.EnvelopeWriter.schemaChangesWritten();
     private final ByteArrayBuilder buffer = new ByteArrayBuilder(1024);
     private final JsonGenerator gen;
     private long records;
@@ -136,6 +138,14 @@ public final class KafkaSink implements Sink {
     @Override
     public boolean transactional() {
         return true;
+    }
+
+    /**
+     * The topic of schema-change events (docs/EVENTS.md): {@code <prefix>.schema_changes}, one partition, keyed by the
+     * table, written in the batch's transaction before the first change in the new shape.
+     */
+    public String schemaTopic() {
+        return Topics.name("{prefix}.schema_changes", config.topicPrefix(), new io.millrace.core.schema.TableRef("x", "x"));
     }
 
     /** The topic that receives the changes of {@code table}. */
@@ -201,6 +211,10 @@ public final class KafkaSink implements Sink {
             producer.beginTransaction();
             begun = true;
             for (ChangeEvent e : events) {
+                io.millrace.core.schema.SchemaChange c = io.millrace.core.event.EnvelopeWriter.schemaChangeDue(e, schemaWritten);
+                if (c != null) {
+                    send(schemaTopic(), c.table().sql().getBytes(StandardCharsets.UTF_8), envelope.schemaChangeBytes(c, e));
+                }
                 send(e);
             }
             producer.send(new ProducerRecord<>(config.checkpointTopic(), checkpointKey,
@@ -238,7 +252,8 @@ public final class KafkaSink implements Sink {
                 throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': interrupted while listing the topics", e);
             }
             cp = names.contains(config.checkpointTopic()) ? readCheckpoint() : Optional.empty();
-            kept = tables.stream().map(this::topic).filter(names::contains).toList();
+            kept = java.util.stream.Stream.concat(tables.stream().map(this::topic), java.util.stream.Stream.of(schemaTopic()))
+                    .filter(names::contains).distinct().toList();
         }
         return new io.millrace.core.sink.SinkReset() {
             @Override
@@ -376,6 +391,14 @@ public final class KafkaSink implements Sink {
             }
             String t = topic(rel.table());
             topicOf.put(rel, t);
+            if (rel.ddl() != null && !topics.contains(schemaTopic())) {
+                if (missing == null) {
+                    missing = new ArrayList<>();
+                }
+                if (!missing.contains(schemaTopic())) {
+                    missing.add(schemaTopic());
+                }
+            }
             if (!topics.contains(t)) {
                 if (missing == null) {
                     missing = new ArrayList<>();

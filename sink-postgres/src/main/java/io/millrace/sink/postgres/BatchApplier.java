@@ -64,8 +64,8 @@ final class BatchApplier extends TableApplier {
     private final Set<TableRef> conflicted = new HashSet<>();
     private static final String UNIQUE_VIOLATION = "23505";
 
-    BatchApplier(Connection conn, String destination, String where, String targetSchema) throws SQLException {
-        super(destination);
+    BatchApplier(Connection conn, String destination, String where, String targetSchema, boolean dropTables) throws SQLException {
+        super(destination, dropTables);
         this.conn = conn;
         this.where = where;
         this.copy = conn.unwrap(PGConnection.class).getCopyAPI();
@@ -107,6 +107,14 @@ final class BatchApplier extends TableApplier {
     @Override
     protected void truncate(TableRef target) throws SQLException {
         execute("TRUNCATE TABLE " + target.sql());
+    }
+
+    @Override
+    protected void drop(TableRef target) throws SQLException {
+        execute("DROP TABLE IF EXISTS " + target.sql());
+        tables.dropped(target);
+        stages.remove(target);
+        LOG.info("destination '{}': dropped table {} (dropped in the source; drop_tables: true)", destination, target);
     }
 
     @Override

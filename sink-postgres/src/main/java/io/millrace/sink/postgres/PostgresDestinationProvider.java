@@ -18,7 +18,8 @@ public final class PostgresDestinationProvider implements DestinationProvider {
 
     @Override
     public DestinationConfig configure(String name, DestinationSettings s, DestinationContext context) {
-        s.allow("url", "host", "port", "database", "user", "password", "password_env", "password_file", "schema", "state_schema");
+        s.allow("url", "host", "port", "database", "user", "password", "password_env", "password_file", "schema", "state_schema",
+                "session_replication_role", "drop_tables");
         String url = s.string("url", null);
         if (url == null) {
             String host = s.string("host", "127.0.0.1");
@@ -35,7 +36,12 @@ public final class PostgresDestinationProvider implements DestinationProvider {
                     + s.key("password_env") + " (or a file in " + s.key("password_file") + ")");
         }
         String user = s.requireString("user", "millrace");
+        String role = s.string("session_replication_role", "origin");
+        if (!role.equals("origin") && !role.equals("replica")) {
+            throw s.error("session_replication_role", "must be origin (the default: triggers and foreign keys fire) or replica"
+                    + " (they do not, as for a subscriber), got '" + role + "'");
+        }
         return new PostgresSinkConfig(name, url, user, s.secret("password"), s.string("schema", null),
-                s.string("state_schema", PostgresSinkConfig.DEFAULT_STATE_SCHEMA));
+                s.string("state_schema", PostgresSinkConfig.DEFAULT_STATE_SCHEMA), role.equals("replica"), s.bool("drop_tables", false));
     }
 }

@@ -216,7 +216,8 @@ public final class PostgresSink implements Sink {
         if (!config.password().isEmpty()) {
             p.setProperty("password", config.password().reveal());
         }
-        p.setProperty("options", SESSION_OPTIONS);
+        // A migration's target applies as a subscriber does: its triggers and foreign keys do not fire twice.
+        p.setProperty("options", SESSION_OPTIONS + (config.replicaRole() ? " -c session_replication_role=replica" : ""));
         p.setProperty("ApplicationName", "millrace-sink-" + config.name());
         p.setProperty("connectTimeout", "10");
         p.setProperty("tcpKeepAlive", "true");
@@ -238,7 +239,7 @@ public final class PostgresSink implements Sink {
             }
             c.commit();
             this.conn = c;
-            this.applier = new BatchApplier(c, config.name(), where, config.targetSchema());
+            this.applier = new BatchApplier(c, config.name(), where, config.targetSchema(), config.dropTables());
         } catch (SQLException e) {
             try {
                 c.close();

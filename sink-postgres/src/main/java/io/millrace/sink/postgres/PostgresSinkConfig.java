@@ -16,10 +16,21 @@ import io.millrace.core.sink.Sink;
  * @param password     the role's password ({@link Secret#NONE} for trust or peer authentication)
  * @param targetSchema schema that receives every replicated table; {@code null} keeps each table's source schema
  * @param stateSchema  schema of Millrace's own {@code checkpoints} table; {@code null} means {@value #DEFAULT_STATE_SCHEMA}
+ * @param replicaRole  whether the sink's sessions run with {@code session_replication_role = replica}
+ *                     ({@code session_replication_role: replica}): the target's triggers and foreign keys do not fire
+ *                     for replicated changes, as for a logical-replication subscriber (used by {@code millrace migrate});
+ *                     the role needs superuser, or on PostgreSQL 15+ {@code GRANT SET ON PARAMETER session_replication_role}
+ * @param dropTables   {@code drop_tables}: a table dropped in the source (told by the DDL event trigger) is dropped here
+ *                     too, in order with the data; false (the default) keeps the copy
  */
 public record PostgresSinkConfig(String name, String jdbcUrl, String user, Secret password, String targetSchema,
-                                 String stateSchema) implements DestinationConfig {
+                                 String stateSchema, boolean replicaRole, boolean dropTables) implements DestinationConfig {
     public static final String DEFAULT_STATE_SCHEMA = "millrace";
+
+    /** Sessions with the default {@code session_replication_role} (origin): triggers and foreign keys fire. */
+    public PostgresSinkConfig(String name, String jdbcUrl, String user, Secret password, String targetSchema, String stateSchema) {
+        this(name, jdbcUrl, user, password, targetSchema, stateSchema, false, false);
+    }
 
     public PostgresSinkConfig {
         if (name == null || name.isBlank()) {
@@ -52,6 +63,11 @@ public record PostgresSinkConfig(String name, String jdbcUrl, String user, Secre
         return new PostgresSinkConfig(name, jdbcUrl, user, password, null, null);
     }
 
+    /** The same destination, its sessions with {@code session_replication_role = replica} or not. */
+    public PostgresSinkConfig withReplicaRole(boolean replica) {
+        return new PostgresSinkConfig(name, jdbcUrl, user, password, targetSchema, stateSchema, replica, dropTables);
+    }
+
     @Override
     public String type() {
         return PostgresDestinationProvider.TYPE;
@@ -68,6 +84,6 @@ public record PostgresSinkConfig(String name, String jdbcUrl, String user, Secre
         int q = jdbcUrl.indexOf('?');
         return "PostgresSinkConfig[name=" + name + ", jdbcUrl=" + (q < 0 ? jdbcUrl : jdbcUrl.substring(0, q) + "?…")
                 + ", user=" + user + ", password=" + password + ", targetSchema=" + targetSchema
-                + ", stateSchema=" + stateSchema + "]";
+                + ", stateSchema=" + stateSchema + ", replicaRole=" + replicaRole + "]";
     }
 }

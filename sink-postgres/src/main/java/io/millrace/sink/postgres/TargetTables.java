@@ -5,6 +5,7 @@ import io.millrace.core.change.SourceTables;
 import io.millrace.core.schema.ColumnInfo;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.SchemaChange;
 import io.millrace.core.schema.ShapeChange;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.Runs;
@@ -131,6 +132,11 @@ final class TargetTables {
         }
     }
 
+    /** The table was dropped here (its source table was dropped). */
+    void dropped(TableRef target) {
+        tables.remove(target);
+    }
+
     /** Forgets what was learnt in a transaction that rolled back. */
     void forget() {
         tables.clear();
@@ -198,16 +204,39 @@ final class TargetTables {
         return t;
     }
 
-    /** Follows a shape change between the last relation applied and {@code rel}. */
+    /**
+     * Follows a shape change between the last relation applied and {@code rel}. With the event trigger the change is
+     * exact ({@link ShapeChange#exact}): columns dropped go first (a column added or renamed may take a dropped one's
+     * name), then renames, adds (a constant default given to the rows already here, as the source did) and retypes.
+     */
     private void follow(Table t, RelationInfo rel) throws SQLException {
-        List<ColumnInfo> oldColumns = renames(t, rel);
+        ShapeChange change = ShapeChange.between(t.shape, rel);
+        List<ColumnInfo> oldColumns = new java.util.ArrayList<>();
+        for (ColumnInfo old : change.exact() ? List.<ColumnInfo>of() : t.shape.columns()) {
+            oldColumns.add(old);
+        }
+        if (change.exact()) {
+            for (ColumnInfo old : t.shape.columns()) {
+                if (change.dropped().contains(old)) {
+                    dropColumn(t, old.name());
+                } else {
+                    oldColumns.add(old);
+                }
+            }
+        }
+        oldColumns = renames(t, oldColumns, change);
         Map<String, ColumnInfo> before = new java.util.HashMap<>();
         oldColumns.forEach(c -> before.put(c.name(), c));
         Map<String, ColumnInfo> after = byName(rel);
         for (ColumnInfo c : rel.columns()) {
             ColumnInfo old = before.get(c.name());
             if (old == null) {
-                if (t.columns.add(c.name())) {
+                SchemaChange.Column given = change.exact() ? change.ddl().column(c.name()) : null;
+                if (given != null && given.missing()) {
+                    if (t.columns.add(c.name())) {
+                        addColumn(t.target, c, given.value());
+                    }
+                } else if (t.columns.add(c.name())) {
                     addColumn(t.target, c);
                     LOG.warn("destination '{}': column {}.{} was added in the source; rows not changed since keep NULL there. If the"
                             + " source filled existing rows (ADD COLUMN ... DEFAULT), copy the table again to match", destination,
@@ -223,13 +252,8 @@ final class TargetTables {
             }
         }
         for (ColumnInfo old : oldColumns) {
-            if (!after.containsKey(old.name()) && t.columns.remove(old.name())) {
-                execute("ALTER TABLE " + t.target.sql() + " DROP COLUMN IF EXISTS " + Ident.quote(old.name()));
-                LOG.info("destination '{}': dropped column {}.{} (dropped in the source)", destination, t.target,
-                        old.name());
-                if (t.uniqueKey != null && t.uniqueKey.contains(old.name())) {
-                    t.uniqueKey = null; // its index went with it
-                }
+            if (!after.containsKey(old.name()) && t.columns.contains(old.name())) {
+                dropColumn(t, old.name());
             }
         }
         if (Runs.keyed(rel) && !keyNames(rel).equals(t.uniqueKey)) {
@@ -237,14 +261,24 @@ final class TargetTables {
         }
     }
 
+    private void dropColumn(Table t, String name) throws SQLException {
+        if (!t.columns.remove(name)) {
+            return;
+        }
+        execute("ALTER TABLE " + t.target.sql() + " DROP COLUMN IF EXISTS " + Ident.quote(name));
+        LOG.info("destination '{}': dropped column {}.{} (dropped in the source)", destination, t.target, name);
+        if (t.uniqueKey != null && t.uniqueKey.contains(name)) {
+            t.uniqueKey = null; // its index went with it
+        }
+    }
+
     /**
      * Columns renamed in the source ({@link ShapeChange}) are renamed here, which keeps the values of rows that do not
-     * change afterwards. Returns the old shape's columns under their new names.
+     * change afterwards. Returns {@code columns} (of the old shape) under their new names.
      */
-    private List<ColumnInfo> renames(Table t, RelationInfo rel) throws SQLException {
-        ShapeChange change = ShapeChange.between(t.shape, rel);
+    private List<ColumnInfo> renames(Table t, List<ColumnInfo> columns, ShapeChange change) throws SQLException {
         List<ColumnInfo> out = new java.util.ArrayList<>();
-        for (ColumnInfo a : t.shape.columns()) {
+        for (ColumnInfo a : columns) {
             String to = change.renamedTo(a.name());
             if (!to.equals(a.name()) && t.columns.contains(a.name()) && !t.columns.contains(to)) {
                 execute("ALTER TABLE " + t.target.sql() + " RENAME COLUMN " + Ident.quote(a.name()) + " TO " + Ident.quote(to));
@@ -255,12 +289,23 @@ final class TargetTables {
                     t.uniqueKey.forEach(k -> key.add(k.equals(a.name()) ? to : k));
                     t.uniqueKey = key; // the index follows the column
                 }
-                LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source)", destination, t.target, a.name(), to);
+                LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source{})", destination, t.target, a.name(), to,
+                        change.exact() ? ", told by the event trigger" : "");
             }
             out.add(to.equals(a.name()) ? a : new ColumnInfo(to, a.type(), a.typeMod(), a.key()));
         }
         return out;
     }
+
+    /** Adds a column that the source added with a constant default: the rows already here take {@code value}, as there. */
+    private void addColumn(TableRef target, ColumnInfo c, String value) throws SQLException {
+        for (String sql : io.millrace.core.sink.AddColumn.sql(target, c.name(), TypeMapping.sqlType(c), value)) {
+            execute(sql);
+        }
+        LOG.info("destination '{}': added column {}.{}{}", destination, target, c.name(),
+                value == null ? "" : " (rows already here take the source's default " + value + ")");
+    }
+
 
     private void addColumn(TableRef target, ColumnInfo c) throws SQLException {
         execute("ALTER TABLE " + target.sql() + " ADD COLUMN IF NOT EXISTS " + Ident.quote(c.name()) + " "

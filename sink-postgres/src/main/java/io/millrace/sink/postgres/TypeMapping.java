@@ -32,12 +32,17 @@ final class TypeMapping {
         if (t == null) {
             return "text";
         }
-        if (t.isArray()) {
+        if (t.isArray() && !isVector(t)) {
             TypeInfo element = element(t);
             // An array's typmod applies to its elements (varchar(10)[] has atttypmod 14).
-            return (element == null || element.isArray() ? "text" : scalar(element, typmod)) + "[]";
+            return (element == null || element.isArray() && !isVector(element) ? "text" : scalar(element, typmod)) + "[]";
         }
         return scalar(t, typmod);
+    }
+
+    /** int2vector and oidvector: arrays to the catalog, but types of their own with their own text form. */
+    private static boolean isVector(TypeInfo t) {
+        return "pg_catalog".equals(t.schema()) && (t.oid() == 22 || t.oid() == 30);
     }
 
     /**

@@ -21,6 +21,10 @@ class TypeMappingTest {
         assertThat(map(1184, 3)).isEqualTo("pg_catalog.\"timestamptz\"(3)");
         assertThat(map(1560, 8)).isEqualTo("pg_catalog.\"bit\"(8)");
         assertThat(map(1015, 14)).isEqualTo("pg_catalog.\"varchar\"(10)[]");
+        // arrays of int2 and oid to the catalog, but their text form is theirs ("1 2 3"): kept as they are
+        assertThat(map(22, -1)).isEqualTo("pg_catalog.\"int2vector\"");
+        assertThat(map(1006, -1)).isEqualTo("pg_catalog.\"int2vector\"[]");
+        assertThat(map(30, -1)).isEqualTo("pg_catalog.\"oidvector\"");
     }
 
     @Test

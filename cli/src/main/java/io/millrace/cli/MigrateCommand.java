@@ -1,0 +1,223 @@
+package io.millrace.cli;
+
+import io.millrace.api.Millrace;
+import io.millrace.api.SourceSettings;
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.sink.DestinationConfig;
+import io.millrace.engine.config.ConfigLoader;
+import io.millrace.engine.config.EngineConfig;
+import io.millrace.migrate.CutoverReport;
+import io.millrace.migrate.Migration;
+import io.millrace.migrate.Plan;
+import io.millrace.migrate.VerifyReport;
+import io.millrace.sink.postgres.PostgresSinkConfig;
+import io.millrace.source.SourceConfig;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+
+/**
+ * {@code millrace migrate plan|run|verify|cutover|status|abort CONFIG}: a PostgreSQL-to-PostgreSQL migration
+ * ({@link Migration}). The configuration is the one {@code millrace run} reads, with one destination of type
+ * {@code postgres}: the target. Exit codes as the README's table; {@code verify} exits 12 when chunks differ.
+ */
+@Command(name = "migrate", mixinStandardHelpOptions = true,
+        description = "Move a database to another PostgreSQL server with seconds of write downtime: plan, run (schema, copy, follow),"
+                + " verify, cutover; status and abort.",
+        subcommands = {MigrateCommand.PlanCmd.class, MigrateCommand.RunCmd.class, MigrateCommand.VerifyCmd.class,
+                MigrateCommand.CutoverCmd.class, MigrateCommand.StatusCmd.class, MigrateCommand.AbortCmd.class})
+final class MigrateCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    /** Without a subcommand: the usage, exit 2. */
+    @Override
+    public Integer call() {
+        spec.commandLine().getErr().println("millrace migrate: name a step: plan, run, verify, cutover, status or abort");
+        spec.commandLine().usage(spec.commandLine().getErr());
+        return 2;
+    }
+
+    /** Exit code of {@code migrate verify} when chunks differ (README). */
+    static final int DIVERGENT = 12;
+
+    /** What every subcommand takes: the configuration file. */
+    abstract static class Sub implements Callable<Integer> {
+        @Parameters(index = "0", paramLabel = "CONFIG", description = "the configuration file (YAML): the source, and one postgres destination (the target)")
+        Path config;
+
+        @Spec
+        CommandSpec spec;
+
+        PrintWriter out() {
+            return spec.commandLine().getOut();
+        }
+
+        /** Prints {@code text} at once and returns {@code code}. */
+        int print(String text, int code) {
+            out().print(text);
+            out().flush();
+            return code;
+        }
+
+        Migration migration() {
+            EngineConfig cfg = ConfigLoader.fromSystem().load(config);
+            if (cfg.destinations().size() != 1 || !(cfg.destinations().get(0) instanceof PostgresSinkConfig target)) {
+                throw new MillraceException(Kind.CONFIG, "config: migrate needs exactly one destination, of type postgres (the"
+                        + " target); " + config + " has " + cfg.destinations().stream().map(DestinationConfig::type).toList());
+            }
+            return Migration.of(settings(cfg.source()), target);
+        }
+
+        /** The engine's source configuration as the public settings the migration takes. */
+        private static SourceSettings settings(SourceConfig s) {
+            SourceSettings.Builder b = SourceSettings.builder().host(s.host()).port(s.port()).database(s.database()).user(s.user())
+                    .password(s.password()).slot(s.slot()).publication(s.publication()).createPublication(s.createPublication())
+                    .binary(SourceSettings.BinaryMode.valueOf(s.binary().name()));
+            if (!s.tables().isEmpty()) {
+                b.tables(s.tables().stream().map(Object::toString).toList());
+            }
+            if (!s.excludeTables().isEmpty()) {
+                b.excludeTables(s.excludeTables().stream().map(Object::toString).toList());
+            }
+            String ssl = s.jdbcProperties().get("sslmode");
+            if (ssl != null) {
+                b.sslMode(ssl);
+            }
+            String root = s.jdbcProperties().get("sslrootcert");
+            if (root != null) {
+                b.sslRootCert(Path.of(root));
+            }
+            return b.build();
+        }
+    }
+
+    @Command(name = "plan", mixinStandardHelpOptions = true,
+            description = "Check both servers and print what will be copied, what cannot be and why, and what to fix. Writes nothing.")
+    static final class PlanCmd extends Sub {
+        @Override
+        public Integer call() {
+            Plan p = migration().plan();
+            return print(p.render() + (p.ok() ? "\nready: run 'millrace migrate run " + config + "'\n"
+                    : "\n" + p.problems().size() + " problem(s) to fix before 'millrace migrate run'.\n"),
+                    p.ok() ? 0 : p.problems().get(0).kind().exitCode());
+        }
+    }
+
+    @Command(name = "run", mixinStandardHelpOptions = true,
+            description = "Create the schema on the target, copy the tables, then follow every change until the cutover, SIGTERM or"
+                    + " Ctrl-C. Started again, it goes on from where it stopped.")
+    static final class RunCmd extends Sub {
+        @Option(names = "--copy-timeout-s", defaultValue = "86400", description = "how long the copy may take (default ${DEFAULT-VALUE} s)")
+        long copyTimeoutS;
+
+        @Override
+        public Integer call() throws Exception {
+            Migration m = migration();
+            Millrace following = m.follow(Duration.ofSeconds(copyTimeoutS));
+            out().println("migrate: copy done, following. Next: 'millrace migrate verify " + config + "', then 'millrace migrate cutover "
+                    + config + "'. SIGTERM or Ctrl-C stops following.");
+            out().flush();
+            CountDownLatch done = new CountDownLatch(1);
+            Thread hook = new Thread(() -> {
+                following.stop();
+                try {
+                    done.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }, "millrace-migrate-shutdown");
+            Runtime.getRuntime().addShutdownHook(hook);
+            // Once cut over (or aborted) there is nothing left to follow: the source is fenced and the target has it all.
+            Thread watch = new Thread(() -> {
+                try {
+                    while (!following.await(Duration.ofSeconds(1))) {
+                        io.millrace.migrate.MigrationState st = m.status().state();
+                        if (st == io.millrace.migrate.MigrationState.CUT_OVER || st == io.millrace.migrate.MigrationState.ABORTED) {
+                            out().println("migrate: the migration is " + st + "; following stops");
+                            out().flush();
+                            following.stop();
+                            return;
+                        }
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                } catch (RuntimeException e) {
+                    // the pipeline's own error ends the command below; a status read that failed is tried no more
+                }
+            }, "millrace-migrate-watch");
+            watch.setDaemon(true);
+            watch.start();
+            try {
+                following.await();
+            } finally {
+                done.countDown();
+                try {
+                    Runtime.getRuntime().removeShutdownHook(hook);
+                } catch (IllegalStateException shuttingDown) {
+                    // the JVM is ending: the hook has run
+                }
+            }
+            return 0;
+        }
+    }
+
+    @Command(name = "verify", mixinStandardHelpOptions = true,
+            description = "Compare source and target chunk by chunk while 'migrate run' follows; exit 12 when chunks differ.")
+    static final class VerifyCmd extends Sub {
+        @Option(names = "--repair", description = "copy divergent chunks again")
+        boolean repair;
+
+        @Option(names = "--chunk-rows", defaultValue = "1000", description = "rows per chunk (default ${DEFAULT-VALUE})")
+        int chunkRows;
+
+        @Override
+        public Integer call() throws Exception {
+            VerifyReport r = migration().verify(repair, chunkRows);
+            return print(r.render(), r.equal() ? 0 : DIVERGENT);
+        }
+    }
+
+    @Command(name = "cutover", mixinStandardHelpOptions = true,
+            description = "Fence the source, wait until the target has every write, set the sequences past the source's, and print"
+                    + " the write-unavailable window. Needs 'migrate run' following.")
+    static final class CutoverCmd extends Sub {
+        @Option(names = "--max-lag-mb", defaultValue = "16", description = "fence only once the target is less than this far behind (default ${DEFAULT-VALUE} MB)")
+        long maxLagMb;
+
+        @Option(names = "--timeout-s", defaultValue = "300", description = "how long each wait may take (default ${DEFAULT-VALUE} s)")
+        long timeoutS;
+
+        @Override
+        public Integer call() throws Exception {
+            CutoverReport r = migration().cutover(maxLagMb << 20, Duration.ofSeconds(timeoutS));
+            return print(r.render(), 0);
+        }
+    }
+
+    @Command(name = "status", mixinStandardHelpOptions = true, description = "Print the migration's recorded step and whether the source is fenced.")
+    static final class StatusCmd extends Sub {
+        @Override
+        public Integer call() {
+            return print(migration().status().render(), 0);
+        }
+    }
+
+    @Command(name = "abort", mixinStandardHelpOptions = true,
+            description = "Abandon the migration before it is cut over: lift the source's fence and record ABORTED.")
+    static final class AbortCmd extends Sub {
+        @Override
+        public Integer call() {
+            return print(migration().abort().render(), 0);
+        }
+    }
+}

@@ -1,0 +1,94 @@
+package io.millrace.cli.migrate;
+
+import io.millrace.cli.Cli.Run;
+import io.millrace.embedded.EmbeddedPg;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static io.millrace.cli.Cli.millrace;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * {@code millrace migrate} end to end, in-process: plan refuses a target that has the table (exit 11, the fix printed,
+ * nothing written), plan passes once it is dropped, run copies and follows, verify exits 0 (and 12 once a target row is
+ * changed behind its back, 0 after --repair), cutover prints the window and run stops by itself, status names CUT_OVER
+ * and the fenced source, abort is refused after the cutover.
+ */
+class MigrateCommandIT extends TwoServers {
+
+    @TempDir
+    Path dir;
+
+    @BeforeAll
+    static void start() {
+        src.createDatabase("app");
+        tgt.createDatabase("app");
+        src.execute("app", "CREATE TABLE items (id serial PRIMARY KEY, v text NOT NULL)",
+                "INSERT INTO items (v) SELECT 'v' || i FROM generate_series(1, 3000) i");
+    }
+
+    @Test
+    void planRunVerifyCutover() throws Exception {
+        Path cfg = dir.resolve("migrate.yaml");
+        Files.writeString(cfg, "source:\n  host: 127.0.0.1\n  port: " + src.port() + "\n  database: app\n  user: postgres\n"
+                + "  tables: [public.items]\ndestinations:\n  - name: target\n    type: postgres\n    port: " + tgt.port()
+                + "\n    database: app\n    user: postgres\n");
+        tgt.execute("app", "CREATE TABLE items (id int PRIMARY KEY)", "INSERT INTO items VALUES (1)");
+        Run refused = millrace("migrate", "plan", cfg.toString());
+        assertThat(refused.exitCode()).as(refused.out() + refused.err()).isEqualTo(11);
+        assertThat(refused.out()).contains("FAIL the target already has table public.items and it is not empty (1 rows)")
+                .contains("fix: DROP TABLE \"public\".\"items\" on the target");
+        Run refusedRun = millrace("migrate", "run", cfg.toString());
+        assertThat(refusedRun.exitCode()).isEqualTo(11);
+        assertThat(refusedRun.err()).startsWith("millrace: migrate: the plan has 1 problem(s), nothing was written");
+
+        tgt.execute("app", "DROP TABLE items");
+        Run ready = millrace("migrate", "plan", cfg.toString());
+        assertThat(ready.exitCode()).as(ready.out()).isZero();
+        assertThat(ready.out()).contains("will copy:\n  - public.items").contains("ready: run 'millrace migrate run");
+
+        CompletableFuture<Run> run = CompletableFuture.supplyAsync(() -> millrace("migrate", "run", cfg.toString()));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!millrace("migrate", "status", cfg.toString()).out().startsWith("migration: FOLLOWING")) {
+            assertThat(System.nanoTime()).as("following in time").isLessThan(deadline);
+            assertThat(run).isNotDone();
+            Thread.sleep(200);
+        }
+        src.execute("app", "INSERT INTO items (v) VALUES ('later')");
+        Run equal = millrace("migrate", "verify", cfg.toString(), "--chunk-rows", "500");
+        assertThat(equal.exitCode()).as(equal.out() + equal.err()).isZero();
+        assertThat(equal.out()).contains("0 divergent");
+
+        tgt.execute("app", "UPDATE items SET v = 'changed behind its back' WHERE id = 1234");
+        Run differs = millrace("migrate", "verify", cfg.toString(), "--chunk-rows", "500");
+        assertThat(differs.exitCode()).isEqualTo(12);
+        assertThat(differs.out()).contains("DIVERGENT public.items key range (1000 .. 1500]: 1 key(s) differ, e.g. 1234");
+        Run repaired = millrace("migrate", "verify", cfg.toString(), "--chunk-rows", "500", "--repair");
+        assertThat(repaired.exitCode()).isZero();
+        assertThat(repaired.out()).contains("(repaired: copied again)");
+
+        Run cut = millrace("migrate", "cutover", cfg.toString(), "--max-lag-mb", "1", "--timeout-s", "30");
+        assertThat(cut.exitCode()).as(cut.out() + cut.err()).isZero();
+        assertThat(cut.out()).containsPattern("write-unavailable window \\d+ ms");
+        System.out.println(cut.out());
+        Run ended = run.get(30, TimeUnit.SECONDS);
+        assertThat(ended.exitCode()).as(ended.err()).isZero();
+        assertThat(ended.out()).contains("the migration is CUT_OVER; following stops");
+
+        Run status = millrace("migrate", "status", cfg.toString());
+        assertThat(status.out()).startsWith("migration: CUT_OVER; source FENCED");
+        Run abort = millrace("migrate", "abort", cfg.toString());
+        assertThat(abort.exitCode()).isEqualTo(2);
+        assertThat(abort.err()).contains("the migration is cut over");
+        assertThat(tgt.connect("app").createStatement().executeQuery("SELECT count(*) FROM items")).satisfies(rs -> {
+            rs.next();
+            assertThat(rs.getLong(1)).isEqualTo(3001);
+        });
+    }
+}

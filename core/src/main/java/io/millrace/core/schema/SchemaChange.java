@@ -1,0 +1,166 @@
+package io.millrace.core.schema;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.millrace.core.MillraceException;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A schema change of one table exactly as Millrace's event trigger on the source told it: a transactional logical
+ * message ({@code pg_logical_emit_message(true, 'millrace.ddl', json)}) written by {@code ddl_command_end} and
+ * {@code sql_drop} in the DDL's own transaction, so the stream carries it in order with the data (see
+ * {@code io.millrace.source.DdlTrigger}).
+ *
+ * <p>Columns are identified by attribute number, which PostgreSQL never reuses within a table: a column keeps it
+ * through {@code RENAME COLUMN} and {@code ALTER COLUMN … TYPE}; a dropped column's number is gone; an added column gets
+ * a new one. The trigger keeps, in an unlogged table of its own, the names each table's columns had after the last DDL
+ * it saw, so a message also says what each column was called before ({@link #before}); when it does not know (a table
+ * it had not seen since it was installed, or after a crash of the source emptied that table), {@link #before} is null
+ * and the destinations read the change from the Relation messages as without the trigger.
+ *
+ * @param command  the command tag ({@code ALTER TABLE}, {@code DROP TABLE}, {@code CREATE TABLE}, …)
+ * @param oid      the table's oid
+ * @param table    the table's name after the change (for a drop: its name when dropped)
+ * @param oldTable the table's name before the change, or null when unknown
+ * @param before   attribute number → column name before the change, or null when unknown
+ * @param columns  the live columns after the change, in attribute order (empty for a drop)
+ * @param dropped  whether the table was dropped
+ * @param ddl      the statement that made the change, as the client sent it
+ */
+public record SchemaChange(String command, int oid, TableRef table, TableRef oldTable, Map<Integer, String> before,
+                           List<Column> columns, boolean dropped, String ddl) {
+
+    /** The logical message prefix of the event trigger's messages. */
+    public static final String PREFIX = "millrace.ddl";
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /**
+     * A column after the change.
+     *
+     * @param attnum   its attribute number
+     * @param name     its name
+     * @param type     its type as {@code format_type} prints it ({@code character varying(10)})
+     * @param notNull  declared NOT NULL
+     * @param missing  whether rows written before it was added take a constant value ({@code ADD COLUMN … DEFAULT} with
+     *                 a non-volatile default: PostgreSQL stores that value once and does not rewrite the rows)
+     * @param value    that value in its text form ({@code null} for NULL), when {@code missing}
+     */
+    public record Column(int attnum, String name, String type, boolean notNull, boolean missing, String value) {
+    }
+
+    public SchemaChange {
+        before = before == null ? null : Collections.unmodifiableMap(new LinkedHashMap<>(before));
+        columns = List.copyOf(columns);
+    }
+
+    /** Reads a message's content; a message this version cannot read is a DECODE error naming it. */
+    public static SchemaChange parse(byte[] content) {
+        try {
+            JsonNode n = JSON.readTree(content);
+            Map<Integer, String> before = null;
+            if (n.path("before").isObject()) {
+                before = new LinkedHashMap<>();
+                for (var it = n.get("before").fields(); it.hasNext(); ) {
+                    var e = it.next();
+                    before.put(Integer.parseInt(e.getKey()), e.getValue().asText());
+                }
+            }
+            List<Column> columns = new ArrayList<>();
+            for (JsonNode c : n.path("columns")) {
+                JsonNode v = c.path("value");
+                columns.add(new Column(c.path("attnum").asInt(), c.path("name").asText(), c.path("type").asText(),
+                        c.path("not_null").asBoolean(), c.path("missing").asBoolean(), v.isNull() || v.isMissingNode() ? null : v.asText()));
+            }
+            TableRef oldTable = n.path("old_table").isTextual() ? new TableRef(n.path("old_schema").asText(), n.path("old_table").asText()) : null;
+            return new SchemaChange(n.path("command").asText(), (int) n.path("oid").asLong(),
+                    new TableRef(n.path("schema").asText(), n.path("table").asText()), oldTable, before, columns,
+                    n.path("dropped").asBoolean(), n.path("ddl").asText(null));
+        } catch (IOException | RuntimeException e) {
+            throw new MillraceException(MillraceException.Kind.DECODE, "cannot read a '" + PREFIX + "' logical message of the event"
+                    + " trigger (" + e.getMessage() + "): " + new String(content, java.nio.charset.StandardCharsets.UTF_8), e);
+        }
+    }
+
+    /** The change this one and then {@code next} (of the same table) make together. */
+    public SchemaChange then(SchemaChange next) {
+        return new SchemaChange(next.command, next.oid, next.table, oldTable, before == null || next.before == null ? null : before,
+                next.columns, next.dropped, ddl == null ? next.ddl : next.ddl == null ? ddl : ddl + ";\n" + next.ddl);
+    }
+
+    /** The column of attribute number {@code attnum} after the change, or null. */
+    public Column column(int attnum) {
+        for (Column c : columns) {
+            if (c.attnum() == attnum) {
+                return c;
+            }
+        }
+        return null;
+    }
+
+    /** The column named {@code name} after the change, or null. */
+    public Column column(String name) {
+        for (Column c : columns) {
+            if (c.name().equals(name)) {
+                return c;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * The exact change from {@code from} to {@code to} (whose shape this message led to), or null when this message does not
+     * describe it: the old names are unknown, or a column of either shape is not one the message names (the destination
+     * held an older shape than the one this change started from).
+     */
+    ShapeChange exactly(RelationInfo from, RelationInfo to) {
+        if (before == null || dropped) {
+            return null;
+        }
+        Map<String, Integer> was = new LinkedHashMap<>();
+        before.forEach((attnum, name) -> was.put(name, attnum));
+        Map<Integer, ColumnInfo> old = new LinkedHashMap<>();
+        for (ColumnInfo c : from.columns()) {
+            Integer a = was.get(c.name());
+            if (a == null) {
+                return null;
+            }
+            old.put(a, c);
+        }
+        Map<String, String> renamed = new LinkedHashMap<>();
+        List<ColumnInfo> added = new ArrayList<>();
+        List<String> retyped = new ArrayList<>();
+        java.util.Set<Integer> kept = new java.util.HashSet<>();
+        for (ColumnInfo c : to.columns()) {
+            Column now = column(c.name());
+            if (now == null) {
+                return null;
+            }
+            ColumnInfo o = old.get(now.attnum());
+            if (o == null) {
+                added.add(c);
+                continue;
+            }
+            kept.add(now.attnum());
+            if (!o.name().equals(c.name())) {
+                renamed.put(o.name(), c.name());
+            }
+            if (!ShapeChange.sameType(o, c)) {
+                retyped.add(c.name());
+            }
+        }
+        List<ColumnInfo> droppedColumns = new ArrayList<>();
+        old.forEach((attnum, c) -> {
+            if (!kept.contains(attnum)) {
+                droppedColumns.add(c);
+            }
+        });
+        return new ShapeChange(renamed, List.copyOf(added), List.copyOf(droppedColumns), List.copyOf(retyped), this);
+    }
+}

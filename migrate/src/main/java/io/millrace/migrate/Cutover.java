@@ -1,0 +1,188 @@
+package io.millrace.migrate;
+
+import io.millrace.core.Lsn;
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.fault.FaultPoint;
+import io.millrace.core.fault.Faults;
+import io.millrace.core.schema.Ident;
+import io.millrace.migrate.SourceCatalog.Sequence;
+import io.millrace.migrate.SourceCatalog.Table;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * The cutover: wait for a small lag, fence the source, wait for the fence marker on the target, move the sequences.
+ *
+ * <p><b>The fence (INV: FENCE).</b> {@code ALTER DATABASE <db> SET default_transaction_read_only = on}, so every new
+ * session's transactions are read-only ({@code cannot execute INSERT in a read-only transaction}); then every existing
+ * client session of the database but Millrace's own ({@code application_name} starting with {@code millrace}) is ended
+ * with {@code pg_terminate_backend}, waiting for it to be gone, so its open transaction rolls back and its application
+ * reconnects into a read-only session. Then a transactional logical message is written: every transaction committed
+ * before the fence has a commit record before the marker's position, so once the target's durable checkpoint is past
+ * the marker, the target holds all of them (and the exactly-once sink applied none twice). A session that sets
+ * {@code default_transaction_read_only = off} itself, or a superuser's {@code BEGIN READ WRITE}, is not stopped by the
+ * fence: that is its limit.
+ *
+ * <p><b>Steps.</b> FENCING is recorded on the target before the source is touched, FENCED once the marker is durable
+ * there, CUT_OVER once the sequences are set; a cutover interrupted at any point is finished by running it again (each
+ * step is idempotent) or undone by {@code migrate abort}.
+ */
+final class Cutover {
+    private static final Logger LOG = LoggerFactory.getLogger(Cutover.class);
+    static final String MARKER_PREFIX = "millrace-migrate";
+
+    /** FENCING recorded, the source not touched yet: a crash leaves FENCING with the source writable. */
+    static final FaultPoint FENCING_RECORDED = new FaultPoint("migrate.cutover.fencing-recorded");
+    /** The source fenced and its sessions ended, no marker yet: a crash leaves FENCING with the source fenced. */
+    static final FaultPoint SOURCE_FENCED = new FaultPoint("migrate.cutover.source-fenced");
+    /** The marker committed on the source, not yet seen on the target. */
+    static final FaultPoint MARKER_WRITTEN = new FaultPoint("migrate.cutover.marker-written");
+    /** FENCED recorded, the sequences not set yet. */
+    static final FaultPoint FENCED_RECORDED = new FaultPoint("migrate.cutover.fenced-recorded");
+    /** Sequences set and identity columns restored, CUT_OVER not recorded yet: running the cutover again sets them again. */
+    static final FaultPoint SEQUENCES_SET = new FaultPoint("migrate.cutover.sequences-set");
+
+    private final Endpoints ends;
+    private final StateStore store;
+    private final String checkpointSql;
+
+    Cutover(Endpoints ends, StateStore store) {
+        this.ends = ends;
+        this.store = store;
+        this.checkpointSql = "SELECT checkpoint->>'flush_lsn' FROM " + Ident.qualified(ends.target.stateSchema(), "checkpoints")
+                + " WHERE destination = " + Ident.literal(ends.target.name());
+    }
+
+    CutoverReport run(List<Table> tables, List<Sequence> sequences, long maxLagBytes, Duration timeout)
+            throws SQLException, InterruptedException {
+        try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
+            MigrationState state = store.current(tgt);
+            if (state != MigrationState.FOLLOWING && state != MigrationState.FENCING && state != MigrationState.FENCED) {
+                throw new MillraceException(Kind.CONFIG, "migrate cutover: the migration is " + state + "; cutover needs it"
+                        + " FOLLOWING (copy done, target following: 'millrace migrate run')"
+                        + (state == MigrationState.CUT_OVER ? " — it is cut over already" : ""));
+            }
+            long deadline = System.nanoTime() + timeout.toNanos();
+            long lag;
+            while ((lag = lag(src, tgt)) > maxLagBytes) {
+                if (System.nanoTime() > deadline) {
+                    throw new MillraceException(Kind.SINK, "migrate cutover: the target stayed " + lag + " bytes behind the"
+                            + " source (bound " + maxLagBytes + ") for " + timeout.toSeconds() + " s; nothing was fenced."
+                            + " Fix: wait for the target to catch up, or raise --max-lag-mb");
+                }
+                Thread.sleep(100);
+            }
+            String db = Planner.one(src, "SELECT current_database()");
+            long fenceStart = System.nanoTime();
+            if (state == MigrationState.FOLLOWING) {
+                store.record(tgt, MigrationState.FENCING, "lag " + lag + " bytes");
+            }
+            Faults.hit(FENCING_RECORDED);
+            int ended;
+            Lsn marker;
+            try (Statement s = src.createStatement()) {
+                s.execute("ALTER DATABASE " + Ident.quote(db) + " SET default_transaction_read_only = on");
+                ended = terminate(src);
+                Faults.hit(SOURCE_FENCED);
+                s.execute("BEGIN READ WRITE");
+                try (ResultSet rs = s.executeQuery("SELECT pg_logical_emit_message(true, " + Ident.literal(MARKER_PREFIX)
+                        + ", 'fence')")) {
+                    rs.next();
+                    marker = Lsn.parse(rs.getString(1));
+                }
+                s.execute("COMMIT");
+            }
+            Faults.hit(MARKER_WRITTEN);
+            LOG.info("migrate cutover: source {} fenced ({} session(s) ended), marker at {}", db, ended, marker);
+            while (true) {
+                String at = Planner.oneOrNull(tgt, checkpointSql);
+                if (at != null && Lsn.parse(at).isAfter(marker)) {
+                    break;
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new MillraceException(Kind.SINK, "migrate cutover: the fence marker at " + marker + " did not reach"
+                            + " the target in time; the source stays fenced (state FENCING). Fix: check 'millrace migrate run',"
+                            + " then run 'millrace migrate cutover' again, or 'millrace migrate abort' to unfence the source");
+                }
+                Thread.sleep(5);
+            }
+            if (state != MigrationState.FENCED) {
+                store.record(tgt, MigrationState.FENCED, "marker " + marker);
+            }
+            Faults.hit(FENCED_RECORDED);
+            int set = 0;
+            try (Statement ts = tgt.createStatement()) {
+                for (Sequence q : sequences) {
+                    String sql = "SELECT last_value, is_called FROM " + q.ref().sql();
+                    try (Statement ss = src.createStatement(); ResultSet rs = ss.executeQuery(sql)) {
+                        rs.next();
+                        long last = rs.getLong(1);
+                        boolean called = rs.getBoolean(2);
+                        // Past the source: the target's next value is after every value the source handed out.
+                        ts.execute("SELECT setval(" + Ident.literal(q.ref().sql()) + ", " + last + ", " + called + ")");
+                        set++;
+                    }
+                }
+                for (String ddl : SchemaWriter.restoreIdentity(tables)) {
+                    ts.execute(ddl);
+                }
+            }
+            Faults.hit(SEQUENCES_SET);
+            Duration window = Duration.ofNanos(System.nanoTime() - fenceStart);
+            if (state != MigrationState.FOLLOWING) {
+                // Resumed: the source has been fenced since the first attempt recorded FENCING.
+                window = store.since(tgt, MigrationState.FENCING);
+            }
+            store.record(tgt, MigrationState.CUT_OVER, "fence " + marker + ", write-unavailable " + window.toMillis() + " ms");
+            return new CutoverReport(window, marker.toString(), lag, ended, set);
+        }
+    }
+
+    /** Ends every client session of this database but Millrace's, waiting for each to be gone; returns how many. */
+    static int terminate(Connection src) throws SQLException {
+        boolean waits = src.getMetaData().getDatabaseMajorVersion() >= 14;
+        int n = 0;
+        try (Statement s = src.createStatement(); ResultSet rs = s.executeQuery("SELECT pg_terminate_backend(pid"
+                + (waits ? ", 10000" : "") + ") FROM pg_stat_activity WHERE datname = current_database()"
+                + " AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+                + " AND coalesce(application_name, '') NOT LIKE 'millrace%'")) {
+            while (rs.next()) {
+                n += rs.getBoolean(1) ? 1 : 0;
+            }
+        }
+        return n;
+    }
+
+    /** WAL between the source's current position and the target's durable checkpoint; {@code Long.MAX_VALUE} before one. */
+    long lag(Connection src, Connection tgt) throws SQLException {
+        String at = Planner.oneOrNull(tgt, checkpointSql);
+        if (at == null) {
+            return Long.MAX_VALUE;
+        }
+        Lsn now = Lsn.parse(Planner.one(src, "SELECT pg_current_wal_lsn()"));
+        return Math.max(0, now.value() - Lsn.parse(at).value());
+    }
+
+    /** Whether the source database has the fence's read-only default. */
+    static boolean fenced(Connection src) throws SQLException {
+        return Planner.bool(src, "SELECT EXISTS (SELECT 1 FROM pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase"
+                + " WHERE d.datname = current_database() AND s.setrole = 0"
+                + " AND 'default_transaction_read_only=on' = ANY (s.setconfig))");
+    }
+
+    /** Lifts the fence. */
+    static void unfence(Connection src) throws SQLException {
+        String db = Planner.one(src, "SELECT current_database()");
+        try (Statement s = src.createStatement()) {
+            s.execute("ALTER DATABASE " + Ident.quote(db) + " RESET default_transaction_read_only");
+        }
+    }
+}

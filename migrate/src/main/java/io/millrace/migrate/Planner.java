@@ -1,0 +1,180 @@
+package io.millrace.migrate;
+
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.schema.Ident;
+import io.millrace.core.schema.TableRef;
+import io.millrace.migrate.Plan.Problem;
+import io.millrace.migrate.SourceCatalog.Column;
+import io.millrace.migrate.SourceCatalog.Table;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The checks of {@link Migration#plan()}: reads both servers, writes nothing. A decision only (the tables, their
+ * problems and notes); {@link Migration} carries it out.
+ */
+final class Planner {
+    /** The plan and the tables it copies. */
+    record Result(Plan plan, List<Table> tables, List<SourceCatalog.Sequence> sequences) {
+    }
+
+    private Planner() {
+    }
+
+    static Result run(Connection src, Connection tgt, Endpoints ends, MigrationState state) throws SQLException {
+        List<Problem> problems = new ArrayList<>();
+        List<String> copy = new ArrayList<>();
+        List<String> notes = new ArrayList<>();
+        List<String> cannot = new ArrayList<>();
+        String srcName = "source " + ends.source.host() + ":" + ends.source.port() + "/" + ends.source.database();
+
+        int srcMajor = src.getMetaData().getDatabaseMajorVersion();
+        int tgtMajor = tgt.getMetaData().getDatabaseMajorVersion();
+        if (tgtMajor < srcMajor) {
+            problems.add(new Problem(Kind.TARGET_SETUP, "the target runs PostgreSQL " + tgtMajor + ", older than the source's "
+                    + srcMajor + " (a migration never goes to an older major version)",
+                    "migrate to a target of PostgreSQL " + srcMajor + " or newer"));
+        }
+        String walLevel = one(src, "SHOW wal_level");
+        if (!walLevel.equals("logical")) {
+            problems.add(new Problem(Kind.SOURCE_SETUP, srcName + " has wal_level = " + walLevel + ", not logical",
+                    "ALTER SYSTEM SET wal_level = logical; then restart the source server"));
+        }
+        String srcUser = one(src, "SELECT current_user");
+        if (!bool(src, "SELECT rolsuper OR rolreplication FROM pg_roles WHERE rolname = current_user")) {
+            problems.add(new Problem(Kind.PERMISSION, "source role " + srcUser + " has neither REPLICATION nor SUPERUSER",
+                    "ALTER ROLE " + Ident.quote(srcUser) + " REPLICATION"));
+        }
+        String tgtUser = one(tgt, "SELECT current_user");
+        boolean tgtSuper = bool(tgt, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user");
+        if (!bool(tgt, "SELECT has_database_privilege(current_database(), 'CREATE')")) {
+            problems.add(new Problem(Kind.PERMISSION, "target role " + tgtUser + " cannot create schemas in database "
+                    + one(tgt, "SELECT current_database()"), "GRANT CREATE ON DATABASE " + Ident.quote(one(tgt, "SELECT current_database()"))
+                    + " TO " + Ident.quote(tgtUser) + " (and let it create the tables' schemas)"));
+        }
+        boolean replicaRole = tgtSuper || (tgtMajor >= 15
+                && bool(tgt, "SELECT has_parameter_privilege('session_replication_role', 'SET')"));
+        if (!replicaRole) {
+            problems.add(new Problem(Kind.PERMISSION, "target role " + tgtUser + " may not set session_replication_role, which"
+                    + " keeps the target's triggers and foreign keys from firing a second time while following",
+                    tgtMajor >= 15 ? "GRANT SET ON PARAMETER session_replication_role TO " + Ident.quote(tgtUser)
+                            : "connect to the target as a superuser (PostgreSQL " + tgtMajor + " has no GRANT SET ON PARAMETER)"));
+        }
+
+        List<String> skipped = new ArrayList<>();
+        List<Table> found = SourceCatalog.tables(src, ends.source.tables(), ends.source.excludeTables(), skipped);
+        cannot.addAll(skipped);
+        List<Table> tables = new ArrayList<>();
+        for (Table t : found) {
+            if (t.unlogged()) {
+                cannot.add(t.ref() + ": an unlogged table writes no WAL, so its changes cannot be followed. Fix: ALTER TABLE "
+                        + t.ref().sql() + " SET LOGGED (or copy it by hand after the cutover)");
+                continue;
+            }
+            tables.add(t);
+        }
+        long largeObjects = Long.parseLong(one(src, "SELECT count(*) FROM pg_largeobject_metadata"));
+        if (largeObjects > 0) {
+            cannot.add(largeObjects + " large object(s) (pg_largeobject): logical replication does not carry them. Fix: keep"
+                    + " such data in bytea columns, or copy the large objects after the cutover (lo_export / lo_import)");
+        }
+        if (tables.isEmpty()) {
+            problems.add(new Problem(Kind.CONFIG, "no table to migrate on the " + srcName + " for source.tables "
+                    + ends.source.tables(), "name the tables in source.tables (e.g. public.*)"));
+        }
+        for (Table t : tables) {
+            if (!bool(src, "SELECT has_table_privilege(" + t.oid() + ", 'SELECT')")) {
+                problems.add(new Problem(Kind.PERMISSION, "source role " + srcUser + " cannot read " + t.ref(),
+                        "GRANT SELECT ON " + t.ref().sql() + " TO " + Ident.quote(srcUser)));
+            }
+            if (!t.hasKey() && (t.replicaIdentity() == 'd' || t.replicaIdentity() == 'n')) {
+                problems.add(new Problem(Kind.SOURCE_SETUP, "table " + t.ref() + " has no primary key and no replica identity:"
+                        + " once published, its UPDATEs and DELETEs would fail on the source", "ALTER TABLE " + t.ref().sql()
+                        + " ADD PRIMARY KEY (...), or ALTER TABLE " + t.ref().sql() + " REPLICA IDENTITY FULL"));
+            } else if (!t.hasKey()) {
+                notes.add(t.ref() + " has no primary key: followed by its replica identity; verify compares it as one chunk");
+            }
+            copy.add(t.ref() + " (" + t.columns().size() + " columns, " + t.bytes() / 1024 + " kB)");
+        }
+
+        List<String> needed = tables.isEmpty() ? List.of() : SourceCatalog.extensions(src, tables);
+        for (String ext : needed) {
+            if (!bool(tgt, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = " + Ident.literal(ext) + ")")) {
+                boolean available = bool(tgt, "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = " + Ident.literal(ext) + ")");
+                problems.add(new Problem(Kind.TARGET_SETUP, "the tables use types of extension " + ext + ", which the target"
+                        + " database does not have", (available ? "" : "install the package of extension " + ext
+                        + " on the target server, then ") + "CREATE EXTENSION " + Ident.quote(ext) + " in the target database"));
+            }
+        }
+
+        boolean ours = state != MigrationState.NONE && state != MigrationState.ABORTED;
+        for (Table t : tables) {
+            String count = null;
+            if (oneOrNull(tgt, "SELECT to_regclass(" + Ident.literal(t.ref().sql()) + ")") != null) {
+                count = one(tgt, "SELECT count(*) FROM " + t.ref().sql());
+            }
+            if (count != null && !ours) {
+                long n = Long.parseLong(count);
+                problems.add(new Problem(Kind.TARGET_SETUP, "the target already has table " + t.ref()
+                        + (n > 0 ? " and it is not empty (" + n + " rows)" : " (empty)")
+                        + "; migrate creates each table from the source's catalog",
+                        "DROP TABLE " + t.ref().sql() + " on the target (or migrate into another database)"));
+            }
+        }
+
+        List<SourceCatalog.Sequence> sequences = tables.isEmpty() ? List.of() : SourceCatalog.sequences(src, tables);
+        if (!sequences.isEmpty()) {
+            notes.add(sequences.size() + " sequence(s) created on the target and, at cutover, set past the source's value: "
+                    + String.join(", ", sequences.stream().map(s -> s.ref().toString()).toList()));
+        }
+        for (Table t : tables) {
+            for (Column c : t.columns()) {
+                if (!c.identity().isEmpty()) {
+                    notes.add(t.ref() + "." + c.name() + ": identity column"
+                            + (c.identity().equals("a") ? ", GENERATED BY DEFAULT on the target while following (the stream"
+                            + " writes its values), GENERATED ALWAYS again at cutover" : ""));
+                }
+                if (!c.generated().isEmpty()) {
+                    notes.add(t.ref() + "." + c.name() + ": generated column, computed by the target (not copied)");
+                }
+            }
+            int later = t.indexes().size() + t.of('u').size() + t.of('f').size() + t.of('x').size();
+            if (later > 0) {
+                notes.add(t.ref() + ": " + later + " secondary index(es) and unique, exclusion or foreign-key constraint(s)"
+                        + " created after the copy");
+            }
+        }
+        if (!bool(src, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")) {
+            notes.add("cutover fences writes with ALTER DATABASE ... SET default_transaction_read_only and pg_terminate_backend:"
+                    + " source role " + srcUser + " must own the database and be a member of pg_signal_backend");
+        }
+        return new Result(new Plan(copy, notes, cannot, problems), List.copyOf(tables), sequences);
+    }
+
+    static String one(Connection c, String sql) throws SQLException {
+        String v = oneOrNull(c, sql);
+        if (v == null) {
+            throw new SQLException("no value from: " + sql);
+        }
+        return v;
+    }
+
+    static String oneOrNull(Connection c, String sql) throws SQLException {
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+            return rs.next() ? rs.getString(1) : null;
+        }
+    }
+
+    static boolean bool(Connection c, String sql) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql); ResultSet rs = ps.executeQuery()) {
+            return rs.next() && rs.getBoolean(1);
+        }
+    }
+
+}

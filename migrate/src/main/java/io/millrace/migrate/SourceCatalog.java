@@ -1,0 +1,218 @@
+package io.millrace.migrate;
+
+import io.millrace.core.schema.Ident;
+import io.millrace.core.schema.TableRef;
+
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * What a migration reads of the source catalog: the captured tables with their columns (exact types by
+ * {@code format_type}), defaults, constraints, indexes, and the sequences their defaults use. Read once, by one thread;
+ * nothing in it changes afterwards. No {@code pg_dump}: every definition comes from the catalog functions
+ * ({@code pg_get_expr}, {@code pg_get_constraintdef}, {@code pg_get_indexdef}), so it works across major versions.
+ */
+final class SourceCatalog {
+
+    /** One column, in attribute order. {@code identity} is {@code a}, {@code d} or empty; {@code generated} {@code s} or empty. */
+    record Column(String name, String type, boolean notNull, String defaultExpr, String identity, String generated,
+                  String collation) {
+    }
+
+    /** A constraint: its name, {@code contype} (p, u, f, c, x) and {@code pg_get_constraintdef}. */
+    record Constraint(String name, char type, String definition) {
+    }
+
+    /** A sequence one of the tables' defaults or identity columns uses. {@code identity}: made by an identity column. */
+    record Sequence(TableRef ref, String dataType, long start, long min, long max, long increment, long cache, boolean cycle,
+                    boolean identity, TableRef ownerTable, String ownerColumn) {
+    }
+
+    /**
+     * One table.
+     *
+     * @param key             the primary key's columns in key order; empty when it has none
+     * @param replicaIdentity {@code relreplident}: d (default: the primary key), f (full), i (an index), n (nothing)
+     * @param indexes         {@code pg_get_indexdef} of each index that backs no constraint
+     */
+    record Table(long oid, TableRef ref, boolean unlogged, char replicaIdentity, List<Column> columns, List<String> key,
+                 List<String> keyTypes, List<Constraint> constraints, List<String> indexes, long bytes) {
+
+        boolean hasKey() {
+            return !key.isEmpty();
+        }
+
+        List<Constraint> of(char type) {
+            return constraints.stream().filter(c -> c.type() == type).toList();
+        }
+    }
+
+    private SourceCatalog() {
+    }
+
+    /** The tables of {@code patterns} (every user table when empty), regular ones; partitioned ones are in {@code skipped}. */
+    static List<Table> tables(Connection c, List<TableRef> patterns, List<TableRef> exclude, List<String> skipped) throws SQLException {
+        List<Table> out = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement("SELECT c.oid, n.nspname, c.relname, c.relkind, c.relpersistence,"
+                + " c.relreplident, pg_total_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                + " WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'millrace')"
+                + " AND n.nspname NOT LIKE 'pg_toast%' AND n.nspname NOT LIKE 'pg_temp%' AND c.relpersistence <> 't'"
+                + " ORDER BY n.nspname, c.relname")) {
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    TableRef ref = new TableRef(rs.getString(2), rs.getString(3));
+                    if (!patterns.isEmpty() && patterns.stream().noneMatch(p -> TableRef.matches(p, ref))) {
+                        continue;
+                    }
+                    if (exclude.stream().anyMatch(p -> TableRef.matches(p, ref))) {
+                        continue;
+                    }
+                    if (rs.getString(4).equals("p")) {
+                        skipped.add(ref + ": a partitioned table (not migrated by this version: create it on the target by hand"
+                                + " and migrate its partitions)");
+                        continue;
+                    }
+                    out.add(new Table(rs.getLong(1), ref, rs.getString(5).equals("u"), rs.getString(6).charAt(0),
+                            null, null, null, null, null, rs.getLong(7)));
+                }
+            }
+        }
+        List<Table> full = new ArrayList<>();
+        for (Table t : out) {
+            full.add(read(c, t));
+        }
+        return full;
+    }
+
+    private static Table read(Connection c, Table t) throws SQLException {
+        List<Column> columns = new ArrayList<>();
+        boolean v12 = c.getMetaData().getDatabaseMajorVersion() >= 12;
+        try (PreparedStatement ps = c.prepareStatement("SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,"
+                + " pg_get_expr(d.adbin, d.adrelid), a.attidentity, " + (v12 ? "a.attgenerated" : "''") + ","
+                + " CASE WHEN a.attcollation <> 0 AND a.attcollation <> t.typcollation"
+                + " THEN (SELECT quote_ident(cn.nspname) || '.' || quote_ident(co.collname) FROM pg_collation co"
+                + " JOIN pg_namespace cn ON cn.oid = co.collnamespace WHERE co.oid = a.attcollation) END"
+                + " FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid"
+                + " LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum"
+                + " WHERE a.attrelid = ? AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum")) {
+            ps.setLong(1, t.oid());
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    columns.add(new Column(rs.getString(1), rs.getString(2), rs.getBoolean(3), rs.getString(4), rs.getString(5),
+                            rs.getString(6), rs.getString(7)));
+                }
+            }
+        }
+        List<String> key = new ArrayList<>();
+        List<String> keyTypes = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement("SELECT a.attname, format_type(a.atttypid, a.atttypmod)"
+                + " FROM pg_index i CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)"
+                + " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum"
+                + " WHERE i.indrelid = ? AND i.indisprimary ORDER BY k.n")) {
+            ps.setLong(1, t.oid());
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    key.add(rs.getString(1));
+                    keyTypes.add(rs.getString(2));
+                }
+            }
+        }
+        List<Constraint> constraints = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement("SELECT conname, contype, pg_get_constraintdef(oid) FROM pg_constraint"
+                + " WHERE conrelid = ? AND contype IN ('p', 'u', 'f', 'c', 'x') ORDER BY contype, conname")) {
+            ps.setLong(1, t.oid());
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    constraints.add(new Constraint(rs.getString(1), rs.getString(2).charAt(0), rs.getString(3)));
+                }
+            }
+        }
+        List<String> indexes = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_get_indexdef(i.indexrelid) FROM pg_index i"
+                + " WHERE i.indrelid = ? AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid"
+                + " AND k.conrelid = i.indrelid) ORDER BY i.indexrelid")) {
+            ps.setLong(1, t.oid());
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    indexes.add(rs.getString(1));
+                }
+            }
+        }
+        return new Table(t.oid(), t.ref(), t.unlogged(), t.replicaIdentity(), List.copyOf(columns), List.copyOf(key),
+                List.copyOf(keyTypes), List.copyOf(constraints), List.copyOf(indexes), t.bytes());
+    }
+
+    /**
+     * The sequences the tables use: those their column defaults call ({@code nextval}), those they own (serial) and those
+     * of their identity columns. Read from {@code pg_depend}, so a sequence is found however its default is spelt.
+     */
+    static List<Sequence> sequences(Connection c, List<Table> tables) throws SQLException {
+        Map<Long, Sequence> out = new LinkedHashMap<>();
+        Long[] oids = tables.stream().map(Table::oid).toArray(Long[]::new);
+        Array arr = c.createArrayOf("oid", oids);
+        try (PreparedStatement ps = c.prepareStatement("WITH used AS ("
+                + " SELECT d.refobjid AS seq FROM pg_depend d JOIN pg_attrdef ad ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid"
+                + " WHERE d.refclassid = 'pg_class'::regclass AND ad.adrelid = ANY (?)"
+                + " UNION SELECT d.objid FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass"
+                + " AND d.deptype IN ('a', 'i') AND d.refobjid = ANY (?))"
+                + " SELECT n.nspname, s.relname, format_type(q.seqtypid, NULL), q.seqstart, q.seqmin, q.seqmax, q.seqincrement,"
+                + " q.seqcache, q.seqcycle,"
+                + " EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = s.oid AND d.classid = 'pg_class'::regclass AND d.deptype = 'i'),"
+                + " (SELECT tn.nspname FROM pg_depend d JOIN pg_class t ON t.oid = d.refobjid JOIN pg_namespace tn ON tn.oid = t.relnamespace"
+                + "   WHERE d.objid = s.oid AND d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass"
+                + "   AND d.deptype IN ('a', 'i') LIMIT 1),"
+                + " (SELECT t.relname FROM pg_depend d JOIN pg_class t ON t.oid = d.refobjid"
+                + "   WHERE d.objid = s.oid AND d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass"
+                + "   AND d.deptype IN ('a', 'i') LIMIT 1),"
+                + " (SELECT a.attname FROM pg_depend d JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid"
+                + "   WHERE d.objid = s.oid AND d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass"
+                + "   AND d.deptype IN ('a', 'i') LIMIT 1), s.oid"
+                + " FROM used u JOIN pg_class s ON s.oid = u.seq AND s.relkind = 'S' JOIN pg_namespace n ON n.oid = s.relnamespace"
+                + " JOIN pg_sequence q ON q.seqrelid = s.oid ORDER BY n.nspname, s.relname")) {
+            ps.setArray(1, arr);
+            ps.setArray(2, arr);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    TableRef owner = rs.getString(11) == null ? null : new TableRef(rs.getString(11), rs.getString(12));
+                    out.put(rs.getLong(14), new Sequence(new TableRef(rs.getString(1), rs.getString(2)), rs.getString(3), rs.getLong(4),
+                            rs.getLong(5), rs.getLong(6), rs.getLong(7), rs.getLong(8), rs.getBoolean(9), rs.getBoolean(10), owner,
+                            rs.getString(13)));
+                }
+            }
+        }
+        return List.copyOf(out.values());
+    }
+
+    /** The extensions the tables' column types belong to (e.g. {@code citext}, {@code hstore}), by name. */
+    static List<String> extensions(Connection c, List<Table> tables) throws SQLException {
+        List<String> out = new ArrayList<>();
+        Long[] oids = tables.stream().map(Table::oid).toArray(Long[]::new);
+        try (PreparedStatement ps = c.prepareStatement("SELECT DISTINCT e.extname FROM pg_attribute a"
+                + " JOIN pg_type t ON t.oid = CASE WHEN (SELECT typelem FROM pg_type WHERE oid = a.atttypid) <> 0"
+                + "   AND (SELECT typcategory FROM pg_type WHERE oid = a.atttypid) = 'A'"
+                + "   THEN (SELECT typelem FROM pg_type WHERE oid = a.atttypid) ELSE a.atttypid END"
+                + " JOIN pg_depend d ON d.classid = 'pg_type'::regclass AND d.objid = t.oid AND d.deptype = 'e'"
+                + " JOIN pg_extension e ON e.oid = d.refobjid"
+                + " WHERE a.attrelid = ANY (?) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY 1")) {
+            ps.setArray(1, c.createArrayOf("oid", oids));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.add(rs.getString(1));
+                }
+            }
+        }
+        return out;
+    }
+
+    /** {@code "a", "b"} */
+    static String quoteAll(List<String> names) {
+        return String.join(", ", names.stream().map(Ident::quote).toList());
+    }
+}

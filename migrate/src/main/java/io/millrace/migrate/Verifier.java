@@ -1,0 +1,385 @@
+package io.millrace.migrate;
+
+import io.millrace.core.Lsn;
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.schema.Ident;
+import io.millrace.migrate.SourceCatalog.Column;
+import io.millrace.migrate.SourceCatalog.Table;
+import io.millrace.migrate.VerifyReport.Divergence;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * Online verification by keyset chunks.
+ *
+ * <p><b>Position.</b> A pass reads the source in one REPEATABLE READ transaction whose first statement reads
+ * {@code pg_current_wal_insert_lsn()}: the snapshot is taken as that statement starts, so every transaction it sees
+ * committed before that position {@code P}. The target is read once its durable checkpoint (the sink's
+ * {@code flush_lsn}, read in the same target snapshot as the rows) is at or past {@code P}: it then holds everything
+ * the source snapshot holds, plus whatever committed after {@code P}. So a chunk can differ only because it really
+ * diverged or because it changed after {@code P} ("in flux").
+ *
+ * <p><b>Re-check.</b> A chunk that differs is compared again row by row, in new rounds (a new source snapshot, the target
+ * caught up past it again); a key is divergent only when it differs in every round. A key the load keeps changing
+ * converges as soon as one round finds it equal. INV: COVER — chunks tile the key space (first open below, last open
+ * above), so every row is in exactly one chunk.
+ *
+ * <p><b>Repair.</b> A divergent chunk is copied again while the target follows: in one target transaction with
+ * {@code session_replication_role = replica}, the table is locked against the sink's writes (SHARE ROW EXCLUSIVE), the
+ * chunk's rows are read from the source as committed now, the target's rows of that key range are deleted and the
+ * source's inserted. A change committed after the read reaches the target after the lock is released, and a change
+ * committed before it but not yet applied carries a row no newer than the one copied; the stream's later changes
+ * bring it forward, so nothing is lost.
+ *
+ * <p>Threads: one caller at a time.
+ */
+final class Verifier {
+    private static final Logger LOG = LoggerFactory.getLogger(Verifier.class);
+
+    /** One chunk: key bounds as text, {@code null} for open (below / above). Covers {@code lo < key <= hi}. */
+    record Chunk(List<String> lo, List<String> hi) {
+    }
+
+    private final Endpoints ends;
+    private final String checkpointSql;
+    private final int chunkRows;
+    private final int rounds;
+    private final Duration catchUpTimeout;
+
+    Verifier(Endpoints ends, int chunkRows, int rounds, Duration catchUpTimeout) {
+        this.ends = ends;
+        this.checkpointSql = "SELECT checkpoint->>'flush_lsn' FROM " + Ident.qualified(ends.target.stateSchema(), "checkpoints")
+                + " WHERE destination = " + Ident.literal(ends.target.name());
+        this.chunkRows = chunkRows;
+        this.rounds = rounds;
+        this.catchUpTimeout = catchUpTimeout;
+    }
+
+    VerifyReport run(List<Table> tables, boolean repair) throws SQLException, InterruptedException {
+        long started = System.nanoTime();
+        List<Divergence> divergent = new ArrayList<>();
+        List<String> skipped = new ArrayList<>();
+        long chunks = 0;
+        long rows = 0;
+        long rechecked = 0;
+        try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
+            for (Table t : tables) {
+                if (!t.hasKey()) {
+                    skipped.add(t.ref() + " (no primary key)");
+                    continue;
+                }
+                Pass p = pass(src, tgt, t);
+                chunks += p.chunks.size();
+                rows += p.rows;
+                for (Chunk c : p.differing) {
+                    rechecked++;
+                    Set<String> keys = recheck(src, tgt, t, c);
+                    if (!keys.isEmpty()) {
+                        divergent.add(new Divergence(t.ref().toString(), c.lo(), c.hi(), keys.size(),
+                                List.copyOf(keys).subList(0, Math.min(10, keys.size())), false));
+                    }
+                }
+            }
+            if (repair && !divergent.isEmpty()) {
+                List<Divergence> repaired = new ArrayList<>();
+                try (Connection rt = ends.target(true)) {
+                    for (Divergence d : divergent) {
+                        Table t = tables.stream().filter(x -> x.ref().toString().equals(d.table())).findFirst().orElseThrow();
+                        copyChunk(src, rt, t, new Chunk(d.from(), d.to()));
+                        repaired.add(new Divergence(d.table(), d.from(), d.to(), d.keys(), d.sample(), true));
+                    }
+                }
+                divergent = repaired;
+            }
+        }
+        return new VerifyReport(chunks, rows, rechecked, divergent, skipped, Duration.ofNanos(System.nanoTime() - started));
+    }
+
+    /** The chunks of one pass and those that differed. */
+    private record Pass(List<Chunk> chunks, long rows, List<Chunk> differing) {
+    }
+
+    private Pass pass(Connection src, Connection tgt, Table t) throws SQLException, InterruptedException {
+        List<Chunk> chunks = new ArrayList<>();
+        List<String[]> srcHashes = new ArrayList<>();
+        Lsn p;
+        long rows = 0;
+        src.setAutoCommit(false);
+        try (Statement s = src.createStatement()) {
+            s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
+            p = lsn(src, "SELECT pg_current_wal_insert_lsn()");
+            List<String> lo = null;
+            while (true) {
+                List<String> hi = boundary(src, t, lo);
+                Chunk c = new Chunk(lo, hi);
+                chunks.add(c);
+                srcHashes.add(hash(src, t, c));
+                rows += Long.parseLong(srcHashes.get(srcHashes.size() - 1)[0]);
+                if (hi == null) {
+                    break;
+                }
+                lo = hi;
+            }
+        } finally {
+            src.commit();
+            src.setAutoCommit(true);
+        }
+        List<Chunk> differing = new ArrayList<>();
+        inTargetSnapshotPast(tgt, p, () -> {
+            for (int i = 0; i < chunks.size(); i++) {
+                if (!java.util.Arrays.equals(srcHashes.get(i), hash(tgt, t, chunks.get(i)))) {
+                    differing.add(chunks.get(i));
+                }
+            }
+        });
+        LOG.info("verify {}: {} chunk(s), {} row(s) at source position {}, {} differing", t.ref(), chunks.size(), rows, p, differing.size());
+        return new Pass(chunks, rows, differing);
+    }
+
+    /** The keys of {@code c} that differ in every one of {@link #rounds} rounds. */
+    private Set<String> recheck(Connection src, Connection tgt, Table t, Chunk c) throws SQLException, InterruptedException {
+        Set<String> suspects = null;
+        for (int r = 0; r < rounds; r++) {
+            if (r > 0) {
+                Thread.sleep(200);
+            }
+            Map<String, String> s;
+            Lsn p;
+            src.setAutoCommit(false);
+            try (Statement st = src.createStatement()) {
+                st.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
+                p = lsn(src, "SELECT pg_current_wal_insert_lsn()");
+                s = rowHashes(src, t, c);
+            } finally {
+                src.commit();
+                src.setAutoCommit(true);
+            }
+            Map<String, String> target = new LinkedHashMap<>();
+            inTargetSnapshotPast(tgt, p, () -> target.putAll(rowHashes(tgt, t, c)));
+            Set<String> differ = new TreeSet<>();
+            for (Map.Entry<String, String> e : s.entrySet()) {
+                if (!Objects.equals(e.getValue(), target.get(e.getKey()))) {
+                    differ.add(e.getKey());
+                }
+            }
+            for (String k : target.keySet()) {
+                if (!s.containsKey(k)) {
+                    differ.add(k);
+                }
+            }
+            if (suspects == null) {
+                suspects = differ;
+            } else {
+                suspects.retainAll(differ);
+            }
+            if (suspects.isEmpty()) {
+                break; // in flux: it changed after the snapshot, and one round found it equal
+            }
+        }
+        return suspects;
+    }
+
+    private interface SqlWork {
+        void run() throws SQLException;
+    }
+
+    /** Runs {@code work} in a target REPEATABLE READ transaction whose checkpoint is at or past {@code p}. */
+    private void inTargetSnapshotPast(Connection tgt, Lsn p, SqlWork work) throws SQLException, InterruptedException {
+        long deadline = System.nanoTime() + catchUpTimeout.toNanos();
+        while (true) {
+            tgt.setAutoCommit(false);
+            try (Statement s = tgt.createStatement()) {
+                s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
+                String at = Planner.oneOrNull(tgt, checkpointSql);
+                if (at != null && !p.isAfter(Lsn.parse(at))) {
+                    work.run();
+                    return;
+                }
+            } finally {
+                tgt.commit();
+                tgt.setAutoCommit(true);
+            }
+            if (System.nanoTime() > deadline) {
+                throw new MillraceException(Kind.SINK, "verify: the target's checkpoint (destination '" + ends.target.name()
+                        + "') did not reach source position " + p + " within " + catchUpTimeout.toSeconds() + " s. Is the"
+                        + " migration following ('millrace migrate run')?");
+            }
+            Thread.sleep(50);
+        }
+    }
+
+    private static Lsn lsn(Connection c, String sql) throws SQLException {
+        return Lsn.parse(Planner.one(c, sql));
+    }
+
+    /** The upper bound of the chunk after {@code lo}, or null when it is the last (open above). */
+    private List<String> boundary(Connection c, Table t, List<String> lo) throws SQLException {
+        // Ordered by the qualified columns: a bare name would order by the output column, the key's text.
+        StringBuilder sql = new StringBuilder("SELECT ");
+        for (int i = 0; i < t.key().size(); i++) {
+            sql.append(i == 0 ? "" : ", ").append("r.").append(Ident.quote(t.key().get(i))).append("::text");
+        }
+        sql.append(" FROM ").append(t.ref().sql()).append(" r").append(where(t, new Chunk(lo, null), "r"))
+                .append(" ORDER BY ").append(keyOf(t, "r")).append(" OFFSET ").append(chunkRows - 1).append(" LIMIT 1");
+        try (PreparedStatement ps = c.prepareStatement(sql.toString())) {
+            if (lo != null) {
+                bind(ps, 1, lo);
+            }
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    return null; // INV: COVER — the last chunk is open above
+                }
+                List<String> hi = new ArrayList<>();
+                for (int i = 1; i <= t.key().size(); i++) {
+                    hi.add(rs.getString(i));
+                }
+                return hi;
+            }
+        }
+    }
+
+    /** {@code [row count, md5 of the rows' md5s in key order]} of a chunk. */
+    private static String[] hash(Connection c, Table t, Chunk ch) throws SQLException {
+        String sql = "SELECT count(*), md5(string_agg(md5(r::text), '' ORDER BY " + keyOf(t, "r") + ")) FROM " + t.ref().sql()
+                + " r" + where(t, ch, "r");
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            bindRange(ps, ch);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return new String[] {rs.getString(1), rs.getString(2)};
+            }
+        }
+    }
+
+    /** Key text → md5 of the row, for one chunk. */
+    private static Map<String, String> rowHashes(Connection c, Table t, Chunk ch) throws SQLException {
+        Map<String, String> out = new LinkedHashMap<>();
+        StringBuilder key = new StringBuilder();
+        for (int i = 0; i < t.key().size(); i++) {
+            key.append(i == 0 ? "" : " || ',' || ").append("r.").append(Ident.quote(t.key().get(i))).append("::text");
+        }
+        String sql = "SELECT " + key + ", md5(r::text) FROM " + t.ref().sql() + " r" + where(t, ch, "r") + " ORDER BY " + keyOf(t, "r");
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            bindRange(ps, ch);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.put(rs.getString(1), rs.getString(2));
+                }
+            }
+        }
+        return out;
+    }
+
+    /** Copies a chunk from the source (as committed now) into the target, under a lock against the sink's writes. */
+    private static void copyChunk(Connection src, Connection tgt, Table t, Chunk ch) throws SQLException {
+        List<String> cols = new ArrayList<>();
+        for (Column c : t.columns()) {
+            if (c.generated().isEmpty()) {
+                cols.add(c.name());
+            }
+        }
+        StringBuilder fields = new StringBuilder();
+        for (String c : cols) {
+            fields.append(fields.length() == 0 ? "" : ", ").append("(x.v).").append(Ident.quote(c));
+        }
+        String insert = "INSERT INTO " + t.ref().sql() + " (" + SourceCatalog.quoteAll(cols) + ") OVERRIDING SYSTEM VALUE SELECT "
+                + fields + " FROM (SELECT CAST(? AS " + t.ref().sql() + ") AS v) x";
+        tgt.setAutoCommit(false);
+        try (Statement s = tgt.createStatement()) {
+            s.execute("LOCK TABLE " + t.ref().sql() + " IN SHARE ROW EXCLUSIVE MODE"); // the sink waits: nothing applied in between
+            List<String> rows = new ArrayList<>();
+            try (PreparedStatement ps = src.prepareStatement("SELECT r::text FROM " + t.ref().sql() + " r" + where(t, ch, "r"))) {
+                bindRange(ps, ch);
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        rows.add(rs.getString(1));
+                    }
+                }
+            }
+            int deleted;
+            try (PreparedStatement ps = tgt.prepareStatement("DELETE FROM " + t.ref().sql() + " r" + where(t, ch, "r"))) {
+                bindRange(ps, ch);
+                deleted = ps.executeUpdate();
+            }
+            try (PreparedStatement ps = tgt.prepareStatement(insert)) {
+                for (String r : rows) {
+                    ps.setString(1, r);
+                    ps.addBatch();
+                }
+                ps.executeBatch();
+            }
+            tgt.commit();
+            LOG.info("verify --repair {}: key range {} .. {} copied again ({} row(s) replaced by {})", t.ref(), bound(ch.lo()),
+                    bound(ch.hi()), deleted, rows.size());
+        } catch (SQLException e) {
+            tgt.rollback();
+            throw e;
+        } finally {
+            tgt.setAutoCommit(true);
+        }
+    }
+
+    private static String keyOf(Table t, String alias) {
+        List<String> k = new ArrayList<>();
+        for (String c : t.key()) {
+            k.add(alias + "." + Ident.quote(c));
+        }
+        return String.join(", ", k);
+    }
+
+    private static String params(Table t) {
+        List<String> p = new ArrayList<>();
+        for (String type : t.keyTypes()) {
+            p.add("CAST(? AS " + type + ")");
+        }
+        return String.join(", ", p);
+    }
+
+    private static String where(Table t, Chunk ch, String alias) {
+        List<String> w = new ArrayList<>();
+        if (ch.lo() != null) {
+            w.add("(" + keyOf(t, alias) + ") > (" + params(t) + ")");
+        }
+        if (ch.hi() != null) {
+            w.add("(" + keyOf(t, alias) + ") <= (" + params(t) + ")");
+        }
+        return w.isEmpty() ? "" : " WHERE " + String.join(" AND ", w);
+    }
+
+    private static void bindRange(PreparedStatement ps, Chunk ch) throws SQLException {
+        int i = 1;
+        if (ch.lo() != null) {
+            i = bind(ps, i, ch.lo());
+        }
+        if (ch.hi() != null) {
+            bind(ps, i, ch.hi());
+        }
+    }
+
+    private static int bind(PreparedStatement ps, int at, List<String> values) throws SQLException {
+        for (String v : values) {
+            ps.setString(at++, v);
+        }
+        return at;
+    }
+
+    /** A bound for people: {@code (a, b)}, or {@code null} for open. */
+    static String bound(List<String> values) {
+        return values == null ? null : "(" + String.join(", ", values) + ")";
+    }
+}

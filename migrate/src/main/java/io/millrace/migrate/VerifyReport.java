@@ -1,0 +1,66 @@
+package io.millrace.migrate;
+
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * What {@link Migration#verify} found.
+ *
+ * @param chunks    keyset chunks compared
+ * @param rows      rows the source snapshot held in them
+ * @param rechecked chunks that differed at first and were compared again, row by row
+ * @param divergent chunks whose rows still differed in every re-check round (none: source and target agree)
+ * @param skipped   tables not compared, with the reason
+ * @param took      how long the pass took
+ */
+public record VerifyReport(long chunks, long rows, long rechecked, List<Divergence> divergent, List<String> skipped, Duration took) {
+
+    public VerifyReport {
+        divergent = List.copyOf(divergent);
+        skipped = List.copyOf(skipped);
+    }
+
+    /**
+     * A chunk that differs: the rows of {@code table} whose key is above {@code from} and at most {@code to}.
+     *
+     * @param table    {@code schema.table}
+     * @param from     the key (its columns' text) the chunk starts after; null: open below
+     * @param to       the last key of the chunk; null: open above
+     * @param keys     how many keys differ (a row missing on either side, or with other values)
+     * @param sample   up to 10 of them, key columns joined by commas
+     * @param repaired whether {@code --repair} copied the chunk again
+     */
+    public record Divergence(String table, List<String> from, List<String> to, int keys, List<String> sample, boolean repaired) {
+        public Divergence {
+            from = from == null ? null : List.copyOf(from);
+            to = to == null ? null : List.copyOf(to);
+            sample = List.copyOf(sample);
+        }
+
+        /** {@code public.orders key (100) .. (200]: 1 key(s) differ, e.g. 150} */
+        @Override
+        public String toString() {
+            return table + " key range " + (from == null ? "(-inf" : "(" + String.join(", ", from)) + " .. "
+                    + (to == null ? "+inf)" : String.join(", ", to) + "]") + ": " + keys + " key(s) differ, e.g. "
+                    + String.join("; ", sample) + (repaired ? " (repaired: copied again)" : "");
+        }
+    }
+
+    /** Whether every compared chunk matched (or was repaired). */
+    public boolean equal() {
+        return divergent.stream().allMatch(Divergence::repaired);
+    }
+
+    /** For the terminal. */
+    public String render() {
+        StringBuilder b = new StringBuilder("verify: " + chunks + " chunk(s), " + rows + " row(s), " + rechecked
+                + " re-checked, " + divergent.size() + " divergent, in " + took.toMillis() + " ms\n");
+        for (Divergence d : divergent) {
+            b.append("  DIVERGENT ").append(d).append('\n');
+        }
+        for (String s : skipped) {
+            b.append("  not compared: ").append(s).append('\n');
+        }
+        return b.toString();
+    }
+}

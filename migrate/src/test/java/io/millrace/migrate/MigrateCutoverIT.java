@@ -1,0 +1,107 @@
+package io.millrace.migrate;
+
+import io.millrace.api.Millrace;
+import io.millrace.core.MillraceException;
+import org.junit.jupiter.api.Test;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.Set;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * {@code migrate cutover} under a write load (own load generator: multi-statement transactions, sequences, identity,
+ * foreign keys): afterwards every table is equal (row hashes), every target sequence is past the source's, indexes and
+ * constraints are valid, identity columns are ALWAYS again, no transaction whose COMMIT returned before the fence is
+ * missing, the source refuses writes and the state says CUT_OVER. And an interrupted cutover leaves a named state that
+ * {@code migrate abort} undoes, unfencing the source.
+ */
+class MigrateCutoverIT extends TwoServers {
+    static final String[] TABLES = {"shop.customer", "shop.orders", "shop.invoice", "shop.ledger"};
+
+    @Test
+    void cutsOverUnderLoadWithNothingLostAndSequencesAhead() throws Exception {
+        String db = "cut1";
+        Migration m = shop(db, WriteLoad.LEDGER);
+        CutoverReport report;
+        WriteLoad load;
+        try (Millrace following = m.follow(Duration.ofSeconds(30))) {
+            load = new WriteLoad(src, db, 3, 1);
+            try (load) {
+                load.awaitCommitted(1500);
+                report = m.cutover(1 << 20, Duration.ofSeconds(30));
+                System.out.println(report.render() + "transactions committed by the load: " + load.committed.size()
+                        + ", failed (fence): " + load.failures.get());
+                Thread.sleep(300); // the writers keep trying against the fenced source
+            }
+            assertThat(load.failures.get()).isPositive();
+        }
+        assertThat(report.writeUnavailable()).isLessThan(Duration.ofSeconds(5));
+        assertThat(report.sessionsEnded()).isGreaterThanOrEqualTo(3);
+        for (String t : TABLES) {
+            assertThat(MigrateFollowIT.rows(tgt, db, t)).as(t).isEqualTo(MigrateFollowIT.rows(src, db, t));
+        }
+        // INV: FENCE — every transaction whose COMMIT returned is on the target.
+        Set<Long> onTarget = new HashSet<>();
+        try (Connection c = tgt.connect(db); Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT id FROM shop.ledger")) {
+            while (rs.next()) {
+                onTarget.add(rs.getLong(1));
+            }
+        }
+        assertThat(onTarget).containsAll(load.committed);
+        // Sequences past the source's last value: the next value on the target is new.
+        for (String seq : new String[] {"shop.customer_id_seq", "shop.orders_id_seq", "shop.invoice_no", "shop.ledger_id_seq"}) {
+            long srcLast = Servers.count(src, db, "SELECT last_value FROM " + seq);
+            long next = Servers.count(tgt, db, "SELECT nextval('" + seq + "')");
+            assertThat(next).as(seq).isGreaterThan(srcLast);
+        }
+        assertThat(Servers.count(tgt, db, "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid"
+                + " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'shop' AND NOT (i.indisvalid AND i.indisready)")).isZero();
+        assertThat(Servers.count(tgt, db, "SELECT count(*) FROM pg_constraint k JOIN pg_namespace n ON n.oid = k.connamespace"
+                + " WHERE n.nspname = 'shop' AND NOT k.convalidated")).isZero();
+        assertThat(Servers.count(tgt, db, "SELECT count(*) FROM pg_constraint k JOIN pg_namespace n ON n.oid = k.connamespace"
+                + " WHERE n.nspname = 'shop' AND k.contype = 'f'")).isEqualTo(3);
+        assertThat(Servers.text(tgt, db, "SELECT attidentity FROM pg_attribute WHERE attrelid = 'shop.orders'::regclass"
+                + " AND attname = 'id'")).isEqualTo("a");
+        // The target takes the application's writes: identity and sequences go on from past the source's values.
+        tgt.execute(db, "INSERT INTO shop.customer (email) VALUES ('after@cutover')",
+                "INSERT INTO shop.orders (customer, qty, price) SELECT id, 1, 1 FROM shop.customer WHERE email = 'after@cutover'");
+        // The source is fenced: a new session cannot write.
+        assertThatThrownBy(() -> src.execute(db, "INSERT INTO shop.customer (email) VALUES ('late@source')"))
+                .hasMessageContaining("read-only transaction");
+        Migration.MigrationStatus st = m.status();
+        assertThat(st.state()).isEqualTo(MigrationState.CUT_OVER);
+        assertThat(st.fenced()).isTrue();
+        assertThat(st.steps()).hasSize(5).anyMatch(s -> s.contains("CUT_OVER: fence ") && s.contains("write-unavailable"));
+        assertThatThrownBy(m::abort).isInstanceOf(MillraceException.class).hasMessageContaining("cut over");
+        src.execute("postgres", "ALTER DATABASE " + db + " RESET default_transaction_read_only");
+    }
+
+    @Test
+    void anInterruptedCutoverIsNamedAndAbortUnfencesTheSource() throws Exception {
+        String db = "cut2";
+        Migration m = shop(db);
+        try (Millrace following = m.follow(Duration.ofSeconds(30))) {
+            assertThat(m.status().state()).isEqualTo(MigrationState.FOLLOWING);
+        }
+        // Nothing follows now, so the fence marker never reaches the target: the cutover gives up, fenced, and says so.
+        assertThatThrownBy(() -> m.cutover(Long.MAX_VALUE, Duration.ofSeconds(2))).isInstanceOf(MillraceException.class)
+                .hasMessageContaining("the source stays fenced (state FENCING)").hasMessageContaining("migrate abort");
+        Migration.MigrationStatus st = m.status();
+        assertThat(st.state()).isEqualTo(MigrationState.FENCING);
+        assertThat(st.fenced()).isTrue();
+        assertThat(st.render()).contains("source FENCED").contains("'millrace migrate abort' unfences the source");
+        assertThatThrownBy(() -> src.execute(db, "INSERT INTO shop.customer (email) VALUES ('x@fenced')"))
+                .hasMessageContaining("read-only transaction");
+
+        Migration.MigrationStatus aborted = m.abort();
+        assertThat(aborted.state()).isEqualTo(MigrationState.ABORTED);
+        assertThat(aborted.fenced()).isFalse();
+        src.execute(db, "INSERT INTO shop.customer (email) VALUES ('x@unfenced')");
+    }
+}

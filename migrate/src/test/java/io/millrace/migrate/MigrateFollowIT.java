@@ -1,0 +1,91 @@
+package io.millrace.migrate;
+
+import io.millrace.api.Millrace;
+import io.millrace.embedded.EmbeddedPg;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Schema, copy and follow on real servers: the target's tables are made from the source catalog (exact types, defaults,
+ * NOT NULL, CHECK, keys, sequences, identity and generated columns before the copy; indexes, unique and foreign-key
+ * constraints after it, validated), the rows are copied, later changes follow, and the sink applies with
+ * {@code session_replication_role = replica} (a target trigger that would refuse every row does not fire).
+ */
+class MigrateFollowIT extends TwoServers {
+
+    static final String[] SCHEMA = {
+            "CREATE SCHEMA shop",
+            "CREATE TABLE shop.customer (id serial PRIMARY KEY, email varchar(80) NOT NULL UNIQUE, created timestamptz(3) NOT NULL"
+                    + " DEFAULT now(), score numeric(10,2) DEFAULT 0 CHECK (score >= 0), tags text[], meta jsonb, blob bytea)",
+            "CREATE TABLE shop.orders (id bigint GENERATED ALWAYS AS IDENTITY (START WITH 1000 INCREMENT BY 5) PRIMARY KEY,"
+                    + " customer int NOT NULL REFERENCES shop.customer (id), qty int NOT NULL CHECK (qty > 0), price numeric(12,3),"
+                    + " total numeric GENERATED ALWAYS AS (qty * price) STORED, note \"char\", at date)",
+            "CREATE INDEX orders_customer ON shop.orders (customer, at DESC)",
+            "CREATE SEQUENCE shop.invoice_no AS integer START 7 INCREMENT 3",
+            "CREATE TABLE shop.invoice (no int PRIMARY KEY DEFAULT nextval('shop.invoice_no'), order_id bigint REFERENCES shop.orders,"
+                    + " k1 int, k2 text, UNIQUE (k1, k2))",
+            "INSERT INTO shop.customer (email, score, tags, meta, blob) SELECT 'c' || i || '@x', i / 7.0, ARRAY['a', 'b' || i],"
+                    + " jsonb_build_object('i', i), decode(md5(i::text), 'hex') FROM generate_series(1, 500) i",
+            "INSERT INTO shop.orders (customer, qty, price, note, at) SELECT 1 + i % 500, 1 + i % 9, i * 1.5, 'x', date '2024-01-01' + i"
+                    + " FROM generate_series(1, 2000) i",
+            "INSERT INTO shop.invoice (order_id, k1, k2) SELECT 1000 + 5 * i, i, 'k' FROM generate_series(0, 99) i",
+    };
+
+    /** Columns with their exact types, defaults, NOT NULL, identity and generation, table by table. */
+    static final String COLUMNS = "SELECT string_agg(format('%s.%s %s %s %s %s %s', c.relname, a.attname, format_type(a.atttypid,"
+            + " a.atttypmod), a.attnotnull, coalesce(pg_get_expr(d.adbin, d.adrelid), ''), a.attidentity, a.attgenerated), E'\\n'"
+            + " ORDER BY c.relname, a.attnum) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n"
+            + " ON n.oid = c.relnamespace LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum"
+            + " WHERE n.nspname = 'shop' AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped";
+    static final String CONSTRAINTS = "SELECT string_agg(format('%s %s %s %s', c.relname, k.conname, pg_get_constraintdef(k.oid),"
+            + " k.convalidated), E'\\n' ORDER BY c.relname, k.conname) FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid"
+            + " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'shop'";
+    static final String INDEXES = "SELECT string_agg(pg_get_indexdef(i.indexrelid) || ' ' || i.indisvalid, E'\\n'"
+            + " ORDER BY pg_get_indexdef(i.indexrelid))"
+            + " FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'shop'";
+    static final String SEQUENCES = "SELECT string_agg(format('%s %s %s %s %s %s', sequencename, data_type, start_value, increment_by,"
+            + " min_value, max_value), E'\\n' ORDER BY sequencename) FROM pg_sequences WHERE schemaname = 'shop'";
+
+    static String rows(EmbeddedPg pg, String db, String table) throws Exception {
+        return Servers.text(pg, db, "SELECT count(*) || ' ' || coalesce(md5(string_agg(md5(t::text), '' ORDER BY t)), '') FROM ("
+                + "SELECT r::text AS t FROM " + table + " r) s");
+    }
+
+    @Test
+    void theSchemaComesFromTheCatalogAndTheTargetFollows() throws Exception {
+        String db = "follow1";
+        Migration m = shop(db);
+        assertThat(m.plan().ok()).as(m.plan().render()).isTrue();
+        try (Millrace following = m.follow(Duration.ofSeconds(30))) {
+            assertThat(m.status().state()).isEqualTo(MigrationState.FOLLOWING);
+            // Identity columns are BY DEFAULT while following: the only difference between the two catalogs.
+            assertThat(Servers.text(tgt, db, COLUMNS)).isEqualTo(Servers.text(src, db, COLUMNS).replace("orders.id bigint t  a ",
+                    "orders.id bigint t  d "));
+            assertThat(Servers.text(tgt, db, CONSTRAINTS)).isEqualTo(Servers.text(src, db, CONSTRAINTS));
+            assertThat(Servers.text(tgt, db, CONSTRAINTS)).contains("orders orders_customer_fkey FOREIGN KEY (customer)"
+                    + " REFERENCES shop.customer(id) t");
+            assertThat(Servers.text(tgt, db, INDEXES)).isEqualTo(Servers.text(src, db, INDEXES)).contains("orders_customer");
+            assertThat(Servers.text(tgt, db, SEQUENCES)).isEqualTo(Servers.text(src, db, SEQUENCES));
+            for (String t : new String[] {"shop.customer", "shop.orders", "shop.invoice"}) {
+                assertThat(rows(tgt, db, t)).as(t).isEqualTo(rows(src, db, t));
+            }
+            // The sink applies as a subscriber: a target trigger (not ENABLE ALWAYS) that refuses every row does not fire.
+            tgt.execute(db, "CREATE FUNCTION shop.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'fired'; END $$",
+                    "CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON shop.orders FOR EACH ROW EXECUTE FUNCTION shop.refuse()");
+            src.execute(db, "BEGIN; INSERT INTO shop.customer (email) VALUES ('new@x');"
+                    + " INSERT INTO shop.orders (customer, qty, price) SELECT id, 3, 2.5 FROM shop.customer WHERE email = 'new@x';"
+                    + " UPDATE shop.orders SET qty = qty + 1 WHERE id < 1100; DELETE FROM shop.invoice WHERE k1 < 10; COMMIT");
+            long deadline = System.nanoTime() + 20_000_000_000L;
+            while (!rows(tgt, db, "shop.orders").equals(rows(src, db, "shop.orders")) && System.nanoTime() < deadline) {
+                Thread.sleep(100);
+            }
+            for (String t : new String[] {"shop.customer", "shop.orders", "shop.invoice"}) {
+                assertThat(rows(tgt, db, t)).as(t).isEqualTo(rows(src, db, t));
+            }
+            assertThat(Servers.text(tgt, db, "SELECT total FROM shop.orders WHERE customer = 501")).isEqualTo("7.500");
+        }
+    }
+}

@@ -1,0 +1,157 @@
+package io.millrace.migrate;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.embedded.EmbeddedPg;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * {@code migrate plan} on real servers: a ready plan lists what it copies and what it cannot; each refusal (target not
+ * empty, target older than the source, an extension missing on the target, no privilege on the target, a table without
+ * key nor replica identity, wal_level) is a problem naming the fix with its exit code, and {@code follow} then writes
+ * nothing to either server.
+ */
+class MigratePlanIT extends TwoServers {
+    static int n;
+
+    /** A fresh pair of databases with the same name on both servers. */
+    static String fresh(String... sourceSql) {
+        String db = "plan" + (++n);
+        src.createDatabase(db);
+        tgt.createDatabase(db);
+        if (sourceSql.length > 0) {
+            src.execute(db, sourceSql);
+        }
+        return db;
+    }
+
+    @Test
+    void aReadyPlanListsWhatItCopiesAndWhatItCannot() {
+        String db = fresh("CREATE TABLE parent (id serial PRIMARY KEY, name text NOT NULL)",
+                "CREATE TABLE child (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, parent int REFERENCES parent,"
+                        + " qty int CHECK (qty > 0), twice int GENERATED ALWAYS AS (qty * 2) STORED)",
+                "CREATE INDEX child_parent ON child (parent)",
+                "CREATE UNLOGGED TABLE scratch (id int PRIMARY KEY)",
+                "SELECT lo_create(0)");
+        Plan p = Migration.of(Servers.source(src, db), Servers.target(tgt, db)).plan();
+        assertThat(p.ok()).as(p.render()).isTrue();
+        assertThat(p.copy()).hasSize(2).anyMatch(s -> s.startsWith("public.parent")).anyMatch(s -> s.startsWith("public.child"));
+        assertThat(p.cannot()).anyMatch(s -> s.contains("public.scratch") && s.contains("SET LOGGED"))
+                .anyMatch(s -> s.contains("large object") && s.contains("bytea"));
+        assertThat(String.join("\n", p.notes())).contains("public.parent_id_seq").contains("child_id_seq")
+                .contains("public.child.id: identity column").contains("public.child.twice: generated column")
+                .contains("created after the copy");
+    }
+
+    @Test
+    void aTargetThatHoldsTheTableIsRefusedAndNothingIsWritten() throws Exception {
+        String db = fresh("CREATE TABLE t (id int PRIMARY KEY)");
+        tgt.execute(db, "CREATE TABLE t (id int PRIMARY KEY)", "INSERT INTO t VALUES (1)");
+        Migration m = Migration.of(Servers.source(src, db), Servers.target(tgt, db));
+        Plan p = m.plan();
+        assertThat(p.problems()).singleElement().satisfies(x -> {
+            assertThat(x.kind()).isEqualTo(Kind.TARGET_SETUP);
+            assertThat(x.message()).contains("public.t").contains("not empty (1 rows)");
+            assertThat(x.fix()).contains("DROP TABLE \"public\".\"t\"");
+        });
+        assertThatThrownBy(() -> m.follow(Duration.ofSeconds(10))).isInstanceOf(MillraceException.class)
+                .satisfies(e -> assertThat(((MillraceException) e).kind().exitCode()).isEqualTo(11))
+                .hasMessageContaining("nothing was written");
+        nothingWritten(db);
+    }
+
+    @Test
+    void aMissingExtensionOnTheTargetIsRefusedWithTheFix() throws Exception {
+        String db = fresh("CREATE EXTENSION citext", "CREATE TABLE t (id int PRIMARY KEY, email citext)");
+        Migration m = Migration.of(Servers.source(src, db), Servers.target(tgt, db));
+        Plan p = m.plan();
+        assertThat(p.problems()).singleElement().satisfies(x -> {
+            assertThat(x.kind()).isEqualTo(Kind.TARGET_SETUP);
+            assertThat(x.message()).contains("extension citext");
+            assertThat(x.fix()).isEqualTo("CREATE EXTENSION \"citext\" in the target database");
+        });
+        assertThatThrownBy(() -> m.follow(Duration.ofSeconds(10))).hasMessageContaining("CREATE EXTENSION");
+        nothingWritten(db);
+        tgt.execute(db, "CREATE EXTENSION citext");
+        assertThat(m.plan().ok()).isTrue();
+    }
+
+    @Test
+    void aTargetRoleWithoutPrivilegesIsRefused() throws Exception {
+        String db = fresh("CREATE TABLE t (id int PRIMARY KEY)");
+        tgt.execute(db, "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'weak') THEN"
+                + " CREATE ROLE weak LOGIN PASSWORD 'weak-pw'; END IF; END $$");
+        var target = new io.millrace.sink.postgres.PostgresSinkConfig("target", tgt.jdbcUrl(db), "weak",
+                io.millrace.core.Secret.of("weak-pw"), null, null);
+        Migration m = Migration.of(Servers.source(src, db), target);
+        Plan p = m.plan();
+        assertThat(p.problems()).hasSize(2).allMatch(x -> x.kind() == Kind.PERMISSION);
+        assertThat(p.problems().get(0).fix()).isEqualTo("GRANT CREATE ON DATABASE \"" + db + "\" TO \"weak\" (and let it create the"
+                + " tables' schemas)");
+        assertThat(p.problems().get(1).fix()).isEqualTo("GRANT SET ON PARAMETER session_replication_role TO \"weak\"");
+        assertThatThrownBy(() -> m.follow(Duration.ofSeconds(10)))
+                .satisfies(e -> assertThat(((MillraceException) e).kind().exitCode()).isEqualTo(5));
+        nothingWritten(db);
+    }
+
+    @Test
+    void aTableWithoutKeyNorReplicaIdentityIsRefused() throws Exception {
+        String db = fresh("CREATE TABLE nokey (a int, b text)", "CREATE TABLE full_identity (a int)",
+                "ALTER TABLE full_identity REPLICA IDENTITY FULL");
+        Migration m = Migration.of(Servers.source(src, db), Servers.target(tgt, db));
+        Plan p = m.plan();
+        assertThat(p.problems()).singleElement().satisfies(x -> {
+            assertThat(x.kind()).isEqualTo(Kind.SOURCE_SETUP);
+            assertThat(x.message()).contains("public.nokey has no primary key and no replica identity");
+            assertThat(x.fix()).contains("ADD PRIMARY KEY").contains("REPLICA IDENTITY FULL");
+        });
+        assertThat(p.notes()).anyMatch(s -> s.startsWith("public.full_identity has no primary key"));
+        assertThatThrownBy(() -> m.follow(Duration.ofSeconds(10)))
+                .satisfies(e -> assertThat(((MillraceException) e).kind().exitCode()).isEqualTo(6));
+        nothingWritten(db);
+    }
+
+    @Test
+    void aTargetOlderThanTheSourceIsRefused() throws Exception {
+        try (EmbeddedPg old = EmbeddedPg.builder().major(14).start()) {
+            String db = fresh("CREATE TABLE t (id int PRIMARY KEY)");
+            old.createDatabase(db);
+            Migration m = Migration.of(Servers.source(src, db), Servers.target(old, db));
+            Plan p = m.plan();
+            assertThat(p.problems()).singleElement().satisfies(x -> {
+                assertThat(x.kind()).isEqualTo(Kind.TARGET_SETUP);
+                assertThat(x.message()).contains("PostgreSQL 14, older than the source's 17");
+            });
+            assertThatThrownBy(() -> m.follow(Duration.ofSeconds(10))).hasMessageContaining("older than the source");
+            assertThat(Servers.count(old, db, "SELECT count(*) FROM pg_namespace WHERE nspname IN ('millrace')")).isZero();
+            assertThat(Servers.count(old, db, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")).isZero();
+        }
+    }
+
+    @Test
+    void aSourceWithoutLogicalWalIsRefused() throws Exception {
+        try (EmbeddedPg plain = EmbeddedPg.builder().setting("wal_level", "replica").start()) {
+            plain.createDatabase("w");
+            plain.execute("w", "CREATE TABLE t (id int PRIMARY KEY)");
+            tgt.createDatabase("w");
+            Plan p = Migration.of(Servers.source(plain, "w"), Servers.target(tgt, "w")).plan();
+            assertThat(p.problems()).singleElement().satisfies(x -> {
+                assertThat(x.kind()).isEqualTo(Kind.SOURCE_SETUP);
+                assertThat(x.message()).contains("wal_level = replica");
+                assertThat(x.fix()).contains("ALTER SYSTEM SET wal_level = logical");
+            });
+        }
+    }
+
+    /** Neither server got anything: no table or state on the target, no slot or publication on the source. */
+    private static void nothingWritten(String db) throws Exception {
+        assertThat(Servers.count(tgt, db, "SELECT count(*) FROM pg_namespace WHERE nspname = 'millrace'")).isZero();
+        assertThat(Servers.count(src, db, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'mig_" + db + "'")).isZero();
+        assertThat(Servers.count(src, db, "SELECT count(*) FROM pg_publication")).isZero();
+    }
+}

@@ -1,0 +1,159 @@
+package io.millrace.source;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.schema.SchemaChange;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+
+/**
+ * The optional event trigger that tells the stream exactly what each DDL changed (issue 15), installed on request
+ * ({@code millrace setup CONFIG}, or by hand with {@link #sql()}).
+ *
+ * <p>pgoutput announces no DDL: a Relation message shows a table's new shape before its next change, with names and
+ * types but no attribute numbers, so a column renamed cannot be told from one dropped and another added. With the
+ * trigger, {@code ddl_command_end} writes, for every table a command changed, a transactional logical message
+ * ({@code pg_logical_emit_message(true, 'millrace.ddl', json)}, see {@link SchemaChange}) with the command tag, the
+ * table's oid and old and new names, its columns by attribute number with their names before and after, their types
+ * and, for a column added with a constant default, the value old rows take; {@code sql_drop} writes one for a table
+ * dropped. The message is part of the DDL's transaction, so it is decoded in order with the data (INV: ORDER) and only
+ * if the DDL committed.
+ *
+ * <p>To know the names before a change, the trigger keeps each table's column names after the last DDL it saw in
+ * {@code millrace.ddl_shape}, an unlogged table (never published, no WAL; emptied by a crash of the server, after
+ * which the first DDL of each table is read as without the trigger). The functions are {@code SECURITY DEFINER}, so a
+ * DDL by any role can write the message and that table.
+ *
+ * <p>PostgreSQL lets only a superuser create an event trigger: {@link #install} refuses another role naming that.
+ */
+public final class DdlTrigger {
+    /** The event triggers' names. */
+    public static final String COMMAND_END = "millrace_ddl_command_end";
+    public static final String SQL_DROP = "millrace_ddl_sql_drop";
+
+    private static final String SKIP = "nsp IN ('millrace', 'pg_catalog', 'information_schema') OR nsp LIKE 'pg\\_%'";
+
+    private DdlTrigger() {
+    }
+
+    /** The SQL that installs (or replaces) the trigger, to run as a superuser; idempotent. */
+    public static String sql() {
+        String prefix = "'" + SchemaChange.PREFIX + "'";
+        return """
+                CREATE SCHEMA IF NOT EXISTS millrace;
+                CREATE UNLOGGED TABLE IF NOT EXISTS millrace.ddl_shape (relid oid PRIMARY KEY, nspname text NOT NULL,
+                    relname text NOT NULL, columns jsonb NOT NULL);
+                CREATE OR REPLACE FUNCTION millrace.ddl_names(rel oid) RETURNS jsonb LANGUAGE sql STABLE
+                    SET search_path = pg_catalog, pg_temp AS $fn$
+                    SELECT coalesce(jsonb_object_agg(a.attnum::text, a.attname::text), '{}'::jsonb) FROM pg_attribute a
+                    WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped $fn$;
+                CREATE OR REPLACE FUNCTION millrace.ddl_command_end() RETURNS event_trigger LANGUAGE plpgsql SECURITY DEFINER
+                    SET search_path = pg_catalog, pg_temp AS $fn$
+                DECLARE
+                    rel oid; tag text; nsp text; rname text; cols jsonb; prev record;
+                BEGIN
+                    FOR rel, tag IN SELECT DISTINCT d.objid, d.command_tag FROM pg_event_trigger_ddl_commands() d
+                            WHERE d.classid = 'pg_class'::regclass AND d.object_type IN ('table', 'table column') LOOP
+                        SELECT n.nspname, c.relname INTO nsp, rname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                            WHERE c.oid = rel AND c.relkind IN ('r', 'p') AND c.relpersistence = 'p';
+                        IF NOT FOUND OR %s THEN
+                            CONTINUE;
+                        END IF;
+                        SELECT coalesce(jsonb_agg(jsonb_build_object('attnum', a.attnum, 'name', a.attname::text,
+                                'type', format_type(a.atttypid, a.atttypmod), 'not_null', a.attnotnull, 'missing', a.atthasmissing,
+                                'value', CASE WHEN a.atthasmissing THEN (a.attmissingval::text::text[])[1] END) ORDER BY a.attnum), '[]')
+                            INTO cols FROM pg_attribute a WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped;
+                        SELECT s.nspname, s.relname, s.columns INTO prev FROM millrace.ddl_shape s WHERE s.relid = rel;
+                        PERFORM pg_logical_emit_message(true, %s, jsonb_build_object('command', tag, 'oid', rel::bigint,
+                            'schema', nsp, 'table', rname, 'old_schema', prev.nspname, 'old_table', prev.relname,
+                            'before', prev.columns, 'columns', cols, 'dropped', false, 'ddl', current_query())::text);
+                        INSERT INTO millrace.ddl_shape VALUES (rel, nsp, rname, millrace.ddl_names(rel)) ON CONFLICT (relid)
+                            DO UPDATE SET nspname = EXCLUDED.nspname, relname = EXCLUDED.relname, columns = EXCLUDED.columns;
+                    END LOOP;
+                END $fn$;
+                CREATE OR REPLACE FUNCTION millrace.ddl_sql_drop() RETURNS event_trigger LANGUAGE plpgsql SECURITY DEFINER
+                    SET search_path = pg_catalog, pg_temp AS $fn$
+                DECLARE
+                    o record; nsp text;
+                BEGIN
+                    FOR o IN SELECT * FROM pg_event_trigger_dropped_objects() d
+                            WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'table' AND NOT d.is_temporary LOOP
+                        nsp := o.schema_name;
+                        IF %s THEN
+                            CONTINUE;
+                        END IF;
+                        PERFORM pg_logical_emit_message(true, %s, jsonb_build_object('command', tg_tag, 'oid', o.objid::bigint,
+                            'schema', o.schema_name, 'table', o.object_name, 'columns', '[]'::jsonb, 'dropped', true,
+                            'ddl', current_query())::text);
+                        DELETE FROM millrace.ddl_shape WHERE relid = o.objid;
+                    END LOOP;
+                END $fn$;
+                INSERT INTO millrace.ddl_shape SELECT c.oid, n.nspname, c.relname, millrace.ddl_names(c.oid)
+                    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                    WHERE c.relkind IN ('r', 'p') AND c.relpersistence = 'p'
+                    AND n.nspname NOT IN ('millrace', 'pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'
+                    ON CONFLICT (relid) DO UPDATE SET nspname = EXCLUDED.nspname, relname = EXCLUDED.relname, columns = EXCLUDED.columns;
+                DROP EVENT TRIGGER IF EXISTS %s;
+                CREATE EVENT TRIGGER %s ON ddl_command_end EXECUTE PROCEDURE millrace.ddl_command_end();
+                DROP EVENT TRIGGER IF EXISTS %s;
+                CREATE EVENT TRIGGER %s ON sql_drop EXECUTE PROCEDURE millrace.ddl_sql_drop();
+                """.formatted(SKIP, prefix, SKIP, prefix, COMMAND_END, COMMAND_END, SQL_DROP, SQL_DROP);
+    }
+
+    /** The SQL that removes the trigger and its table. */
+    public static String uninstallSql() {
+        return "DROP EVENT TRIGGER IF EXISTS " + COMMAND_END + "; DROP EVENT TRIGGER IF EXISTS " + SQL_DROP + ";"
+                + " DROP SCHEMA IF EXISTS millrace CASCADE;";
+    }
+
+    /**
+     * Installs the trigger on {@code c}'s database, in one transaction. Refuses (PERMISSION) when the role is not a
+     * superuser, and (SOURCE_SETUP) before PostgreSQL 11 ({@code attmissingval}).
+     */
+    public static void install(Connection c) {
+        try {
+            if (Catalog.serverVersion(c) < 110000) {
+                throw new MillraceException(Kind.SOURCE_SETUP, "the DDL event trigger needs PostgreSQL 11 or newer, this is "
+                        + Catalog.setting(c, "server_version") + ": schema changes are read from Relation messages");
+            }
+            try (PreparedStatement ps = c.prepareStatement("SELECT rolsuper FROM pg_roles WHERE rolname = current_user");
+                 ResultSet rs = ps.executeQuery()) {
+                if (!rs.next() || !rs.getBoolean(1)) {
+                    throw new MillraceException(Kind.PERMISSION, "installing the DDL event trigger needs a superuser (PostgreSQL lets"
+                            + " no other role, not even the owner of the tables or the database, create an event trigger); role '"
+                            + c.getMetaData().getUserName() + "' is not one. Fix: run 'millrace setup CONFIG' with source.user a"
+                            + " superuser, or run the SQL of 'millrace setup --print-sql CONFIG' as one");
+                }
+            }
+            boolean auto = c.getAutoCommit();
+            c.setAutoCommit(false);
+            try (Statement s = c.createStatement()) {
+                s.execute(sql());
+                c.commit();
+            } catch (SQLException e) {
+                c.rollback();
+                throw e;
+            } finally {
+                c.setAutoCommit(auto);
+            }
+        } catch (SQLException e) {
+            throw PgErrors.translate("installing the DDL event trigger", e);
+        }
+    }
+
+    /** Whether both event triggers are installed and enabled on {@code c}'s database. */
+    public static boolean installed(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM pg_event_trigger WHERE evtname IN (?, ?) AND evtenabled <> 'D'")) {
+            ps.setString(1, COMMAND_END);
+            ps.setString(2, SQL_DROP);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1) == 2;
+            }
+        }
+    }
+}
