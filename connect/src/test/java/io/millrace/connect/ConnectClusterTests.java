@@ -81,7 +81,7 @@ abstract class ConnectClusterTests {
         pg = EmbeddedPg.builder().major(17).start();
         Map<String, String> worker = new HashMap<>();
         worker.put("exactly.once.source.support", eos ? "enabled" : "disabled");
-        worker.put("offset.flush.interval.ms", "500");
+        worker.put("offset.flush.interval.ms", "100"); // at least once: a batch waits for two flushes
         worker.put("task.shutdown.graceful.timeout.ms", "1");
         worker.put("scheduled.rebalance.max.delay.ms", "2000");
         Properties broker = new Properties();
