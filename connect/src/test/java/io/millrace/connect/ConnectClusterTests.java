@@ -68,11 +68,12 @@ abstract class ConnectClusterTests {
     private static final int FAILOVERS = Integer.getInteger("millrace.connect.failovers", 1);
     private static final Duration WAIT = Duration.ofSeconds(90);
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final String NAME = "inventory";
-    private static final String DB = "shop";
+    /** The connector the helpers look at, and its database (also its topic prefix, slot and publication stem). */
+    static String NAME = "inventory";
+    static String DB = "shop";
 
-    private static EmbeddedPg pg;
-    private static EmbeddedConnectCluster connect;
+    static EmbeddedPg pg;
+    static EmbeddedConnectCluster connect;
 
     @BeforeAll
     void start() {
@@ -80,7 +81,7 @@ abstract class ConnectClusterTests {
         pg = EmbeddedPg.builder().major(17).start();
         Map<String, String> worker = new HashMap<>();
         worker.put("exactly.once.source.support", eos ? "enabled" : "disabled");
-        worker.put("offset.flush.interval.ms", "500");
+        worker.put("offset.flush.interval.ms", "100"); // at least once: a batch waits for two flushes
         worker.put("task.shutdown.graceful.timeout.ms", "1");
         worker.put("scheduled.rebalance.max.delay.ms", "2000");
         Properties broker = new Properties();
@@ -102,7 +103,7 @@ abstract class ConnectClusterTests {
     }
 
     /** The connector's configuration as a Debezium user writes it, with only connector.class changed. */
-    private static Map<String, String> config() throws Exception {
+    static Map<String, String> config() throws Exception {
         String json = """
                 {
                   "connector.class": "io.millrace.connect.MillraceSourceConnector",
@@ -110,10 +111,10 @@ abstract class ConnectClusterTests {
                   "database.hostname": "%s",
                   "database.port": "%d",
                   "database.user": "postgres",
-                  "database.dbname": "shop",
-                  "topic.prefix": "shop",
-                  "slot.name": "shop_slot",
-                  "publication.name": "shop_pub",
+                  "database.dbname": "%s",
+                  "topic.prefix": "%s",
+                  "slot.name": "%s_slot",
+                  "publication.name": "%s_pub",
                   "plugin.name": "pgoutput",
                   "table.include.list": "public\\\\.accounts",
                   "snapshot.mode": "initial",
@@ -129,7 +130,7 @@ abstract class ConnectClusterTests {
                   "millrace.source.status.interval.ms": "200",
                   "millrace.pipeline.batch.kb": "64"
                 }
-                """.formatted(pg.host(), pg.port());
+                """.formatted(pg.host(), pg.port(), DB, DB, DB, DB);
         Map<String, String> m = new HashMap<>();
         JSON.readTree(json).fields().forEachRemaining(e -> m.put(e.getKey(), e.getValue().asText()));
         if (!eos) {
@@ -140,7 +141,7 @@ abstract class ConnectClusterTests {
     }
 
     /** What the workload did, as the events it must produce: one per row changed (a key change: d and c). */
-    private static final class Expected {
+    static final class Expected {
         long c;
         long u;
         long d;
@@ -189,6 +190,7 @@ abstract class ConnectClusterTests {
             expected.c += 20000;
             expected.u += 1980;
             awaitSlotCaughtUp();
+            metricsThroughTheWorker();
 
             for (int i = 0; i < FAILOVERS; i++) {
                 WorkerHandle running = workerOfTask();
@@ -197,6 +199,11 @@ abstract class ConnectClusterTests {
                 int base = 300000 + i * 10000;
                 Thread writer = new Thread(() -> {
                     try {
+                        // A large transaction first (cut into many batches, each its own Kafka transaction), so that the
+                        // worker is stopped while it is delivered, then small ones.
+                        int big = 2_000_000 + base;
+                        exec("INSERT INTO accounts SELECT g, 'big', g FROM generate_series(" + big + ", " + (big + 4999) + ") g");
+                        during.c += 5000;
                         int n = 0;
                         while (writing.get() && n < 2000) {
                             workloadStep(during, base + n, 2);
@@ -207,7 +214,7 @@ abstract class ConnectClusterTests {
                     }
                 }, "writer");
                 writer.start();
-                Thread.sleep(300 + ThreadLocalRandom.current().nextInt(700));
+                Thread.sleep(200 + ThreadLocalRandom.current().nextInt(600));
                 connect.removeWorker(running); // abandons its task: see the class comment
                 connect.addWorker();
                 awaitTrue("the task runs on another worker", () -> {
@@ -225,6 +232,7 @@ abstract class ConnectClusterTests {
             }
             check(expected, "at the end");
             identityAndRestore(expected);
+            pauseDeleteRecreate(expected);
         } finally {
             sampling.set(false);
             sampler.join();
@@ -240,7 +248,7 @@ abstract class ConnectClusterTests {
     private static void identityAndRestore(Expected expected) throws Exception {
         connect.stopConnector(NAME);
         connect.assertions().assertConnectorIsStopped(NAME, "the connector stops");
-        Map<String, ?> partition = Map.of("server", "shop");
+        Map<String, ?> partition = Map.of("server", DB);
         String original = connect.connectorOffsets(NAME).offsets().get(0).offset().get(MillraceSourceTask.OFFSET_KEY).toString();
         com.fasterxml.jackson.databind.node.ObjectNode foreign = (com.fasterxml.jackson.databind.node.ObjectNode) JSON.readTree(original);
         ((com.fasterxml.jackson.databind.node.ObjectNode) foreign.get("identity")).put("slot", "other_slot");
@@ -252,16 +260,54 @@ abstract class ConnectClusterTests {
         connect.stopConnector(NAME);
         connect.assertions().assertConnectorIsStopped(NAME, "the connector stops");
         connect.alterSourceConnectorOffset(NAME, partition, Map.of(MillraceSourceTask.OFFSET_KEY, original));
-        connect.resumeConnector(NAME);
-        connect.restartConnectorAndTasks(NAME, false, true, false);
+        connect.resumeConnector(NAME); // the stopped connector's tasks start afresh
         awaitTrue("the task runs again", () -> taskState().equals("RUNNING"));
-        Expected more = new Expected();
-        workload(more, 50, 7);
-        expected.c += more.c;
-        expected.u += more.u;
-        expected.d += more.d;
+        workload(expected, 50, 7);
         awaitSlotCaughtUp();
         check(expected, "after the offset was put back");
+    }
+
+    /** Millrace's status as the task's plugin metrics, through the worker's JMX reporter. */
+    private static void metricsThroughTheWorker() throws Exception {
+        javax.management.MBeanServer server = java.lang.management.ManagementFactory.getPlatformMBeanServer();
+        Map<String, Object> found = new HashMap<>();
+        awaitTrue("the task's metrics in JMX", () -> {
+            try {
+                for (javax.management.ObjectName n : server.queryNames(new javax.management.ObjectName("kafka.connect:*"), null)) {
+                    if (n.toString().contains("connector=" + NAME)) {
+                        for (javax.management.MBeanAttributeInfo a : server.getMBeanInfo(n).getAttributes()) {
+                            if (a.getName().startsWith("millrace-")) {
+                                found.put(a.getName(), server.getAttribute(n, a.getName()));
+                            }
+                        }
+                    }
+                }
+            } catch (Exception e) {
+                return false;
+            }
+            return found.containsKey("millrace-events-written") && ((Number) found.get("millrace-events-written")).longValue() > 0;
+        });
+        assertThat(found).containsKeys("millrace-lag-bytes", "millrace-lag-ms", "millrace-durable-lsn").containsEntry("millrace-state",
+                "streaming");
+    }
+
+    /** Pause and resume, then delete and create again under the same name: it resumes from the offsets Connect kept. */
+    private static void pauseDeleteRecreate(Expected expected) throws Exception {
+        connect.pauseConnector(NAME);
+        connect.assertions().assertConnectorAndExactlyNumTasksArePaused(NAME, 1, "the connector pauses");
+        workload(expected, 30, 8);
+        connect.resumeConnector(NAME);
+        connect.assertions().assertConnectorAndExactlyNumTasksAreRunning(NAME, 1, "the connector resumes");
+        awaitSlotCaughtUp();
+        check(expected, "after pause and resume");
+
+        connect.deleteConnector(NAME);
+        connect.assertions().assertConnectorDoesNotExist(NAME, "the connector is deleted");
+        workload(expected, 30, 9);
+        connect.configureConnector(NAME, config());
+        connect.assertions().assertConnectorAndExactlyNumTasksAreRunning(NAME, 1, "the connector runs again");
+        awaitSlotCaughtUp();
+        check(expected, "after delete and re-create");
     }
 
     /** One step of a write load: an insert, an update of it, and every other time its delete. */
@@ -276,14 +322,14 @@ abstract class ConnectClusterTests {
         }
     }
 
-    private static void workload(Expected e, int steps, int salt) throws Exception {
+    static void workload(Expected e, int steps, int salt) throws Exception {
         for (int i = 0; i < steps; i++) {
             workloadStep(e, 100000 * (salt + 1) + i, 3);
         }
     }
 
     /** Reads every record as a read_committed consumer and checks exactly once, order per key, counts and state. */
-    private static void check(Expected expected, String when) throws Exception {
+    static void check(Expected expected, String when) throws Exception {
         Map<String, Long> ops = new TreeMap<>();
         Map<JsonNode, JsonNode> state = new HashMap<>();
         Map<JsonNode, long[]> lastPosition = new HashMap<>();
@@ -291,7 +337,7 @@ abstract class ConnectClusterTests {
         int repeats = 0;
         JsonNode pendingDelete = null;
         boolean skipTombstone = false;
-        for (ConsumerRecord<byte[], byte[]> rec : readAll("shop.public.accounts")) {
+        for (ConsumerRecord<byte[], byte[]> rec : readAll(DB + ".public.accounts")) {
             JsonNode key = JSON.readTree(rec.key());
             if (rec.value() == null && skipTombstone) {
                 skipTombstone = false;
@@ -405,7 +451,7 @@ abstract class ConnectClusterTests {
 
     private static Lsn confirmedFlush() throws Exception {
         try (Connection c = pg.connect(DB); Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery("SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = 'shop_slot'")) {
+             ResultSet rs = s.executeQuery("SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '" + DB + "_slot'")) {
             return rs.next() && rs.getString(1) != null ? Lsn.parse(rs.getString(1)) : null;
         }
     }
@@ -422,7 +468,7 @@ abstract class ConnectClusterTests {
     }
 
     /** Waits until the slot has confirmed everything written so far: the connector has committed it. */
-    private static void awaitSlotCaughtUp() throws Exception {
+    static void awaitSlotCaughtUp() throws Exception {
         Lsn target;
         try (Connection c = pg.connect(DB); Statement s = c.createStatement();
              ResultSet rs = s.executeQuery("SELECT pg_current_wal_lsn()")) {
@@ -439,7 +485,7 @@ abstract class ConnectClusterTests {
         });
     }
 
-    private static String taskState() {
+    static String taskState() {
         ConnectorStateInfo s = connect.connectorStatus(NAME);
         return s.tasks().isEmpty() ? "NONE" : s.tasks().get(0).state();
     }
@@ -464,7 +510,7 @@ abstract class ConnectClusterTests {
         return w;
     }
 
-    private static void exec(String... sql) throws Exception {
+    static void exec(String... sql) throws Exception {
         try (Connection c = pg.connect(DB); Statement s = c.createStatement()) {
             for (String q : sql) {
                 s.execute(q);
@@ -472,7 +518,7 @@ abstract class ConnectClusterTests {
         }
     }
 
-    private static void awaitTrue(String what, BooleanSupplier condition) throws InterruptedException {
+    static void awaitTrue(String what, BooleanSupplier condition) throws InterruptedException {
         long deadline = System.nanoTime() + WAIT.toNanos();
         while (!condition.getAsBoolean()) {
             if (System.nanoTime() > deadline) {
