@@ -174,6 +174,15 @@ class DdlTriggerIT {
                     assertThat(Ddl.duckTables(duck)).containsExactly("load", "t2");
                 }
 
+                // A dropped column's name taken again, by a column added and by one renamed (DuckDB dropped the new one)
+                E2e.exec(src, "ALTER TABLE public.t2 DROP COLUMN d, ADD COLUMN d int", "UPDATE public.t2 SET d = 9 WHERE id = 3");
+                E2e.exec(src, "ALTER TABLE public.t2 DROP COLUMN e", "ALTER TABLE public.t2 RENAME COLUMN b2 TO e",
+                        "INSERT INTO public.t2 (id, a2, e) VALUES (9001, 9001, 'e9001')");
+                E2e.awaitSame(src, dst, E2e.refs(List.of("public.t2")), WAIT);
+                try (Connection duck = Ddl.duck(dir)) {
+                    Ddl.awaitDuckSame(src, duck, TableRef.parse("public.t2"), WAIT);
+                }
+
                 // jsonl and Kafka: a schema-change event before the first change in each new shape, at its position
                 E2e.awaitEvent(dir.resolve("events"), ev -> E2e.isTable(ev, "load") && E2e.row(ev).path("v").asInt() == -2,
                         "the insert after the drop", WAIT);

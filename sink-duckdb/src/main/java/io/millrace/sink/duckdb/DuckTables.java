@@ -248,7 +248,9 @@ final class DuckTables {
                         destination, target, c.name());
             }
         }
-        dropColumns(target, cols, change.dropped());
+        if (!change.exact()) {
+            dropColumns(target, cols, change.dropped()); // exact: dropped first, above (a name may have been taken again since)
+        }
         for (String name : change.retyped()) {
             ColumnInfo c = rel.columns().stream().filter(x -> x.name().equals(name)).findFirst().orElseThrow();
             ColumnInfo o = old.columns().stream().filter(x -> change.renamedTo(x.name()).equals(name)).findFirst().orElseThrow();
