@@ -303,6 +303,7 @@ final class Assembler {
         }
         begin(sc.commitLsn(), sc.xid(), sc.commitTimeMicros());
         PgOutputFramer f = new PgOutputFramer(types);
+        replaying = f;
         byte[] start = {'S', (byte) (sc.xid() >>> 24), (byte) (sc.xid() >>> 16), (byte) (sc.xid() >>> 8), (byte) sc.xid(), 1};
         f.frame(start, 0, start.length);
         try (Spill.Reader r = spill.replay(sc.xid())) {
@@ -323,6 +324,7 @@ final class Assembler {
             }
         }
         spill.discard(sc.xid());
+        replaying = null;
         // pgoutput counts a relation described inside a committed streamed transaction as described for the session:
         // the transactions after it use it without a new Relation message, so the main framer must know it too.
         // (An aborted streamed transaction's descriptions are not taken: the server describes those relations again.)
@@ -344,11 +346,17 @@ final class Assembler {
     private void ddl(LogicalMessage lm, Lsn at) {
         SchemaChange c = SchemaChange.parse(lm.content());
         if (!c.dropped()) {
-            ddl.merge(c.oid(), c, SchemaChange::then);
+            ddl.merge(c.oid(), c, SchemaChange::then); // INV: BOUNDED — at most MAX_PENDING_DDL tables, the oldest given up
             return;
         }
-        // A table dropped: no Relation message follows. To the destinations it is a truncate that carries the drop
-        // (RelationInfo.ddl): a table destination drops or keeps its copy (drop_tables), an event destination writes the
+        // A table dropped: no Relation message follows. The trigger reports every table of the database: a table this
+        // stream never described (not captured, or not changed in this run) is not passed on, so that no destination
+        // acts on a table that is not the pipeline's.
+        if (framer.relation(c.oid()) == null && (replaying == null || replaying.relation(c.oid()) == null)) {
+            ddl.remove(c.oid());
+            return;
+        }
+        // To the destinations it is a truncate that carries the drop (RelationInfo.ddl): a table destination drops or keeps its copy (drop_tables), an event destination writes the
         // schema-change event and the truncate; one that knows no DDL sees its rows gone.
         ddl.remove(c.oid());
         RelationInfo gone = new RelationInfo(c.oid(), c.table(), 'd', List.of(), types).withDdl(c);
@@ -373,8 +381,20 @@ final class Assembler {
         return annotated;
     }
 
-    /** The event trigger's messages of each table since its last Relation message, by oid. */
-    private final java.util.Map<Integer, SchemaChange> ddl = new java.util.HashMap<>();
+    /**
+     * The event trigger's messages of each table since its last Relation message, by oid. The trigger reports tables the
+     * pipeline does not capture too, and those never get a Relation message: the map keeps the {@value #MAX_PENDING_DDL}
+     * tables changed last (INV: BOUNDED); a captured table given up shows its change as without the trigger.
+     */
+    private final java.util.Map<Integer, SchemaChange> ddl = new java.util.LinkedHashMap<>(16, 0.75f, false) {
+        @Override
+        protected boolean removeEldestEntry(java.util.Map.Entry<Integer, SchemaChange> eldest) {
+            return size() > MAX_PENDING_DDL;
+        }
+    };
+    static final int MAX_PENDING_DDL = 1024;
+    /** The framer of the streamed transaction being replayed, or null. */
+    private PgOutputFramer replaying;
 
     private static long subXid(byte[] data, int off, int len) {
         byte t = data[off];

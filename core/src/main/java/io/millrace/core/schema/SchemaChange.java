@@ -94,8 +94,16 @@ public record SchemaChange(String command, int oid, TableRef table, TableRef old
     /** The change this one and then {@code next} (of the same table) make together. */
     public SchemaChange then(SchemaChange next) {
         return new SchemaChange(next.command, next.oid, next.table, oldTable, before == null || next.before == null ? null : before,
-                next.columns, next.dropped, ddl == null ? next.ddl : next.ddl == null ? ddl : ddl + ";\n" + next.ddl, exact && next.exact);
+                next.columns, next.dropped, ddl == null ? next.ddl : next.ddl == null ? ddl : joined(ddl, next.ddl), exact && next.exact);
     }
+
+    /** Both statements' text, at most {@value #MAX_JOINED_DDL} characters of it (INV: BOUNDED: a table changed again and again). */
+    private static String joined(String first, String next) {
+        String both = first + ";\n" + next;
+        return both.length() <= MAX_JOINED_DDL ? both : both.substring(0, MAX_JOINED_DDL) + "\n-- (more DDL left out)";
+    }
+
+    static final int MAX_JOINED_DDL = 1 << 16;
 
     /**
      * A table's change as two Relation messages show it (no event trigger): the columns of {@code after} numbered by

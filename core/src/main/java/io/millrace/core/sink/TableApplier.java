@@ -65,8 +65,9 @@ public abstract class TableApplier {
                 RelationInfo rel = run.get(0).relation();
                 try {
                     if (run.get(0).op() == Op.TRUNCATE && rel.ddl() != null && rel.ddl().dropped()) {
-                        // The source table was dropped (the event trigger's message, in order with the data).
-                        if (dropTables) {
+                        // The source table was dropped (the event trigger's message, in order with the data). Only a
+                        // table this destination holds for that source table (by oid) is dropped: never one it does not know.
+                        if (dropTables && held.containsKey(rel.oid())) {
                             drop(target);
                         }
                         continue;
