@@ -4,11 +4,8 @@ import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.SchemaChange;
 
-import java.util.Collections;
 import java.util.HashMap;
-import java.util.IdentityHashMap;
 import java.util.Map;
-import java.util.Set;
 
 /**
  * Which schema-change events an event destination (Kafka, jsonl) writes, and before which change: one before the first
@@ -22,7 +19,8 @@ import java.util.Set;
  * <p>Owned by the sink's writer thread; a sink made anew after a failure starts afresh (at least once, like the events).
  */
 public final class SchemaChanges {
-    private final Set<SchemaChange> written = Collections.newSetFromMap(new IdentityHashMap<>());
+    /** The told change written last per table (INV: BOUNDED: one per table, not one per DDL ever written). */
+    private final Map<Integer, SchemaChange> written = new HashMap<>();
     private final Map<Integer, RelationInfo> streamed = new HashMap<>();
 
     /** The schema change to write before {@code e}, or null. */
@@ -33,7 +31,7 @@ public final class SchemaChanges {
             if (!e.snapshot()) {
                 streamed.put(rel.oid(), rel);
             }
-            return written.add(told) ? told : null;
+            return written.put(rel.oid(), told) != told ? told : null;
         }
         if (e.snapshot()) {
             streamed.putIfAbsent(rel.oid(), rel); // the shape a copy read is where the stream's first change starts from

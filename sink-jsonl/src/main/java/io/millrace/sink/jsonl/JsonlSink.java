@@ -248,8 +248,10 @@ public final class JsonlSink implements Sink {
             if (config.toStdout()) {
                 for (ChangeEvent e : events) {
                     io.millrace.core.schema.SchemaChange c = schemaChanges.due(e);
-                    if (c != null) {
-                        envelope.writeSchemaChange(gen, c, e); // inline, before the first change in the new shape
+                    // Inline, before the first change in the new shape; only exact ones (the event trigger installed): a
+                    // consumer of standard output that reads every line as a change event kept working without it.
+                    if (c != null && c.exact()) {
+                        envelope.writeSchemaChange(gen, c, e);
                         gen.writeRaw('\n');
                     }
                     envelope.writeValue(gen, e);
