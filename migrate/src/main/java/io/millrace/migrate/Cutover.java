@@ -86,8 +86,15 @@ final class Cutover {
             int ended;
             Lsn marker;
             try (Statement s = src.createStatement()) {
+                String before = Planner.one(src, "SELECT now()::text");
                 s.execute("ALTER DATABASE " + Ident.quote(db) + " SET default_transaction_read_only = on");
                 ended = terminate(src);
+                int left = survivors(src, before);
+                if (left > 0) {
+                    // a session started before the fence is read-write still: a write of it after the marker would be lost
+                    throw new MillraceException(Kind.SINK, "migrate cutover: " + left + " session(s) that began before the fence"
+                            + " did not end within 10 s of pg_terminate_backend (a superuser's, or one stuck in I/O)");
+                }
                 Faults.hit(SOURCE_FENCED);
                 s.execute("BEGIN READ WRITE");
                 try (ResultSet rs = s.executeQuery("SELECT pg_logical_emit_message(true, " + Ident.literal(MARKER_PREFIX)
@@ -150,7 +157,48 @@ final class Cutover {
             }
             store.record(tgt, MigrationState.CUT_OVER, "fence " + marker + ", write-unavailable " + window.toMillis() + " ms");
             return new CutoverReport(window, marker.toString(), lag, ended, set, verified);
+        } catch (SQLException e) {
+            MillraceException fenced = fencedError(e);
+            if (fenced != null) {
+                throw fenced;
+            }
+            throw e;
+        } catch (RuntimeException e) {
+            MillraceException fenced = fencedError(e);
+            if (fenced != null) {
+                throw fenced;
+            }
+            throw e;
         }
+    }
+
+    /**
+     * The error saying that the source is fenced, when it is and {@code e} does not say so already, else null: a failure
+     * after the fence must never leave the source read-only without telling the user how to finish or undo it.
+     */
+    private MillraceException fencedError(Exception e) {
+        String message = e.getMessage() == null ? e.toString() : e.getMessage();
+        if (message.contains("fenced")) {
+            return null;
+        }
+        try (Connection src = ends.source()) {
+            if (!fenced(src)) {
+                return null;
+            }
+        } catch (SQLException | RuntimeException unknown) {
+            // cannot tell: say what to do in either case
+        }
+        Kind kind = e instanceof MillraceException m ? m.kind() : Kind.SINK;
+        return new MillraceException(kind, "migrate cutover: " + message + ". The source database may be fenced (read-only by"
+                + " default_transaction_read_only): fix the cause, then run 'millrace migrate cutover' again to finish, or"
+                + " 'millrace migrate abort' to unfence it ('millrace migrate status' says which)", e);
+    }
+
+    /** Client sessions (not Millrace's) that began before {@code before} and are still there. */
+    static int survivors(Connection src, String before) throws SQLException {
+        return Integer.parseInt(Planner.one(src, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                + " AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+                + " AND coalesce(application_name, '') NOT LIKE 'millrace%' AND backend_start < " + Ident.literal(before) + "::timestamptz"));
     }
 
     /** Ends every client session of this database but Millrace's, waiting for each to be gone; returns how many. */

@@ -127,4 +127,25 @@ class MigrateCutoverIT extends TwoServers {
         assertThat(Servers.count(src, db, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'mig_" + db + "'")).isZero();
         src.execute(db, "INSERT INTO shop.customer (email) VALUES ('x@unfenced')");
     }
+
+    /**
+     * A failure after the fence (here the target lost a sequence, so setting it past the source fails) says that the source
+     * is fenced and how to finish or undo it; the state says FENCED and abort unfences. Before, the error was the server's
+     * message alone ("relation ... does not exist") with the source left read-only.
+     */
+    @Test
+    void aFailureAfterTheFenceSaysTheSourceIsFenced() throws Exception {
+        String db = "cut4";
+        Migration m = shop(db);
+        try (Millrace following = m.follow(Duration.ofSeconds(30))) {
+            tgt.execute(db, "ALTER SEQUENCE shop.invoice_no RENAME TO invoice_no_lost");
+            assertThatThrownBy(() -> m.cutover(1 << 20, Duration.ofSeconds(30))).isInstanceOf(MillraceException.class)
+                    .hasMessageContaining("invoice_no").hasMessageContaining("fenced")
+                    .hasMessageContaining("'millrace migrate abort' to unfence");
+            assertThat(m.status().state()).isEqualTo(MigrationState.FENCED);
+            assertThat(m.status().fenced()).isTrue();
+        }
+        assertThat(m.abort().fenced()).isFalse();
+        src.execute(db, "INSERT INTO shop.customer (email) VALUES ('x@after-abort')");
+    }
 }
