@@ -26,15 +26,16 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 
 /**
- * {@code millrace migrate plan|run|verify|cutover|status|abort CONFIG}: a PostgreSQL-to-PostgreSQL migration
+ * {@code millrace migrate plan|run|verify|cutover|reverse|status|abort CONFIG}: a PostgreSQL-to-PostgreSQL migration
  * ({@link Migration}). The configuration is the one {@code millrace run} reads, with one destination of type
  * {@code postgres}: the target. Exit codes as the README's table; {@code verify} exits 12 when chunks differ.
  */
 @Command(name = "migrate", mixinStandardHelpOptions = true,
         description = "Move a database to another PostgreSQL server with seconds of write downtime: plan, run (schema, copy, follow),"
-                + " verify, cutover; status and abort.",
+                + " verify, cutover; the way back (reverse); status and abort.",
         subcommands = {MigrateCommand.PlanCmd.class, MigrateCommand.RunCmd.class, MigrateCommand.VerifyCmd.class,
-                MigrateCommand.CutoverCmd.class, MigrateCommand.StatusCmd.class, MigrateCommand.AbortCmd.class})
+                MigrateCommand.CutoverCmd.class, MigrateCommand.ReverseCmd.class, MigrateCommand.StatusCmd.class,
+                MigrateCommand.AbortCmd.class})
 final class MigrateCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -42,7 +43,7 @@ final class MigrateCommand implements Callable<Integer> {
     /** Without a subcommand: the usage, exit 2. */
     @Override
     public Integer call() {
-        spec.commandLine().getErr().println("millrace migrate: name a step: plan, run, verify, cutover, status or abort");
+        spec.commandLine().getErr().println("millrace migrate: name a step: plan, run, verify, cutover, reverse, status or abort");
         spec.commandLine().usage(spec.commandLine().getErr());
         return 2;
     }
@@ -124,16 +125,7 @@ final class MigrateCommand implements Callable<Integer> {
             out().println("migrate: copy done, following. Next: 'millrace migrate verify " + config + "', then 'millrace migrate cutover "
                     + config + "'. SIGTERM or Ctrl-C stops following.");
             out().flush();
-            CountDownLatch done = new CountDownLatch(1);
-            Thread hook = new Thread(() -> {
-                following.stop();
-                try {
-                    done.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }, "millrace-migrate-shutdown");
-            Runtime.getRuntime().addShutdownHook(hook);
+            Stopping stopping = new Stopping(following);
             // Once cut over (or aborted) there is nothing left to follow: the source is fenced and the target has it all.
             Thread watch = new Thread(() -> {
                 try {
@@ -164,14 +156,41 @@ final class MigrateCommand implements Callable<Integer> {
                     }
                 }
             } finally {
-                done.countDown();
-                try {
-                    Runtime.getRuntime().removeShutdownHook(hook);
-                } catch (IllegalStateException shuttingDown) {
-                    // the JVM is ending: the hook has run
-                }
+                stopping.close();
             }
             return 0;
+        }
+    }
+
+    /**
+     * While open: SIGTERM and Ctrl-C stop {@code pipeline} after its last durable checkpoint and the command exits 0 (as
+     * {@code millrace run}); any other end of the JVM stops it too and waits until {@link #close()} says the command is done.
+     */
+    static final class Stopping implements AutoCloseable {
+        private final CountDownLatch done = new CountDownLatch(1);
+        private final Thread hook;
+
+        Stopping(Millrace pipeline) {
+            hook = new Thread(() -> {
+                pipeline.stop();
+                try {
+                    done.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }, "millrace-migrate-shutdown");
+            Runtime.getRuntime().addShutdownHook(hook);
+            RunCommand.onStopSignals(pipeline::stop);
+        }
+
+        @Override
+        public void close() {
+            done.countDown();
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException shuttingDown) {
+                // the JVM is ending: the hook has run
+            }
         }
     }
 
@@ -208,10 +227,31 @@ final class MigrateCommand implements Callable<Integer> {
         @Option(names = "--chunk-rows", defaultValue = "1000", description = "rows per chunk of --verify (default ${DEFAULT-VALUE})")
         int chunkRows;
 
+        @Option(names = "--reverse", description = "prepare the way back: a slot on the target, made at the fence, that keeps every"
+                + " write of the new primary for 'migrate reverse' (needs wal_level = logical on the target; checked before the fence)")
+        boolean reverse;
+
         @Override
         public Integer call() throws Exception {
-            CutoverReport r = migration().cutover(maxLagMb << 20, Duration.ofSeconds(timeoutS), verify ? Math.max(1, chunkRows) : 0);
-            return print(r.render(), 0);
+            CutoverReport r = migration().cutover(maxLagMb << 20, Duration.ofSeconds(timeoutS), verify ? Math.max(1, chunkRows) : 0,
+                    reverse);
+            return print(r.render().replace("CONFIG", config.toString()), 0);
+        }
+    }
+
+    @Command(name = "reverse", mixinStandardHelpOptions = true,
+            description = "After 'migrate cutover --reverse': stream every write made on the new primary (the target) back into the"
+                    + " old one (the source, still fenced for the applications), until SIGTERM or Ctrl-C. Started again, it goes on.")
+    static final class ReverseCmd extends Sub {
+        @Override
+        public Integer call() throws Exception {
+            Millrace back = migration().reverse(Duration.ofSeconds(30));
+            out().println("migrate reverse: streaming the target's changes into the source. SIGTERM or Ctrl-C stops.");
+            out().flush();
+            try (Stopping stopping = new Stopping(back)) {
+                back.await();
+            }
+            return 0;
         }
     }
 

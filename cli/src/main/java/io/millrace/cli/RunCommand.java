@@ -39,7 +39,7 @@ final class RunCommand implements Callable<Integer> {
             }
         }, "millrace-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
-        onStopSignals(engine);
+        onStopSignals(engine::stop);
         try {
             engine.run();
         } finally {
@@ -63,7 +63,7 @@ final class RunCommand implements Callable<Integer> {
      * command returns. A second signal while stopping ends the process at once, with 128 + signal; that is
      * safe, as after any crash (INV: RESUME). The shutdown hook stays for every other way the JVM may end.
      */
-    private static void onStopSignals(Supervisor engine) {
+    static void onStopSignals(Runnable stop) {
         java.util.concurrent.atomic.AtomicBoolean asked = new java.util.concurrent.atomic.AtomicBoolean();
         for (String name : new String[] {"TERM", "INT"}) {
             try {
@@ -71,7 +71,7 @@ final class RunCommand implements Callable<Integer> {
                     if (asked.getAndSet(true)) {
                         Runtime.getRuntime().halt(128 + s.getNumber());
                     }
-                    engine.stop();
+                    stop.run();
                 });
             } catch (IllegalArgumentException e) {
                 // the signal is reserved here (e.g. java -Xrs): the shutdown hook stops the engine instead

@@ -58,14 +58,21 @@ final class Cutover {
         this.store = store;
     }
 
-    CutoverReport run(List<Table> tables, List<Sequence> sequences, long maxLagBytes, Duration timeout, Verifier verifier)
-            throws SQLException, InterruptedException {
+    /**
+     * @param reverse with {@code --reverse}: the reverse stream's slot and publication are made on the target at the fence
+     *                (checked before anything is fenced); false: none
+     */
+    CutoverReport run(List<Table> tables, List<Sequence> sequences, long maxLagBytes, Duration timeout, Verifier verifier,
+                      boolean reverse) throws SQLException, InterruptedException {
         try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
             MigrationState state = store.current(tgt);
             if (state != MigrationState.FOLLOWING && state != MigrationState.FENCING && state != MigrationState.FENCED) {
                 throw new MillraceException(Kind.CONFIG, "migrate cutover: the migration is " + state + "; cutover needs it"
                         + " FOLLOWING (copy done, target following: 'millrace migrate run')"
                         + (state == MigrationState.CUT_OVER ? " — it is cut over already" : ""));
+            }
+            if (reverse) {
+                Reverse.check(tgt, tables);
             }
             long deadline = System.nanoTime() + timeout.toNanos();
             long lag;
@@ -132,6 +139,13 @@ final class Cutover {
                             + " migrate verify --repair', then 'millrace migrate cutover' again; or 'millrace migrate abort'");
                 }
             }
+            String reverseSlot = null;
+            if (reverse) {
+                // Before the sequences and CUT_OVER: the applications have not switched, so the slot sees no write of theirs yet.
+                reverseSlot = Reverse.slot(ends.source.slot());
+                String at = Reverse.prepare(tgt, reverseSlot, Reverse.publication(ends.source.slot()), tables);
+                LOG.info("migrate cutover: reverse slot '{}' on the target at {}", reverseSlot, at);
+            }
             int set = 0;
             try (Statement ts = tgt.createStatement()) {
                 for (Sequence q : sequences) {
@@ -155,8 +169,9 @@ final class Cutover {
                 // Resumed: the source has been fenced since the first attempt recorded FENCING.
                 window = store.since(tgt, MigrationState.FENCING);
             }
-            store.record(tgt, MigrationState.CUT_OVER, "fence " + marker + ", write-unavailable " + window.toMillis() + " ms");
-            return new CutoverReport(window, marker.toString(), lag, ended, set, verified);
+            store.record(tgt, MigrationState.CUT_OVER, "fence " + marker + ", write-unavailable " + window.toMillis() + " ms"
+                    + (reverseSlot == null ? "" : ", reverse slot " + reverseSlot + " on the target"));
+            return new CutoverReport(window, marker.toString(), lag, ended, set, verified, reverseSlot);
         } catch (SQLException e) {
             MillraceException fenced = fencedError(e);
             if (fenced != null) {

@@ -12,9 +12,11 @@ import java.time.Duration;
  * @param sessionsEnded    source sessions ended by the fence
  * @param sequences        target sequences set past the source's value
  * @param verified         the comparison made with the source fenced (included in the window), or null when not asked
+ * @param reverseSlot      with {@code --reverse}, the slot on the target that {@code migrate reverse} streams back from;
+ *                         null without
  */
 public record CutoverReport(Duration writeUnavailable, String fenceLsn, long lagBytesAtFence, int sessionsEnded, int sequences,
-                            VerifyReport verified) {
+                            VerifyReport verified, String reverseSlot) {
 
     /** For the terminal. */
     public String render() {
@@ -23,6 +25,8 @@ public record CutoverReport(Duration writeUnavailable, String fenceLsn, long lag
                 + " sequence(s) set past the source" + (verified == null ? "" : "; verified with the source fenced: "
                 + verified.chunks() + " chunk(s), " + verified.rows() + " row(s) equal in " + verified.took().toMillis() + " ms")
                 + ").\nThe source stays read-only (default_transaction_read_only = on)."
-                + " Switch the applications to the target now.\n";
+                + " Switch the applications to the target now.\n"
+                + (reverseSlot == null ? "" : "The target keeps their writes for the way back in slot '" + reverseSlot
+                + "': run 'millrace migrate reverse CONFIG' to stream them into the source (it retains WAL on the target until read).\n");
     }
 }

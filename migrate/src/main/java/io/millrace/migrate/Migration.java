@@ -208,13 +208,96 @@ public final class Migration {
      * time is part of the write-unavailable window.
      */
     public CutoverReport cutover(long maxLagBytes, Duration timeout, int verifyChunkRows) throws InterruptedException {
+        return cutover(maxLagBytes, timeout, verifyChunkRows, false);
+    }
+
+    /**
+     * As {@link #cutover(long, Duration, int)}; with {@code reverse}, the way back is prepared at the fence: a publication of
+     * the migrated tables and a logical slot on the target, created once the target holds every source write and before
+     * the cutover ends, so that {@link #reverse} can stream every write made on the new primary back into the source.
+     * The target's {@code wal_level}, role and replica identities are checked before anything is fenced.
+     *
+     * @throws MillraceException of kind SOURCE_SETUP when the target cannot stream back (nothing is fenced then)
+     */
+    public CutoverReport cutover(long maxLagBytes, Duration timeout, int verifyChunkRows, boolean reverse) throws InterruptedException {
         Planner.Result p = planned();
         try {
             Verifier v = verifyChunkRows > 0 ? new Verifier(ends, verifyChunkRows, 5, timeout) : null;
-            return new Cutover(ends, store).run(p.tables(), p.sequences(), maxLagBytes, timeout, v);
+            return new Cutover(ends, store).run(p.tables(), p.sequences(), maxLagBytes, timeout, v, reverse);
         } catch (SQLException e) {
             throw Endpoints.failed("migrate cutover", e);
         }
+    }
+
+    /**
+     * The way back: streams every change made on the new primary (the target) since the fence into the old one (the
+     * source, fenced: its sessions here write past the fence), from the slot {@link #cutover(long, Duration, int, boolean)}
+     * made with {@code reverse}. The source's replication slot is dropped first (waiting up to {@code releaseWait} for
+     * {@code migrate run} to stop), since a change written back into the source must not flow forward again. Applied as
+     * the forward stream is: exactly once, with {@code session_replication_role = replica}; the checkpoint is on the
+     * source, in the target's state schema. The returned pipeline runs until closed; started again, it goes on from its
+     * checkpoint.
+     *
+     * <p>To roll back with it: stop the applications' writes on the target, wait until {@link Millrace#status()} shows
+     * the reverse stream caught up, lift the source's fence ({@code ALTER DATABASE ... RESET default_transaction_read_only}),
+     * set the source's sequences past the target's, and switch the applications back.
+     *
+     * @throws MillraceException of kind CONFIG before a cutover with {@code reverse}, or while {@code migrate run} still
+     *                           reads the source's slot
+     */
+    public Millrace reverse(Duration releaseWait) {
+        String slot = Reverse.slot(ends.source.slot());
+        Planner.Result p = planned();
+        try (Connection tgt = ends.target(false)) {
+            MigrationState state = store.current(tgt);
+            if (state != MigrationState.CUT_OVER) {
+                throw new MillraceException(Kind.CONFIG, "migrate reverse: the migration is " + state + "; the way back starts"
+                        + " after 'millrace migrate cutover --reverse'");
+            }
+            if (Planner.oneOrNull(tgt, "SELECT 1 FROM pg_replication_slots WHERE slot_name = " + io.millrace.core.schema.Ident.literal(slot)) == null) {
+                throw new MillraceException(Kind.CONFIG, "migrate reverse: the target has no slot '" + slot + "': the cutover ran"
+                        + " without --reverse (or the slot was dropped), so no slot holds the new primary's writes since the fence and"
+                        + " streaming back now would miss some. To go back, migrate again the other way (source and target swapped)");
+            }
+        } catch (SQLException e) {
+            throw Endpoints.failed("migrate reverse", e);
+        }
+        // A change the reverse stream writes into the source must not be read by the forward slot and applied again.
+        if (!releaseSource(releaseWait)) {
+            throw new MillraceException(Kind.CONFIG, "migrate reverse: the source's slot '" + ends.source.slot() + "' is still"
+                    + " read, by 'millrace migrate run' (it stops by itself once it sees the cutover): stop it, then run reverse again");
+        }
+        java.util.Properties url = org.postgresql.Driver.parseURL(ends.target.jdbcUrl(), null);
+        if (url == null || url.getProperty("PGHOST", "").contains(",")) {
+            throw new MillraceException(Kind.CONFIG, "migrate reverse: the target's url '" + ends.target + "' names no single host;"
+                    + " give the destination the new primary's host and port");
+        }
+        SourceSettings back = SourceSettings.builder().host(url.getProperty("PGHOST")).port(Integer.parseInt(url.getProperty("PGPORT", "5432")))
+                .database(url.getProperty("PGDBNAME")).user(ends.target.user()).password(ends.target.password()).slot(slot)
+                .publication(Reverse.publication(ends.source.slot())).createPublication(false)
+                .statusIntervalMs(1000).tables(p.tables().stream().map(t -> t.ref().toString()).toList()).build();
+        PostgresSinkConfig into = new PostgresSinkConfig("reverse", ends.sourceUrl() + ssl(), ends.source.user(), ends.source.password(),
+                null, ends.target.stateSchema()).withReplicaRole(true).withReadWrite(true);
+        Millrace engine = Millrace.builder().name("migrate-reverse").source(back)
+                .snapshot(io.millrace.api.SnapshotSettings.builder().mode(io.millrace.api.SnapshotSettings.Mode.NEVER).build())
+                .destination(into).build();
+        engine.start();
+        LOG.info("migrate reverse: streaming from the target's slot '{}' into the source", slot);
+        return engine;
+    }
+
+    /** The source's TLS settings as URL parameters, for the reverse stream's sink (its sessions open from the URL). */
+    private String ssl() {
+        StringBuilder b = new StringBuilder();
+        if (ends.source.sslMode() != null) {
+            b.append(b.isEmpty() ? '?' : '&').append("sslmode=").append(java.net.URLEncoder.encode(ends.source.sslMode(),
+                    java.nio.charset.StandardCharsets.UTF_8));
+        }
+        if (ends.source.sslRootCert() != null) {
+            b.append(b.isEmpty() ? '?' : '&').append("sslrootcert=").append(java.net.URLEncoder.encode(ends.source.sslRootCert().toString(),
+                    java.nio.charset.StandardCharsets.UTF_8));
+        }
+        return b.toString();
     }
 
     /**

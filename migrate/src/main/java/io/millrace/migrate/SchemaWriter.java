@@ -101,6 +101,12 @@ final class SchemaWriter {
             }
         }
         for (Table t : tables) {
+            if (t.replicaIdentity() == 'f') {
+                // as on the source: a keyless table's UPDATE and DELETE then work once the target publishes it (--reverse)
+                ddl.add("ALTER TABLE " + t.ref().sql() + " REPLICA IDENTITY FULL");
+            }
+        }
+        for (Table t : tables) {
             for (Constraint k : t.of('f')) {
                 boolean notValid = k.definition().endsWith("NOT VALID");
                 ddl.add("ALTER TABLE " + t.ref().sql() + " ADD CONSTRAINT " + Ident.quote(k.name()) + " " + k.definition()

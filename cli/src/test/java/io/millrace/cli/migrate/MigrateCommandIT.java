@@ -1,6 +1,7 @@
 package io.millrace.cli.migrate;
 
 import io.millrace.cli.Cli.Run;
+import io.millrace.cli.crash.EngineProcess;
 import io.millrace.embedded.EmbeddedPg;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -8,6 +9,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -18,7 +20,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * {@code millrace migrate} end to end, in-process: plan refuses a target that has the table (exit 11, the fix printed,
  * nothing written), plan passes once it is dropped, run copies and follows, verify exits 0 (and 12 once a target row is
  * changed behind its back, 0 after --repair), cutover prints the window and run stops by itself, status names CUT_OVER
- * and the fenced source, abort is refused after the cutover.
+ * and the fenced source, abort is refused after the cutover; with {@code --reverse}, {@code migrate reverse} streams the new
+ * primary's writes back into the old one until SIGTERM.
  */
 class MigrateCommandIT extends TwoServers {
 
@@ -73,9 +76,13 @@ class MigrateCommandIT extends TwoServers {
         assertThat(repaired.exitCode()).isZero();
         assertThat(repaired.out()).contains("(repaired: copied again)");
 
-        Run cut = millrace("migrate", "cutover", cfg.toString(), "--max-lag-mb", "1", "--timeout-s", "30");
+        Run early = millrace("migrate", "reverse", cfg.toString());
+        assertThat(early.exitCode()).isEqualTo(2);
+        assertThat(early.err()).contains("the way back starts after 'millrace migrate cutover --reverse'");
+        Run cut = millrace("migrate", "cutover", cfg.toString(), "--max-lag-mb", "1", "--timeout-s", "30", "--reverse");
         assertThat(cut.exitCode()).as(cut.out() + cut.err()).isZero();
-        assertThat(cut.out()).containsPattern("write-unavailable window \\d+ ms");
+        assertThat(cut.out()).containsPattern("write-unavailable window \\d+ ms")
+                .contains("run 'millrace migrate reverse " + cfg + "'");
         System.out.println(cut.out());
         Run ended = run.get(30, TimeUnit.SECONDS);
         assertThat(ended.exitCode()).as(ended.err()).isZero();
@@ -95,5 +102,35 @@ class MigrateCommandIT extends TwoServers {
             rs.next();
             assertThat(rs.getLong(1)).isEqualTo(3001);
         });
+
+        // The way back: a write on the new primary made before 'migrate reverse' starts, and one while it runs, reach the
+        // old one; SIGTERM stops it cleanly.
+        tgt.execute("app", "INSERT INTO items (v) VALUES ('on the new primary')", "DELETE FROM items WHERE id = 1");
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        EngineProcess back = EngineProcess.startCommand(dir.resolve("reverse.log"), List.of(java, "-Xmx256m", "-cp",
+                System.getProperty("java.class.path"), "io.millrace.cli.Main", "migrate", "reverse", cfg.toString()));
+        try {
+            tgt.execute("app", "UPDATE items SET v = 'updated on the new primary' WHERE id = 2");
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (count("SELECT count(*) FROM items WHERE v IN ('on the new primary', 'updated on the new primary')") != 2
+                    || count("SELECT count(*) FROM items WHERE id = 1") != 0) {
+                assertThat(System.nanoTime()).as("reverse in time; log:%n%s", back.logTail(30)).isLessThan(until);
+                assertThat(back.alive()).as("reverse running; log:%n%s", back.logTail(30)).isTrue();
+                Thread.sleep(200);
+            }
+            assertThat(back.terminate(30)).as(back.logTail(30)).isZero();
+            assertThat(back.logText()).contains("migrate reverse: streaming the target's changes into the source");
+        } finally {
+            back.destroyQuietly();
+        }
+        assertThat(count("SELECT count(*) FROM items")).isEqualTo(3001);
+    }
+
+    /** On the source. */
+    private static long count(String sql) throws Exception {
+        try (var c = src.connect("app"); var s = c.createStatement(); var rs = s.executeQuery(sql)) {
+            rs.next();
+            return rs.getLong(1);
+        }
     }
 }

@@ -387,7 +387,9 @@ final class BatchApplier extends TableApplier {
                     set.add(q + " = EXCLUDED." + q);
                 }
             }
-            upsertSql = "INSERT INTO " + target.sql() + " (" + String.join(", ", names) + ") SELECT "
+            // OVERRIDING SYSTEM VALUE: a GENERATED ALWAYS identity column of an existing table takes the source's value (as
+            // COPY does); PostgreSQL ignores the clause for a table without one.
+            upsertSql = "INSERT INTO " + target.sql() + " (" + String.join(", ", names) + ") OVERRIDING SYSTEM VALUE SELECT "
                     + String.join(", ", sel) + " FROM " + name + " WHERE NOT _mr_del ON CONFLICT ("
                     + String.join(", ", key) + ") DO " + (set.isEmpty() ? "NOTHING" : "UPDATE SET " + String.join(", ", set));
         }

@@ -217,7 +217,9 @@ public final class PostgresSink implements Sink {
             p.setProperty("password", config.password().reveal());
         }
         // A migration's target applies as a subscriber does: its triggers and foreign keys do not fire twice.
-        p.setProperty("options", SESSION_OPTIONS + (config.replicaRole() ? " -c session_replication_role=replica" : ""));
+        // The reverse stream of a migration writes into the old primary its cutover fenced (read-only by default).
+        p.setProperty("options", SESSION_OPTIONS + (config.replicaRole() ? " -c session_replication_role=replica" : "")
+                + (config.readWrite() ? " -c default_transaction_read_only=off" : ""));
         p.setProperty("ApplicationName", "millrace-sink-" + config.name());
         p.setProperty("connectTimeout", "10");
         p.setProperty("tcpKeepAlive", "true");

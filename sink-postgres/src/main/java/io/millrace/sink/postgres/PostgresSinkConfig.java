@@ -22,14 +22,25 @@ import io.millrace.core.sink.Sink;
  *                     the role needs superuser, or on PostgreSQL 15+ {@code GRANT SET ON PARAMETER session_replication_role}
  * @param dropTables   {@code drop_tables}: a table dropped in the source (told by the DDL event trigger) is dropped here
  *                     too, in order with the data; false (the default) keeps the copy
+ * @param readWrite    whether the sink's sessions set {@code default_transaction_read_only = off}, so that they write
+ *                     into a database whose default is read-only: the old primary a migration's cutover fenced, which
+ *                     {@code millrace migrate reverse} streams the new primary's changes back into. False (the default,
+ *                     and the only value the YAML gives) leaves the database's own default in force
  */
 public record PostgresSinkConfig(String name, String jdbcUrl, String user, Secret password, String targetSchema,
-                                 String stateSchema, boolean replicaRole, boolean dropTables) implements DestinationConfig {
+                                 String stateSchema, boolean replicaRole, boolean dropTables, boolean readWrite)
+        implements DestinationConfig {
     public static final String DEFAULT_STATE_SCHEMA = "millrace";
 
     /** Sessions with the default {@code session_replication_role} (origin): triggers and foreign keys fire. */
     public PostgresSinkConfig(String name, String jdbcUrl, String user, Secret password, String targetSchema, String stateSchema) {
-        this(name, jdbcUrl, user, password, targetSchema, stateSchema, false, false);
+        this(name, jdbcUrl, user, password, targetSchema, stateSchema, false, false, false);
+    }
+
+    /** As the canonical constructor, with the database's own {@code default_transaction_read_only} in force. */
+    public PostgresSinkConfig(String name, String jdbcUrl, String user, Secret password, String targetSchema, String stateSchema,
+                              boolean replicaRole, boolean dropTables) {
+        this(name, jdbcUrl, user, password, targetSchema, stateSchema, replicaRole, dropTables, false);
     }
 
     public PostgresSinkConfig {
@@ -65,7 +76,12 @@ public record PostgresSinkConfig(String name, String jdbcUrl, String user, Secre
 
     /** The same destination, its sessions with {@code session_replication_role = replica} or not. */
     public PostgresSinkConfig withReplicaRole(boolean replica) {
-        return new PostgresSinkConfig(name, jdbcUrl, user, password, targetSchema, stateSchema, replica, dropTables);
+        return new PostgresSinkConfig(name, jdbcUrl, user, password, targetSchema, stateSchema, replica, dropTables, readWrite);
+    }
+
+    /** The same destination, its sessions setting {@code default_transaction_read_only = off} or not. */
+    public PostgresSinkConfig withReadWrite(boolean readWrite) {
+        return new PostgresSinkConfig(name, jdbcUrl, user, password, targetSchema, stateSchema, replicaRole, dropTables, readWrite);
     }
 
     @Override
@@ -84,6 +100,7 @@ public record PostgresSinkConfig(String name, String jdbcUrl, String user, Secre
         int q = jdbcUrl.indexOf('?');
         return "PostgresSinkConfig[name=" + name + ", jdbcUrl=" + (q < 0 ? jdbcUrl : jdbcUrl.substring(0, q) + "?…")
                 + ", user=" + user + ", password=" + password + ", targetSchema=" + targetSchema
-                + ", stateSchema=" + stateSchema + ", replicaRole=" + replicaRole + "]";
+                + ", stateSchema=" + stateSchema + ", replicaRole=" + replicaRole + ", dropTables=" + dropTables
+                + ", readWrite=" + readWrite + "]";
     }
 }

@@ -1,0 +1,96 @@
+package io.millrace.migrate;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.schema.Ident;
+import io.millrace.migrate.SourceCatalog.Table;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Collectors;
+
+/**
+ * The way back ({@code migrate cutover --reverse}, then {@code migrate reverse}): a publication and a logical slot on the
+ * target, created inside the cutover once the fence marker is durable there and before the target takes the
+ * applications' writes, so the slot's first change is the first write made on the new primary; a pipeline then streams
+ * from it into the old primary (the fenced source), whose sessions write past the fence.
+ *
+ * <p><b>Why at the fence.</b> With the source fenced and the target past the marker, the target holds every source
+ * transaction and the forward stream brings no more row changes: a slot created then decodes only the new primary's own
+ * writes (the sink's checkpoint rows are in Millrace's schema, which the publication does not hold). A slot created later
+ * would miss the writes made in between; one created earlier would send the forward stream's own changes back.
+ */
+final class Reverse {
+    private static final Logger LOG = LoggerFactory.getLogger(Reverse.class);
+
+    private Reverse() {
+    }
+
+    /** The reverse slot on the target: the source's slot name with {@code _reverse}. */
+    static String slot(String sourceSlot) {
+        String s = sourceSlot + "_reverse";
+        return s.length() <= 63 ? s : s.substring(0, 55) + "_reverse";
+    }
+
+    /** The reverse publication on the target. */
+    static String publication(String sourceSlot) {
+        return slot(sourceSlot);
+    }
+
+    /**
+     * What the reverse stream needs of the target, checked before anything is fenced: {@code wal_level = logical}, a role
+     * that may replicate, and a replica identity for every table (PostgreSQL rejects UPDATE and DELETE of a published table
+     * without one: publishing it would break the applications' writes on the new primary). Throws naming each problem.
+     */
+    static void check(Connection tgt, List<Table> tables) throws SQLException {
+        List<String> problems = new ArrayList<>();
+        String wal = Planner.one(tgt, "SHOW wal_level");
+        if (!wal.equals("logical")) {
+            problems.add("the target's wal_level is '" + wal + "' (fix: ALTER SYSTEM SET wal_level = logical on the target, then"
+                    + " restart it)");
+        }
+        if (!Planner.bool(tgt, "SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user")) {
+            problems.add("the target role may not replicate (fix: ALTER ROLE " + Ident.quote(Planner.one(tgt, "SELECT current_user"))
+                    + " REPLICATION on the target)");
+        }
+        for (Table t : tables) {
+            boolean identity = Planner.bool(tgt, "SELECT c.relreplident IN ('f', 'i') OR (c.relreplident = 'd' AND EXISTS (SELECT 1"
+                    + " FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)) FROM pg_class c WHERE c.oid = "
+                    + Ident.literal(t.ref().sql()) + "::regclass");
+            if (!identity) {
+                problems.add("table " + t.ref() + " has no primary key and no replica identity on the target (fix: ALTER TABLE "
+                        + t.ref().sql() + " REPLICA IDENTITY FULL on the target)");
+            }
+        }
+        if (!problems.isEmpty()) {
+            throw new MillraceException(Kind.SOURCE_SETUP, "migrate cutover --reverse: the target cannot stream changes back to the"
+                    + " source: " + String.join("; ", problems) + ". Nothing was fenced");
+        }
+    }
+
+    /**
+     * Creates the reverse publication (of {@code tables}) and slot on the target where they are missing; returns the slot's
+     * position. Idempotent, so a resumed cutover keeps the slot the first attempt made (its position is still before any
+     * write of the new primary: the cutover had not finished, so the applications had not switched).
+     */
+    static String prepare(Connection tgt, String slot, String publication, List<Table> tables) throws SQLException {
+        if (Planner.oneOrNull(tgt, "SELECT 1 FROM pg_publication WHERE pubname = " + Ident.literal(publication)) == null) {
+            try (Statement s = tgt.createStatement()) {
+                s.execute("CREATE PUBLICATION " + Ident.quote(publication) + " FOR TABLE "
+                        + tables.stream().map(t -> t.ref().sql()).collect(Collectors.joining(", ")));
+            }
+        }
+        String at = Planner.oneOrNull(tgt, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = "
+                + Ident.literal(slot));
+        if (at == null) {
+            at = Planner.one(tgt, "SELECT lsn::text FROM pg_create_logical_replication_slot(" + Ident.literal(slot) + ", 'pgoutput')");
+            LOG.info("migrate cutover: reverse slot '{}' created on the target at {}", slot, at);
+        }
+        return at;
+    }
+}

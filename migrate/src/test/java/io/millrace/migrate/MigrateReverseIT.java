@@ -1,0 +1,112 @@
+package io.millrace.migrate;
+
+import io.millrace.api.Millrace;
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.embedded.EmbeddedPg;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The way back: {@code migrate cutover --reverse} makes a slot on the target at the fence, and {@code migrate reverse}
+ * streams every write made on the new primary since then into the old one — those made before the reverse stream
+ * started and those made while it runs, under a write load, into a fenced source, with GENERATED ALWAYS identity columns
+ * and a keyless REPLICA IDENTITY FULL table; nothing flows forward again. And what refuses it, before anything is fenced.
+ */
+class MigrateReverseIT extends TwoServers {
+    static final String[] TABLES = {"shop.customer", "shop.orders", "shop.invoice", "shop.ledger", "shop.notes"};
+    static final String NOTES = "CREATE TABLE shop.notes (customer int, body text)";
+
+    @Test
+    void writesOnTheNewPrimaryReachTheOldOne() throws Exception {
+        String db = "rev1";
+        Migration m = shop(db, WriteLoad.LEDGER, NOTES, "ALTER TABLE shop.notes REPLICA IDENTITY FULL",
+                "INSERT INTO shop.notes SELECT i, 'note ' || i FROM generate_series(1, 50) i");
+        assertThatThrownBy(() -> m.reverse(Duration.ofSeconds(1))).isInstanceOf(MillraceException.class)
+                .hasMessageContaining("the way back starts after 'millrace migrate cutover --reverse'");
+        CutoverReport report;
+        try (Millrace following = m.follow(Duration.ofSeconds(30))) {
+            try (WriteLoad load = new WriteLoad(src, db, 2, 2)) {
+                load.awaitCommitted(300);
+                report = m.cutover(1 << 20, Duration.ofSeconds(30), 0, true);
+            }
+            System.out.println(report.render());
+            // The new primary takes writes at once, before the reverse stream runs: its slot holds them.
+            tgt.execute(db, "INSERT INTO shop.customer (email) VALUES ('first@new')",
+                    "INSERT INTO shop.orders (customer, qty, price) SELECT id, 2, 3.5 FROM shop.customer WHERE email = 'first@new'",
+                    "UPDATE shop.customer SET score = 42 WHERE id = 7",
+                    "DELETE FROM shop.invoice WHERE no = (SELECT min(no) FROM shop.invoice)",
+                    "UPDATE shop.notes SET body = 'changed on the new primary' WHERE customer = 3",
+                    "DELETE FROM shop.notes WHERE customer = 4");
+        }
+        assertThat(report.reverseSlot()).isEqualTo("mig_rev1_reverse");
+        assertThat(Servers.text(tgt, db, "SELECT attidentity FROM pg_attribute WHERE attrelid = 'shop.orders'::regclass"
+                + " AND attname = 'id'")).isEqualTo("a");
+        try (Millrace back = m.reverse(Duration.ofSeconds(15))) {
+            // The forward slot is gone: what the reverse stream writes into the source does not flow forward again.
+            assertThat(Servers.count(src, db, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'mig_rev1'")).isZero();
+            try (WriteLoad load = new WriteLoad(tgt, db, 2, 2)) {
+                load.awaitCommitted(300);
+            }
+            tgt.execute(db, "UPDATE shop.orders SET qty = qty + 1 WHERE id = (SELECT max(id) FROM shop.orders)");
+            awaitEqual(db, Duration.ofSeconds(60));
+            assertThat(back.status().state()).isEqualTo("streaming");
+        }
+        // Still fenced for the applications: the reverse stream's sessions alone write past the fence.
+        assertThatThrownBy(() -> src.execute(db, "INSERT INTO shop.customer (email) VALUES ('late@old')"))
+                .hasMessageContaining("read-only transaction");
+        assertThat(Servers.count(src, db, "SELECT count(*) FROM shop.customer WHERE email = 'first@new'")).isOne();
+        assertThat(Servers.count(src, db, "SELECT score FROM shop.customer WHERE id = 7")).isEqualTo(42);
+    }
+
+    @Test
+    void aTargetThatCannotStreamBackIsRefusedBeforeTheFence() throws Exception {
+        String db = "rev2";
+        EmbeddedPg plain = EmbeddedPg.builder().setting("wal_level", "replica").start();
+        try (plain) {
+            src.createDatabase(db);
+            plain.createDatabase(db);
+            src.execute(db, MigrateFollowIT.SCHEMA);
+            Migration m = Migration.of(Servers.source(src, db, "shop.*"), Servers.target(plain, db));
+            try (Millrace following = m.follow(Duration.ofSeconds(30))) {
+                assertThatThrownBy(() -> m.cutover(1 << 20, Duration.ofSeconds(30), 0, true))
+                        .isInstanceOf(MillraceException.class)
+                        .satisfies(e -> assertThat(((MillraceException) e).kind()).isEqualTo(Kind.SOURCE_SETUP))
+                        .hasMessageContaining("the target's wal_level is 'replica'")
+                        .hasMessageContaining("ALTER SYSTEM SET wal_level = logical")
+                        .hasMessageContaining("Nothing was fenced");
+                assertThat(m.status().fenced()).isFalse();
+                assertThat(m.status().state()).isEqualTo(MigrationState.FOLLOWING);
+                src.execute(db, "INSERT INTO shop.customer (email) VALUES ('still@writable')");
+                // Without --reverse the cutover goes on; reverse then says why it cannot start.
+                m.cutover(1 << 20, Duration.ofSeconds(30), 0, false);
+            }
+            assertThatThrownBy(() -> m.reverse(Duration.ofSeconds(5))).isInstanceOf(MillraceException.class)
+                    .hasMessageContaining("the cutover ran without --reverse");
+        }
+    }
+
+    private static void awaitEqual(String db, Duration timeout) throws Exception {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            String diff = null;
+            for (String t : TABLES) {
+                String a = MigrateFollowIT.rows(tgt, db, t);
+                String b = MigrateFollowIT.rows(src, db, t);
+                if (!a.equals(b)) {
+                    diff = t + ": target " + a + ", source " + b;
+                    break;
+                }
+            }
+            if (diff == null) {
+                return;
+            }
+            assertThat(System.nanoTime()).as("old primary equal to the new one in time; " + diff).isLessThan(deadline);
+            Thread.sleep(200);
+        }
+    }
+}
