@@ -70,13 +70,8 @@ class MigrateCrashIT extends TwoServers {
         src.execute(db, "CREATE TABLE account (id serial PRIMARY KEY, balance int NOT NULL CHECK (balance >= 0))",
                 "CREATE TABLE ledger (id bigserial PRIMARY KEY, account int NOT NULL REFERENCES account, amount int NOT NULL)",
                 "INSERT INTO account (balance) SELECT 1000 FROM generate_series(1, 50)");
-        Path cfg = dir.resolve(db + ".yaml");
-        Files.writeString(cfg, "source:\n  host: 127.0.0.1\n  port: " + src.port() + "\n  database: " + db + "\n  user: postgres\n"
-                + "  slot: " + db + "\n  publication: " + db + "\n  tables: [public.account, public.ledger]\ndestinations:\n"
-                + "  - name: target\n    type: postgres\n    port: " + tgt.port() + "\n    database: " + db + "\n    user: postgres\n");
-        Migration m = Migration.of(SourceSettings.builder().host(src.host()).port(src.port()).database(db).user("postgres").slot(db)
-                .publication(db).tables("public.account", "public.ledger").build(),
-                PostgresSinkConfig.of("target", tgt.jdbcUrl(db), "postgres", Secret.NONE));
+        Path cfg = config(dir, db, "public.account", "public.ledger");
+        Migration m = migration(db, "public.account", "public.ledger");
         Set<Long> committed = ConcurrentHashMap.newKeySet();
         AtomicBoolean stopLoad = new AtomicBoolean();
         try (Millrace following = m.follow(Duration.ofSeconds(30))) {
@@ -127,8 +122,23 @@ class MigrateCrashIT extends TwoServers {
         src.execute("postgres", "ALTER DATABASE " + db + " RESET default_transaction_read_only");
     }
 
+    /** The configuration file of a migration of {@code tables} of {@code db}, slot and publication named {@code db}. */
+    static Path config(Path dir, String db, String... tables) throws java.io.IOException {
+        Path cfg = dir.resolve(db + ".yaml");
+        Files.writeString(cfg, "source:\n  host: 127.0.0.1\n  port: " + src.port() + "\n  database: " + db + "\n  user: postgres\n"
+                + "  slot: " + db + "\n  publication: " + db + "\n  tables: [" + String.join(", ", tables) + "]\ndestinations:\n"
+                + "  - name: target\n    type: postgres\n    port: " + tgt.port() + "\n    database: " + db + "\n    user: postgres\n");
+        return cfg;
+    }
+
+    /** The same migration as {@link #config}, through the API. */
+    static Migration migration(String db, String... tables) {
+        return Migration.of(SourceSettings.builder().host(src.host()).port(src.port()).database(db).user("postgres").slot(db)
+                .publication(db).tables(tables).build(), PostgresSinkConfig.of("target", tgt.jdbcUrl(db), "postgres", Secret.NONE));
+    }
+
     /** One writer: a ledger row and the account's balance in one transaction; the ledger ids whose COMMIT returned. */
-    private static void write(String db, Set<Long> committed, AtomicBoolean stop) {
+    static void write(String db, Set<Long> committed, AtomicBoolean stop) {
         java.util.SplittableRandom rnd = new java.util.SplittableRandom(7);
         while (!stop.get()) {
             try (Connection c = src.connect(db)) {
@@ -162,7 +172,7 @@ class MigrateCrashIT extends TwoServers {
         }
     }
 
-    private static Set<Long> ids(EmbeddedPg pg, String db) throws SQLException {
+    static Set<Long> ids(EmbeddedPg pg, String db) throws SQLException {
         Set<Long> out = new HashSet<>();
         try (Connection c = pg.connect(db); Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT id FROM ledger")) {
             while (rs.next()) {
@@ -172,7 +182,7 @@ class MigrateCrashIT extends TwoServers {
         return out;
     }
 
-    private static String rows(EmbeddedPg pg, String db, String table) throws SQLException {
+    static String rows(EmbeddedPg pg, String db, String table) throws SQLException {
         try (Connection c = pg.connect(db); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(
                 "SELECT count(*) || ' ' || md5(string_agg(r::text, ',' ORDER BY r::text)) FROM " + table + " r")) {
             rs.next();
@@ -180,7 +190,7 @@ class MigrateCrashIT extends TwoServers {
         }
     }
 
-    private static long one(EmbeddedPg pg, String db, String sql) throws SQLException {
+    static long one(EmbeddedPg pg, String db, String sql) throws SQLException {
         try (Connection c = pg.connect(db); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
             rs.next();
             return rs.getLong(1);
