@@ -139,7 +139,7 @@ final class Cutover {
             VerifyReport verified = null;
             if (verifier != null) {
                 // The source is fenced and the target past the marker: nothing is in flux, the comparison is exact.
-                verified = verifier.run(tables, false);
+                verified = verifier.sinceLastPass(tables);
                 if (!verified.equal()) {
                     throw new MillraceException(Kind.DIVERGED, "migrate cutover: with the source fenced, " + verified.divergent().size()
                             + " chunk(s) differ: " + verified.divergent() + ". The source stays fenced (state FENCED). Fix: 'millrace"

@@ -23,7 +23,8 @@ public record CutoverReport(Duration writeUnavailable, String fenceLsn, long lag
         return "cutover done: write-unavailable window " + writeUnavailable.toMillis() + " ms (fence at " + fenceLsn + ", "
                 + lagBytesAtFence + " bytes behind then, " + sessionsEnded + " source session(s) ended, " + sequences
                 + " sequence(s) set past the source" + (verified == null ? "" : "; verified with the source fenced: "
-                + verified.chunks() + " chunk(s), " + verified.rows() + " row(s) equal in " + verified.took().toMillis() + " ms")
+                + verified.chunks() + " chunk(s)" + (verified.unchanged() > 0 ? " (" + verified.unchanged()
+                + " unchanged since the last pass)" : "") + ", " + verified.rows() + " row(s) equal in " + verified.took().toMillis() + " ms")
                 + ").\nThe source stays read-only (default_transaction_read_only = on)."
                 + " Switch the applications to the target now.\n"
                 + (reverseSlot == null ? "" : "The target keeps their writes for the way back in slot '" + reverseSlot

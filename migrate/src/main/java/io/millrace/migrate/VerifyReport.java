@@ -12,8 +12,11 @@ import java.util.List;
  * @param divergent chunks whose rows still differed in every re-check round (none: source and target agree)
  * @param skipped   tables not compared, with the reason
  * @param took      how long the pass took
+ * @param unchanged chunks of {@code chunks} not hashed: the cutover's comparison found that no row of theirs was written on
+ *                  either side since the last full pass found them equal (0 in a full pass)
  */
-public record VerifyReport(long chunks, long rows, long rechecked, List<Divergence> divergent, List<String> skipped, Duration took) {
+public record VerifyReport(long chunks, long rows, long rechecked, List<Divergence> divergent, List<String> skipped, Duration took,
+                           long unchanged) {
 
     public VerifyReport {
         divergent = List.copyOf(divergent);
@@ -53,7 +56,8 @@ public record VerifyReport(long chunks, long rows, long rechecked, List<Divergen
 
     /** For the terminal. */
     public String render() {
-        StringBuilder b = new StringBuilder("verify: " + chunks + " chunk(s), " + rows + " row(s), " + rechecked
+        StringBuilder b = new StringBuilder("verify: " + chunks + " chunk(s)" + (unchanged > 0 ? " (" + unchanged
+                + " unchanged since the last pass, not hashed)" : "") + ", " + rows + " row(s), " + rechecked
                 + " re-checked, " + divergent.size() + " divergent, in " + took.toMillis() + " ms\n");
         for (Divergence d : divergent) {
             b.append("  DIVERGENT ").append(d).append('\n');
