@@ -100,7 +100,19 @@ final class Planner {
             } else if (!t.hasKey()) {
                 notes.add(t.ref() + " has no primary key: followed by its replica identity; verify compares it as one chunk");
             }
-            copy.add(t.ref() + " (" + t.columns().size() + " columns, " + t.bytes() / 1024 + " kB)");
+            copy.add(t.ref() + " (" + t.columns().size() + " columns, " + mb(t.bytes()) + ")");
+        }
+
+        if (!tables.isEmpty()) {
+            // PostgreSQL reports no free disk space through SQL (and Millrace runs no program on the server): say how much
+            // is needed and where to look.
+            long bytes = tables.stream().mapToLong(Table::bytes).sum();
+            String dir = oneOrNull(tgt, "SELECT CASE WHEN pg_has_role('pg_read_all_settings', 'MEMBER')"
+                    + " OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN current_setting('data_directory') END");
+            notes.add("space: the tables, their indexes and TOAST take " + mb(bytes) + " on the source; the target needs about"
+                    + " as much free, plus WAL while the copy runs (PostgreSQL reports no free disk space through SQL: check"
+                    + " with df -h " + (dir == null ? "on the target's data directory" : dir) + " on the target server, and any"
+                    + " tablespace the tables use)");
         }
 
         List<String> needed = tables.isEmpty() ? List.of() : SourceCatalog.extensions(src, tables);
@@ -155,6 +167,15 @@ final class Planner {
                     + " source role " + srcUser + " must own the database and be a member of pg_signal_backend");
         }
         return new Result(new Plan(copy, notes, cannot, problems), List.copyOf(tables), sequences);
+    }
+
+    /** {@code 12 kB}, {@code 3.4 MB}, {@code 2.1 GB}. */
+    static String mb(long bytes) {
+        if (bytes < 1L << 20) {
+            return (bytes + 1023) / 1024 + " kB";
+        }
+        return bytes < 1L << 30 ? String.format(java.util.Locale.ROOT, "%.1f MB", bytes / 1048576.0)
+                : String.format(java.util.Locale.ROOT, "%.1f GB", bytes / 1073741824.0);
     }
 
     static String one(Connection c, String sql) throws SQLException {

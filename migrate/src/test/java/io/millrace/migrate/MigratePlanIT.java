@@ -31,7 +31,7 @@ class MigratePlanIT extends TwoServers {
     }
 
     @Test
-    void aReadyPlanListsWhatItCopiesAndWhatItCannot() {
+    void aReadyPlanListsWhatItCopiesAndWhatItCannot() throws Exception {
         String db = fresh("CREATE TABLE parent (id serial PRIMARY KEY, name text NOT NULL)",
                 "CREATE TABLE child (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, parent int REFERENCES parent,"
                         + " qty int CHECK (qty > 0), twice int GENERATED ALWAYS AS (qty * 2) STORED)",
@@ -46,6 +46,10 @@ class MigratePlanIT extends TwoServers {
         assertThat(String.join("\n", p.notes())).contains("public.parent_id_seq").contains("child_id_seq")
                 .contains("public.child.id: identity column").contains("public.child.twice: generated column")
                 .contains("created after the copy");
+        // No free space through SQL: what is needed, and where to look (the superuser may read data_directory).
+        String dataDir = Servers.text(tgt, db, "SHOW data_directory");
+        assertThat(p.notes()).anyMatch(s -> s.startsWith("space: the tables, their indexes and TOAST take ")
+                && s.contains("check with df -h " + dataDir + " on the target server"));
     }
 
     @Test
