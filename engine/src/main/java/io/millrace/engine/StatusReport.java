@@ -38,7 +38,21 @@ final class StatusReport {
                 m == null ? null : m.serverLsn().toString(), m == null || m.confirmedLsn() == null ? null : m.confirmedLsn().toString(),
                 m == null ? -1 : m.retainedBytes(), lagBytes, st == null ? -1 : st.lagMillis(now), st == null ? 0 : st.eventsWritten(),
                 p == null ? 0 : p.inflightBytes(), ctx.config.pipeline().budgetBytes(), tables(ctx, st, s), ctx.lastError,
-                controls.status(), slow, values(ctx));
+                controls.status(), slow, values(ctx), slotLost(ctx));
+    }
+
+    private static EngineStatus.SlotLost slotLost(EngineContext ctx) {
+        io.millrace.core.change.Checkpoint.SlotLost l = ctx.slotLost;
+        if (l == null) {
+            return null;
+        }
+        io.millrace.snapshot.online.OnlineSnapshotter o = ctx.online;
+        List<String> reconciling = o == null ? List.of() : o.progress().stream().filter(io.millrace.core.change.OnlineTask::reconcile)
+                .map(io.millrace.core.change.OnlineTask::table).toList();
+        Pipeline p = ctx.pipeline;
+        boolean done = o != null && reconciling.isEmpty();
+        return new EngineStatus.SlotLost(l.count(), l.reason(), l.lostAt().toString(), l.newSlotAt().toString(),
+                done ? "reconciled" : "reconciling", reconciling, p == null ? 0 : p.watermarks().reconcileDeletes());
     }
 
     private static EngineStatus.Values values(EngineContext ctx) {
