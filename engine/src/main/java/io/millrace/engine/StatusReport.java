@@ -41,18 +41,23 @@ final class StatusReport {
                 controls.status(), slow, values(ctx), slotLost(ctx));
     }
 
+    /** The slot's last replacement, and the reconciling copies the durable checkpoints still hold (any destination's). */
     private static EngineStatus.SlotLost slotLost(EngineContext ctx) {
         io.millrace.core.change.Checkpoint.SlotLost l = ctx.slotLost;
-        if (l == null) {
-            return null;
-        }
-        io.millrace.snapshot.online.OnlineSnapshotter o = ctx.online;
-        List<String> reconciling = o == null ? List.of() : o.progress().stream().filter(io.millrace.core.change.OnlineTask::reconcile)
-                .map(io.millrace.core.change.OnlineTask::table).toList();
         Pipeline p = ctx.pipeline;
-        boolean done = o != null && reconciling.isEmpty();
+        if (l == null || p == null) {
+            return l == null ? null : new EngineStatus.SlotLost(l.count(), l.reason(), l.lostAt().toString(), l.newSlotAt().toString(),
+                    "reconciling", List.of(), 0);
+        }
+        Set<String> reconciling = new TreeSet<>();
+        for (int i = 0; i < ctx.config.destinations().size(); i++) {
+            io.millrace.core.change.Checkpoint cp = p.checkpoint(i);
+            if (cp != null) {
+                cp.online().stream().filter(io.millrace.core.change.OnlineTask::reconcile).forEach(t -> reconciling.add(t.table()));
+            }
+        }
         return new EngineStatus.SlotLost(l.count(), l.reason(), l.lostAt().toString(), l.newSlotAt().toString(),
-                done ? "reconciled" : "reconciling", reconciling, p == null ? 0 : p.watermarks().reconcileDeletes());
+                reconciling.isEmpty() ? "reconciled" : "reconciling", List.copyOf(reconciling), p.watermarks().reconcileDeletes());
     }
 
     private static EngineStatus.Values values(EngineContext ctx) {

@@ -805,6 +805,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
             c.setAutoCommit(true);
         }
         long readNanos = System.nanoTime() - started;
+        io.millrace.core.fault.Faults.hit(io.millrace.core.fault.FaultPoint.ONLINE_CHUNK_READ);
         window.fill(rows, inProgress, xmax, bytes);
         peakBuffered.accumulateAndGet(watermarks.bufferedRows(), Math::max);
         emit(c, window.message(false));
