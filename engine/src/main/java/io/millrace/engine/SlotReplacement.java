@@ -37,6 +37,9 @@ import java.util.Optional;
  * step 3 leaves the new slot confirmed past checkpoints marked REPLACING: the next start replaces it again (step 2).
  * INV: RESUME — the changes the lost slot never delivered are not replayed: the reconciling copy brings every table to
  * the source's state instead, deleting what the source no longer has (OnlineSnapshotter, Watermarks.Window#gone).
+ * INV: HANDOVER — for each table, from the new slot's consistent point on, a key's changes come from the new slot's
+ * stream, and its state before from the reconciling copy (a row, or a delete) at its chunk's high watermark, unless the
+ * stream changed the key inside the chunk's window; nothing comes from the lost slot any more.
  */
 final class SlotReplacement {
     private static final Logger LOG = LoggerFactory.getLogger(Engine.class); // the engine's log

@@ -52,7 +52,15 @@ class SlotLostResnapshotIT {
         pg = EmbeddedPg.builder().major(17).setting("max_wal_size", "32MB").setting("min_wal_size", "32MB").start();
         pg.createDatabase("rs_src");
         pg.createDatabase("rs_dst");
-        try (Connection c = pg.connect("rs_src"); Statement s = c.createStatement()) {
+        pg.createDatabase("dr_src");
+        pg.createDatabase("dr_dst");
+        for (String db : List.of("rs_src", "dr_src")) {
+            schema(db);
+        }
+    }
+
+    private static void schema(String db) throws SQLException {
+        try (Connection c = pg.connect(db); Statement s = c.createStatement()) {
             s.execute("CREATE TABLE items (id bigint PRIMARY KEY, v text, n bigint)");
             s.execute("INSERT INTO items SELECT g, 'seed ' || g, g FROM generate_series(1, 3000) g");
             s.execute("CREATE TABLE pairs (a int, b text, v int, PRIMARY KEY (a, b))");
@@ -70,24 +78,28 @@ class SlotLostResnapshotIT {
     }
 
     private String yaml() {
+        return yaml("lostre", "rs_src", "rs_dst");
+    }
+
+    private String yaml(String name, String src, String dst) {
         return String.join("\n",
-                "name: lostre",
+                "name: " + name,
                 "source:",
                 "  host: 127.0.0.1",
                 "  port: " + pg.port(),
-                "  database: rs_src",
+                "  database: " + src,
                 "  user: postgres",
-                "  slot: lostre",
-                "  publication: lostre",
+                "  slot: " + name,
+                "  publication: " + name,
                 "  tables: [public.items, public.pairs]",
                 "  status_interval_ms: 500",
                 "  on_slot_lost: resnapshot",
                 "snapshot:",
                 "  online: {readers: 2, chunk_rows: 200, min_chunk_rows: 100, max_chunk_rows: 400}",
                 "destinations:",
-                "  - {name: replica, type: postgres, host: 127.0.0.1, port: " + pg.port() + ", database: rs_dst, user: postgres}",
-                "  - {name: mirror, type: duckdb, file: " + dir.resolve("mirror.duckdb").toAbsolutePath() + "}",
-                "  - {name: files, type: jsonl, directory: " + dir.resolve("events").toAbsolutePath() + "}",
+                "  - {name: replica, type: postgres, host: 127.0.0.1, port: " + pg.port() + ", database: " + dst + ", user: postgres}",
+                "  - {name: mirror, type: duckdb, file: " + dir.resolve(name + ".duckdb").toAbsolutePath() + "}",
+                "  - {name: files, type: jsonl, directory: " + dir.resolve(name + "-events").toAbsolutePath() + "}",
                 "pipeline:",
                 "  linger_ms: 20",
                 "operations:",
@@ -160,7 +172,7 @@ class SlotLostResnapshotIT {
                 // Every destination equal to the source while the engine runs (DuckDB read on a connection of this process).
                 try (Connection src = pg.connect("rs_src"); Connection dst = pg.connect("rs_dst")) {
                     RunningEngine.awaitEqual(src, dst, REFS, null, Duration.ofSeconds(60));
-                    awaitOthersEqual(src);
+                    awaitOthersEqual(src, "lostre");
                 }
             }
         } finally {
@@ -170,7 +182,31 @@ class SlotLostResnapshotIT {
         try (Connection src = pg.connect("rs_src")) {
             assertThat(rows(src, ITEMS)).as("source rows deleted while stopped").doesNotContain("7|seed 7|7", "3000|seed 3000|3000")
                     .contains("3600|added 3600|3600");
-            awaitOthersEqual(src); // after the stop too
+            awaitOthersEqual(src, "lostre"); // after the stop too
+        }
+    }
+
+    /**
+     * A slot dropped while Millrace was stopped (not invalidated: missing), rows deleted and updated meanwhile: with
+     * resnapshot a new slot is created (nothing to drop) and every destination ends equal to the source.
+     */
+    @Test
+    void aSlotDroppedWhileStoppedIsReplacedToo() throws Exception {
+        String yaml = yaml("dropre", "dr_src", "dr_dst");
+        try (FaultRig.Running run = new FaultRig.Running(yaml, dir)) {
+            run.awaitState("streaming", Duration.ofSeconds(60));
+        }
+        pg.execute("dr_src", "DELETE FROM items WHERE id % 3 = 0", "UPDATE items SET v = 'changed' WHERE id % 4 = 0",
+                "DELETE FROM pairs WHERE b = 'y'", "SELECT pg_drop_replication_slot('dropre')");
+        try (FaultRig.Running run = new FaultRig.Running(yaml, dir); Connection src = pg.connect("dr_src");
+             Connection dst = pg.connect("dr_dst")) {
+            run.awaitState("streaming", Duration.ofSeconds(60));
+            pg.execute("dr_src", "INSERT INTO items VALUES (777777, 'after', 1)");
+            RunningEngine.awaitEqual(src, dst, REFS, null, Duration.ofSeconds(60));
+            awaitOthersEqual(src, "dropre");
+            EngineStatus.SlotLost lost = run.supervisor.status().slotLost();
+            assertThat(lost.reason()).contains("does not exist");
+            assertThat(lost.rowsDeleted()).isEqualTo(1000 + 200);
         }
     }
 
@@ -178,18 +214,18 @@ class SlotLostResnapshotIT {
     private static final String PAIRS = "SELECT a, b, v FROM public.pairs ORDER BY a, b";
 
     /** Waits until DuckDB and the jsonl replay hold the source's rows; fails naming the first that differs. */
-    private void awaitOthersEqual(Connection src) throws Exception {
+    private void awaitOthersEqual(Connection src, String name) throws Exception {
         List<String> items = rows(src, ITEMS);
         List<String> pairs = rows(src, PAIRS);
         long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         while (true) {
             List<String> duckItems;
             List<String> duckPairs;
-            try (Connection duck = DriverManager.getConnection("jdbc:duckdb:" + dir.resolve("mirror.duckdb").toAbsolutePath())) {
+            try (Connection duck = DriverManager.getConnection("jdbc:duckdb:" + dir.resolve(name + ".duckdb").toAbsolutePath())) {
                 duckItems = rows(duck, ITEMS);
                 duckPairs = rows(duck, PAIRS);
             }
-            List<JsonNode> events = E2e.events(dir.resolve("events"));
+            List<JsonNode> events = E2e.events(dir.resolve(name + "-events"));
             List<String> jsonItems = replay(events, "items", List.of("id"), List.of("id", "v", "n"));
             List<String> jsonPairs = replay(events, "pairs", List.of("a", "b"), List.of("a", "b", "v"));
             boolean equal = duckItems.equals(items) && duckPairs.equals(pairs) && jsonItems.equals(items) && jsonPairs.equals(pairs);
