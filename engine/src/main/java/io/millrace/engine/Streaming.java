@@ -91,12 +91,16 @@ final class Streaming {
         if (keyed.isEmpty()) {
             return null;
         }
-        return (table, keyColumns, range) -> {
-            List<List<String>> out = new ArrayList<>();
+        return (table, keyColumns, range, limit) -> {
+            java.util.Set<List<String>> out = new java.util.LinkedHashSet<>(); // the destinations mostly hold the same keys
             for (KeyedSink k : keyed) {
-                out.addAll(k.keysIn(table, keyColumns, range));
+                List<List<String>> keys = k.keysIn(table, keyColumns, range, limit);
+                if (keys.size() >= limit) {
+                    return keys; // a destination over the bound: the caller refuses the chunk (INV: BOUNDED)
+                }
+                out.addAll(keys);
             }
-            return out;
+            return new ArrayList<>(out);
         };
     }
 

@@ -17,9 +17,10 @@ public interface KeyedSink extends Sink {
     /**
      * The keys of the rows this destination holds of source table {@code table} whose key lies in {@code range} (in the
      * source's key order), each as the text PostgreSQL prints for its columns {@code keyColumns}; none when it does not
-     * hold the table. Any thread, while the sink is open: on a connection of its own, reading only what is committed.
+     * hold the table; at most {@code limit} of them (INV: BOUNDED — the caller refuses a range holding more). Any thread,
+     * while the sink is open: on a connection of its own, reading only what is committed.
      *
      * @throws io.millrace.core.MillraceException of kind SINK (or CONNECTION) when the destination fails
      */
-    List<List<String>> keysIn(TableRef table, List<String> keyColumns, KeyRange range);
+    List<List<String>> keysIn(TableRef table, List<String> keyColumns, KeyRange range, int limit);
 }

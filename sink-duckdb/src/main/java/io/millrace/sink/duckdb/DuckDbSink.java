@@ -191,7 +191,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
      */
     @Override
     public List<List<String>> keysIn(io.millrace.core.schema.TableRef table, List<String> keyColumns,
-                                     io.millrace.core.change.OnlineTask.KeyRange range) {
+                                     io.millrace.core.change.OnlineTask.KeyRange range, int limit) {
         io.millrace.core.schema.TableRef target = config.schema() == null ? table : new io.millrace.core.schema.TableRef(config.schema(), table.table());
         try (Connection c = DriverManager.getConnection("jdbc:duckdb:" + config.file().toAbsolutePath()); Statement s = c.createStatement()) {
             s.execute("SET TimeZone = 'UTC'");
@@ -208,7 +208,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
             String cols = keyColumns.stream().map(k -> "CAST(" + Ident.quote(k) + " AS VARCHAR)").collect(java.util.stream.Collectors.joining(", "));
             List<List<String>> out = new java.util.ArrayList<>();
             try (ResultSet rs = s.executeQuery("SELECT " + cols + " FROM " + target.sql() + " WHERE "
-                    + io.millrace.core.sink.KeyRangeSql.where(keyColumns, range))) {
+                    + io.millrace.core.sink.KeyRangeSql.where(keyColumns, range) + " LIMIT " + limit)) {
                 while (rs.next()) {
                     List<String> key = new java.util.ArrayList<>(keyColumns.size());
                     for (int i = 1; i <= keyColumns.size(); i++) {

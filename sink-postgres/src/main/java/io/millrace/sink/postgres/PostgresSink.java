@@ -186,7 +186,7 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
      */
     @Override
     public synchronized List<List<String>> keysIn(io.millrace.core.schema.TableRef table, List<String> keyColumns,
-                                                  io.millrace.core.change.OnlineTask.KeyRange range) {
+                                                  io.millrace.core.change.OnlineTask.KeyRange range, int limit) {
         io.millrace.core.schema.TableRef target = config.targetSchema() == null ? table
                 : new io.millrace.core.schema.TableRef(config.targetSchema(), table.table());
         try {
@@ -207,7 +207,7 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
             List<List<String>> out = new java.util.ArrayList<>();
             try (Statement s = keysConn.createStatement();
                  ResultSet rs = s.executeQuery("SELECT " + cols + " FROM " + target.sql() + " WHERE "
-                         + io.millrace.core.sink.KeyRangeSql.where(keyColumns, range))) {
+                         + io.millrace.core.sink.KeyRangeSql.where(keyColumns, range) + " LIMIT " + limit)) {
                 while (rs.next()) {
                     List<String> key = new java.util.ArrayList<>(keyColumns.size());
                     for (int i = 1; i <= keyColumns.size(); i++) {

@@ -85,6 +85,13 @@ public final class OnlineSnapshotter implements AutoCloseable {
      */
     static final String REREAD = "/* millrace: moved keys read again */ ";
 
+    /**
+     * The most keys one destination may hold in one reconciling chunk's key range (or four times the chunk's rows, if
+     * more): they are held in memory while the chunk is compared (INV: BOUNDED). More (the source lost nearly every row of a range while the slot was lost) stops
+     * the copy with the fix rather than exhaust the heap.
+     */
+    static final int RECONCILE_MAX_KEYS = 200_000;
+
     /** Keys one re-read task takes: they are read in one chunk, and recorded in every checkpoint until it lands. */
     static final int REREAD_KEYS = 256;
 
@@ -276,8 +283,8 @@ public final class OnlineSnapshotter implements AutoCloseable {
      * over the destinations that can list theirs ({@code KeyedSink}). Any thread, own connections.
      */
     public interface DestinationKeys {
-        /** Each key as the text of its columns {@code keyColumns}, in any order, repeats allowed. */
-        List<List<String>> keysIn(TableRef table, List<String> keyColumns, KeyRange range);
+        /** Each key as the text of its columns {@code keyColumns}, in any order, repeats allowed; at most {@code limit} per destination. */
+        List<List<String>> keysIn(TableRef table, List<String> keyColumns, KeyRange range, int limit);
     }
 
     /** Sets where reconciling tasks read the destinations' keys; call before {@link #start}. */
@@ -863,7 +870,15 @@ public final class OnlineSnapshotter implements AutoCloseable {
             read.add(ValueKey.of(row, idx));
         }
         java.util.Map<ValueKey, List<String>> candidates = new java.util.LinkedHashMap<>();
-        for (List<String> text : destinationKeys.keysIn(task.table, keyColumns, chunk.range())) {
+        int limit = Math.max(RECONCILE_MAX_KEYS, 4 * rows.size());
+        List<List<String>> held = destinationKeys.keysIn(task.table, keyColumns, chunk.range(), limit + 1);
+        if (held.size() > limit) {
+            throw new MillraceException(Kind.SINK, "re-copy of " + task.table + " after a lost slot: a destination holds more than "
+                    + limit + " rows in the key range of one chunk, where the source has " + rows.size() + "; the"
+                    + " destinations are reconciled in bounded memory, so this copy stops. Remove the table's rows from the postgres and"
+                    + " duckdb destinations (TRUNCATE the target table) and start again: the re-copy then brings the source's rows");
+        }
+        for (List<String> text : held) {
             if (text.size() != idx.length || text.contains(null)) {
                 continue;
             }
