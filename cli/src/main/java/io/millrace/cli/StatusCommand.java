@@ -74,6 +74,13 @@ final class StatusCommand implements Callable<Integer> {
             System.out.printf("destination '%s' has been writing one batch for %d s (slow, or blocked: a lock on its tables?)%n",
                     slow.path("destination").asText(), slow.path("waiting_millis").asLong() / 1000);
         }
+        JsonNode lost = s.path("slot_lost");
+        if (lost.isObject()) {
+            System.out.printf("slot lost (%s; %d time(s)) and replaced at %s (the checkpoints were at %s): %s%s, %,d row(s) the source"
+                            + " no longer has deleted%n", lost.path("reason").asText(), lost.path("count").asInt(), lost.path("new_slot_at").asText(),
+                    lost.path("lost_at").asText(), lost.path("action").asText(), lost.path("reconciling").isEmpty() ? ""
+                            : " " + lost.path("reconciling"), lost.path("rows_deleted").asLong());
+        }
         if (!s.path("last_error").isNull() && s.has("last_error")) {
             System.out.println("error: " + s.path("last_error").asText());
         }

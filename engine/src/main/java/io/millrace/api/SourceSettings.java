@@ -26,6 +26,17 @@ public final class SourceSettings {
         OFF
     }
 
+    /** What a start does when the slot was lost ({@code wal_status = lost}) or dropped while the destinations hold checkpoints. */
+    public enum OnSlotLost {
+        /** Stop with the error and its fix; nothing is written (the default). */
+        STOP,
+        /**
+         * Create a new slot, re-bind the checkpoints to it, and copy every captured table again online while streaming,
+         * deleting in the destinations the rows the source no longer has (see docs/EVENTS.md for what each destination gets).
+         */
+        RESNAPSHOT
+    }
+
     private final String host;
     private final int port;
     private final String database;
@@ -37,6 +48,7 @@ public final class SourceSettings {
     private final List<TableRef> excludeTables;
     private final boolean createPublication;
     private final BinaryMode binary;
+    private final OnSlotLost onSlotLost;
     private final int statusIntervalMs;
     private final String sslMode;
     private final Path sslRootCert;
@@ -54,6 +66,7 @@ public final class SourceSettings {
         this.excludeTables = b.excludeTables;
         this.createPublication = b.createPublication;
         this.binary = b.binary;
+        this.onSlotLost = b.onSlotLost;
         this.statusIntervalMs = b.statusIntervalMs;
         this.sslMode = b.sslMode;
         this.sslRootCert = b.sslRootCert;
@@ -120,6 +133,11 @@ public final class SourceSettings {
         return binary;
     }
 
+    /** What a start does with a lost or dropped slot ({@code on_slot_lost}, default {@code stop}). */
+    public OnSlotLost onSlotLost() {
+        return onSlotLost;
+    }
+
     /** How often the slot's position is reported to the server ({@code status_interval_ms}). */
     public int statusIntervalMs() {
         return statusIntervalMs;
@@ -160,6 +178,7 @@ public final class SourceSettings {
         private List<TableRef> excludeTables = List.of();
         private boolean createPublication = true;
         private BinaryMode binary = BinaryMode.AUTO;
+        private OnSlotLost onSlotLost = OnSlotLost.STOP;
         private int statusIntervalMs = 10_000;
         private String sslMode;
         private Path sslRootCert;
@@ -260,6 +279,11 @@ public final class SourceSettings {
 
         public Builder binary(BinaryMode binary) {
             this.binary = Check.given("source.binary", binary);
+            return this;
+        }
+
+        public Builder onSlotLost(OnSlotLost action) {
+            this.onSlotLost = Check.given("source.on_slot_lost", action);
             return this;
         }
 

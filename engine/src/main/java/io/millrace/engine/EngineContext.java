@@ -28,6 +28,8 @@ final class EngineContext {
     /** The tables this pipeline captures, once the start read them. */
     volatile List<TableRef> captured = List.of();
     volatile String lastError;
+    /** The slot's last replacement as the checkpoints record it ({@code source.on_slot_lost: resnapshot}), or null. */
+    volatile io.millrace.core.change.Checkpoint.SlotLost slotLost;
     volatile SlotMonitor.Sample slotSample;
     /** DDL that pgoutput does not announce (drops, new tables, renames); set at start. */
     volatile SourceWatch watch;
@@ -53,7 +55,11 @@ final class EngineContext {
     }
 
     /** A pipeline over {@code sinks} from {@code checkpoints}, feeding durable positions back to the reader. */
+    /** The destinations the pipeline writes to (set with it): the lost slot's re-copy reads the keys of those that list them. */
+    volatile List<Sink> sinks = List.of();
+
     Pipeline newPipeline(List<Sink> sinks, List<Checkpoint> checkpoints) {
+        this.sinks = List.copyOf(sinks);
         Pipeline p = new Pipeline(config.pipeline(), sinks, checkpoints, lsn -> {
             ReplicationReader r = reader;
             if (r != null) {

@@ -27,11 +27,37 @@ import java.util.List;
  * @param online          online snapshots: under way, paused, figures; null when none can run
  * @param slowDestination the destination the writer has been waiting on for a second or more, or null
  * @param values          how the stream reads values (binary or text, and why text); null before the source is surveyed
+ * @param slotLost        the slot's last loss and replacement ({@code source.on_slot_lost: resnapshot}), or null when the
+ *                        checkpoints record none
  */
 public record EngineStatus(String name, String state, String source, String slot, String publication, String durableLsn,
                            String serverLsn, String confirmedLsn, long retainedWalBytes, long lagBytes, long lagMillis,
                            long eventsWritten, long budgetUsed, long budgetLimit, List<Table> tables, String lastError, Online online,
-                           Slow slowDestination, Values values) {
+                           Slow slowDestination, Values values, SlotLost slotLost) {
+
+    public EngineStatus(String name, String state, String source, String slot, String publication, String durableLsn,
+                        String serverLsn, String confirmedLsn, long retainedWalBytes, long lagBytes, long lagMillis,
+                        long eventsWritten, long budgetUsed, long budgetLimit, List<Table> tables, String lastError, Online online,
+                        Slow slowDestination, Values values) {
+        this(name, state, source, slot, publication, durableLsn, serverLsn, confirmedLsn, retainedWalBytes, lagBytes, lagMillis,
+                eventsWritten, budgetUsed, budgetLimit, tables, lastError, online, slowDestination, values, null);
+    }
+
+    /**
+     * A slot lost and replaced.
+     *
+     * @param count          how many times this pipeline's slot was replaced (the checkpoints count them)
+     * @param reason         what was found (invalidated: {@code wal_status = lost}; or missing)
+     * @param lostAt         the position the checkpoints held: changes after it and before {@code newSlotAt} were never read
+     * @param newSlotAt      the new slot's consistent point
+     * @param action         what is being done: {@code reconciling} while the re-copy runs (tables in {@code reconciling}),
+     *                       then {@code reconciled}
+     * @param reconciling    the tables whose re-copy has not landed
+     * @param rowsDeleted    rows deleted since this start because the re-copy no longer found them in the source
+     */
+    public record SlotLost(int count, String reason, String lostAt, String newSlotAt, String action, List<String> reconciling,
+                           long rowsDeleted) {
+    }
 
     public EngineStatus(String name, String state, String source, String slot, String publication, String durableLsn,
                         String serverLsn, String confirmedLsn, long retainedWalBytes, long lagBytes, long lagMillis,

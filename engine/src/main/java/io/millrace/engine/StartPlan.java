@@ -23,7 +23,9 @@ import java.util.List;
  *                          │    slot confirmed past the consistent point ▶ Refuse (SLOT_IN_USE or IDENTITY)
  *                          │    otherwise ──────────────────────────────▶ ResumeOnline
  *                          └─ otherwise ────────────────────────────────▶ RestartSnapshot
- *   every destination ─────┬─ slot missing ─────────────────────────────▶ Refuse (SOURCE_SETUP)
+ *   every destination ─────┬─ slot lost or missing, or its replacement
+ *   holds a checkpoint     │  interrupted, on_slot_lost: resnapshot ────▶ ReplaceSlot (Refuse: PG &lt; 14, a keyless table)
+ *                          ├─ slot missing ─────────────────────────────▶ Refuse (SOURCE_SETUP)
  *   holds a checkpoint     ├─ slot confirmed past the checkpoints ──────▶ Refuse (SLOT_IN_USE or IDENTITY)
  *                          ├─ online tasks left on PostgreSQL &lt; 14 ────▶ Refuse (SOURCE_SETUP)
  *                          └─ otherwise ────────────────────────────────▶ Resume
@@ -85,6 +87,16 @@ sealed interface StartPlan {
      */
     record ResumeOnline(Publication publication, List<Checkpoint> checkpoints, int landed, List<TableRef> left,
                         Lsn consistentPoint) implements FromCheckpoints {
+    }
+
+    /**
+     * The slot was lost (invalidated or dropped) under checkpoints, and {@code source.on_slot_lost} is resnapshot: write
+     * {@code replacing} (REPLACING, a reconciling task per captured table) to every destination, drop the slot when
+     * {@code dropSlot} (the lost one, or the new one of an interrupted replacement), create a new one, re-bind the
+     * checkpoints to its consistent point (REPLACED) and resume there (INV: IDENTITY — deliberate and recorded).
+     */
+    record ReplaceSlot(Publication publication, List<Checkpoint> replacing, String reason, boolean dropSlot, boolean again)
+            implements Go {
     }
 
     /**

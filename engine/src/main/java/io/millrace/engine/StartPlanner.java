@@ -11,6 +11,7 @@ import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.engine.config.EngineConfig.SnapshotMode;
 import io.millrace.source.SlotInUse;
+import io.millrace.source.SourceConfig;
 
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -39,7 +40,10 @@ final class StartPlanner {
      * @param confirmed its confirmed_flush_lsn, or null (missing, or never confirmed)
      * @param activePid the process holding it now, or null
      */
-    record Slot(String name, boolean exists, Lsn confirmed, Integer activePid) {
+    record Slot(String name, boolean exists, Lsn confirmed, Integer activePid, boolean lost) {
+        Slot(String name, boolean exists, Lsn confirmed, Integer activePid) {
+            this(name, exists, confirmed, activePid, false);
+        }
     }
 
     /**
@@ -50,9 +54,17 @@ final class StartPlanner {
      * @param unpublished     captured tables the existing publication lacks
      * @param signalTable     snapshot.signal_table, or null
      * @param signalPublished whether the existing publication holds the signal table
+     * @param onSlotLost      source.on_slot_lost
      */
     record Facts(List<Destination> destinations, Slot slot, int serverVersion, SnapshotMode mode, List<RelationInfo> tables,
-                 boolean publicationExists, List<TableRef> unpublished, TableRef signalTable, boolean signalPublished) {
+                 boolean publicationExists, List<TableRef> unpublished, TableRef signalTable, boolean signalPublished,
+                 SourceConfig.OnSlotLost onSlotLost) {
+        Facts(List<Destination> destinations, Slot slot, int serverVersion, SnapshotMode mode, List<RelationInfo> tables,
+              boolean publicationExists, List<TableRef> unpublished, TableRef signalTable, boolean signalPublished) {
+            this(destinations, slot, serverVersion, mode, tables, publicationExists, unpublished, signalTable, signalPublished,
+                    SourceConfig.OnSlotLost.STOP);
+        }
+
         long withCheckpoint() {
             return destinations.stream().filter(d -> d.checkpoint().isPresent()).count();
         }
@@ -160,7 +172,7 @@ final class StartPlanner {
      * PostgreSQL 14+ and a key on every unfinished table; otherwise the snapshot starts over on a new slot.
      */
     private static StartPlan resumeOnline(Facts f) {
-        if (!f.slot().exists() || f.serverVersion() < ONLINE_VERSION || f.mode() == SnapshotMode.NEVER
+        if (!f.slot().exists() || f.slot().lost() || f.serverVersion() < ONLINE_VERSION || f.mode() == SnapshotMode.NEVER
                 || f.withCheckpoint() != f.destinations().size()) {
             return restart(f, null);
         }
@@ -188,11 +200,16 @@ final class StartPlanner {
 
     private static StartPlan resume(Facts f) {
         Slot slot = f.slot();
+        StartPlan lost = slotLost(f);
+        if (lost != null) {
+            return lost;
+        }
         if (!slot.exists()) {
             return new StartPlan.Refuse(Kind.SOURCE_SETUP, "replication slot '" + slot.name() + "' does not exist, but the destinations"
                     + " hold checkpoints: it was dropped (or the server was replaced) while Millrace was stopped, and changes since may"
                     + " be lost. Millrace does not re-copy silently", ": ", "start again with empty destinations (remove their"
-                    + " checkpoints and tables) to take a new snapshot");
+                    + " checkpoints and tables) to take a new snapshot, or set source.on_slot_lost: resnapshot to have Millrace create"
+                    + " a new slot and copy every table again online, deleting the rows the source no longer has");
         }
         List<Checkpoint> cps = f.checkpoints();
         Lsn resumeAt = cps.stream().map(Checkpoint::flushLsn).reduce(Lsn::min).orElseThrow();
@@ -206,6 +223,59 @@ final class StartPlanner {
                     + " this server is " + f.serverVersion() + ".", " ", "Copy the tables with a fresh pipeline instead");
         }
         return new StartPlan.Resume(publication(f), next);
+    }
+
+    /**
+     * The slot was invalidated ({@code wal_status = lost}) or dropped while every destination holds a checkpoint of it, or
+     * a replacement of it was interrupted (a checkpoint says {@code REPLACING}). With {@code on_slot_lost: resnapshot}:
+     * {@link StartPlan.ReplaceSlot}, every destination's checkpoint marked REPLACING first, with a reconciling online task
+     * for every captured table. Null when the slot is as the checkpoints left it.
+     */
+    private static StartPlan slotLost(Facts f) {
+        Slot slot = f.slot();
+        List<Checkpoint> cps = f.checkpoints();
+        Checkpoint.SlotLost interrupted = cps.stream().map(Checkpoint::slotLost)
+                .filter(l -> l != null && l.state() == Checkpoint.SlotLost.State.REPLACING).findFirst().orElse(null);
+        if (interrupted == null && slot.exists() && !slot.lost()) {
+            return null;
+        }
+        String reason = interrupted != null ? interrupted.reason() : slot.lost() ? "slot '" + slot.name() + "' was invalidated"
+                + " (wal_status = lost): the server removed WAL it still needed (max_slot_wal_keep_size)"
+                : "slot '" + slot.name() + "' does not exist: it was dropped (or the server was replaced) while Millrace was stopped";
+        if (f.onSlotLost() != SourceConfig.OnSlotLost.RESNAPSHOT) {
+            if (interrupted != null) {
+                return new StartPlan.Refuse(Kind.SOURCE_SETUP, "the replacement of lost slot '" + slot.name() + "' was interrupted ("
+                        + reason + ")", ": ", "set source.on_slot_lost: resnapshot to finish it, or start again with empty destinations");
+            }
+            if (slot.lost()) { // the preflight says so first; this covers a slot lost between the two
+                return new StartPlan.Refuse(Kind.SOURCE_SETUP, reason + "; changes were lost for this slot", ": ", "drop it (SELECT"
+                        + " pg_drop_replication_slot(" + Ident.literal(slot.name()) + ");) and start again with a fresh destination so"
+                        + " the tables are copied anew, or set source.on_slot_lost: resnapshot");
+            }
+            return null; // a missing slot: the refusal of resume()
+        }
+        if (f.serverVersion() < ONLINE_VERSION) {
+            return new StartPlan.Refuse(Kind.SOURCE_SETUP, reason + "; source.on_slot_lost: resnapshot copies the tables again online,"
+                    + " which needs PostgreSQL 14 or newer (this server is " + f.serverVersion() + ")", ": ",
+                    "start again with empty destinations (remove their checkpoints and tables) to take a new snapshot");
+        }
+        Optional<RelationInfo> keyless = f.tables().stream().filter(r -> !r.hasKey()).findFirst();
+        if (keyless.isPresent()) {
+            return new StartPlan.Refuse(Kind.SOURCE_SETUP, reason + "; source.on_slot_lost: resnapshot copies every table again online,"
+                    + " in key order, and table " + keyless.get().table() + " has no key", ": ", "give it a primary key (or a replica"
+                    + " identity index), or start again with empty destinations (remove their checkpoints and tables)");
+        }
+        List<OnlineTask> tasks = f.tables().stream().map(OnlineTask::reconciling).toList();
+        int count = cps.stream().map(Checkpoint::slotLost).filter(l -> l != null).mapToInt(Checkpoint.SlotLost::count).max().orElse(0);
+        List<Checkpoint> replacing = new ArrayList<>();
+        for (Checkpoint c : cps) {
+            Checkpoint.SlotLost l = c.slotLost();
+            Checkpoint.SlotLost mark = l != null && l.state() == Checkpoint.SlotLost.State.REPLACING ? l
+                    : new Checkpoint.SlotLost(Checkpoint.SlotLost.State.REPLACING, c.flushLsn(), Lsn.ZERO, reason,
+                    interrupted != null ? Math.max(count, 1) : count + 1);
+            replacing.add(c.withOnline(tasks).withSlotLost(mark));
+        }
+        return new StartPlan.ReplaceSlot(publication(f), replacing, reason, slot.exists(), interrupted != null);
     }
 
     /**

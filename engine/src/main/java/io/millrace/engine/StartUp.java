@@ -54,6 +54,14 @@ final class StartUp {
                 throw refuse.error(); // INV: IDENTITY — before anything is written
             }
             tablesAtStart();
+            if (plan instanceof StartPlan.ReplaceSlot replace) {
+                List<Checkpoint> next = SlotReplacement.run(ctx, repl, replace, sinks, found);
+                publish(replace.publication());
+                ctx.captured = survey.report().tables();
+                repl.close();
+                resume(next);
+                return true;
+            }
             StartPlan.Go go = (StartPlan.Go) plan;
             record(go);
             publish(go.publication()); // only now, after the checks: a start refused writes nothing to the source
@@ -77,14 +85,16 @@ final class StartUp {
         TableRef signal = ctx.config.online().signalTable();
         SlotManager.SlotState slot;
         boolean signalPublished;
+        boolean lost;
         try (Connection c = ctx.conns.open()) {
             slot = new SlotManager(src).state(c);
+            lost = slot.exists() && SlotReplacement.lost(c, src.slot(), survey.report().serverVersion());
             signalPublished = signal != null && survey.report().publicationExists()
                     && Catalog.publicationTables(c, src.publication()).contains(signal);
         }
         return new StartPlanner.Facts(destinations, new StartPlanner.Slot(src.slot(), survey.report().slotExists(), slot.confirmed(),
-                slot.activePid()), survey.report().serverVersion(), ctx.config.snapshotMode(), survey.relations(),
-                survey.report().publicationExists(), survey.report().unpublished(), signal, signalPublished);
+                slot.activePid(), lost), survey.report().serverVersion(), ctx.config.snapshotMode(), survey.relations(),
+                survey.report().publicationExists(), survey.report().unpublished(), signal, signalPublished, src.onSlotLost());
     }
 
     /** Logs the tables the destinations hold that were dropped or renamed in the source while Millrace was stopped. */
@@ -139,6 +149,9 @@ final class StartUp {
 
     /** Streaming resumes at the lowest durable position over the destinations (INV: RESUME). */
     private void resume(List<Checkpoint> cps) {
+        if (ctx.slotLost == null) {
+            ctx.slotLost = cps.stream().map(Checkpoint::slotLost).filter(java.util.Objects::nonNull).findFirst().orElse(null);
+        }
         Pipeline p = ctx.newPipeline(sinks, cps);
         p.startWriter();
         LOG.info("resuming at {} (destinations: {})", StartPlanner.lowest(cps).flushLsn(),

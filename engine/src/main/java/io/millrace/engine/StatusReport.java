@@ -38,7 +38,26 @@ final class StatusReport {
                 m == null ? null : m.serverLsn().toString(), m == null || m.confirmedLsn() == null ? null : m.confirmedLsn().toString(),
                 m == null ? -1 : m.retainedBytes(), lagBytes, st == null ? -1 : st.lagMillis(now), st == null ? 0 : st.eventsWritten(),
                 p == null ? 0 : p.inflightBytes(), ctx.config.pipeline().budgetBytes(), tables(ctx, st, s), ctx.lastError,
-                controls.status(), slow, values(ctx));
+                controls.status(), slow, values(ctx), slotLost(ctx));
+    }
+
+    /** The slot's last replacement, and the reconciling copies the durable checkpoints still hold (any destination's). */
+    private static EngineStatus.SlotLost slotLost(EngineContext ctx) {
+        io.millrace.core.change.Checkpoint.SlotLost l = ctx.slotLost;
+        Pipeline p = ctx.pipeline;
+        if (l == null || p == null) {
+            return l == null ? null : new EngineStatus.SlotLost(l.count(), l.reason(), l.lostAt().toString(), l.newSlotAt().toString(),
+                    "reconciling", List.of(), 0);
+        }
+        Set<String> reconciling = new TreeSet<>();
+        for (int i = 0; i < ctx.config.destinations().size(); i++) {
+            io.millrace.core.change.Checkpoint cp = p.checkpoint(i);
+            if (cp != null) {
+                cp.online().stream().filter(io.millrace.core.change.OnlineTask::reconcile).forEach(t -> reconciling.add(t.table()));
+            }
+        }
+        return new EngineStatus.SlotLost(l.count(), l.reason(), l.lostAt().toString(), l.newSlotAt().toString(),
+                reconciling.isEmpty() ? "reconciled" : "reconciling", List.copyOf(reconciling), p.watermarks().reconcileDeletes());
     }
 
     private static EngineStatus.Values values(EngineContext ctx) {

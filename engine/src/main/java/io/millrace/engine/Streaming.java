@@ -5,6 +5,7 @@ import io.millrace.core.Position;
 import io.millrace.core.change.Checkpoint;
 import io.millrace.core.change.OnlineTask;
 import io.millrace.core.schema.TableRef;
+import io.millrace.core.sink.KeyedSink;
 import io.millrace.engine.Engine.State;
 import io.millrace.engine.SourceSurvey.Survey;
 import io.millrace.pipeline.Pipeline;
@@ -76,7 +77,31 @@ final class Streaming {
         OnlineSnapshotter o = new OnlineSnapshotter(ctx.conns, p.watermarks(), new OnlineCatalog(ctx.conns, survey.types()),
                 ctx.config.online(), ctx.progress, p.failure()::report);
         ctx.online = o;
+        o.destinationKeys(destinationKeys());
         o.start(resumed);
+    }
+
+    /**
+     * The keys the destinations hold, for a lost slot's re-copy: the union over those that can list theirs
+     * ({@link KeyedSink}: postgres, DuckDB). A key one destination lacks is deleted in all (a no-op where it is missing);
+     * a destination that cannot list its keys (jsonl, Kafka) gets the deletes the others' keys show. Null when none can.
+     */
+    private OnlineSnapshotter.DestinationKeys destinationKeys() {
+        List<KeyedSink> keyed = ctx.sinks.stream().filter(s -> s instanceof KeyedSink).map(s -> (KeyedSink) s).toList();
+        if (keyed.isEmpty()) {
+            return null;
+        }
+        return (table, keyColumns, range, limit) -> {
+            java.util.Set<List<String>> out = new java.util.LinkedHashSet<>(); // the destinations mostly hold the same keys
+            for (KeyedSink k : keyed) {
+                List<List<String>> keys = k.keysIn(table, keyColumns, range, limit);
+                if (keys.size() >= limit) {
+                    return keys; // a destination over the bound: the caller refuses the chunk (INV: BOUNDED)
+                }
+                out.addAll(keys);
+            }
+            return new ArrayList<>(out);
+        };
     }
 
     private List<Checkpoint> checkpoints(Pipeline p) {

@@ -77,6 +77,24 @@ class StartPlannerTest {
         return new Slot("s1", true, confirmed, pid);
     }
 
+    /** A slot invalidated by the server ({@code wal_status = lost}). */
+    private static Slot lost() {
+        return new Slot("s1", true, Lsn.of(100), null, true);
+    }
+
+    /** A checkpoint at {@code lsn} marked REPLACING (a replacement of the lost slot under way), a reconciling task for a and b. */
+    private static Checkpoint replacing(String destination, long lsn) {
+        return streaming(destination, lsn).withOnline(List.of(OnlineTask.reconciling(A), OnlineTask.reconciling(B)))
+                .withSlotLost(new Checkpoint.SlotLost(Checkpoint.SlotLost.State.REPLACING, Lsn.of(lsn), Lsn.ZERO,
+                        "slot 's1' was invalidated (wal_status = lost): x", 1));
+    }
+
+    /** A checkpoint re-bound to a new slot at {@code lsn}, the copy of a still reconciling. */
+    private static Checkpoint replaced(String destination, long lsn) {
+        return streaming(destination, lsn).withOnline(List.of(OnlineTask.reconciling(A)))
+                .withSlotLost(new Checkpoint.SlotLost(Checkpoint.SlotLost.State.REPLACED, Lsn.of(50), Lsn.of(lsn), "x", 1));
+    }
+
     /** Facts of a first start: two destinations without checkpoints, no slot, publication exists with a and b, PG 16. */
     private static Facts base() {
         return new Facts(List.of(dest("replica", null), dest("events", null)), NO_SLOT, 160000, SnapshotMode.INITIAL,
@@ -98,6 +116,7 @@ class StartPlannerTest {
         List<TableRef> unpublished;
         TableRef signal;
         boolean signalPublished;
+        io.millrace.source.SourceConfig.OnSlotLost onSlotLost = io.millrace.source.SourceConfig.OnSlotLost.STOP;
 
         Builder(Facts f) {
             destinations = f.destinations();
@@ -113,6 +132,11 @@ class StartPlannerTest {
 
         Builder checkpoints(Checkpoint replica, Checkpoint events) {
             destinations = List.of(dest("replica", replica), dest("events", events));
+            return this;
+        }
+
+        Builder resnapshot() {
+            onSlotLost = io.millrace.source.SourceConfig.OnSlotLost.RESNAPSHOT;
             return this;
         }
 
@@ -158,7 +182,8 @@ class StartPlannerTest {
         }
 
         Facts build() {
-            return new Facts(destinations, slot, version, mode, tables, publicationExists, unpublished, signal, signalPublished);
+            return new Facts(destinations, slot, version, mode, tables, publicationExists, unpublished, signal, signalPublished,
+                    onSlotLost);
         }
     }
 
@@ -311,7 +336,66 @@ class StartPlannerTest {
                         refused(Kind.SOURCE_SETUP, "replication slot 's1' does not exist, but the destinations hold checkpoints: it was"
                                 + " dropped (or the server was replaced) while Millrace was stopped, and changes since may be lost. Millrace"
                                 + " does not re-copy silently: start again with empty destinations (remove their checkpoints and tables) to"
-                                + " take a new snapshot")),
+                                + " take a new snapshot, or set source.on_slot_lost: resnapshot to have Millrace create a new slot and copy"
+                                + " every table again online, deleting the rows the source no longer has")),
+                // --- a lost slot (SlotInvalidatedIT, SlotLostResnapshotIT)
+                row("restart, the slot invalidated, on_slot_lost stop: refused, nothing written (SlotInvalidatedIT)",
+                        with(b -> b.checkpoints(streaming("replica", 100), streaming("events", 100)).slot(lost())),
+                        refused(Kind.SOURCE_SETUP, "slot 's1' was invalidated (wal_status = lost): the server removed WAL it still needed"
+                                + " (max_slot_wal_keep_size); changes were lost for this slot: drop it (SELECT pg_drop_replication_slot('s1');)"
+                                + " and start again with a fresh destination so the tables are copied anew, or set source.on_slot_lost:"
+                                + " resnapshot")),
+                row("restart, the slot invalidated, on_slot_lost resnapshot: replaced, every table re-copied reconciling (SlotLostResnapshotIT)",
+                        with(b -> b.resnapshot().checkpoints(streaming("replica", 100), streaming("events", 90)).slot(lost())),
+                        is(StartPlan.ReplaceSlot.class, r -> {
+                            assertThat(r.dropSlot()).isTrue();
+                            assertThat(r.again()).isFalse();
+                            assertThat(r.replacing()).allSatisfy(c -> {
+                                assertThat(c.online()).containsExactly(OnlineTask.reconciling(A), OnlineTask.reconciling(B));
+                                assertThat(c.slotLost().state()).isEqualTo(Checkpoint.SlotLost.State.REPLACING);
+                                assertThat(c.slotLost().count()).isEqualTo(1);
+                                assertThat(c.slotLost().reason()).contains("wal_status = lost");
+                            });
+                            assertThat(r.replacing()).extracting(c -> c.slotLost().lostAt()).containsExactly(Lsn.of(100), Lsn.of(90));
+                            assertThat(r.replacing()).extracting(Checkpoint::flushLsn).containsExactly(Lsn.of(100), Lsn.of(90));
+                        })),
+                row("restart, the slot dropped, on_slot_lost resnapshot: replaced, nothing to drop",
+                        with(b -> b.resnapshot().checkpoints(streaming("replica", 100), streaming("events", 100))),
+                        is(StartPlan.ReplaceSlot.class, r -> {
+                            assertThat(r.dropSlot()).isFalse();
+                            assertThat(r.reason()).contains("does not exist");
+                        })),
+                row("restart after a crash in a replacement: the new slot is confirmed past REPLACING checkpoints, replaced again"
+                                + " (INV: IDENTITY; SlotLostResnapshotIT)",
+                        with(b -> b.resnapshot().checkpoints(replacing("replica", 100), replacing("events", 100)).slot(slot(Lsn.of(900), null))),
+                        is(StartPlan.ReplaceSlot.class, r -> {
+                            assertThat(r.dropSlot()).isTrue();
+                            assertThat(r.again()).isTrue();
+                            assertThat(r.replacing()).allSatisfy(c -> assertThat(c.slotLost().count()).isEqualTo(1));
+                        })),
+                row("restart after a crash in a replacement, on_slot_lost changed to stop: refused",
+                        with(b -> b.checkpoints(replacing("replica", 100), replacing("events", 100)).slot(slot(Lsn.of(900), null))),
+                        refused(Kind.SOURCE_SETUP, "the replacement of lost slot 's1' was interrupted (slot 's1' was invalidated"
+                                + " (wal_status = lost): x): set source.on_slot_lost: resnapshot to finish it, or start again with empty"
+                                + " destinations")),
+                row("restart after a replacement (REPLACED, the new slot where the checkpoints are): resume, the copy goes on",
+                        with(b -> b.resnapshot().checkpoints(replaced("replica", 900), replaced("events", 900)).slot(slot(Lsn.of(900), null))),
+                        is(StartPlan.Resume.class, r -> assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online())
+                                .containsExactly(OnlineTask.reconciling(A))))),
+                row("restart, the slot invalidated, on_slot_lost resnapshot, a keyless table: refused",
+                        with(b -> b.resnapshot().tables(A, KEYLESS).checkpoints(streaming("replica", 100), streaming("events", 100))
+                                .slot(lost())),
+                        refused(Kind.SOURCE_SETUP, "slot 's1' was invalidated (wal_status = lost): the server removed WAL it still needed"
+                                + " (max_slot_wal_keep_size); source.on_slot_lost: resnapshot copies every table again online, in key order,"
+                                + " and table public.keyless has no key: give it a primary key (or a replica identity index), or start"
+                                + " again with empty destinations (remove their checkpoints and tables)")),
+                row("restart, the slot invalidated, on_slot_lost resnapshot, PostgreSQL 13: refused",
+                        with(b -> b.resnapshot().version(130000).checkpoints(streaming("replica", 100), streaming("events", 100))
+                                .slot(lost())),
+                        refused(Kind.SOURCE_SETUP, "slot 's1' was invalidated (wal_status = lost): the server removed WAL it still needed"
+                                + " (max_slot_wal_keep_size); source.on_slot_lost: resnapshot copies the tables again online, which needs"
+                                + " PostgreSQL 14 or newer (this server is 130000): start again with empty destinations (remove their"
+                                + " checkpoints and tables) to take a new snapshot")),
                 row("restart, the slot confirmed past the checkpoints: refused (IdentityIT)",
                         with(b -> b.checkpoints(streaming("replica", 100), streaming("events", 90)).slot(slot(Lsn.of(200), null))),
                         refused(Kind.IDENTITY, "replication slot 's1' is confirmed up to 0/C8, past the destinations' checkpoint 0/5A: the"

@@ -65,6 +65,16 @@ public final class EngineMetrics {
         Gauge.builder("millrace_online_snapshot_buffered_rows_peak", this,
                         m -> m.status().online() == null ? 0 : m.status().online().peakBufferedRows())
                 .description("the most online snapshot rows held in memory at once").register(registry);
+        FunctionCounter.builder("millrace_slot_lost", this, m -> m.status().slotLost() == null ? 0 : m.status().slotLost().count())
+                .description("times this pipeline's slot was lost (invalidated or dropped) and replaced (source.on_slot_lost: resnapshot)")
+                .register(registry);
+        Gauge.builder("millrace_slot_lost_reconciling_tables", this,
+                        m -> m.status().slotLost() == null ? 0 : m.status().slotLost().reconciling().size())
+                .description("tables the re-copy after a lost slot has not landed yet").register(registry);
+        FunctionCounter.builder("millrace_slot_lost_rows_deleted", this,
+                        m -> m.status().slotLost() == null ? 0 : m.status().slotLost().rowsDeleted())
+                .description("rows deleted in the destinations since start because the re-copy after a lost slot no longer found them")
+                .register(registry);
     }
 
     /** The status, refreshed at most every 100 ms (one scrape reads many gauges). */

@@ -487,6 +487,18 @@ final class Assembler {
         }
         long emitted = 0;
         RelationInfo r = w.relation();
+        long deleted = 0;
+        for (Object[] old : w.gone()) {
+            // A reconciling chunk (a lost slot's re-copy): what the destinations hold in its range and the source no longer
+            // has, deleted here, at the high watermark, before any later change; a key the stream changed in the window is
+            // the stream's (INV: WATERMARK). Not in the chunk's rows: a batch cut among them records them landed by key.
+            if (w.isStale(old)) {
+                continue;
+            }
+            add(new ChangeEvent(Op.DELETE, r, old, null, at, new Position(txCommitLsn, ++ordinal), txXid, txCommitMicros, true));
+            deleted++;
+        }
+        watermarks.reconciled(deleted);
         emitting = w;
         try {
             for (Object[] row : rows) { // in key order

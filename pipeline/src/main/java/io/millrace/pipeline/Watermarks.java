@@ -82,6 +82,18 @@ public final class Watermarks {
 
     private volatile Moves moves;
 
+    /** Deletes emitted by reconciling chunks ({@link Window#gone}) since start. */
+    private final java.util.concurrent.atomic.AtomicLong reconciled = new java.util.concurrent.atomic.AtomicLong();
+
+    /** Rows that reconciling chunks deleted because the source no longer had them (see {@link Window#gone}). Any thread. */
+    public long reconcileDeletes() {
+        return reconciled.get();
+    }
+
+    void reconciled(long n) {
+        reconciled.addAndGet(n);
+    }
+
     /** Where updates that move a row while its table is copied go (see {@link Moves}). */
     public void moves(Moves m) {
         this.moves = m;
@@ -404,6 +416,8 @@ public final class Watermarks {
         private final java.util.function.Consumer<List<String>> onLandedThrough;
         private final CountDownLatch emitted = new CountDownLatch(1);
         private volatile List<Object[]> rows;
+        /** Old images (key columns only) of rows the destinations hold in the chunk's range and the source no longer has. */
+        private volatile List<Object[]> gone = List.of();
         private volatile int textBytesPerRow;
         private volatile long[] invisible = new long[0];
         /** The chunk snapshot's xmax (low 32 bits): transactions from it on were not seen. */
@@ -476,6 +490,20 @@ public final class Watermarks {
             this.rows = chunkRows;
         }
 
+        /**
+         * Hands over, of a reconciling chunk, the rows the destinations hold in its key range that its read did not find
+         * (old images: the key columns set, the others null); call before {@link #fill}. At the high watermark each is
+         * emitted as a delete unless the stream changed its key since the low watermark (INV: WATERMARK — the key may
+         * have been inserted again after the read: the stream's event is the newer state, the delete would undo it).
+         */
+        public void gone(List<Object[]> oldImages) {
+            this.gone = List.copyOf(oldImages);
+        }
+
+        List<Object[]> gone() {
+            return gone;
+        }
+
         /** The average size of the chunk's rows as read (0: unknown): their heap cost is estimated from it (INV: BOUNDED). */
         int encodedBytesPerRow() {
             return textBytesPerRow;
@@ -545,6 +573,7 @@ public final class Watermarks {
             }
             emittedRows = rowsEmitted;
             rows = null;
+            gone = List.of();
             emitted.countDown();
         }
 

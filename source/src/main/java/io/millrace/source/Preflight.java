@@ -205,11 +205,17 @@ public final class Preflight {
                             "check source.database (this slot was created for '" + rs.getString(3) + "'), or choose another source.slot");
                 } else if (rs.getBoolean(4)) {
                     fail(name, Kind.SLOT_IN_USE, SlotInUse.detail(config.slot(), rs.getInt(5)), SlotInUse.fix(rs.getInt(5)));
+                } else if ("lost".equals(rs.getString(7)) && config.onSlotLost() == SourceConfig.OnSlotLost.RESNAPSHOT) {
+                    warn(name, "slot '" + config.slot() + "' was invalidated: the server removed WAL it still needed"
+                                    + " (max_slot_wal_keep_size); changes were lost for this slot",
+                            "source.on_slot_lost is resnapshot: Millrace replaces the slot and copies every table again online,"
+                                    + " deleting in the destinations the rows the source no longer has");
                 } else if ("lost".equals(rs.getString(7))) {
                     fail(name, Kind.SOURCE_SETUP, "slot '" + config.slot() + "' was invalidated: the server removed WAL it still needed"
                                     + " (max_slot_wal_keep_size); changes were lost for this slot",
                             "drop it (SELECT pg_drop_replication_slot(" + Ident.literal(config.slot())
-                                    + ");) and start again with a fresh destination so the tables are copied anew");
+                                    + ");) and start again with a fresh destination so the tables are copied anew, or set"
+                                    + " source.on_slot_lost: resnapshot to have Millrace replace the slot and copy the tables again online");
                 } else {
                     long retained = rs.getLong(8);
                     ok(name, "'" + config.slot() + "' exists, confirmed up to " + rs.getString(6) + ", retaining "

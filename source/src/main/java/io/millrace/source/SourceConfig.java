@@ -23,10 +23,27 @@ import java.util.Map;
  * @param binary            ask pgoutput for binary values (PG14+)
  * @param statusInterval    how often the reader reports its flushed position to the server
  * @param jdbcProperties    extra pgjdbc properties (sslmode, sslrootcert, ...)
+ * @param onSlotLost        what a start does when the slot was invalidated ({@code wal_status = lost}) or dropped while the
+ *                          destinations hold checkpoints of it
  */
 public record SourceConfig(String host, int port, String database, String user, Secret password, String slot,
                            String publication, List<TableRef> tables, List<TableRef> excludeTables, boolean createPublication, BinaryMode binary,
-                           Duration statusInterval, Map<String, String> jdbcProperties) {
+                           Duration statusInterval, Map<String, String> jdbcProperties, OnSlotLost onSlotLost) {
+
+    /** {@code source.on_slot_lost}. */
+    public enum OnSlotLost {
+        /** Stop with the error and its fix (the default): nothing is written. */
+        STOP,
+        /** Create a new slot, re-bind the checkpoints to it and re-copy every captured table online, reconciling the destinations. */
+        RESNAPSHOT
+    }
+
+    public SourceConfig(String host, int port, String database, String user, Secret password, String slot, String publication,
+                        List<TableRef> tables, List<TableRef> excludeTables, boolean createPublication, BinaryMode binary,
+                        Duration statusInterval, Map<String, String> jdbcProperties) {
+        this(host, port, database, user, password, slot, publication, tables, excludeTables, createPublication, binary, statusInterval,
+                jdbcProperties, OnSlotLost.STOP);
+    }
 
     public enum BinaryMode {
         /** Binary when the server supports it (PG14+) and every captured column's type has a binary codec. */
@@ -39,6 +56,7 @@ public record SourceConfig(String host, int port, String database, String user, 
         tables = List.copyOf(tables);
         excludeTables = List.copyOf(excludeTables);
         jdbcProperties = Map.copyOf(jdbcProperties);
+        onSlotLost = onSlotLost == null ? OnSlotLost.STOP : onSlotLost;
     }
 
     /** {@code host:port/database}, for messages (never the password). */

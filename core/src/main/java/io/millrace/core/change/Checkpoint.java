@@ -23,10 +23,33 @@ import java.util.TreeMap;
  * @param online   online (watermark) snapshots not yet landed in full, each with its remaining key ranges
  * @param tables   the source tables the destination holds, by oid, each under the name the destination holds it as
  *                 ({@link SourceTables#follow}): a rename keeps the oid, so the destination follows it, across restarts too
+ * @param slotLost the last time the slot was lost and replaced ({@code source.on_slot_lost: resnapshot}), or null: why
+ *                 {@code flushLsn} jumped to a new slot's position (INV: IDENTITY — the re-binding is deliberate and recorded)
  */
 public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position applied, SnapshotProgress snapshot,
-                         List<OnlineTask> online, SortedMap<Integer, TableRef> tables) {
+                         List<OnlineTask> online, SortedMap<Integer, TableRef> tables, SlotLost slotLost) {
     public static final int VERSION = 1;
+
+    /**
+     * A lost slot being replaced, or replaced: written by the engine's start ({@code SlotReplacement}) before it drops the
+     * lost slot, and again once the new slot exists.
+     *
+     * <pre>
+     *   (slot lost or missing, on_slot_lost: resnapshot)
+     *       ─▶ REPLACING  checkpoints still at the lost slot's position (lostAt); every captured table has a reconciling
+     *                     online task. A start that finds it (a crash while the slot was replaced) replaces the slot again.
+     *       ─▶ REPLACED   checkpoints re-bound to the new slot's consistent point (newSlotAt): a restart resumes there as
+     *                     from any checkpoint; the reconciling tasks go on until they land.
+     * </pre>
+     *
+     * @param lostAt    the position the checkpoints held when the slot was found lost: changes after it were never read
+     * @param newSlotAt the new slot's consistent point ({@code 0/0} while REPLACING)
+     * @param reason    what was found ({@code wal_status = lost}, or the slot missing)
+     * @param count     how many times this pipeline's slot was replaced
+     */
+    public record SlotLost(State state, Lsn lostAt, Lsn newSlotAt, String reason, int count) {
+        public enum State { REPLACING, REPLACED }
+    }
 
     public Checkpoint {
         if (version != VERSION) {
@@ -35,6 +58,11 @@ public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position 
         }
         online = online == null ? List.of() : List.copyOf(online);
         tables = tables == null || tables.isEmpty() ? Collections.emptySortedMap() : Collections.unmodifiableSortedMap(new TreeMap<>(tables));
+    }
+
+    public Checkpoint(int version, Identity identity, Lsn flushLsn, Position applied, SnapshotProgress snapshot,
+                      List<OnlineTask> online, SortedMap<Integer, TableRef> tables) {
+        this(version, identity, flushLsn, applied, snapshot, online, tables, null);
     }
 
     /** A checkpoint that holds no source table yet. */
@@ -48,11 +76,11 @@ public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position 
     }
 
     public Checkpoint advance(Lsn newFlushLsn, Position newApplied) {
-        return new Checkpoint(version, identity, newFlushLsn, newApplied, snapshot, online, tables);
+        return new Checkpoint(version, identity, newFlushLsn, newApplied, snapshot, online, tables, slotLost);
     }
 
     public Checkpoint withSnapshot(SnapshotProgress progress) {
-        return new Checkpoint(version, identity, flushLsn, applied, progress, online, tables);
+        return new Checkpoint(version, identity, flushLsn, applied, progress, online, tables, slotLost);
     }
 
     /**
@@ -68,11 +96,16 @@ public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position 
     }
 
     public Checkpoint withOnline(List<OnlineTask> tasks) {
-        return new Checkpoint(version, identity, flushLsn, applied, snapshot, tasks, tables);
+        return new Checkpoint(version, identity, flushLsn, applied, snapshot, tasks, tables, slotLost);
     }
 
     /** This checkpoint holding {@code held} (see {@link SourceTables#follow}). */
     public Checkpoint withTables(SortedMap<Integer, TableRef> held) {
-        return held.equals(tables) ? this : new Checkpoint(version, identity, flushLsn, applied, snapshot, online, held);
+        return held.equals(tables) ? this : new Checkpoint(version, identity, flushLsn, applied, snapshot, online, held, slotLost);
+    }
+
+    /** This checkpoint recording the slot's replacement {@code lost}. */
+    public Checkpoint withSlotLost(SlotLost lost) {
+        return new Checkpoint(version, identity, flushLsn, applied, snapshot, online, tables, lost);
     }
 }

@@ -51,6 +51,9 @@ public final class CheckpointJson {
                 if (t.oid() != 0) {
                     task.put("oid", Integer.toUnsignedLong(t.oid()));
                 }
+                if (t.reconcile()) {
+                    task.put("reconcile", true);
+                }
                 ArrayNode ranges = task.putArray("remaining");
                 for (OnlineTask.KeyRange r : t.remaining()) {
                     ObjectNode range = ranges.addObject();
@@ -58,6 +61,15 @@ public final class CheckpointJson {
                     key(range, "hi", r.hi());
                 }
             }
+        }
+        if (c.slotLost() != null) {
+            Checkpoint.SlotLost l = c.slotLost();
+            ObjectNode lost = root.putObject("slot_lost");
+            lost.put("state", l.state().name());
+            lost.put("lost_at", l.lostAt().toString());
+            lost.put("new_slot_at", l.newSlotAt().toString());
+            lost.put("reason", l.reason());
+            lost.put("count", l.count());
         }
         if (!c.tables().isEmpty()) {
             ArrayNode tables = root.putArray("tables");
@@ -110,15 +122,22 @@ public final class CheckpointJson {
                     ranges.add(new OnlineTask.KeyRange(key(r.get("lo")), key(r.get("hi"))));
                 }
                 online.add(new OnlineTask(t.required("table").asText(), t.hasNonNull("filter") ? t.get("filter").asText() : null,
-                        ranges, t.path("rows_done").asLong(), (int) t.path("oid").asLong()));
+                        ranges, t.path("rows_done").asLong(), (int) t.path("oid").asLong(), t.path("reconcile").asBoolean(false)));
             }
             java.util.SortedMap<Integer, TableRef> tables = new java.util.TreeMap<>();
             for (JsonNode t : root.path("tables")) {
                 tables.put((int) t.required("oid").asLong(), new TableRef(t.required("schema").asText(), t.required("table").asText()));
             }
+            Checkpoint.SlotLost lost = null;
+            JsonNode l = root.get("slot_lost");
+            if (l != null && !l.isNull()) {
+                lost = new Checkpoint.SlotLost(Checkpoint.SlotLost.State.valueOf(l.required("state").asText()),
+                        Lsn.parse(l.required("lost_at").asText()), Lsn.parse(l.required("new_slot_at").asText()),
+                        l.required("reason").asText(), l.path("count").asInt(1));
+            }
             return new Checkpoint(version, identity, Lsn.parse(root.required("flush_lsn").asText()),
                     new Position(Lsn.parse(root.required("applied_commit_lsn").asText()), root.required("applied_ordinal").asLong()),
-                    progress, online, tables);
+                    progress, online, tables, lost);
         } catch (Exception e) {
             throw new IllegalArgumentException("unreadable checkpoint: " + e.getMessage(), e);
         }

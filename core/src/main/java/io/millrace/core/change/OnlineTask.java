@@ -14,12 +14,20 @@ import java.util.Objects;
  * @param rowsDone  rows landed so far (for progress reports only)
  * @param oid       the table's oid, 0 when not known yet: a table renamed while its copy is under way (or while
  *                  Millrace is stopped) is found again by it
+ * @param reconcile the copy also deletes what the destinations hold in each chunk's key range and the source no longer
+ *                  has (the re-copy after a lost slot, {@code source.on_slot_lost: resnapshot}): each chunk brings, with
+ *                  its rows, a delete for every key the destinations held in its range that the chunk did not read and
+ *                  the stream did not change between its watermarks
  */
-public record OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone, int oid) {
+public record OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone, int oid, boolean reconcile) {
 
     public OnlineTask {
         Objects.requireNonNull(table, "table");
         remaining = List.copyOf(remaining);
+    }
+
+    public OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone, int oid) {
+        this(table, filter, remaining, rowsDone, oid, false);
     }
 
     public OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone) {
@@ -34,6 +42,11 @@ public record OnlineTask(String table, String filter, List<KeyRange> remaining, 
     /** A new task copying the whole table {@code table} of oid {@code oid}. */
     public static OnlineTask whole(io.millrace.core.schema.RelationInfo table) {
         return new OnlineTask(table.table().toString(), null, List.of(KeyRange.ALL), 0, table.oid());
+    }
+
+    /** A new task re-copying the whole table {@code table} and deleting what the source no longer has ({@link #reconcile}). */
+    public static OnlineTask reconciling(io.millrace.core.schema.RelationInfo table) {
+        return new OnlineTask(table.table().toString(), null, List.of(KeyRange.ALL), 0, table.oid(), true);
     }
 
     /**

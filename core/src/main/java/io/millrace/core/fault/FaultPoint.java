@@ -35,10 +35,22 @@ public record FaultPoint(String id) {
     /** {@code ReplicationReader}: before the flushed LSN is sent to the server: the slot stays at or behind the durable position. */
     public static final FaultPoint SOURCE_BEFORE_FEEDBACK = new FaultPoint("source.before-feedback");
 
+    /**
+     * {@code OnlineSnapshotter}: a chunk (and, when it reconciles, the destinations' keys in its range) was read, its high
+     * watermark not written yet. Armed with a delay it widens every chunk's window, so that a write load's changes land
+     * inside windows (INV: WATERMARK — and the re-copy after a lost slot must not delete a row inserted there).
+     */
+    public static final FaultPoint ONLINE_CHUNK_READ = new FaultPoint("snapshot.online.chunk-read");
+    /**
+     * {@code SlotReplacement}: a lost slot's replacement created the new slot, the checkpoints still say REPLACING: the next
+     * start replaces it again (INV: IDENTITY — the new slot is confirmed past the checkpoints, and only the mark explains it).
+     */
+    public static final FaultPoint ENGINE_SLOT_REPLACED = new FaultPoint("engine.slot-replaced");
+
     /** Every built-in point, in the order of the data flow's stages (snapshot, sinks, pipeline, source). */
     public static final List<FaultPoint> BUILT_IN = List.of(SNAPSHOT_MID_CHUNK, SINK_POSTGRES_BEFORE_COMMIT, SINK_POSTGRES_AFTER_COMMIT,
             SINK_DUCKDB_BEFORE_COMMIT, SINK_DUCKDB_AFTER_COMMIT, SINK_KAFKA_BEFORE_COMMIT, SINK_KAFKA_AFTER_COMMIT, SINK_JSONL_BEFORE_CHECKPOINT, SINK_JSONL_AFTER_CHECKPOINT,
-            PIPELINE_BEFORE_DURABLE, SOURCE_BEFORE_FEEDBACK);
+            PIPELINE_BEFORE_DURABLE, SOURCE_BEFORE_FEEDBACK, ONLINE_CHUNK_READ, ENGINE_SLOT_REPLACED);
 
     public FaultPoint {
         if (id == null || !id.matches("[a-z0-9]+([.-][a-z0-9]+)*")) {

@@ -38,6 +38,22 @@ class CheckpointJsonTest {
                 .advance(Lsn.parse("0/30"), Position.START).online()).hasSize(1);
     }
 
+    /** INV: IDENTITY — a slot's replacement is recorded, and survives every later advance of the checkpoint. */
+    @Test
+    void aSlotReplacementAndReconcilingTasksRoundTrip() {
+        Checkpoint c = new Checkpoint(Checkpoint.VERSION, ID, Lsn.parse("0/3000"), new Position(Lsn.parse("0/3000"), 0),
+                SnapshotProgress.skipped(Lsn.parse("0/10")), List.of(new OnlineTask("public.t", null, List.of(OnlineTask.KeyRange.ALL), 0, 77,
+                true)), null, new Checkpoint.SlotLost(Checkpoint.SlotLost.State.REPLACED, Lsn.parse("0/20"), Lsn.parse("0/3000"),
+                "slot 'millrace' was invalidated (wal_status = lost)", 2));
+        String json = CheckpointJson.write(c);
+        assertThat(json).contains("\"slot_lost\"").contains("\"reconcile\":true");
+        Checkpoint back = CheckpointJson.read(json);
+        assertThat(back).isEqualTo(c);
+        assertThat(back.advance(Lsn.parse("0/4000"), Position.START).withOnline(List.of()).slotLost()).isEqualTo(c.slotLost());
+        assertThat(CheckpointJson.write(new Checkpoint(Checkpoint.VERSION, ID, Lsn.parse("0/10"), Position.START,
+                SnapshotProgress.skipped(Lsn.parse("0/10"))))).doesNotContain("slot_lost").doesNotContain("reconcile");
+    }
+
     @Test
     void anUnknownVersionIsRefused() {
         assertThatThrownBy(() -> CheckpointJson.read("{\"version\":2}")).hasMessageContaining("version 2 is not supported");

@@ -41,7 +41,8 @@ public final class ConfigLoader {
     /** The top-level sections, and the keys of each mapping that checks required settings while reading. */
     private static final String[] SECTIONS = {"name", "source", "snapshot", "pipeline", "operations", "destinations"};
     private static final String[] SOURCE_KEYS = {"host", "port", "database", "user", "password", "password_env", "password_file", "slot",
-            "publication", "tables", "exclude_tables", "create_publication", "binary", "status_interval_ms", "ssl", "socket_timeout_s"};
+            "publication", "tables", "exclude_tables", "create_publication", "binary", "status_interval_ms", "ssl", "socket_timeout_s",
+            "on_slot_lost"};
     /** The types built into the distribution, each in its own module: named when a configuration asks for one that is missing. */
     private static final List<String> BUILT_IN_MODULES = List.of("postgres", "jsonl", "duckdb", "kafka");
 
@@ -242,6 +243,7 @@ public final class ConfigLoader {
         b.createPublication(s.bool("create_publication", true));
         b.binary(s.choice("binary", SourceSettings.BinaryMode.AUTO, SourceSettings.BinaryMode.class));
         integer(s, "status_interval_ms", Limit.SOURCE_STATUS_INTERVAL_MS, b::statusIntervalMs);
+        b.onSlotLost(s.choice("on_slot_lost", SourceSettings.OnSlotLost.STOP, SourceSettings.OnSlotLost.class));
         Node ssl = s.child("ssl");
         string(ssl, "mode", b::sslMode);
         string(ssl, "root_cert", f -> b.sslRootCert(base.resolve(f)));

@@ -72,8 +72,9 @@ class SlotInvalidatedIT {
         MillraceException e = (MillraceException) end;
         assertThat(again.supervisor.restarts()).as("an invalidated slot is not retried: %s", e.getMessage()).isZero();
         assertThat(e.kind()).isEqualTo(Kind.SOURCE_SETUP);
+        assertThat(e.kind().exitCode()).as("the documented exit code (README, Exit codes)").isEqualTo(6);
         assertThat(e.getMessage()).contains("slot 'lost'").contains("max_slot_wal_keep_size").contains("pg_drop_replication_slot('lost')")
-                .contains("fresh destination");
+                .contains("fresh destination").contains("source.on_slot_lost: resnapshot");
         try (Connection dst = pg.connect("lost_dst")) {
             assertThat(FaultRig.count(dst, "SELECT count(*) FROM items WHERE id >= 100000")).as("no silent re-copy").isZero();
         }

@@ -43,7 +43,7 @@ import java.util.Optional;
  * <p><b>Lifecycle.</b> {@code NEW → OPEN → CLOSED}, changed only by compare-and-set. One writer thread
  * owns the sink (see {@link Sink}).
  */
-public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
+public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.millrace.core.sink.KeyedSink {
     private static final Logger LOG = LoggerFactory.getLogger(DuckDbSink.class);
     /** Schema of Millrace's own tables in the destination file (checkpoints, staging). */
     static final String STATE_SCHEMA = "millrace";
@@ -185,6 +185,45 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink {
      *
      * @return the checkpoint the copy holds (what it is up to), or empty before the first batch
      */
+    /**
+     * The keys of the target table of {@code table} in {@code range}, as text, on a connection of its own to the file
+     * (committed rows only); none when the table does not exist. Any thread, while the sink is open.
+     */
+    @Override
+    public List<List<String>> keysIn(io.millrace.core.schema.TableRef table, List<String> keyColumns,
+                                     io.millrace.core.change.OnlineTask.KeyRange range, int limit) {
+        io.millrace.core.schema.TableRef target = config.schema() == null ? table : new io.millrace.core.schema.TableRef(config.schema(), table.table());
+        try (Connection c = DriverManager.getConnection("jdbc:duckdb:" + config.file().toAbsolutePath()); Statement s = c.createStatement()) {
+            s.execute("SET TimeZone = 'UTC'");
+            try (PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?")) {
+                ps.setString(1, target.schema());
+                ps.setString(2, target.table());
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    if (rs.getLong(1) == 0) {
+                        return List.of();
+                    }
+                }
+            }
+            String cols = keyColumns.stream().map(k -> "CAST(" + Ident.quote(k) + " AS VARCHAR)").collect(java.util.stream.Collectors.joining(", "));
+            List<List<String>> out = new java.util.ArrayList<>();
+            try (ResultSet rs = s.executeQuery("SELECT " + cols + " FROM " + target.sql() + " WHERE "
+                    + io.millrace.core.sink.KeyRangeSql.where(keyColumns, range) + " LIMIT " + limit)) {
+                while (rs.next()) {
+                    List<String> key = new java.util.ArrayList<>(keyColumns.size());
+                    for (int i = 1; i <= keyColumns.size(); i++) {
+                        key.add(rs.getString(i));
+                    }
+                    out.add(key);
+                }
+            }
+            return out;
+        } catch (SQLException e) {
+            throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': could not read the keys of " + target + " in "
+                    + config.file() + " (to delete the rows the source no longer has): " + e.getMessage(), e);
+        }
+    }
+
     @Override
     public Optional<Checkpoint> copyTo(java.nio.file.Path target) {
         if (!state.is(SinkLifecycle.State.OPEN)) {

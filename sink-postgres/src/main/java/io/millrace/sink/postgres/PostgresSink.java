@@ -41,7 +41,7 @@ import java.util.Properties;
  * <p><b>Lifecycle.</b> {@code NEW → OPEN → CLOSED}, changed only by compare-and-set. Not thread-safe:
  * one writer thread owns the sink (see {@link Sink}).
  */
-public final class PostgresSink implements Sink {
+public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
     private static final Logger LOG = LoggerFactory.getLogger(PostgresSink.class);
     /** Session settings that make text forms unambiguous: UTC, exact floats, ISO intervals. */
     static final String SESSION_OPTIONS = "-c TimeZone=UTC -c extra_float_digits=3 -c IntervalStyle=postgres";
@@ -50,6 +50,9 @@ public final class PostgresSink implements Sink {
     private final String where;
     private final String checkpointTable;
     private final SinkLifecycle state;
+
+    /** The connection of {@link #keysIn} (online snapshot readers), apart from the writer's. @GuardedBy("this") */
+    private Connection keysConn;
 
     // Owned by the writer thread.
     private Connection conn;
@@ -177,11 +180,91 @@ public final class PostgresSink implements Sink {
                 tables.stream().map(targets::targetOf).toList(), data, this::readCheckpoint);
     }
 
+    /**
+     * The keys of the target table of {@code table} in {@code range}, as text, on a connection of its own (committed rows
+     * only); none when the target table does not exist. Any thread: readers take turns on the one connection.
+     */
+    @Override
+    public synchronized List<List<String>> keysIn(io.millrace.core.schema.TableRef table, List<String> keyColumns,
+                                                  io.millrace.core.change.OnlineTask.KeyRange range, int limit) {
+        io.millrace.core.schema.TableRef target = config.targetSchema() == null ? table
+                : new io.millrace.core.schema.TableRef(config.targetSchema(), table.table());
+        try {
+            if (keysConn == null || isClosed(keysConn)) {
+                keysConn = null;
+                keysConn = openPlain();
+            }
+            try (PreparedStatement ps = keysConn.prepareStatement("SELECT to_regclass(?) IS NULL")) {
+                ps.setString(1, target.sql());
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    if (rs.getBoolean(1)) {
+                        return List.of();
+                    }
+                }
+            }
+            String cols = keyColumns.stream().map(k -> Ident.quote(k) + "::text").collect(java.util.stream.Collectors.joining(", "));
+            List<List<String>> out = new java.util.ArrayList<>();
+            try (Statement s = keysConn.createStatement();
+                 ResultSet rs = s.executeQuery("SELECT " + cols + " FROM " + target.sql() + " WHERE "
+                         + io.millrace.core.sink.KeyRangeSql.where(keyColumns, range) + " LIMIT " + limit)) {
+                while (rs.next()) {
+                    List<String> key = new java.util.ArrayList<>(keyColumns.size());
+                    for (int i = 1; i <= keyColumns.size(); i++) {
+                        key.add(rs.getString(i));
+                    }
+                    out.add(key);
+                }
+            }
+            return out;
+        } catch (SQLException e) {
+            if (keysConn != null) {
+                try {
+                    keysConn.close();
+                } catch (SQLException ignored) {
+                    // already failing
+                }
+                keysConn = null;
+            }
+            throw new MillraceException(Errors.connectionLost(e) ? Kind.CONNECTION : Kind.SINK, "destination '" + config.name()
+                    + "': could not read the keys of " + target + " at " + where + " (to delete the rows the source no longer has): "
+                    + Errors.message(e), e);
+        }
+    }
+
     @Override
     public void close() {
         if (state.close()) {
             disconnect();
+            synchronized (this) {
+                if (keysConn != null) {
+                    try {
+                        keysConn.close();
+                    } catch (SQLException ignored) {
+                        // closing
+                    }
+                    keysConn = null;
+                }
+            }
         }
+    }
+
+    /** A connection in autocommit with the session settings of the writer's, for reads beside it. */
+    private Connection openPlain() throws SQLException {
+        Properties p = new Properties();
+        p.setProperty("user", config.user());
+        if (!config.password().isEmpty()) {
+            p.setProperty("password", config.password().reveal());
+        }
+        p.setProperty("options", SESSION_OPTIONS);
+        p.setProperty("ApplicationName", "millrace-sink-" + config.name() + "-keys");
+        p.setProperty("connectTimeout", "10");
+        Connection c = new org.postgresql.Driver().connect(config.jdbcUrl(), p);
+        if (c == null) {
+            throw new MillraceException(Kind.CONFIG, "destination '" + config.name()
+                    + "': url is not a PostgreSQL JDBC URL (expected jdbc:postgresql://host:5432/database)");
+        }
+        return c;
     }
 
     /** For crash tests. */

@@ -85,6 +85,13 @@ public final class OnlineSnapshotter implements AutoCloseable {
      */
     static final String REREAD = "/* millrace: moved keys read again */ ";
 
+    /**
+     * The most keys one destination may hold in one reconciling chunk's key range (or four times the chunk's rows, if
+     * more): they are held in memory while the chunk is compared (INV: BOUNDED). More (the source lost nearly every row of a range while the slot was lost) stops
+     * the copy with the fix rather than exhaust the heap.
+     */
+    static final int RECONCILE_MAX_KEYS = 200_000;
+
     /** Keys one re-read task takes: they are read in one chunk, and recorded in every checkpoint until it lands. */
     static final int REREAD_KEYS = 256;
 
@@ -101,6 +108,8 @@ public final class OnlineSnapshotter implements AutoCloseable {
         final AtomicLong rows;
         /** Reads rows again by key, not a copy of the table: it does not show in the table's copy status. */
         final boolean reread;
+        /** Also deletes what the destinations hold in each chunk's range and the source no longer has ({@link OnlineTask#reconcile}). */
+        final boolean reconcile;
         /** The key tuples of a re-read task made in this run; null otherwise. @GuardedBy("this") */
         private final List<String> keys;
         /** Its chunk was cut: it takes no more keys. @GuardedBy("this") */
@@ -109,19 +118,21 @@ public final class OnlineSnapshotter implements AutoCloseable {
 
         /** A re-read task for moved keys, taking keys until its chunk is cut. */
         Task(TableRef table, Target target, String firstKey) {
-            this(table, null, target, List.of(KeyRange.ALL), 0, new ArrayList<>());
+            this(table, null, target, List.of(KeyRange.ALL), 0, new ArrayList<>(), false);
             offer(firstKey);
         }
 
-        Task(TableRef table, String filter, Target target, List<KeyRange> remaining, long rowsDone) {
-            this(table, filter, target, remaining, rowsDone, null);
+        Task(TableRef table, String filter, Target target, List<KeyRange> remaining, long rowsDone, boolean reconcile) {
+            this(table, filter, target, remaining, rowsDone, null, reconcile);
         }
 
-        private Task(TableRef table, String filter, Target target, List<KeyRange> remaining, long rowsDone, List<String> keys) {
+        private Task(TableRef table, String filter, Target target, List<KeyRange> remaining, long rowsDone, List<String> keys,
+                     boolean reconcile) {
             this.table = table;
             this.filter = filter;
             this.keys = keys;
             this.reread = keys != null || filter != null && filter.startsWith(REREAD);
+            this.reconcile = reconcile && !reread && filter == null;
             this.target = target;
             this.rows = new AtomicLong(rowsDone);
             this.chunker = new KeysetChunker(remaining, options.sizing(), new KeysetChunker.Boundaries() {
@@ -222,7 +233,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
         }
 
         OnlineTask progress() {
-            return new OnlineTask(table.toString(), filter, chunker.remaining(), rows.get(), target.relation().oid());
+            return new OnlineTask(table.toString(), filter, chunker.remaining(), rows.get(), target.relation().oid(), reconcile);
         }
     }
 
@@ -237,6 +248,8 @@ public final class OnlineSnapshotter implements AutoCloseable {
     private final List<Thread> readers = new ArrayList<>();
     private volatile boolean paused;
     private volatile boolean stopped;
+    /** Where reconciling tasks read the keys the destinations hold; null: none can be read (deletes are not found). */
+    private volatile DestinationKeys destinationKeys;
     private final AtomicLong peakBuffered = new AtomicLong();
     private final AtomicLong chunksRead = new AtomicLong();
     private final AtomicLong chunksRetried = new AtomicLong();
@@ -263,6 +276,20 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 OnlineSnapshotter.this.moved(r, before, after);
             }
         });
+    }
+
+    /**
+     * The keys the destinations hold of a table, for the re-copy after a lost slot ({@link OnlineTask#reconcile}): the union
+     * over the destinations that can list theirs ({@code KeyedSink}). Any thread, own connections.
+     */
+    public interface DestinationKeys {
+        /** Each key as the text of its columns {@code keyColumns}, in any order, repeats allowed; at most {@code limit} per destination. */
+        List<List<String>> keysIn(TableRef table, List<String> keyColumns, KeyRange range, int limit);
+    }
+
+    /** Sets where reconciling tasks read the destinations' keys; call before {@link #start}. */
+    public void destinationKeys(DestinationKeys keys) {
+        this.destinationKeys = keys;
     }
 
     /** Starts the readers with the tasks a checkpoint left unfinished (may be empty). */
@@ -294,7 +321,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 watermarks.markDirty();
                 continue;
             }
-            add(new Task(ref, t.filter(), target, t.remaining(), t.rowsDone()), true);
+            add(new Task(ref, t.filter(), target, t.remaining(), t.rowsDone(), t.reconcile()), true);
         }
         for (int i = 0; i < Math.max(1, options.readers()); i++) {
             Thread t = new Thread(this::readLoop, "millrace-online-" + i);
@@ -332,9 +359,13 @@ public final class OnlineSnapshotter implements AutoCloseable {
             validateFilter(table, target, filter);
         }
         int oid = target.relation().oid();
+        // A whole copy asked for while a lost slot's re-copy of the table is under way goes on reconciling: it replaces it.
+        boolean reconcile = filter == null && tasks.stream().anyMatch(t -> t.reconcile && !t.finished && (t.table.equals(table)
+                || oid != 0 && t.target.relation().oid() == oid));
         // Re-reads stay: a filtered copy need not read their keys, and their updates were left to them.
-        tasks.removeIf(t -> !t.reread && (t.table.equals(table) || oid != 0 && t.target.relation().oid() == oid));
-        add(new Task(table, filter, target, List.of(KeyRange.ALL), 0), false);
+        // A filtered copy beside a reconciling one leaves it: the reconciliation must cover the whole table.
+        tasks.removeIf(t -> !t.reread && (filter == null || !t.reconcile) && (t.table.equals(table) || oid != 0 && t.target.relation().oid() == oid));
+        add(new Task(table, filter, target, List.of(KeyRange.ALL), 0, reconcile), false);
     }
 
     /**
@@ -443,8 +474,9 @@ public final class OnlineSnapshotter implements AutoCloseable {
      * re-reads go with the old copy; the new one covers them.
      */
     private void overflow(TableRef table, Target target) {
+        boolean reconcile = tasks.stream().anyMatch(t -> t.table.equals(table) && t.reconcile && !t.finished);
         tasks.removeIf(t -> t.table.equals(table));
-        add(new Task(table, null, target, List.of(KeyRange.ALL), 0), false);
+        add(new Task(table, null, target, List.of(KeyRange.ALL), 0, reconcile), false);
         long n = restarts.incrementAndGet();
         if (Long.bitCount(n) == 1) { // 1, 2, 4, 8, …: a bulk update of millions of rows does not flood the log
             LOG.warn("online snapshot of {}: more than {} updates moved rows to new keys and kept unchanged TOAST values; the table"
@@ -653,7 +685,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 || !target.keyColumns().equals(t.target.keyColumns())) && tasks.remove(t)) {
             LOG.info("online snapshot of {} goes on{}: the table changed in the source while it was copied", t.table,
                     now.equals(t.table) ? "" : " as " + now);
-            add(new Task(now, t.filter, target, t.chunker.remaining(), t.rows.get()), false);
+            add(new Task(now, t.filter, target, t.chunker.remaining(), t.rows.get(), t.reconcile), false);
             return true;
         }
         return false;
@@ -768,6 +800,9 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 return;
             }
             bytes = copy(c, task, chunk, rows);
+            if (task.reconcile && destinationKeys != null) {
+                window.gone(gone(c, task, chunk, rows)); // in the chunk's snapshot, before the high watermark
+            }
             c.commit();
         } catch (SQLException | RuntimeException e) {
             c.rollback();
@@ -777,6 +812,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
             c.setAutoCommit(true);
         }
         long readNanos = System.nanoTime() - started;
+        io.millrace.core.fault.Faults.hit(io.millrace.core.fault.FaultPoint.ONLINE_CHUNK_READ);
         window.fill(rows, inProgress, xmax, bytes);
         peakBuffered.accumulateAndGet(watermarks.bufferedRows(), Math::max);
         emit(c, window.message(false));
@@ -808,6 +844,110 @@ public final class OnlineSnapshotter implements AutoCloseable {
             LOG.info("online snapshot of {} landed: {} rows ({} chunks read, peak {} rows buffered)", task.table, task.rows.get(),
                     chunksRead.get(), peakBuffered.get());
             watermarks.markDirty();
+        }
+    }
+
+    /**
+     * Of a reconciling chunk: the rows the destinations hold in its key range that the source no longer has, as old images
+     * (key columns only). The destinations' keys are read after the chunk and before its high watermark is written, so
+     * they hold no change committed after it: a key they hold that the chunk did not read was deleted in the source
+     * (while the slot was lost, or since), or inserted by the stream after the read — then the stream changed it in the
+     * window, and the assembler keeps the stream's (INV: WATERMARK). Every candidate is looked up again in the chunk's own
+     * snapshot, so a row the source has is never deleted, even where a destination orders keys otherwise (a collation).
+     */
+    private List<Object[]> gone(Connection c, Task task, KeysetChunker.Chunk chunk, List<Object[]> rows) throws SQLException {
+        RelationInfo r = task.target.relation();
+        List<String> keyColumns = task.target.keyColumns();
+        int[] idx = new int[keyColumns.size()];
+        for (int k = 0; k < idx.length; k++) {
+            idx[k] = columnIndex(r, keyColumns.get(k));
+            if (idx[k] < 0) {
+                throw new MillraceException(Kind.INTERNAL, "key column " + keyColumns.get(k) + " of " + task.table + " is not among its columns");
+            }
+        }
+        java.util.Set<ValueKey> read = new java.util.HashSet<>();
+        for (Object[] row : rows) {
+            read.add(ValueKey.of(row, idx));
+        }
+        java.util.Map<ValueKey, List<String>> candidates = new java.util.LinkedHashMap<>();
+        int limit = Math.max(RECONCILE_MAX_KEYS, 4 * rows.size());
+        List<List<String>> held = destinationKeys.keysIn(task.table, keyColumns, chunk.range(), limit + 1);
+        if (held.size() > limit) {
+            throw new MillraceException(Kind.SINK, "re-copy of " + task.table + " after a lost slot: a destination holds more than "
+                    + limit + " rows in the key range of one chunk, where the source has " + rows.size() + "; the"
+                    + " destinations are reconciled in bounded memory, so this copy stops. Remove the table's rows from the postgres and"
+                    + " duckdb destinations (TRUNCATE the target table) and start again: the re-copy then brings the source's rows");
+        }
+        for (List<String> text : held) {
+            if (text.size() != idx.length || text.contains(null)) {
+                continue;
+            }
+            Object[] v = new Object[idx.length];
+            for (int k = 0; k < idx.length; k++) {
+                v[k] = r.codec(idx[k]).decodeText(text.get(k));
+            }
+            ValueKey key = new ValueKey(v);
+            if (!read.contains(key)) {
+                candidates.putIfAbsent(key, text);
+            }
+        }
+        if (candidates.isEmpty()) {
+            return List.of();
+        }
+        List<List<String>> all = new ArrayList<>(candidates.values());
+        String cols = keyColumns.stream().map(k -> Ident.quote(k) + "::text").collect(Collectors.joining(", "));
+        for (int from = 0; from < all.size(); from += 1000) {
+            List<List<String>> part = all.subList(from, Math.min(all.size(), from + 1000));
+            String in = part.stream().map(t -> "(" + t.stream().map(Ident::literal).collect(Collectors.joining(", ")) + ")")
+                    .collect(Collectors.joining(", "));
+            try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT " + cols + " FROM " + task.from()
+                    + " WHERE (" + task.keyList() + ") IN (" + in + ")")) {
+                while (rs.next()) {
+                    Object[] v = new Object[idx.length];
+                    for (int k = 0; k < idx.length; k++) {
+                        v[k] = r.codec(idx[k]).decodeText(rs.getString(k + 1));
+                    }
+                    candidates.remove(new ValueKey(v)); // the source has it: not gone
+                }
+            }
+        }
+        List<Object[]> out = new ArrayList<>(candidates.size());
+        for (ValueKey key : candidates.keySet()) {
+            Object[] old = new Object[r.columnCount()];
+            for (int k = 0; k < idx.length; k++) {
+                old[idx[k]] = key.values[k];
+            }
+            out.add(old);
+        }
+        return out;
+    }
+
+    /** Key values compared by value (arrays too: bytea keys). */
+    private static final class ValueKey {
+        final Object[] values;
+        private final int hash;
+
+        ValueKey(Object[] values) {
+            this.values = values;
+            this.hash = java.util.Arrays.deepHashCode(values);
+        }
+
+        static ValueKey of(Object[] row, int[] idx) {
+            Object[] v = new Object[idx.length];
+            for (int k = 0; k < idx.length; k++) {
+                v[k] = row[idx[k]];
+            }
+            return new ValueKey(v);
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof ValueKey k && hash == k.hash && java.util.Arrays.deepEquals(values, k.values);
+        }
+
+        @Override
+        public int hashCode() {
+            return hash;
         }
     }
 
