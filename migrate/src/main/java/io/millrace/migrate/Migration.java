@@ -42,6 +42,7 @@ public final class Migration {
 
     private final Endpoints ends;
     private final StateStore store;
+    private final PassStore passes;
 
     private Migration(SourceSettings source, PostgresSinkConfig target) {
         if (target.targetSchema() != null) {
@@ -50,6 +51,7 @@ public final class Migration {
         }
         this.ends = new Endpoints(source, target);
         this.store = new StateStore(target.stateSchema());
+        this.passes = new PassStore(target.stateSchema());
     }
 
     /**
@@ -321,7 +323,9 @@ public final class Migration {
                     : "not fenced (takes writes)") + (lagBytes >= 0 ? "; target " + lagBytes + " bytes behind" : "") + "\n");
             steps.forEach(s -> b.append("  ").append(s).append('\n'));
             tables.forEach(t -> b.append("  ").append(t.table()).append(": ").append(t.phase()).append(", ~").append(t.rowsEstimate())
-                    .append(" row(s) on the target\n"));
+                    .append(" row(s) on the target").append(t.verifiedAt() == null ? ", not verified yet" : ", last verify pass "
+                    + t.verifiedAt() + ": " + t.verifiedChunks() + " chunk(s), " + (t.differedChunks() == 0 ? "all equal"
+                    : t.differedChunks() + " differing when read (re-checked: see that pass's report)")).append('\n'));
             if (fenced && !state.sourceMayBeFenced()) {
                 b.append("the source is fenced but the migration is not cutting over: 'millrace migrate abort' unfences it\n");
             } else if (state == MigrationState.FENCING || state == MigrationState.FENCED) {
@@ -338,8 +342,12 @@ public final class Migration {
      * @param phase        {@code waiting} (no checkpoint on the target yet), {@code copying} or {@code copied} (its copy
      *                     landed in full; it follows the stream)
      * @param rowsEstimate the target's estimate of its rows ({@code pg_class.reltuples}, 0 before the first analyze)
+     * @param verifiedAt   when the last full {@link #verify} pass compared it; null before one (or for a table without a key)
+     * @param verifiedChunks chunks that pass compared
+     * @param differedChunks chunks that differed when that pass first read them (each was then re-checked row by row)
      */
-    public record TableStatus(String table, String phase, long rowsEstimate) {
+    public record TableStatus(String table, String phase, long rowsEstimate, java.time.Instant verifiedAt, long verifiedChunks,
+                              long differedChunks) {
     }
 
     /** The migration's recorded step and the source's fence state. */
@@ -374,7 +382,9 @@ public final class Migration {
             String phase = !started ? "waiting" : copying.contains(name) ? "copying" : "copied";
             String est = Planner.oneOrNull(tgt, "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = to_regclass("
                     + io.millrace.core.schema.Ident.literal(t.ref().sql()) + ")");
-            out.add(new TableStatus(name, phase, est == null ? 0 : Long.parseLong(est)));
+            PassStore.Pass pass = passes.load(tgt, name);
+            out.add(new TableStatus(name, phase, est == null ? 0 : Long.parseLong(est), pass == null ? null : pass.at(),
+                    pass == null ? 0 : pass.chunks().size(), pass == null ? 0 : pass.differed()));
         }
         return out;
     }

@@ -24,7 +24,11 @@ import java.util.List;
  */
 final class PassStore {
     /** A table's recorded pass. {@code rows[i]} is chunk i's row count when found equal, -1 when it differed then. */
-    record Pass(long sourceHorizon, long targetHorizon, List<Chunk> chunks, long[] rows) {
+    record Pass(long sourceHorizon, long targetHorizon, List<Chunk> chunks, long[] rows, java.time.Instant at) {
+        /** Chunks that differed when the pass read them (in flux then, or divergent). */
+        long differed() {
+            return java.util.Arrays.stream(rows).filter(r -> r < 0).count();
+        }
     }
 
     private final String schema;
@@ -86,7 +90,8 @@ final class PassStore {
         }
         long src;
         long dst;
-        try (PreparedStatement ps = tgt.prepareStatement("SELECT source_horizon, target_horizon FROM " + tables + " WHERE tbl = ?")) {
+        java.time.Instant at;
+        try (PreparedStatement ps = tgt.prepareStatement("SELECT source_horizon, target_horizon, at FROM " + tables + " WHERE tbl = ?")) {
             ps.setString(1, table);
             try (ResultSet rs = ps.executeQuery()) {
                 if (!rs.next()) {
@@ -94,6 +99,7 @@ final class PassStore {
                 }
                 src = rs.getLong(1);
                 dst = rs.getLong(2);
+                at = rs.getTimestamp(3).toInstant();
             }
         }
         List<Chunk> out = new ArrayList<>();
@@ -107,7 +113,7 @@ final class PassStore {
                 }
             }
         }
-        return out.isEmpty() ? null : new Pass(src, dst, out, rows.stream().mapToLong(Long::longValue).toArray());
+        return out.isEmpty() ? null : new Pass(src, dst, out, rows.stream().mapToLong(Long::longValue).toArray(), at);
     }
 
     private static List<String> list(Array a) throws SQLException {

@@ -137,7 +137,7 @@ final class Verifier {
         for (int i = 0; i < rows.length; i++) {
             rows[i] = p.differing.contains(p.chunks.get(i)) ? -1 : p.counts.get(i);
         }
-        passes.save(tgt, t.ref().toString(), new PassStore.Pass(p.sourceHorizon, p.targetHorizon[0], p.chunks, rows));
+        passes.save(tgt, t.ref().toString(), new PassStore.Pass(p.sourceHorizon, p.targetHorizon[0], p.chunks, rows, null));
     }
 
     /** Beyond this many transactions a recorded horizon is not trusted (32-bit xid comparisons by age). */
