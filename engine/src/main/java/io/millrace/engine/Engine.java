@@ -128,7 +128,10 @@ public final class Engine {
             // INV: IDENTITY — one engine per pipeline, from before any destination is opened until all are closed.
             teardown.lock = PipelineLock.acquire(ctx.conns);
             teardown.monitor = SlotMonitor.start(ctx.conns, config.source().slot(), config.operations(), sample -> ctx.slotSample = sample,
-                    c -> ctx.watch.tick(c)); // the watch of the moment: a snapshot started again builds a new one
+                    c -> {
+                        ctx.watch.tick(c); // the watch of the moment: a snapshot started again builds a new one
+                        ctx.joiner.poll(c);
+                    });
 
             sinks.addAll(Destinations.of(config));
             List<Optional<Checkpoint>> found = new ArrayList<>();

@@ -25,9 +25,15 @@ final class EngineContext {
     volatile Pipeline pipeline;
     volatile ReplicationReader reader;
     volatile OnlineSnapshotter online;
-    /** The tables this pipeline captures, once the start read them. */
+    /** The tables this pipeline captures, once the start read them; tables that join while streaming are added ({@link #capture}). */
     volatile List<TableRef> captured = List.of();
+    /** Which tables the pipeline captures: the configuration's, then a reload's ({@link Reloader}). */
+    volatile TableSelection selection;
+    /** Tables that join while streaming. */
+    final TableJoiner joiner;
     volatile String lastError;
+    /** The last reload of the configuration, or null. */
+    volatile EngineStatus.Reload lastReload;
     volatile SlotMonitor.Sample slotSample;
     /** DDL that pgoutput does not announce (drops, new tables, renames); set at start. */
     volatile SourceWatch watch;
@@ -38,6 +44,22 @@ final class EngineContext {
         this.config = config;
         this.conns = new PgConnections(config.source());
         this.progress = progress;
+        this.selection = TableSelection.of(config.source());
+        this.joiner = new TableJoiner(this);
+    }
+
+    /** {@code t} is captured from now on (it joined while streaming). Any thread. */
+    synchronized void capture(TableRef t) {
+        if (!captured.contains(t)) {
+            List<TableRef> next = new java.util.ArrayList<>(captured);
+            next.add(t);
+            captured = List.copyOf(next);
+        }
+    }
+
+    /** {@code t} is no longer captured (a reload left it out). Any thread. */
+    synchronized void release(TableRef t) {
+        captured = captured.stream().filter(x -> !x.equals(t)).toList();
     }
 
     void requestStop() {

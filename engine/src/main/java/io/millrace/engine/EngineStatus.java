@@ -27,11 +27,46 @@ import java.util.List;
  * @param online          online snapshots: under way, paused, figures; null when none can run
  * @param slowDestination the destination the writer has been waiting on for a second or more, or null
  * @param values          how the stream reads values (binary or text, and why text); null before the source is surveyed
+ * @param notCaptured     tables {@code source.tables} selects that this run found and does not capture, with why and the fix
+ *                        (no replica identity, a publication Millrace does not manage, a failure); empty when none
+ * @param lastReload      the last reload of the configuration ({@code SIGHUP}, {@code POST /reload}), or null when none
  */
 public record EngineStatus(String name, String state, String source, String slot, String publication, String durableLsn,
                            String serverLsn, String confirmedLsn, long retainedWalBytes, long lagBytes, long lagMillis,
                            long eventsWritten, long budgetUsed, long budgetLimit, List<Table> tables, String lastError, Online online,
-                           Slow slowDestination, Values values) {
+                           Slow slowDestination, Values values, List<NotCaptured> notCaptured, Reload lastReload) {
+
+    public EngineStatus {
+        notCaptured = notCaptured == null ? List.of() : List.copyOf(notCaptured);
+    }
+
+    public EngineStatus(String name, String state, String source, String slot, String publication, String durableLsn,
+                        String serverLsn, String confirmedLsn, long retainedWalBytes, long lagBytes, long lagMillis,
+                        long eventsWritten, long budgetUsed, long budgetLimit, List<Table> tables, String lastError, Online online,
+                        Slow slowDestination, Values values) {
+        this(name, state, source, slot, publication, durableLsn, serverLsn, confirmedLsn, retainedWalBytes, lagBytes, lagMillis,
+                eventsWritten, budgetUsed, budgetLimit, tables, lastError, online, slowDestination, values, List.of(), null);
+    }
+
+    /**
+     * A table {@code source.tables} selects that the pipeline does not capture.
+     *
+     * @param table  {@code schema.table}
+     * @param reason why (the source's writes would fail once it is published, the publication is not Millrace's, ...)
+     * @param fix    what to run, or null
+     */
+    public record NotCaptured(String table, String reason, String fix) {
+    }
+
+    /**
+     * A reload of the configuration.
+     *
+     * @param at      when (ISO-8601, UTC)
+     * @param ok      whether it took effect; when not, nothing changed
+     * @param message what changed, or the error naming the setting
+     */
+    public record Reload(String at, boolean ok, String message) {
+    }
 
     public EngineStatus(String name, String state, String source, String slot, String publication, String durableLsn,
                         String serverLsn, String confirmedLsn, long retainedWalBytes, long lagBytes, long lagMillis,

@@ -97,6 +97,7 @@ final class Streaming {
             p.signalTable(signal, controls::onSignal);
         }
         p.onShapeChange(controls::onShapeChange);
+        p.onTableSeen(ctx.joiner::seen);
         p.idleAdvanceInterval(ctx.config.source().statusInterval().toMillis());
         p.startStreaming(survey.types(), keyLookup(), skip, () -> {
             ReplicationReader rr = ctx.reader;

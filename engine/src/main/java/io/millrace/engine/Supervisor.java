@@ -190,7 +190,7 @@ public final class Supervisor implements EngineView {
         }
         return new EngineStatus(s.name(), "retrying", s.source(), s.slot(), s.publication(), s.durableLsn(), s.serverLsn(),
                 s.confirmedLsn(), s.retainedWalBytes(), s.lagBytes(), s.lagMillis(), s.eventsWritten(), 0, s.budgetLimit(),
-                s.tables(), text, null, null, s.values());
+                s.tables(), text, null, null, s.values(), s.notCaptured(), s.lastReload());
     }
 
     private String retryingText(Retrying r) {

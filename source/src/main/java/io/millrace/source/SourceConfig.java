@@ -23,10 +23,11 @@ import java.util.Map;
  * @param binary            ask pgoutput for binary values (PG14+)
  * @param statusInterval    how often the reader reports its flushed position to the server
  * @param jdbcProperties    extra pgjdbc properties (sslmode, sslrootcert, ...)
+ * @param newTablesPoll     how often the catalog is looked at for new tables {@code tables} selects; zero: never
  */
 public record SourceConfig(String host, int port, String database, String user, Secret password, String slot,
                            String publication, List<TableRef> tables, List<TableRef> excludeTables, boolean createPublication, BinaryMode binary,
-                           Duration statusInterval, Map<String, String> jdbcProperties) {
+                           Duration statusInterval, Map<String, String> jdbcProperties, Duration newTablesPoll) {
 
     public enum BinaryMode {
         /** Binary when the server supports it (PG14+) and every captured column's type has a binary codec. */
@@ -39,6 +40,20 @@ public record SourceConfig(String host, int port, String database, String user, 
         tables = List.copyOf(tables);
         excludeTables = List.copyOf(excludeTables);
         jdbcProperties = Map.copyOf(jdbcProperties);
+        newTablesPoll = newTablesPoll == null ? Duration.ofSeconds(10) : newTablesPoll;
+    }
+
+    public SourceConfig(String host, int port, String database, String user, Secret password, String slot, String publication,
+                        List<TableRef> tables, List<TableRef> excludeTables, boolean createPublication, BinaryMode binary,
+                        Duration statusInterval, Map<String, String> jdbcProperties) {
+        this(host, port, database, user, password, slot, publication, tables, excludeTables, createPublication, binary,
+                statusInterval, jdbcProperties, null);
+    }
+
+    /** This configuration selecting {@code tables} less {@code excludeTables} (a reload of the table selection). */
+    public SourceConfig withTables(List<TableRef> tables, List<TableRef> excludeTables) {
+        return new SourceConfig(host, port, database, user, password, slot, publication, tables, excludeTables, createPublication,
+                binary, statusInterval, jdbcProperties, newTablesPoll);
     }
 
     /** {@code host:port/database}, for messages (never the password). */

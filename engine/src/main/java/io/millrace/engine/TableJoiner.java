@@ -1,0 +1,242 @@
+package io.millrace.engine;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.schema.Ident;
+import io.millrace.core.schema.TableRef;
+import io.millrace.pipeline.Pipeline;
+import io.millrace.snapshot.online.OnlineSnapshotter;
+import io.millrace.source.Catalog;
+import io.millrace.source.PgErrors;
+import io.millrace.source.Preflight;
+import io.millrace.source.Publisher;
+import io.millrace.source.SourceConfig;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Tables that join a running pipeline: created (or renamed, or given a replica identity) while it streams, or added to
+ * {@code source.tables} by a reload, when the selection takes them.
+ *
+ * <p>How a table is found: the DDL event trigger's message in the stream (the CREATE TABLE, in stream order) when the
+ * trigger is installed; and, with or without it, a look at the catalog every {@code source.new_tables_poll_s}
+ * ({@link #poll}, on the slot monitor's thread), which writes a {@link Pipeline#JOIN_PREFIX} message for each table
+ * found. Either way the table is handled where the stream reaches that message ({@link #seen}, assembler thread): it
+ * joins the publication and an online copy is submitted, recorded with the batch that holds the message. INV: RESUME —
+ * a crash before that batch is durable replays the message, which joins the table again (it is a member already) and
+ * submits the copy again; after it the copy is in the checkpoint.
+ *
+ * <p>Why no row is lost: pgoutput publishes a table's changes from the position where it joined the publication on;
+ * rows written before (between CREATE TABLE and the join) are in the table, and the online copy reads them. The copy
+ * waits until every transaction open when the table joined has ended ({@link OnlineSnapshotter#submitJoined}), so no
+ * row written before the join commits after a chunk's snapshot; later changes come from the stream under the
+ * watermarks (INV: WATERMARK, HANDOVER).
+ *
+ * <p>The source's own writes come first: a table without a replica identity never joins the publication (its UPDATEs
+ * and DELETEs would fail, see {@link Preflight#replicaIdentity}); it is logged and shown in the status
+ * ({@code not_captured}) with the fix, and joins once fixed. A partition needs nothing: a captured root publishes it.
+ * A publication Millrace does not manage ({@code source.create_publication: false}) is not altered: the table is
+ * shown with the ALTER PUBLICATION to run, and is copied once the publication has it. A publication FOR ALL TABLES
+ * publishes a new table from its creation: the table is copied all the same (its rows arrive as reads after the
+ * stream's, which a destination applies as upserts).
+ *
+ * <p>Threads: {@link #seen} on the assembler's, {@link #poll} on the slot monitor's, the rest from any; the maps are
+ * concurrent. A failure here never stops the pipeline: it is logged, shown in the status, and the next poll tries again.
+ */
+final class TableJoiner {
+    private static final Logger LOG = LoggerFactory.getLogger(TableJoiner.class);
+    /** A join message written and not yet seen in the stream is written again after this long. */
+    private static final long ASK_AGAIN_NANOS = TimeUnit.SECONDS.toNanos(60);
+    /** How long ALTER PUBLICATION waits for a lock on the table before it gives up (the stream waits for it). */
+    static final String LOCK_TIMEOUT = "5s";
+
+    private final EngineContext ctx;
+    private final SourceConfig src;
+    /** Tables the selection takes that are not captured, and why, by oid. */
+    private final Map<Integer, EngineStatus.NotCaptured> notCaptured = new ConcurrentHashMap<>();
+    /** Join messages written and not seen yet, by oid: when. */
+    private final Map<Integer, Long> asked = new ConcurrentHashMap<>();
+    private volatile long lastPoll;
+
+    TableJoiner(EngineContext ctx) {
+        this.ctx = ctx;
+        this.src = ctx.config.source();
+    }
+
+    /** For the status: tables selected and not captured, by name. Any thread. */
+    List<EngineStatus.NotCaptured> notCaptured() {
+        List<EngineStatus.NotCaptured> out = new ArrayList<>(notCaptured.values());
+        out.sort(Comparator.comparing(EngineStatus.NotCaptured::table));
+        return out;
+    }
+
+    /** A table left out of the selection by a reload is no longer reported as not captured. */
+    void forget(int oid) {
+        notCaptured.remove(oid);
+        asked.remove(oid);
+    }
+
+    /**
+     * The stream reached a message about the table of {@code oid} ({@code hint}: its name as the event trigger wrote it,
+     * or null): it joins when the selection takes it. Assembler thread, inside the message's transaction.
+     */
+    void seen(int oid, TableRef hint) {
+        asked.remove(oid);
+        SourceWatch watch = ctx.watch;
+        OnlineSnapshotter online = ctx.online;
+        if (watch == null || watch.captures(oid) || online == null) {
+            return;
+        }
+        TableSelection sel = ctx.selection;
+        if (hint != null && !sel.tables().isEmpty() && !sel.selects(hint, false)) {
+            return; // DDL on a table the selection does not take: no look-up
+        }
+        TableRef name = hint;
+        try (Connection c = ctx.conns.open()) {
+            Found f = lookUp(c, oid);
+            if (f == null || f.partition()) {
+                return; // dropped since; or a partition, which a captured root publishes
+            }
+            name = f.name();
+            List<TableRef> published = Catalog.publicationTables(c, src.publication());
+            boolean member = published.contains(name);
+            if (!sel.selects(name, member) || name.equals(ctx.config.online().signalTable())) {
+                return;
+            }
+            join(c, online, watch, oid, name, published, member);
+        } catch (SQLException | MillraceException e) {
+            String msg = e instanceof SQLException q ? PgErrors.translate("joining table " + name, q).getMessage() : e.getMessage();
+            notCapture(oid, name, "could not join the pipeline: " + msg, null, "table " + name + " could not join the pipeline (the next"
+                    + " look at the catalog, every source.new_tables_poll_s, tries again): " + msg);
+        }
+    }
+
+    private void join(Connection c, OnlineSnapshotter online, SourceWatch watch, int oid, TableRef name, List<TableRef> published,
+                      boolean member) throws SQLException {
+        Catalog.TableInfo info = Catalog.table(c, name);
+        if (info == null || info.oid() != oid) {
+            return; // renamed or dropped meanwhile: the next poll finds it
+        }
+        // The source's writes first: never publish a table whose UPDATEs and DELETEs would then fail.
+        Preflight.Check identity = Preflight.replicaIdentity(c, info, src.publication(), published);
+        if (identity != null) {
+            notCapture(oid, name, identity.detail(), identity.fix(), "table " + name + " is not captured: " + identity.detail()
+                    + ". Fix: " + identity.fix() + " (it is captured once fixed)");
+            return;
+        }
+        if (!member && !allTables(c)) {
+            String alter = "ALTER PUBLICATION " + Ident.quote(src.publication()) + " ADD TABLE " + name.sql() + ";";
+            if (!src.createPublication()) {
+                notCapture(oid, name, "publication '" + src.publication() + "' is not managed by Millrace (source.create_publication:"
+                        + " false)", alter, "table " + name + " was created in the source and source.tables selects it, but Millrace does"
+                        + " not manage publication '" + src.publication() + "' (source.create_publication: false): run " + alter
+                        + " and it is copied while streaming");
+                return;
+            }
+            try (Statement s = c.createStatement()) {
+                s.execute("SET lock_timeout = '" + LOCK_TIMEOUT + "'"); // the stream waits for it: never for long
+            }
+            try {
+                new Publisher(src).add(c, List.of(name));
+            } catch (MillraceException e) {
+                if (!(e.getCause() instanceof SQLException q) || !"42710".equals(q.getSQLState())) { // 42710: a member already
+                    throw e;
+                }
+            }
+        }
+        // After the join committed: the copy waits for the transactions open now (see OnlineSnapshotter.submitJoined).
+        long notBefore;
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint")) {
+            rs.next();
+            notBefore = rs.getLong(1);
+        }
+        if (!online.submitJoined(oid, notBefore)) {
+            return; // dropped meanwhile
+        }
+        watch.capture(oid, name);
+        ctx.capture(name);
+        notCaptured.remove(oid);
+        LOG.info("table {} joined the pipeline while streaming (source.tables selects it){}: copying it online", name,
+                member ? "" : ", added to publication '" + src.publication() + "'");
+    }
+
+    private void notCapture(int oid, TableRef name, String reason, String fix, String log) {
+        EngineStatus.NotCaptured n = new EngineStatus.NotCaptured(String.valueOf(name), reason, fix);
+        if (!n.equals(notCaptured.put(oid, n))) {
+            LOG.error(log); // once per table and reason: the poll asks again every minute
+        }
+    }
+
+    /**
+     * One look at the catalog (slot monitor thread, on its connection), at most every {@code source.new_tables_poll_s}:
+     * for each table the selection takes that is not captured, a {@link Pipeline#JOIN_PREFIX} message, which the stream
+     * brings to {@link #seen}.
+     */
+    void poll(Connection c) throws SQLException {
+        long every = src.newTablesPoll().toNanos();
+        long now = System.nanoTime();
+        SourceWatch watch = ctx.watch;
+        if (every == 0 || watch == null || ctx.online == null || (lastPoll != 0 && now - lastPoll < every)) {
+            return;
+        }
+        lastPoll = now;
+        TableSelection sel = ctx.selection;
+        List<TableRef> published = sel.tables().isEmpty() ? Catalog.publicationTables(c, src.publication()) : List.of();
+        for (Map.Entry<Integer, TableRef> e : Catalog.userTablesByOid(c).entrySet()) {
+            int oid = e.getKey();
+            TableRef t = e.getValue();
+            if (watch.captures(oid) || !sel.selects(t, published.contains(t)) || t.equals(ctx.config.online().signalTable())) {
+                continue;
+            }
+            Long at = asked.get(oid);
+            if (at != null && now - at < ASK_AGAIN_NANOS) {
+                continue;
+            }
+            ask(c, oid);
+            asked.put(oid, now);
+        }
+    }
+
+    /** Writes the message that brings the table of {@code oid} to {@link #seen} in stream order. */
+    static void ask(Connection c, int oid) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_logical_emit_message(true, ?, ?)")) {
+            ps.setString(1, Pipeline.JOIN_PREFIX);
+            ps.setString(2, Integer.toUnsignedString(oid));
+            ps.execute();
+        }
+    }
+
+    private record Found(TableRef name, boolean partition) {
+    }
+
+    /** The table of {@code oid} (a permanent table or partitioned root), or null when there is none. */
+    private static Found lookUp(Connection c, int oid) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT n.nspname, c.relname, c.relispartition FROM pg_class c"
+                + " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = ?::oid AND c.relkind IN ('r', 'p') AND c.relpersistence = 'p'")) {
+            ps.setLong(1, Integer.toUnsignedLong(oid));
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? new Found(new TableRef(rs.getString(1), rs.getString(2)), rs.getBoolean(3)) : null;
+            }
+        }
+    }
+
+    private boolean allTables(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT puballtables FROM pg_publication WHERE pubname = ?")) {
+            ps.setString(1, src.publication());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() && rs.getBoolean(1);
+            }
+        }
+    }
+}
