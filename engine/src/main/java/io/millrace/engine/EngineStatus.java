@@ -40,6 +40,12 @@ public record EngineStatus(String name, String state, String source, String slot
         notCaptured = notCaptured == null ? List.of() : List.copyOf(notCaptured);
     }
 
+    /** This status with {@code reload} as the last reload. */
+    public EngineStatus withLastReload(Reload reload) {
+        return new EngineStatus(name, state, source, slot, publication, durableLsn, serverLsn, confirmedLsn, retainedWalBytes, lagBytes,
+                lagMillis, eventsWritten, budgetUsed, budgetLimit, tables, lastError, online, slowDestination, values, notCaptured, reload);
+    }
+
     public EngineStatus(String name, String state, String source, String slot, String publication, String durableLsn,
                         String serverLsn, String confirmedLsn, long retainedWalBytes, long lagBytes, long lagMillis,
                         long eventsWritten, long budgetUsed, long budgetLimit, List<Table> tables, String lastError, Online online,

@@ -91,7 +91,7 @@ final class TableJoiner {
      * The stream reached a message about the table of {@code oid} ({@code hint}: its name as the event trigger wrote it,
      * or null): it joins when the selection takes it. Assembler thread, inside the message's transaction.
      */
-    void seen(int oid, TableRef hint) {
+    synchronized void seen(int oid, TableRef hint) { // never while a reload changes the selection (Reloader.apply)
         asked.remove(oid);
         SourceWatch watch = ctx.watch;
         OnlineSnapshotter online = ctx.online;
