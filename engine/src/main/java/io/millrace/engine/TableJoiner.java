@@ -63,8 +63,21 @@ final class TableJoiner {
 
     private final EngineContext ctx;
     private final SourceConfig src;
+    /** Why a table the selection takes is not captured: what the poll waits for before it asks again. */
+    private enum Why {
+        /** No replica identity: asked again once it has one. */
+        IDENTITY,
+        /** Not in a publication Millrace does not manage: asked again once the publication has it. */
+        PUBLICATION,
+        /** A failure (a lock wait, a lost connection): asked again after {@link #ASK_AGAIN_NANOS}. */
+        FAILED
+    }
+
+    private record Refusal(Why why, long atNanos, EngineStatus.NotCaptured shown) {
+    }
+
     /** Tables the selection takes that are not captured, and why, by oid. */
-    private final Map<Integer, EngineStatus.NotCaptured> notCaptured = new ConcurrentHashMap<>();
+    private final Map<Integer, Refusal> notCaptured = new ConcurrentHashMap<>();
     /** Join messages written and not seen yet, by oid: when. */
     private final Map<Integer, Long> asked = new ConcurrentHashMap<>();
     private volatile long lastPoll;
@@ -76,7 +89,7 @@ final class TableJoiner {
 
     /** For the status: tables selected and not captured, by name. Any thread. */
     List<EngineStatus.NotCaptured> notCaptured() {
-        List<EngineStatus.NotCaptured> out = new ArrayList<>(notCaptured.values());
+        List<EngineStatus.NotCaptured> out = new ArrayList<>(notCaptured.values().stream().map(Refusal::shown).toList());
         out.sort(Comparator.comparing(EngineStatus.NotCaptured::table));
         return out;
     }
@@ -117,7 +130,7 @@ final class TableJoiner {
             join(c, online, watch, oid, name, published, member);
         } catch (SQLException | MillraceException e) {
             String msg = e instanceof SQLException q ? PgErrors.translate("joining table " + name, q).getMessage() : e.getMessage();
-            notCapture(oid, name, "could not join the pipeline: " + msg, null, "table " + name + " could not join the pipeline (the next"
+            notCapture(oid, name, Why.FAILED, "could not join the pipeline: " + msg, null, "table " + name + " could not join the pipeline (the next"
                     + " look at the catalog, every source.new_tables_poll_s, tries again): " + msg);
         }
     }
@@ -131,14 +144,14 @@ final class TableJoiner {
         // The source's writes first: never publish a table whose UPDATEs and DELETEs would then fail.
         Preflight.Check identity = Preflight.replicaIdentity(c, info, src.publication(), published);
         if (identity != null) {
-            notCapture(oid, name, identity.detail(), identity.fix(), "table " + name + " is not captured: " + identity.detail()
+            notCapture(oid, name, Why.IDENTITY, identity.detail(), identity.fix(), "table " + name + " is not captured: " + identity.detail()
                     + ". Fix: " + identity.fix() + " (it is captured once fixed)");
             return;
         }
         if (!member && !allTables(c)) {
             String alter = "ALTER PUBLICATION " + Ident.quote(src.publication()) + " ADD TABLE " + name.sql() + ";";
             if (!src.createPublication()) {
-                notCapture(oid, name, "publication '" + src.publication() + "' is not managed by Millrace (source.create_publication:"
+                notCapture(oid, name, Why.PUBLICATION, "publication '" + src.publication() + "' is not managed by Millrace (source.create_publication:"
                         + " false)", alter, "table " + name + " was created in the source and source.tables selects it, but Millrace does"
                         + " not manage publication '" + src.publication() + "' (source.create_publication: false): run " + alter
                         + " and it is copied while streaming");
@@ -156,6 +169,7 @@ final class TableJoiner {
             }
         }
         // After the join committed: the copy waits for the transactions open now (see OnlineSnapshotter.submitJoined).
+        // INV: HANDOVER — rows before the join come from the copy, changes after it from the stream.
         long notBefore;
         try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint")) {
             rs.next();
@@ -171,11 +185,29 @@ final class TableJoiner {
                 member ? "" : ", added to publication '" + src.publication() + "'");
     }
 
-    private void notCapture(int oid, TableRef name, String reason, String fix, String log) {
+    private void notCapture(int oid, TableRef name, Why why, String reason, String fix, String log) {
         EngineStatus.NotCaptured n = new EngineStatus.NotCaptured(String.valueOf(name), reason, fix);
-        if (!n.equals(notCaptured.put(oid, n))) {
-            LOG.error(log); // once per table and reason: the poll asks again every minute
+        Refusal before = notCaptured.put(oid, new Refusal(why, System.nanoTime(), n));
+        if (before == null || !n.equals(before.shown())) {
+            LOG.error(log); // once per table and reason
         }
+    }
+
+    /** Whether the poll should ask about the table of {@code oid} again: never refused, or what it lacked may be there now. */
+    private boolean askAgain(Connection c, int oid, TableRef t, List<TableRef> published, long now) throws SQLException {
+        Refusal r = notCaptured.get(oid);
+        if (r == null) {
+            Long at = asked.get(oid);
+            return at == null || now - at >= ASK_AGAIN_NANOS; // a message written and not seen yet: not again at once
+        }
+        return switch (r.why()) {
+            case PUBLICATION -> published.contains(t);
+            case FAILED -> now - r.atNanos() >= ASK_AGAIN_NANOS;
+            case IDENTITY -> {
+                Catalog.TableInfo info = Catalog.table(c, t);
+                yield info != null && Preflight.replicaIdentity(c, info, src.publication(), published) == null;
+            }
+        };
     }
 
     /**
@@ -192,18 +224,15 @@ final class TableJoiner {
         }
         lastPoll = now;
         TableSelection sel = ctx.selection;
-        List<TableRef> published = sel.tables().isEmpty() ? Catalog.publicationTables(c, src.publication()) : List.of();
+        List<TableRef> published = Catalog.publicationTables(c, src.publication());
         for (Map.Entry<Integer, TableRef> e : Catalog.userTablesByOid(c).entrySet()) {
             int oid = e.getKey();
             TableRef t = e.getValue();
-            if (watch.captures(oid) || !sel.selects(t, published.contains(t)) || t.equals(ctx.config.online().signalTable())) {
+            if (watch.captures(oid) || !sel.selects(t, published.contains(t)) || t.equals(ctx.config.online().signalTable())
+                    || !askAgain(c, oid, t, published, now)) {
                 continue;
             }
-            Long at = asked.get(oid);
-            if (at != null && now - at < ASK_AGAIN_NANOS) {
-                continue;
-            }
-            ask(c, oid);
+            ask(c, oid); // INV: RESUME — the table joins where the stream reaches this message, recorded with its batch
             asked.put(oid, now);
         }
     }

@@ -149,6 +149,42 @@ class NewTableIT {
         }
     }
 
+    /**
+     * A publication Millrace does not manage: one the user made for some tables ({@code source.create_publication: false})
+     * is not altered — the new table is shown as not captured with the ALTER PUBLICATION to run, and is copied once the
+     * user ran it; one FOR ALL TABLES publishes the new table from its creation, and it is copied all the same.
+     */
+    @ParameterizedTest(name = "publication: {0}")
+    @ValueSource(strings = {"user", "all"})
+    void aPublicationMillraceDoesNotManageIsNotAltered(String kind, @TempDir Path dir) throws Exception {
+        String db = "newt_" + kind;
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.exec(src, "CREATE SCHEMA shop", "CREATE TABLE shop.a (id int PRIMARY KEY, v int NOT NULL, note text)",
+                    "INSERT INTO shop.a SELECT g, g, 'a' FROM generate_series(1, 100) g",
+                    "CREATE PUBLICATION s_" + db + (kind.equals("all") ? " FOR ALL TABLES" : " FOR TABLE shop.a"));
+            String yaml = yaml(db, dir).replace("  new_tables_poll_s: 1", "  new_tables_poll_s: 1\n  create_publication: false");
+            try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT)) {
+                E2e.exec(src, "CREATE TABLE shop.b (id int PRIMARY KEY, v int NOT NULL, note text)",
+                        "INSERT INTO shop.b SELECT g, g, 'b' FROM generate_series(1, 700) g");
+                if (kind.equals("user")) {
+                    awaitNotCaptured(e, "shop.b");
+                    EngineStatus.NotCaptured nc = e.engine().status().notCaptured().get(0);
+                    assertThat(nc.reason()).contains("not managed by Millrace");
+                    assertThat(nc.fix()).isEqualTo("ALTER PUBLICATION \"s_newt_user\" ADD TABLE \"shop\".\"b\";");
+                    assertThat(published(src, db)).containsExactly("a");
+                    E2e.exec(src, nc.fix());
+                }
+                E2e.exec(src, "UPDATE shop.b SET note = 'later' WHERE id % 7 = 0");
+                E2e.awaitSame(src, dst, E2e.refs(List.of("shop.a", "shop.b")), WAIT);
+                awaitCopiesDone(e);
+                assertThat(e.engine().status().notCaptured()).isEmpty();
+            }
+            assertThat(replay(E2e.events(dir), "b")).isEqualTo(rows(src, new TableRef("shop", "b")));
+        }
+    }
+
     /** The rows of table {@code table} after the jsonl events, by id: reads and inserts put, deletes remove. */
     static Map<Integer, String> replay(List<JsonNode> events, String table) {
         Map<Integer, String> rows = new TreeMap<>();
