@@ -31,11 +31,11 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>How a table is found: the DDL event trigger's message in the stream (the CREATE TABLE, in stream order) when the
  * trigger is installed; and, with or without it, a look at the catalog every {@code source.new_tables_poll_s}
- * ({@link #poll}, on the slot monitor's thread), which writes a {@link Pipeline#JOIN_PREFIX} message for each table
- * found. Either way the table is handled where the stream reaches that message ({@link #seen}, assembler thread): it
- * joins the publication and an online copy is submitted, recorded with the batch that holds the message. INV: RESUME —
- * a crash before that batch is durable replays the message, which joins the table again (it is a member already) and
- * submits the copy again; after it the copy is in the checkpoint.
+ * ({@link #poll}, on the slot monitor's thread). Either way a {@link Pipeline#JOIN_PREFIX} message is written for the
+ * table, and the table is handled where the stream reaches it ({@link #seen}, assembler thread): it joins the
+ * publication and an online copy is submitted, recorded with the batch that holds the message. INV: RESUME — a crash
+ * before that batch is durable replays the message, which joins the table again (it is a member already: the start
+ * even counts it as captured) and submits the copy again; after it, the copy is in the checkpoint.
  *
  * <p>Why no row is lost: pgoutput publishes a table's changes from the position where it joined the publication on;
  * rows written before (between CREATE TABLE and the join) are in the table, and the online copy reads them. The copy
@@ -98,55 +98,96 @@ final class TableJoiner {
     void forget(int oid) {
         notCaptured.remove(oid);
         asked.remove(oid);
+        joined.remove(oid); // added again later, it joins again
     }
 
     /**
-     * The stream reached a message about the table of {@code oid} ({@code hint}: its name as the event trigger wrote it,
-     * or null): it joins when the selection takes it. Assembler thread, inside the message's transaction.
+     * The stream reached a message about the table of {@code oid}: the event trigger's ({@code hint}: the table's name as
+     * it wrote it), or a join message ({@code hint} null). Assembler thread, inside the message's transaction.
+     *
+     * <p>The event trigger's message about a table not captured asks, with a join message, for the table to join when
+     * the selection takes it. A join message lets the table join: into the publication, and its copy submitted. INV:
+     * RESUME — a join message is written only for a table not captured then, so one read again after a crash (the
+     * destinations did not make the batch holding it durable, so no record of the copy either) copies the table again,
+     * also when the start found it in the publication already; in one run, a table joins once.
      */
     synchronized void seen(int oid, TableRef hint) { // never while a reload changes the selection (Reloader.apply)
-        asked.remove(oid);
         SourceWatch watch = ctx.watch;
         OnlineSnapshotter online = ctx.online;
-        if (watch == null || watch.captures(oid) || online == null) {
+        if (watch == null || online == null) {
             return;
         }
         TableSelection sel = ctx.selection;
-        if (hint != null && !sel.tables().isEmpty() && !sel.selects(hint, false)) {
-            return; // DDL on a table the selection does not take: no look-up
+        if (hint != null) {
+            if (!watch.captures(oid) && (sel.tables().isEmpty() || sel.selects(hint, false))) {
+                askFromStream(oid, hint); // a DDL on a table the selection may take: a created table, renamed, given a key
+            }
+            return;
         }
-        TableRef name = hint;
+        asked.remove(oid);
+        if (!joined.add(oid)) {
+            return; // joined in this run already (two messages asked)
+        }
+        boolean done = false;
+        try {
+            done = join(oid, sel, online, watch);
+        } finally {
+            if (!done) {
+                joined.remove(oid);
+            }
+        }
+    }
+
+    /** The tables that joined in this run, by oid. */
+    private final java.util.Set<Integer> joined = ConcurrentHashMap.newKeySet();
+
+    private void askFromStream(int oid, TableRef hint) {
+        try (Connection c = ctx.conns.open()) {
+            ask(c, oid);
+            asked.put(oid, System.nanoTime());
+        } catch (SQLException e) {
+            notCapture(oid, hint, Why.FAILED, "could not ask for it to join: " + PgErrors.translate("asking for table " + hint, e).getMessage(),
+                    null, "table " + hint + " could not join the pipeline (the next look at the catalog, every source.new_tables_poll_s,"
+                            + " tries again): " + e.getMessage());
+        }
+    }
+
+    /** Lets the table of {@code oid} join when {@code sel} takes it; true when it joined. */
+    private boolean join(int oid, TableSelection sel, OnlineSnapshotter online, SourceWatch watch) {
+        TableRef name = null;
         try (Connection c = ctx.conns.open()) {
             Found f = lookUp(c, oid);
             if (f == null || f.partition()) {
-                return; // dropped since; or a partition, which a captured root publishes
+                return false; // dropped since; or a partition, which a captured root publishes
             }
             name = f.name();
             List<TableRef> published = Catalog.publicationTables(c, src.publication());
             boolean member = published.contains(name);
             if (!sel.selects(name, member) || name.equals(ctx.config.online().signalTable())) {
-                return;
+                return false;
             }
-            join(c, online, watch, oid, name, published, member);
+            return join(c, online, watch, oid, name, published, member);
         } catch (SQLException | MillraceException e) {
             String msg = e instanceof SQLException q ? PgErrors.translate("joining table " + name, q).getMessage() : e.getMessage();
-            notCapture(oid, name, Why.FAILED, "could not join the pipeline: " + msg, null, "table " + name + " could not join the pipeline (the next"
-                    + " look at the catalog, every source.new_tables_poll_s, tries again): " + msg);
+            TableRef shown = name == null ? new TableRef("?", Integer.toUnsignedString(oid)) : name;
+            notCapture(oid, shown, Why.FAILED, "could not join the pipeline: " + msg, null, "table " + shown + " could not join the"
+                    + " pipeline (the next look at the catalog, every source.new_tables_poll_s, tries again): " + msg);
+            return false;
         }
     }
 
-    private void join(Connection c, OnlineSnapshotter online, SourceWatch watch, int oid, TableRef name, List<TableRef> published,
-                      boolean member) throws SQLException {
+    private boolean join(Connection c, OnlineSnapshotter online, SourceWatch watch, int oid, TableRef name, List<TableRef> published,
+                         boolean member) throws SQLException {
         Catalog.TableInfo info = Catalog.table(c, name);
         if (info == null || info.oid() != oid) {
-            return; // renamed or dropped meanwhile: the next poll finds it
+            return false; // renamed or dropped meanwhile: the next poll finds it
         }
         // The source's writes first: never publish a table whose UPDATEs and DELETEs would then fail.
         Preflight.Check identity = Preflight.replicaIdentity(c, info, src.publication(), published);
         if (identity != null) {
             notCapture(oid, name, Why.IDENTITY, identity.detail(), identity.fix(), "table " + name + " is not captured: " + identity.detail()
                     + ". Fix: " + identity.fix() + " (it is captured once fixed)");
-            return;
+            return false;
         }
         if (!member && !allTables(c)) {
             String alter = "ALTER PUBLICATION " + Ident.quote(src.publication()) + " ADD TABLE " + name.sql() + ";";
@@ -155,7 +196,7 @@ final class TableJoiner {
                         + " false)", alter, "table " + name + " was created in the source and source.tables selects it, but Millrace does"
                         + " not manage publication '" + src.publication() + "' (source.create_publication: false): run " + alter
                         + " and it is copied while streaming");
-                return;
+                return false;
             }
             try (Statement s = c.createStatement()) {
                 s.execute("SET lock_timeout = '" + LOCK_TIMEOUT + "'"); // the stream waits for it: never for long
@@ -176,13 +217,14 @@ final class TableJoiner {
             notBefore = rs.getLong(1);
         }
         if (!online.submitJoined(oid, notBefore)) {
-            return; // dropped meanwhile
+            return false; // dropped meanwhile
         }
         watch.capture(oid, name);
         ctx.capture(name);
         notCaptured.remove(oid);
         LOG.info("table {} joined the pipeline while streaming (source.tables selects it){}: copying it online", name,
                 member ? "" : ", added to publication '" + src.publication() + "'");
+        return true;
     }
 
     private void notCapture(int oid, TableRef name, Why why, String reason, String fix, String log) {
