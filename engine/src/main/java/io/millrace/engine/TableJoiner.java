@@ -58,6 +58,12 @@ final class TableJoiner {
     private static final Logger LOG = LoggerFactory.getLogger(TableJoiner.class);
     /** A join message written and not yet seen in the stream is written again after this long. */
     private static final long ASK_AGAIN_NANOS = TimeUnit.SECONDS.toNanos(60);
+    /**
+     * A table joined: in the publication, its copy submitted and not yet in any checkpoint (the assembler is still inside
+     * the transaction of the join message). A crash here tests that the restart copies it (INV: RESUME).
+     */
+    static final io.millrace.core.fault.FaultPoint TABLE_JOINED = new io.millrace.core.fault.FaultPoint("engine.table-joined");
+
     /** How long ALTER PUBLICATION waits for a lock on the table before it gives up (the stream waits for it). */
     static final String LOCK_TIMEOUT = "5s";
 
@@ -224,6 +230,7 @@ final class TableJoiner {
         notCaptured.remove(oid);
         LOG.info("table {} joined the pipeline while streaming (source.tables selects it){}: copying it online", name,
                 member ? "" : ", added to publication '" + src.publication() + "'");
+        io.millrace.core.fault.Faults.hit(TABLE_JOINED);
         return true;
     }
 
