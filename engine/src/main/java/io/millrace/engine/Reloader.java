@@ -122,7 +122,8 @@ final class Reloader {
                     }
                 }
                 List<TableRef> published = Catalog.publicationTables(c, src.publication());
-                boolean managed = src.createPublication() && !allTables(c, src.publication());
+                // With source.tables empty the publication is the selection, the user's: Millrace does not take tables out of it.
+                boolean managed = src.createPublication() && !next.tables().isEmpty() && !allTables(c, src.publication());
                 List<TableRef> removed = new ArrayList<>();
                 List<String> notes = new ArrayList<>();
                 ctx.selection = next; // from here on, a table joins only if next selects it
