@@ -29,8 +29,14 @@ final class EngineContext {
     volatile List<TableRef> captured = List.of();
     /** Which tables the pipeline captures: the configuration's, then a reload's ({@link Reloader}). */
     volatile TableSelection selection;
+    /**
+     * Tables the start added to the publication, by oid: the xid below which every transaction must have ended before
+     * their copy reads a chunk ({@link OnlineSnapshotter#submitJoined}). Set by the start, read when streaming starts.
+     */
+    volatile java.util.Map<Integer, Long> joinedAtStart = java.util.Map.of();
     /** Tables that join while streaming. */
     final TableJoiner joiner;
+
     volatile String lastError;
     /** The last reload of the configuration, or null. */
     volatile EngineStatus.Reload lastReload;

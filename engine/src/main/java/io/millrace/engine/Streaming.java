@@ -76,7 +76,7 @@ final class Streaming {
         OnlineSnapshotter o = new OnlineSnapshotter(ctx.conns, p.watermarks(), new OnlineCatalog(ctx.conns, survey.types()),
                 ctx.config.online(), ctx.progress, p.failure()::report);
         ctx.online = o;
-        o.start(resumed);
+        o.start(resumed, ctx.joinedAtStart);
     }
 
     private List<Checkpoint> checkpoints(Pipeline p) {

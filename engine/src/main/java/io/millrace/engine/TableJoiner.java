@@ -217,12 +217,7 @@ final class TableJoiner {
         }
         // After the join committed: the copy waits for the transactions open now (see OnlineSnapshotter.submitJoined).
         // INV: HANDOVER — rows before the join come from the copy, changes after it from the stream.
-        long notBefore;
-        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint")) {
-            rs.next();
-            notBefore = rs.getLong(1);
-        }
-        if (!online.submitJoined(oid, notBefore)) {
+        if (!online.submitJoined(oid, currentXmax(c))) {
             return false; // dropped meanwhile
         }
         watch.capture(oid, name);
@@ -283,6 +278,14 @@ final class TableJoiner {
             }
             ask(c, oid); // INV: RESUME — the table joins where the stream reaches this message, recorded with its batch
             asked.put(oid, now);
+        }
+    }
+
+    /** The xid every transaction running now is older than ({@code pg_snapshot_xmax(pg_current_snapshot())}, PostgreSQL 13+). */
+    static long currentXmax(Connection c) throws SQLException {
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint")) {
+            rs.next();
+            return rs.getLong(1);
         }
     }
 

@@ -153,6 +153,38 @@ class NewTableIT {
     }
 
     /**
+     * The same wait at a start that adds a table named in {@code source.tables} to the publication: a transaction open
+     * then, which wrote a row to the table before, commits after the copy began; its row must be in the destination.
+     * INV: HANDOVER — without the wait the copy reads the table before that commit and the stream does not carry the row.
+     */
+    @org.junit.jupiter.api.Test
+    void aTableAddedAtAStartIsCopiedAfterTheTransactionsOpenThen(@TempDir Path dir) throws Exception {
+        String db = "newt_start";
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.exec(src, "CREATE SCHEMA shop", "CREATE TABLE shop.a (id int PRIMARY KEY, v int NOT NULL, note text)",
+                    "INSERT INTO shop.a VALUES (1, 1, 'a')", "CREATE TABLE shop.d (id int PRIMARY KEY, v int NOT NULL, note text)");
+            String onlyA = yaml(db, dir).replace("tables: [shop.*]", "tables: [shop.a]");
+            try (RunningEngine e = RunningEngine.start(onlyA, dir).awaitStreaming(WAIT)) {
+                E2e.awaitSame(src, dst, E2e.refs(List.of("shop.a")), WAIT);
+            }
+            try (Connection early = pg.connect(db)) {
+                early.setAutoCommit(false);
+                E2e.exec(early, "INSERT INTO shop.d VALUES (1, 1, 'open across the start')");
+                try (RunningEngine e = RunningEngine.start(onlyA.replace("tables: [shop.a]", "tables: [shop.a, shop.d]"), dir)
+                        .awaitStreaming(WAIT)) {
+                    awaitPublished(src, db, "d", true);
+                    Thread.sleep(1500); // the copy of d would have read the table by now, without the open transaction's row
+                    early.commit();
+                    E2e.awaitSame(src, dst, E2e.refs(List.of("shop.a", "shop.d")), WAIT);
+                    awaitCopiesDone(e);
+                }
+            }
+        }
+    }
+
+    /**
      * A publication Millrace does not manage: one the user made for some tables ({@code source.create_publication: false})
      * is not altered — the new table is shown as not captured with the ALTER PUBLICATION to run, and is copied once the
      * user ran it; one FOR ALL TABLES publishes the new table from its creation, and it is copied all the same.

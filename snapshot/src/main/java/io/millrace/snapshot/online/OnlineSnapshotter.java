@@ -274,6 +274,14 @@ public final class OnlineSnapshotter implements AutoCloseable {
 
     /** Starts the readers with the tasks a checkpoint left unfinished (may be empty). */
     public void start(List<OnlineTask> resumed) {
+        start(resumed, java.util.Map.of());
+    }
+
+    /**
+     * As {@link #start(List)}; the task of a table whose oid {@code notBefore} maps reads no chunk until every transaction
+     * older than that xid has ended (a table that joined the publication at this start: see {@link #submitJoined}).
+     */
+    public void start(List<OnlineTask> resumed, java.util.Map<Integer, Long> notBefore) {
         for (OnlineTask t : resumed) {
             TableRef ref = TableRef.parse(t.table());
             if (t.oid() != 0) {
@@ -301,7 +309,9 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 watermarks.markDirty();
                 continue;
             }
-            add(new Task(ref, t.filter(), target, t.remaining(), t.rowsDone()), true);
+            Task task = new Task(ref, t.filter(), target, t.remaining(), t.rowsDone());
+            task.notBefore = notBefore.getOrDefault(target.relation().oid(), 0L);
+            add(task, true);
         }
         for (int i = 0; i < Math.max(1, options.readers()); i++) {
             Thread t = new Thread(this::readLoop, "millrace-online-" + i);
