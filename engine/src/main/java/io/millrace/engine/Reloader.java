@@ -124,33 +124,9 @@ final class Reloader {
                 List<TableRef> published = Catalog.publicationTables(c, src.publication());
                 // With source.tables empty the publication is the selection, the user's: Millrace does not take tables out of it.
                 boolean managed = src.createPublication() && !next.tables().isEmpty() && !allTables(c, src.publication());
-                List<TableRef> removed = new ArrayList<>();
                 List<String> notes = new ArrayList<>();
                 ctx.selection = next; // from here on, a table joins only if next selects it
-                for (Map.Entry<Integer, TableRef> e : watch.captured().entrySet()) {
-                    TableRef t = e.getValue();
-                    if (next.selects(t, published.contains(t))) {
-                        continue;
-                    }
-                    String drop = "ALTER PUBLICATION " + Ident.quote(src.publication()) + " DROP TABLE " + t.sql() + ";";
-                    if (managed && published.contains(t)) {
-                        try (Statement s = c.createStatement()) {
-                            s.execute("SET lock_timeout = '" + TableJoiner.LOCK_TIMEOUT + "'");
-                            s.execute(drop); // the stream carries its changes up to here, none after
-                        } catch (SQLException x) {
-                            throw PgErrors.translate("taking " + t + " out of publication '" + src.publication() + "' (removed before it: "
-                                    + removed + ")", x);
-                        }
-                    } else if (published.contains(t)) {
-                        notes.add("publication '" + src.publication() + "' is not managed by Millrace, so it still publishes " + t
-                                + " and its changes still reach the destinations: run " + drop);
-                    }
-                    online.cancel(e.getKey());
-                    watch.release(e.getKey());
-                    ctx.release(t);
-                    ctx.joiner.forget(e.getKey());
-                    removed.add(t);
-                }
+                List<TableRef> removed = remove(ctx, c, next, published, managed, notes);
                 List<TableRef> added = new ArrayList<>();
                 for (Map.Entry<Integer, TableRef> e : Catalog.userTablesByOid(c).entrySet()) {
                     TableRef t = e.getValue();
@@ -169,6 +145,38 @@ final class Reloader {
                 throw PgErrors.translate("reloading the table selection", e);
             }
         }
+    }
+
+    /** Stops capturing the tables {@code next} leaves out, taking them out of the publication when {@code managed}; returns them. */
+    private static List<TableRef> remove(EngineContext ctx, Connection c, TableSelection next, List<TableRef> published, boolean managed,
+                                         List<String> notes) {
+        SourceConfig src = ctx.config.source();
+        List<TableRef> removed = new ArrayList<>();
+        for (Map.Entry<Integer, TableRef> e : ctx.watch.captured().entrySet()) {
+            TableRef t = e.getValue();
+            if (next.selects(t, published.contains(t))) {
+                continue;
+            }
+            String drop = "ALTER PUBLICATION " + Ident.quote(src.publication()) + " DROP TABLE " + t.sql() + ";";
+            if (managed && published.contains(t)) {
+                try (Statement s = c.createStatement()) {
+                    s.execute("SET lock_timeout = '" + TableJoiner.LOCK_TIMEOUT + "'");
+                    s.execute(drop); // the stream carries its changes up to here, none after
+                } catch (SQLException x) {
+                    throw PgErrors.translate("taking " + t + " out of publication '" + src.publication() + "' (removed before it: "
+                            + removed + ")", x);
+                }
+            } else if (published.contains(t)) {
+                notes.add("publication '" + src.publication() + "' is not managed by Millrace, so it still publishes " + t
+                        + " and its changes still reach the destinations: run " + drop);
+            }
+            ctx.online.cancel(e.getKey());
+            ctx.watch.release(e.getKey());
+            ctx.release(t);
+            ctx.joiner.forget(e.getKey());
+            removed.add(t);
+        }
+        return removed;
     }
 
     private static boolean allTables(Connection c, String publication) throws SQLException {
