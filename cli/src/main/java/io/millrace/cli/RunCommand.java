@@ -14,7 +14,8 @@ import java.util.concurrent.TimeUnit;
 
 /** {@code millrace run config.yaml}: runs a pipeline until SIGTERM/SIGINT or a failure. */
 @Command(name = "run", mixinStandardHelpOptions = true,
-        description = "Run the pipeline described by a YAML configuration file. SIGTERM or Ctrl-C stops it after the last durable checkpoint.")
+        description = "Run the pipeline described by a YAML configuration file. SIGTERM or Ctrl-C stops it after the last durable checkpoint;"
+                + " SIGHUP reloads source.tables and source.exclude_tables from the file.")
 final class RunCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "CONFIG", description = "the configuration file (YAML)")
     Path config;
@@ -40,6 +41,8 @@ final class RunCommand implements Callable<Integer> {
         }, "millrace-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
         onStopSignals(engine::stop);
+        engine.reloadFrom(() -> ConfigLoader.fromSystem().load(config));
+        onReloadSignal(engine);
         try {
             engine.run();
         } finally {
@@ -63,6 +66,29 @@ final class RunCommand implements Callable<Integer> {
      * command returns. A second signal while stopping ends the process at once, with 128 + signal; that is
      * safe, as after any crash (INV: RESUME). The shutdown hook stays for every other way the JVM may end.
      */
+    /**
+     * SIGHUP reloads the table selection from the configuration file ({@link Supervisor#reload}), on a thread of its own
+     * (a signal handler must not wait on the database); the outcome is logged and shown in the status
+     * ({@code last_reload}). A bad file changes nothing.
+     */
+    private static void onReloadSignal(Supervisor engine) {
+        try {
+            sun.misc.Signal.handle(new sun.misc.Signal("HUP"), s -> {
+                Thread t = new Thread(() -> {
+                    try {
+                        engine.reload(); // logs what changed
+                    } catch (RuntimeException e) {
+                        // logged by the supervisor and shown in the status
+                    }
+                }, "millrace-reload");
+                t.setDaemon(true);
+                t.start();
+            });
+        } catch (IllegalArgumentException e) {
+            // no SIGHUP here (java -Xrs): POST /reload still reloads
+        }
+    }
+
     static void onStopSignals(Runnable stop) {
         java.util.concurrent.atomic.AtomicBoolean asked = new java.util.concurrent.atomic.AtomicBoolean();
         for (String name : new String[] {"TERM", "INT"}) {

@@ -84,6 +84,15 @@ final class StatusCommand implements Callable<Integer> {
         if (!s.path("last_error").isNull() && s.has("last_error")) {
             System.out.println("error: " + s.path("last_error").asText());
         }
+        for (JsonNode n : s.path("not_captured")) {
+            System.out.println("not captured: " + n.path("table").asText() + ": " + n.path("reason").asText()
+                    + (n.path("fix").isTextual() ? " (fix: " + n.path("fix").asText() + ")" : ""));
+        }
+        JsonNode reload = s.path("last_reload");
+        if (reload.isObject()) {
+            System.out.println("last reload " + reload.path("at").asText() + (reload.path("ok").asBoolean() ? ": " : " FAILED: ")
+                    + reload.path("message").asText());
+        }
         System.out.printf("%n%-32s %-10s %14s %14s %14s%n", "table", "phase", "snapshot rows", "estimated", "changes");
         for (JsonNode t : s.path("tables")) {
             long est = t.path("rows_estimated").asLong();

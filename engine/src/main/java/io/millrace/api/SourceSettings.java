@@ -53,6 +53,7 @@ public final class SourceSettings {
     private final String sslMode;
     private final Path sslRootCert;
     private final int socketTimeoutS;
+    private final int newTablesPollS;
 
     private SourceSettings(Builder b, Secret password) {
         this.host = b.host;
@@ -71,6 +72,7 @@ public final class SourceSettings {
         this.sslMode = b.sslMode;
         this.sslRootCert = b.sslRootCert;
         this.socketTimeoutS = b.socketTimeoutS;
+        this.newTablesPollS = b.newTablesPollS;
     }
 
     /** A builder with the defaults of the YAML configuration; {@code database} and {@code user} must be set. */
@@ -143,6 +145,15 @@ public final class SourceSettings {
         return statusIntervalMs;
     }
 
+    /**
+     * How often, in seconds, the catalog is looked at for tables created (or renamed) that {@code tables} selects and the
+     * pipeline does not capture yet ({@code new_tables_poll_s}, default 10; 0: never — with the DDL event trigger installed
+     * a new table is found in the stream all the same).
+     */
+    public int newTablesPollS() {
+        return newTablesPollS;
+    }
+
     /** The TLS mode ({@code ssl.mode}, as libpq spells it), or null for the driver's default. */
     public String sslMode() {
         return sslMode;
@@ -183,6 +194,7 @@ public final class SourceSettings {
         private String sslMode;
         private Path sslRootCert;
         private int socketTimeoutS = 600;
+        private int newTablesPollS = 10;
 
         private Builder() {
         }
@@ -284,6 +296,11 @@ public final class SourceSettings {
 
         public Builder onSlotLost(OnSlotLost action) {
             this.onSlotLost = Check.given("source.on_slot_lost", action);
+            return this;
+        }
+
+        public Builder newTablesPollS(int seconds) {
+            this.newTablesPollS = Check.range(Limit.SOURCE_NEW_TABLES_POLL_S, "source.new_tables_poll_s", seconds);
             return this;
         }
 

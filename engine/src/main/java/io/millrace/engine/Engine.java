@@ -128,7 +128,10 @@ public final class Engine {
             // INV: IDENTITY — one engine per pipeline, from before any destination is opened until all are closed.
             teardown.lock = PipelineLock.acquire(ctx.conns);
             teardown.monitor = SlotMonitor.start(ctx.conns, config.source().slot(), config.operations(), sample -> ctx.slotSample = sample,
-                    c -> ctx.watch.tick(c)); // the watch of the moment: a snapshot started again builds a new one
+                    c -> {
+                        ctx.watch.tick(c); // the watch of the moment: a snapshot started again builds a new one
+                        ctx.joiner.poll(c);
+                    });
 
             sinks.addAll(Destinations.of(config));
             List<Optional<Checkpoint>> found = new ArrayList<>();
@@ -193,6 +196,29 @@ public final class Engine {
         }
         Optional<Checkpoint> at = duck.copyTo(file);
         return "copied destination '" + destination + "' to " + file.toAbsolutePath() + at.map(c -> " (up to " + c.applied() + ")").orElse("");
+    }
+
+    /**
+     * Applies the table selection of {@code next}, a configuration read again, to this streaming engine; returns what
+     * changed. Refused, changing nothing, when a setting other than {@code source.tables} and
+     * {@code source.exclude_tables} differs from the running configuration (it needs a restart). Any thread.
+     *
+     * @throws MillraceException (CONFIG) naming the setting, or why the selection cannot change now
+     */
+    public String reload(EngineConfig next) {
+        String changed = Reloader.refusal(config, next);
+        try {
+            if (changed != null) {
+                throw new MillraceException(Kind.CONFIG, "config: " + changed + " changed, which needs a restart (a reload changes only"
+                        + " source.tables and source.exclude_tables); nothing was changed");
+            }
+            String done = Reloader.apply(ctx, TableSelection.of(next.source()));
+            ctx.lastReload = new EngineStatus.Reload(java.time.Instant.now().toString(), true, done);
+            return done;
+        } catch (MillraceException e) {
+            ctx.lastReload = new EngineStatus.Reload(java.time.Instant.now().toString(), false, e.getMessage());
+            throw e;
+        }
     }
 
     /** Pauses ({@code true}) or resumes online snapshots. */

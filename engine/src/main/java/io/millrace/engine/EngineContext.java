@@ -25,11 +25,23 @@ final class EngineContext {
     volatile Pipeline pipeline;
     volatile ReplicationReader reader;
     volatile OnlineSnapshotter online;
-    /** The tables this pipeline captures, once the start read them. */
+    /** The tables this pipeline captures, once the start read them; tables that join while streaming are added ({@link #capture}). */
     volatile List<TableRef> captured = List.of();
+    /** Which tables the pipeline captures: the configuration's, then a reload's ({@link Reloader}). */
+    volatile TableSelection selection;
+    /**
+     * Tables the start added to the publication, by oid: the xid below which every transaction must have ended before
+     * their copy reads a chunk ({@link OnlineSnapshotter#submitJoined}). Set by the start, read when streaming starts.
+     */
+    volatile java.util.Map<Integer, Long> joinedAtStart = java.util.Map.of();
+    /** Tables that join while streaming. */
+    final TableJoiner joiner;
+
     volatile String lastError;
     /** The slot's last replacement as the checkpoints record it ({@code source.on_slot_lost: resnapshot}), or null. */
     volatile io.millrace.core.change.Checkpoint.SlotLost slotLost;
+    /** The last reload of the configuration, or null. */
+    volatile EngineStatus.Reload lastReload;
     volatile SlotMonitor.Sample slotSample;
     /** DDL that pgoutput does not announce (drops, new tables, renames); set at start. */
     volatile SourceWatch watch;
@@ -40,6 +52,22 @@ final class EngineContext {
         this.config = config;
         this.conns = new PgConnections(config.source());
         this.progress = progress;
+        this.selection = TableSelection.of(config.source());
+        this.joiner = new TableJoiner(this);
+    }
+
+    /** {@code t} is captured from now on (it joined while streaming). Any thread. */
+    synchronized void capture(TableRef t) {
+        if (!captured.contains(t)) {
+            List<TableRef> next = new java.util.ArrayList<>(captured);
+            next.add(t);
+            captured = List.copyOf(next);
+        }
+    }
+
+    /** {@code t} is no longer captured (a reload left it out). Any thread. */
+    synchronized void release(TableRef t) {
+        captured = captured.stream().filter(x -> !x.equals(t)).toList();
     }
 
     void requestStop() {

@@ -29,18 +29,52 @@ import java.util.List;
  * @param values          how the stream reads values (binary or text, and why text); null before the source is surveyed
  * @param slotLost        the slot's last loss and replacement ({@code source.on_slot_lost: resnapshot}), or null when the
  *                        checkpoints record none
+ * @param notCaptured     tables {@code source.tables} selects that this run found and does not capture, with why and the fix
+ *                        (no replica identity, a publication Millrace does not manage, a failure); empty when none
+ * @param lastReload      the last reload of the configuration ({@code SIGHUP}, {@code POST /reload}), or null when none
  */
 public record EngineStatus(String name, String state, String source, String slot, String publication, String durableLsn,
                            String serverLsn, String confirmedLsn, long retainedWalBytes, long lagBytes, long lagMillis,
                            long eventsWritten, long budgetUsed, long budgetLimit, List<Table> tables, String lastError, Online online,
-                           Slow slowDestination, Values values, SlotLost slotLost) {
+                           Slow slowDestination, Values values, SlotLost slotLost, List<NotCaptured> notCaptured, Reload lastReload) {
+
+    public EngineStatus {
+        notCaptured = notCaptured == null ? List.of() : List.copyOf(notCaptured);
+    }
+
+    /** This status with {@code reload} as the last reload. */
+    public EngineStatus withLastReload(Reload reload) {
+        return new EngineStatus(name, state, source, slot, publication, durableLsn, serverLsn, confirmedLsn, retainedWalBytes, lagBytes,
+                lagMillis, eventsWritten, budgetUsed, budgetLimit, tables, lastError, online, slowDestination, values, slotLost, notCaptured,
+                reload);
+    }
 
     public EngineStatus(String name, String state, String source, String slot, String publication, String durableLsn,
                         String serverLsn, String confirmedLsn, long retainedWalBytes, long lagBytes, long lagMillis,
                         long eventsWritten, long budgetUsed, long budgetLimit, List<Table> tables, String lastError, Online online,
                         Slow slowDestination, Values values) {
         this(name, state, source, slot, publication, durableLsn, serverLsn, confirmedLsn, retainedWalBytes, lagBytes, lagMillis,
-                eventsWritten, budgetUsed, budgetLimit, tables, lastError, online, slowDestination, values, null);
+                eventsWritten, budgetUsed, budgetLimit, tables, lastError, online, slowDestination, values, null, List.of(), null);
+    }
+
+    /**
+     * A table {@code source.tables} selects that the pipeline does not capture.
+     *
+     * @param table  {@code schema.table}
+     * @param reason why (the source's writes would fail once it is published, the publication is not Millrace's, ...)
+     * @param fix    what to run, or null
+     */
+    public record NotCaptured(String table, String reason, String fix) {
+    }
+
+    /**
+     * A reload of the configuration.
+     *
+     * @param at      when (ISO-8601, UTC)
+     * @param ok      whether it took effect; when not, nothing changed
+     * @param message what changed, or the error naming the setting
+     */
+    public record Reload(String at, boolean ok, String message) {
     }
 
     /**

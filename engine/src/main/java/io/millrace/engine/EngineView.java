@@ -25,6 +25,17 @@ public interface EngineView {
     /** Writes a consistent copy of a duckdb destination to a new file; see {@link Engine#copyDuckDb}. */
     String copyDuckDb(String destination, java.nio.file.Path file);
 
+    /**
+     * Reads the configuration file again and applies the new table selection ({@code source.tables},
+     * {@code source.exclude_tables}) to the running pipeline; returns what changed. Throws, changing nothing, when the
+     * file is not valid or another setting changed (naming it: that needs a restart). Only a pipeline started from a
+     * configuration file can reload.
+     */
+    default String reload() {
+        throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG,
+                "this pipeline was not started from a configuration file ('millrace run CONFIG'): there is nothing to reload");
+    }
+
     /** A view of one engine. */
     static EngineView of(Engine engine) {
         return new EngineView() {

@@ -51,7 +51,7 @@ final class OnlineControls {
         for (TableRef t : tables) {
             if (!captured.contains(t)) {
                 throw new MillraceException(Kind.CONFIG, "table " + t + " is not captured by this pipeline (captured: " + captured
-                        + "); add it to source.tables and restart, and it is copied while streaming");
+                        + "); add it to source.tables and reload (SIGHUP, or POST /reload), and it is copied while streaming");
             }
         }
         for (TableRef t : tables) {

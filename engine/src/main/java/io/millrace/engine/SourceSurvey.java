@@ -105,7 +105,8 @@ final class SourceSurvey {
 
     /** Sets {@link EngineContext#watch} on {@code tables}, with their columns as the catalog numbers them. */
     private void watch(Connection meta, List<SnapshotRunner.Table> tables) throws SQLException {
-        SourceWatch w = new SourceWatch(src, tables.stream().map(SnapshotRunner.Table::relation).toList());
+        SourceWatch w = new SourceWatch(src, () -> ctx.selection, tables.stream().map(SnapshotRunner.Table::relation).toList());
+        w.connections(ctx.conns::open);
         w.loadColumns(meta);
         ctx.watch = w;
     }

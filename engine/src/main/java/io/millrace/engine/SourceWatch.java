@@ -14,7 +14,6 @@ import java.sql.SQLException;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -25,8 +24,7 @@ import java.util.concurrent.ConcurrentHashMap;
  *   <li>A captured table dropped: pgoutput sends nothing. Logged once (on the slot monitor's tick): the destinations keep
  *       their copy as it was; a table created later under that name gets a copy of its own and the old one is kept aside
  *       ({@link io.millrace.core.change.SourceTables}).</li>
- *   <li>A table created that {@code source.tables} matches: logged once; the next start adds it to the publication and
- *       copies it while streaming.</li>
+ *   <li>A table created that {@code source.tables} matches: {@link TableJoiner} lets it join while streaming.</li>
  *   <li>A captured table renamed: it keeps its oid, so it stays captured; the destinations follow at its next change.
  *       Logged once, by whichever sees it first: the tick, or the stream's Relation message.</li>
  *   <li>At start: tables the destinations hold that were dropped or renamed while Millrace was stopped.</li>
@@ -41,16 +39,55 @@ final class SourceWatch {
     private static final Logger LOG = LoggerFactory.getLogger(SourceWatch.class);
 
     private final SourceConfig config;
+    private final java.util.function.Supplier<TableSelection> selection;
     /** Captured tables by oid, under their current name as far as known. */
     private final Map<Integer, TableRef> captured = new ConcurrentHashMap<>();
-    /** New tables already reported, by oid. */
-    private final Set<Integer> reported = ConcurrentHashMap.newKeySet();
     /** Attribute numbers of each captured table's live columns by name, as last read. */
     private final Map<Integer, Map<String, Integer>> attnums = new ConcurrentHashMap<>();
 
-    SourceWatch(SourceConfig config, Collection<RelationInfo> tables) {
+    SourceWatch(SourceConfig config, java.util.function.Supplier<TableSelection> selection, Collection<RelationInfo> tables) {
         this.config = config;
+        this.selection = selection;
         tables.forEach(r -> captured.put(r.oid(), r.table()));
+    }
+
+    /** Whether the table of {@code oid} is captured. Any thread. */
+    boolean captures(int oid) {
+        return captured.containsKey(oid);
+    }
+
+    /** The table of {@code oid}, now {@code name}, joined while streaming ({@link TableJoiner}). */
+    void capture(int oid, TableRef name) {
+        captured.put(oid, name);
+        try (Connection c = conns.get()) {
+            attnums.putAll(Catalog.attributeNumbers(c, List.of(oid)));
+        } catch (SQLException | RuntimeException e) {
+            LOG.debug("could not read the columns of {}: {}", name, e.toString()); // read again at its next shape change
+        }
+    }
+
+    /** The captured tables, by oid (a copy). */
+    Map<Integer, TableRef> captured() {
+        return Map.copyOf(captured);
+    }
+
+    /** The table of {@code oid} is no longer captured (a reload left it out). */
+    void release(int oid) {
+        captured.remove(oid);
+        attnums.remove(oid);
+    }
+
+    /** Where {@link #capture} reads the columns; set by the engine. */
+    private volatile ConnectionSource conns = () -> {
+        throw new SQLException("no connection");
+    };
+
+    interface ConnectionSource {
+        Connection get() throws SQLException;
+    }
+
+    void connections(ConnectionSource c) {
+        this.conns = c;
     }
 
     /** Reads the attribute numbers of the captured tables; at start, before streaming. */
@@ -78,7 +115,7 @@ final class SourceWatch {
         }
     }
 
-    /** One look at the catalog (slot monitor thread): captured tables dropped or renamed, new tables source.tables matches. */
+    /** One look at the catalog (slot monitor thread): captured tables dropped or renamed. */
     void tick(Connection c) throws SQLException {
         Map<Integer, TableRef> now = Catalog.tablesByOid(c, captured.keySet());
         for (Map.Entry<Integer, TableRef> e : captured.entrySet()) {
@@ -95,24 +132,6 @@ final class SourceWatch {
                 }
             } else {
                 rename(oid, e.getValue(), t);
-            }
-        }
-        if (config.tables().stream().noneMatch(TableRef::isPattern)) {
-            return; // a table created later can match only a pattern
-        }
-        for (Map.Entry<Integer, TableRef> e : Catalog.userTablesByOid(c).entrySet()) {
-            TableRef t = e.getValue();
-            if (captured.containsKey(e.getKey()) || !matched(t) || !reported.add(e.getKey())) {
-                continue;
-            }
-            if (config.createPublication()) {
-                LOG.warn("table {} was created in the source and source.tables matches it: it is captured from the next start, which"
-                        + " adds it to publication '{}' and copies it while streaming (its changes until then are part of that copy)",
-                        t, config.publication());
-            } else {
-                LOG.warn("table {} was created in the source and source.tables matches it, but Millrace does not manage publication"
-                        + " '{}' (source.create_publication: false): to capture it, run ALTER PUBLICATION {} ADD TABLE {}; and restart",
-                        t, config.publication(), Ident.quote(config.publication()), t.sql());
             }
         }
     }
@@ -169,7 +188,7 @@ final class SourceWatch {
     }
 
     private boolean matched(TableRef t) {
-        return config.tables().stream().anyMatch(p -> TableRef.matches(p, t))
-                && config.excludeTables().stream().noneMatch(x -> TableRef.matches(x, t));
+        TableSelection sel = selection.get();
+        return sel.tables().isEmpty() || sel.selects(t, true);
     }
 }

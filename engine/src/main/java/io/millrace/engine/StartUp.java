@@ -136,6 +136,14 @@ final class StartUp {
         } else if (!p.add().isEmpty()) {
             try (Connection c = ctx.conns.open()) {
                 LOG.info("added {} to publication '{}'", publisher.addByCurrentName(c, p.add()), src.publication());
+                // INV: HANDOVER — a transaction open now may have written rows to them that the stream does not carry:
+                // their copies wait for it to end (OnlineSnapshotter.submitJoined).
+                if (survey.report().serverVersion() >= StartPlanner.ONLINE_VERSION) {
+                    long notBefore = TableJoiner.currentXmax(c);
+                    java.util.Map<Integer, Long> gates = new java.util.HashMap<>();
+                    p.add().forEach(r -> gates.put(r.oid(), notBefore));
+                    ctx.joinedAtStart = java.util.Map.copyOf(gates);
+                }
             }
         }
         if (p.addSignal()) {

@@ -78,7 +78,7 @@ final class Streaming {
                 ctx.config.online(), ctx.progress, p.failure()::report);
         ctx.online = o;
         o.destinationKeys(destinationKeys());
-        o.start(resumed);
+        o.start(resumed, ctx.joinedAtStart);
     }
 
     /**
@@ -122,6 +122,7 @@ final class Streaming {
             p.signalTable(signal, controls::onSignal);
         }
         p.onShapeChange(controls::onShapeChange);
+        p.onTableSeen(ctx.joiner::seen);
         p.idleAdvanceInterval(ctx.config.source().statusInterval().toMillis());
         p.startStreaming(survey.types(), keyLookup(), skip, () -> {
             ReplicationReader rr = ctx.reader;

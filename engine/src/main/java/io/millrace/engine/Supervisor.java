@@ -72,8 +72,12 @@ public final class Supervisor implements EngineView {
     private record Retrying(int attempt, long atNanos, String error) {
     }
 
-    private final EngineConfig config;
-    private final java.util.function.Supplier<Attempt> attempts;
+    /** The configuration the next attempt starts with: a reload replaces it (its table selection). */
+    private volatile EngineConfig config;
+    private java.util.function.Supplier<Attempt> attempts;
+    /** Reads the configuration file again, for {@link #reload}; null when there is none. */
+    private volatile java.util.function.Supplier<EngineConfig> reloadSource;
+    private volatile EngineStatus.Reload lastReload;
     private final LongSupplier nanoClock;
     private final long healthyMillis;
     private final CountDownLatch stopRequested = new CountDownLatch(1);
@@ -88,8 +92,8 @@ public final class Supervisor implements EngineView {
     }
 
     public Supervisor(EngineConfig config, SnapshotRunner.Listener snapshotListener) {
-        this(config, () -> engineAttempt(new Engine(config, snapshotListener)), System::nanoTime,
-                Math.max(30_000, config.operations().retry().maxMillis()));
+        this(config, null, System::nanoTime, Math.max(30_000, config.operations().retry().maxMillis()));
+        this.attempts = () -> engineAttempt(new Engine(this.config, snapshotListener)); // the configuration as last reloaded
     }
 
     Supervisor(EngineConfig config, java.util.function.Supplier<Attempt> attempts, LongSupplier nanoClock, long healthyMillis) {
@@ -158,6 +162,41 @@ public final class Supervisor implements EngineView {
         return config;
     }
 
+    /** Where {@link #reload} reads the configuration again (the file {@code millrace run} was given). Call before {@link #run}. */
+    public void reloadFrom(java.util.function.Supplier<EngineConfig> source) {
+        this.reloadSource = source;
+    }
+
+    /**
+     * Reads the configuration again and applies its table selection to the running engine (see {@link Engine#reload});
+     * the next engine after a restart starts with it too. A file that does not load, or a change the engine refuses,
+     * changes nothing: the error (naming the setting) is thrown, logged, and shown in the status ({@code last_reload}).
+     * Any thread.
+     */
+    @Override
+    public synchronized String reload() {
+        java.util.function.Supplier<EngineConfig> source = reloadSource;
+        if (source == null) {
+            return EngineView.super.reload();
+        }
+        try {
+            EngineConfig next;
+            try {
+                next = source.get();
+            } catch (MillraceException e) {
+                throw new MillraceException(e.kind(), "reload: the configuration file is not valid, nothing was changed: " + e.getMessage(), e);
+            }
+            String done = running().reload(next);
+            config = next;
+            lastReload = new EngineStatus.Reload(java.time.Instant.now().toString(), true, done);
+            return done;
+        } catch (MillraceException e) {
+            lastReload = new EngineStatus.Reload(java.time.Instant.now().toString(), false, e.getMessage());
+            LOG.error("reload failed, nothing was changed: {}", e.getMessage());
+            throw e;
+        }
+    }
+
     /** Engine restarts so far (0 while the first attempt runs). */
     public int restarts() {
         return restarts;
@@ -169,6 +208,12 @@ public final class Supervisor implements EngineView {
      */
     @Override
     public EngineStatus status() {
+        EngineStatus s = status0();
+        EngineStatus.Reload r = lastReload;
+        return r == null ? s : s.withLastReload(r);
+    }
+
+    private EngineStatus status0() {
         Retrying r = retrying;
         Attempt a = current;
         if (r == null && a != null) {
@@ -190,7 +235,7 @@ public final class Supervisor implements EngineView {
         }
         return new EngineStatus(s.name(), "retrying", s.source(), s.slot(), s.publication(), s.durableLsn(), s.serverLsn(),
                 s.confirmedLsn(), s.retainedWalBytes(), s.lagBytes(), s.lagMillis(), s.eventsWritten(), 0, s.budgetLimit(),
-                s.tables(), text, null, null, s.values());
+                s.tables(), text, null, null, s.values(), s.slotLost(), s.notCaptured(), s.lastReload());
     }
 
     private String retryingText(Retrying r) {

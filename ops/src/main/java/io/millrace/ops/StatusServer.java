@@ -31,6 +31,9 @@ import java.util.concurrent.TimeUnit;
  *   <li>{@code /snapshot} with {@code {"tables": ["public.t"], "filter": "id > 100"}} — copy tables again
  *       while streaming (an online snapshot; the filter is optional);</li>
  *   <li>{@code /snapshot/pause}, {@code /snapshot/resume} — hold and continue online snapshots;</li>
+ *   <li>{@code /reload} — read the configuration file again and apply its {@code source.tables} and
+ *       {@code source.exclude_tables} (as {@code SIGHUP} does); 400 with the error, nothing changed, when the file is not
+ *       valid or another setting changed;</li>
  *   <li>{@code /duckdb/copy} with {@code {"destination": "mirror", "file": "/abs/copy.duckdb"}} — write a consistent
  *       copy of a duckdb destination to a new file, which other processes can open while the engine runs.</li>
  * </ul>
@@ -184,6 +187,11 @@ public final class StatusServer implements AutoCloseable {
                     LOG.info("control: online snapshot of {}{} asked", tables, filter == null ? "" : " where " + filter);
                     reply(ex, 200, true, "copying " + tables + (filter == null ? "" : " where " + filter) + " while streaming");
                 }
+                case "/reload" -> {
+                    String done = engine.reload();
+                    LOG.info("control: {}", done);
+                    reply(ex, 200, true, done);
+                }
                 case "/snapshot/pause" -> {
                     engine.pauseSnapshots(true);
                     reply(ex, 200, true, "online snapshots paused");
@@ -204,7 +212,7 @@ public final class StatusServer implements AutoCloseable {
                     LOG.info("control: {}", done);
                     reply(ex, 200, true, done);
                 }
-                default -> reply(ex, 404, false, "no such control call: try /snapshot, /snapshot/pause, /snapshot/resume or /duckdb/copy");
+                default -> reply(ex, 404, false, "no such control call: try /snapshot, /snapshot/pause, /snapshot/resume, /reload or /duckdb/copy");
             }
         } catch (io.millrace.core.MillraceException e) {
             reply(ex, 400, false, e.getMessage());

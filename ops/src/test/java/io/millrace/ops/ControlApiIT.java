@@ -146,6 +146,80 @@ class ControlApiIT {
         }
     }
 
+    /**
+     * POST /reload (as SIGHUP) needs the token; a file that does not load answers 400 naming the key and changes nothing,
+     * and /status says the reload failed; a file that adds a table: 200, and the table is copied while streaming.
+     */
+    @Test
+    void reloadOverHttpNeedsTheTokenAndChangesTheTableSelection(@TempDir Path dir) throws Exception {
+        pg.createDatabase("rld");
+        pg.createDatabase("rld_dst");
+        pg.execute("rld", "CREATE TABLE public.a (id int PRIMARY KEY)", "INSERT INTO public.a SELECT generate_series(1, 10)",
+                "CREATE TABLE public.b (id int PRIMARY KEY)", "INSERT INTO public.b SELECT generate_series(1, 20)");
+        java.util.function.Function<String, String> yaml = tables -> String.join("\n",
+                "name: rld",
+                "source: {host: 127.0.0.1, port: " + pg.port() + ", database: rld, user: postgres, slot: rld, publication: rld,",
+                "         tables: [" + tables + "]}",
+                "destinations:",
+                "  - {name: replica, type: postgres, host: 127.0.0.1, port: " + pg.port() + ", database: rld_dst, user: postgres}",
+                "pipeline: {linger_ms: 20}",
+                "operations: {control_token_env: CTL_TOKEN}",
+                "");
+        Path file = dir.resolve("rld.yaml");
+        java.nio.file.Files.writeString(file, yaml.apply("public.a"));
+        ConfigLoader loader = new ConfigLoader(Map.of("CTL_TOKEN", TOKEN)::get);
+        io.millrace.engine.Supervisor sup = new io.millrace.engine.Supervisor(loader.load(file));
+        sup.reloadFrom(() -> loader.load(file));
+        AtomicReference<Throwable> error = new AtomicReference<>();
+        Thread t = new Thread(() -> {
+            try {
+                sup.run();
+            } catch (Throwable e) {
+                error.set(e);
+            }
+        });
+        t.start();
+        try (StatusServer server = StatusServer.start(sup, "127.0.0.1", 0)) {
+            long deadline = System.currentTimeMillis() + 60_000;
+            while (!sup.status().state().equals("streaming") && System.currentTimeMillis() < deadline && error.get() == null) {
+                Thread.sleep(50);
+            }
+            assertThat(error.get()).isNull();
+            int port = server.port();
+            assertThat(post(port, "/reload", null, null).statusCode()).isEqualTo(401);
+
+            java.nio.file.Files.writeString(file, yaml.apply("public.a, public.b").replace("linger_ms", "lingr_ms"));
+            HttpResponse<String> bad = post(port, "/reload", TOKEN, null);
+            assertThat(bad.statusCode()).isEqualTo(400);
+            assertThat(bad.body()).contains("pipeline.lingr_ms").contains("nothing was changed");
+            assertThat(get(port, "/status")).contains("\"last_reload\":{").contains("\"ok\":false");
+
+            java.nio.file.Files.writeString(file, yaml.apply("public.a, public.b"));
+            HttpResponse<String> ok = post(port, "/reload", TOKEN, null);
+            assertThat(ok.statusCode()).as(ok.body()).isEqualTo(200);
+            assertThat(ok.body()).contains("adding [public.b]");
+            try (Connection c = pg.connect("rld_dst")) {
+                long until = System.currentTimeMillis() + 60_000;
+                while (true) {
+                    try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT count(*) FROM public.b")) {
+                        rs.next();
+                        if (rs.getLong(1) == 20) {
+                            break;
+                        }
+                    } catch (java.sql.SQLException notYet) {
+                        // the table is made with the copy's first rows
+                    }
+                    assertThat(System.currentTimeMillis()).as("public.b copied").isLessThan(until);
+                    Thread.sleep(50);
+                }
+            }
+            assertThat(get(port, "/status")).contains("\"ok\":true").doesNotContain(TOKEN);
+        } finally {
+            sup.stop();
+            t.join(30_000);
+        }
+    }
+
     private static String get(int port, String path) throws Exception {
         return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).build(),
                 HttpResponse.BodyHandlers.ofString()).body();

@@ -142,6 +142,18 @@ final class Assembler {
         this.onShapeChange = callback;
     }
 
+    /** Called on the assembler thread, inside the transaction, for a table the stream has not described; see {@link Pipeline#onTableSeen}. */
+    private TableSeen tableSeen;
+
+    /** See {@link Pipeline#onTableSeen}. */
+    interface TableSeen {
+        void seen(int oid, io.millrace.core.schema.TableRef name);
+    }
+
+    void onTableSeen(TableSeen callback) {
+        this.tableSeen = callback;
+    }
+
     long eventsOut() {
         return eventsOut;
     }
@@ -202,6 +214,8 @@ final class Assembler {
                 watermark(lm, walStart);
             } else if (lm.transactional() && inTx && SchemaChange.PREFIX.equals(lm.prefix())) {
                 ddl(lm, walStart);
+            } else if (lm.transactional() && inTx && JOIN_PREFIX.equals(lm.prefix())) {
+                join(lm);
             }
         } else if (m instanceof StreamAbort sa) {
             if (sa.subXid() == sa.xid()) {
@@ -318,6 +332,8 @@ final class Assembler {
                     watermarks.described(described(f, rm.relation()));
                 } else if (m instanceof LogicalMessage lm && lm.transactional() && SchemaChange.PREFIX.equals(lm.prefix())) {
                     ddl(lm, rec.walStart());
+                } else if (m instanceof LogicalMessage lm && lm.transactional() && JOIN_PREFIX.equals(lm.prefix())) {
+                    join(lm);
                 }
                 change(m, rec.walStart(), rec.data().length);
                 cutForSize();
@@ -347,6 +363,9 @@ final class Assembler {
         SchemaChange c = SchemaChange.parse(lm.content());
         if (!c.dropped()) {
             ddl.merge(c.oid(), c, SchemaChange::then); // INV: BOUNDED — at most MAX_PENDING_DDL tables, the oldest given up
+            if (tableSeen != null && framer.relation(c.oid()) == null && (replaying == null || replaying.relation(c.oid()) == null)) {
+                tableSeen.seen(c.oid(), c.table()); // a table created, or renamed, that the pipeline may capture from now on
+            }
             return;
         }
         // A table dropped: no Relation message follows. The trigger reports every table of the database: a table this
@@ -364,6 +383,25 @@ final class Assembler {
         Position p = new Position(txCommitLsn, ++ordinal);
         if (p.isAfter(skipUpTo)) {
             add(new ChangeEvent(Op.TRUNCATE, gone, null, null, at, p, txXid, txCommitMicros, false));
+        }
+    }
+
+    /**
+     * The prefix of the message Millrace writes when it finds, by looking at the catalog, a table it may capture from now
+     * on (content: the table's oid). Handled in stream order like the event trigger's CREATE TABLE, so a crash before the
+     * batch holding it is durable replays it (INV: RESUME).
+     */
+    static final String JOIN_PREFIX = "millrace.join";
+
+    private void join(LogicalMessage lm) {
+        if (tableSeen == null) {
+            return;
+        }
+        String text = new String(lm.content(), java.nio.charset.StandardCharsets.UTF_8).strip();
+        try {
+            tableSeen.seen((int) Long.parseLong(text), null);
+        } catch (NumberFormatException e) {
+            throw new MillraceException(Kind.DECODE, "cannot read a '" + JOIN_PREFIX + "' logical message: '" + text + "' is not an oid");
         }
     }
 

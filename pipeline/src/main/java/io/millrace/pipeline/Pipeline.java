@@ -164,6 +164,21 @@ public final class Pipeline implements AutoCloseable {
         this.shapeChange = callback;
     }
 
+    private volatile Assembler.TableSeen tableSeen;
+
+    /** The prefix of the logical message that asks the stream to look at a table the pipeline may capture (content: its oid). */
+    public static final String JOIN_PREFIX = Assembler.JOIN_PREFIX;
+
+    /**
+     * Calls {@code callback(oid, name)} on the assembler thread, in stream order, for a table the stream has not described
+     * when the event trigger's message shows it created or changed ({@code name} as the message has it), and for each
+     * {@link #JOIN_PREFIX} message ({@code name} null). Whatever the callback records for the online snapshot is recorded
+     * with the batch holding that message (INV: RESUME). Call before {@link #startStreaming}.
+     */
+    public void onTableSeen(java.util.function.BiConsumer<Integer, io.millrace.core.schema.TableRef> callback) {
+        this.tableSeen = callback::accept;
+    }
+
     /**
      * Routes rows inserted into {@code table} to {@code onInsert} (column name → value) instead of the
      * destinations. Call before {@link #startStreaming}. The callback runs on the assembler thread, in
@@ -251,6 +266,9 @@ public final class Pipeline implements AutoCloseable {
         }
         if (shapeChange != null) {
             a.onShapeChange(shapeChange);
+        }
+        if (tableSeen != null) {
+            a.onTableSeen(tableSeen);
         }
         start("millrace-assembler", () -> {
             try (spill) {

@@ -25,10 +25,11 @@ import java.util.Map;
  * @param jdbcProperties    extra pgjdbc properties (sslmode, sslrootcert, ...)
  * @param onSlotLost        what a start does when the slot was invalidated ({@code wal_status = lost}) or dropped while the
  *                          destinations hold checkpoints of it
+ * @param newTablesPoll     how often the catalog is looked at for new tables {@code tables} selects; zero: never
  */
 public record SourceConfig(String host, int port, String database, String user, Secret password, String slot,
                            String publication, List<TableRef> tables, List<TableRef> excludeTables, boolean createPublication, BinaryMode binary,
-                           Duration statusInterval, Map<String, String> jdbcProperties, OnSlotLost onSlotLost) {
+                           Duration statusInterval, Map<String, String> jdbcProperties, OnSlotLost onSlotLost, Duration newTablesPoll) {
 
     /** {@code source.on_slot_lost}. */
     public enum OnSlotLost {
@@ -42,7 +43,14 @@ public record SourceConfig(String host, int port, String database, String user, 
                         List<TableRef> tables, List<TableRef> excludeTables, boolean createPublication, BinaryMode binary,
                         Duration statusInterval, Map<String, String> jdbcProperties) {
         this(host, port, database, user, password, slot, publication, tables, excludeTables, createPublication, binary, statusInterval,
-                jdbcProperties, OnSlotLost.STOP);
+                jdbcProperties, OnSlotLost.STOP, null);
+    }
+
+    public SourceConfig(String host, int port, String database, String user, Secret password, String slot, String publication,
+                        List<TableRef> tables, List<TableRef> excludeTables, boolean createPublication, BinaryMode binary,
+                        Duration statusInterval, Map<String, String> jdbcProperties, OnSlotLost onSlotLost) {
+        this(host, port, database, user, password, slot, publication, tables, excludeTables, createPublication, binary, statusInterval,
+                jdbcProperties, onSlotLost, null);
     }
 
     public enum BinaryMode {
@@ -57,6 +65,13 @@ public record SourceConfig(String host, int port, String database, String user, 
         excludeTables = List.copyOf(excludeTables);
         jdbcProperties = Map.copyOf(jdbcProperties);
         onSlotLost = onSlotLost == null ? OnSlotLost.STOP : onSlotLost;
+        newTablesPoll = newTablesPoll == null ? Duration.ofSeconds(10) : newTablesPoll;
+    }
+
+    /** This configuration selecting {@code tables} less {@code excludeTables} (a reload of the table selection). */
+    public SourceConfig withTables(List<TableRef> tables, List<TableRef> excludeTables) {
+        return new SourceConfig(host, port, database, user, password, slot, publication, tables, excludeTables, createPublication,
+                binary, statusInterval, jdbcProperties, onSlotLost, newTablesPoll);
     }
 
     /** {@code host:port/database}, for messages (never the password). */

@@ -74,7 +74,8 @@ public final class EngineConfigs {
         }
         return new SourceConfig(s.host(), s.port(), s.database(), s.user(), s.password(), s.slot(), s.publication(), s.tables(),
                 s.excludeTables(), s.createPublication(), SourceConfig.BinaryMode.valueOf(s.binary().name()),
-                Duration.ofMillis(s.statusIntervalMs()), jdbc, SourceConfig.OnSlotLost.valueOf(s.onSlotLost().name()));
+                Duration.ofMillis(s.statusIntervalMs()), jdbc, SourceConfig.OnSlotLost.valueOf(s.onSlotLost().name()),
+                Duration.ofSeconds(s.newTablesPollS()));
     }
 
     /** Snapshots read COPY in binary where the types allow (CopyRows), unless source.binary is off. */

@@ -115,6 +115,13 @@ public final class OnlineSnapshotter implements AutoCloseable {
         /** Its chunk was cut: it takes no more keys. @GuardedBy("this") */
         private boolean frozen;
         volatile boolean finished;
+        /**
+         * No chunk is read until every transaction older than this xid (64-bit, as {@code pg_current_snapshot()} shows
+         * it) has ended; 0 once none need be waited for. See {@link #submitJoined}.
+         */
+        volatile long notBefore;
+        /** When the wait for {@link #notBefore} began (for one log line); 0 before. */
+        long waitingSince;
 
         /** A re-read task for moved keys, taking keys until its chunk is cut. */
         Task(TableRef table, Target target, String firstKey) {
@@ -294,6 +301,14 @@ public final class OnlineSnapshotter implements AutoCloseable {
 
     /** Starts the readers with the tasks a checkpoint left unfinished (may be empty). */
     public void start(List<OnlineTask> resumed) {
+        start(resumed, java.util.Map.of());
+    }
+
+    /**
+     * As {@link #start(List)}; the task of a table whose oid {@code notBefore} maps reads no chunk until every transaction
+     * older than that xid has ended (a table that joined the publication at this start: see {@link #submitJoined}).
+     */
+    public void start(List<OnlineTask> resumed, java.util.Map<Integer, Long> notBefore) {
         for (OnlineTask t : resumed) {
             TableRef ref = TableRef.parse(t.table());
             if (t.oid() != 0) {
@@ -321,7 +336,9 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 watermarks.markDirty();
                 continue;
             }
-            add(new Task(ref, t.filter(), target, t.remaining(), t.rowsDone(), t.reconcile()), true);
+            Task task = new Task(ref, t.filter(), target, t.remaining(), t.rowsDone(), t.reconcile());
+            task.notBefore = notBefore.getOrDefault(target.relation().oid(), 0L);
+            add(task, true);
         }
         for (int i = 0; i < Math.max(1, options.readers()); i++) {
             Thread t = new Thread(this::readLoop, "millrace-online-" + i);
@@ -355,6 +372,10 @@ public final class OnlineSnapshotter implements AutoCloseable {
     }
 
     private void enqueue(TableRef table, Target target, String filter) {
+        enqueue(table, target, filter, 0);
+    }
+
+    private void enqueue(TableRef table, Target target, String filter, long notBefore) {
         if (filter != null) {
             validateFilter(table, target, filter);
         }
@@ -365,7 +386,65 @@ public final class OnlineSnapshotter implements AutoCloseable {
         // Re-reads stay: a filtered copy need not read their keys, and their updates were left to them.
         // A filtered copy beside a reconciling one leaves it: the reconciliation must cover the whole table.
         tasks.removeIf(t -> !t.reread && (filter == null || !t.reconcile) && (t.table.equals(table) || oid != 0 && t.target.relation().oid() == oid));
-        add(new Task(table, filter, target, List.of(KeyRange.ALL), 0, reconcile), false);
+        Task t = new Task(table, filter, target, List.of(KeyRange.ALL), 0, reconcile);
+        t.notBefore = notBefore;
+        add(t, false);
+    }
+
+    /**
+     * Copies the table of {@code oid}, which has just joined the publication, once every transaction older than xid
+     * {@code notBefore} has ended: a transaction open when the table joined may have written rows to it before, which
+     * the stream does not carry (pgoutput decides by the catalog as of each change), and may commit after a chunk's
+     * snapshot was taken, so that neither the chunk nor the stream would bring them. The caller takes
+     * {@code notBefore} as {@code pg_snapshot_xmax(pg_current_snapshot())} after the publication change committed.
+     * A copy already under way for the table (resumed from a checkpoint) is kept. False when the table was dropped.
+     * Recorded in the checkpoint with the next batch.
+     */
+    public boolean submitJoined(int oid, long notBefore) {
+        for (Task t : tasks) {
+            if (!t.reread && !t.finished && t.target.relation().oid() == oid) {
+                return true;
+            }
+        }
+        Target target = resolve(oid);
+        if (target == null) {
+            return false;
+        }
+        enqueue(target.relation().table(), target, null, notBefore);
+        return true;
+    }
+
+    /** Stops the copies of the table of {@code oid} (no longer captured); what landed stays. Returns whether one was under way. */
+    public boolean cancel(int oid) {
+        boolean any = tasks.removeIf(t -> t.target.relation().oid() == oid);
+        if (any) {
+            watermarks.markDirty(); // recorded as dropped with the next batch
+        }
+        return any;
+    }
+
+    /** Whether the transactions {@code t} waits for have ended (see {@link #submitJoined}). */
+    private boolean opened(Connection c, Task t) throws SQLException {
+        long nb = t.notBefore;
+        if (nb == 0) {
+            return true;
+        }
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")) {
+            rs.next();
+            if (rs.getLong(1) >= nb) {
+                t.notBefore = 0;
+                return true;
+            }
+        }
+        long now = System.nanoTime();
+        if (t.waitingSince == 0) {
+            t.waitingSince = now;
+        } else if (t.waitingSince > 0 && now - t.waitingSince > 10_000_000_000L) {
+            t.waitingSince = -1; // logged once
+            LOG.warn("online snapshot of {} waits for the transactions open when the table joined the publication to end (xid below {};"
+                    + " see pg_stat_activity for old transactions)", t.table, nb);
+        }
+        return false;
     }
 
     /**
@@ -614,13 +693,13 @@ public final class OnlineSnapshotter implements AutoCloseable {
     private record Work(Task task, KeysetChunker.Chunk chunk) {
     }
 
-    private Work nextWork() throws Exception {
+    private Work nextWork(Connection conn) throws Exception {
         // Re-reads first: they are small, and while one waits its keys may be missing from the destinations.
         List<Task> order = new ArrayList<>(tasks.size());
         tasks.stream().filter(t -> t.reread).forEach(order::add);
         tasks.stream().filter(t -> !t.reread).forEach(order::add);
         for (Task t : order) {
-            if (t.finished) {
+            if (t.finished || !opened(conn, t)) {
                 continue;
             }
             KeysetChunker.Chunk c;
@@ -714,7 +793,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
     private void readLoop() {
         try (Connection c = connections.open()) {
             while (!stopped) {
-                Work w = paused ? null : nextWork();
+                Work w = paused ? null : nextWork(c);
                 if (w == null) {
                     synchronized (wake) {
                         if (!stopped) {

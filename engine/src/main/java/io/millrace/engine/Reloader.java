@@ -1,0 +1,190 @@
+package io.millrace.engine;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.schema.Ident;
+import io.millrace.core.schema.TableRef;
+import io.millrace.engine.Engine.State;
+import io.millrace.engine.config.EngineConfig;
+import io.millrace.snapshot.online.OnlineSnapshotter;
+import io.millrace.source.Catalog;
+import io.millrace.source.PgErrors;
+import io.millrace.source.SourceConfig;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.lang.reflect.RecordComponent;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * A reload of the configuration while streaming ({@code SIGHUP}, {@code POST /reload}): what may change
+ * ({@link #refusal}) and how a new table selection takes effect ({@link #apply}).
+ *
+ * <p>Only {@code source.tables} and {@code source.exclude_tables} change without a restart. Tables the new selection
+ * adds join as a table created while streaming does ({@link TableJoiner}: a join message each, so they are copied
+ * online from the position the stream handles it at — INV: RESUME, HANDOVER). Tables it leaves out stop being captured
+ * at once: their online copies stop, and they leave the publication when Millrace manages it, so the stream carries
+ * their changes up to that position and none after (no change lost or repeated inside the capture; the destinations
+ * keep the rows they hold).
+ */
+final class Reloader {
+    private static final Logger LOG = LoggerFactory.getLogger(Reloader.class);
+
+    private Reloader() {
+    }
+
+    /** The first setting that differs between {@code running} and {@code next} other than the table selection, or null. */
+    static String refusal(EngineConfig running, EngineConfig next) {
+        SourceConfig a = running.source();
+        SourceConfig b = next.source();
+        for (RecordComponent c : SourceConfig.class.getRecordComponents()) {
+            String n = c.getName();
+            if (!n.equals("tables") && !n.equals("excludeTables") && !Objects.equals(get(c, a), get(c, b))) {
+                return "source." + switch (n) {
+                    case "createPublication" -> "create_publication";
+                    case "statusInterval" -> "status_interval_ms";
+                    case "jdbcProperties" -> "ssl or socket_timeout_s";
+                    case "newTablesPoll" -> "new_tables_poll_s";
+                    case "password" -> "password_env or password_file (the password)";
+                    default -> n;
+                };
+            }
+        }
+        for (RecordComponent c : EngineConfig.class.getRecordComponents()) {
+            String n = c.getName();
+            if (n.equals("source") || Objects.equals(get(c, running), get(c, next))) {
+                continue;
+            }
+            if (n.equals("destinations")) {
+                return destination(running, next);
+            }
+            return switch (n) {
+                case "snapshotMode" -> "snapshot.mode";
+                case "online" -> "snapshot.online";
+                case "spillDir" -> "pipeline.spill_dir";
+                default -> n;
+            };
+        }
+        return null;
+    }
+
+    private static String destination(EngineConfig running, EngineConfig next) {
+        List<?> a = running.destinations();
+        List<?> b = next.destinations();
+        if (a.size() != b.size()) {
+            return "destinations (" + a.size() + " before, " + b.size() + " now)";
+        }
+        for (int i = 0; i < a.size(); i++) {
+            if (!Objects.equals(a.get(i), b.get(i))) {
+                return "destinations[" + i + "] ('" + running.destinations().get(i).name() + "')";
+            }
+        }
+        return "destinations";
+    }
+
+    private static Object get(RecordComponent c, Object record) {
+        try {
+            return c.getAccessor().invoke(record);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /**
+     * Makes {@code next} the table selection of the engine of {@code ctx}, which must stream; returns what changed, for the
+     * log and the caller. Checked before anything changes: a table {@code next} names (not a pattern) must exist.
+     * Any thread; one reload at a time, never while a table joins.
+     */
+    static String apply(EngineContext ctx, TableSelection next) {
+        State st = ctx.state.get();
+        OnlineSnapshotter online = ctx.online;
+        SourceWatch watch = ctx.watch;
+        if (st != State.STREAMING || online == null || watch == null) {
+            throw new MillraceException(Kind.CONFIG, "the engine is " + st.name().toLowerCase(java.util.Locale.ROOT)
+                    + (online == null && st == State.STREAMING ? " from PostgreSQL older than 14, which cannot copy tables online" : "")
+                    + ": the table selection can be reloaded only while it streams; try again then, or restart");
+        }
+        SourceConfig src = ctx.config.source();
+        synchronized (ctx.joiner) {
+            try (Connection c = ctx.conns.open()) {
+                for (TableRef t : next.tables()) {
+                    if (!t.isPattern() && Catalog.table(c, t) == null) {
+                        throw new MillraceException(Kind.CONFIG, "config: source.tables names " + t + ", which does not exist in the source"
+                                + " database (names are case-sensitive); nothing was changed");
+                    }
+                }
+                List<TableRef> published = Catalog.publicationTables(c, src.publication());
+                // With source.tables empty the publication is the selection, the user's: Millrace does not take tables out of it.
+                boolean managed = src.createPublication() && !next.tables().isEmpty() && !allTables(c, src.publication());
+                List<String> notes = new ArrayList<>();
+                ctx.selection = next; // from here on, a table joins only if next selects it
+                List<TableRef> removed = remove(ctx, c, next, published, managed, notes);
+                List<TableRef> added = new ArrayList<>();
+                for (Map.Entry<Integer, TableRef> e : Catalog.userTablesByOid(c).entrySet()) {
+                    TableRef t = e.getValue();
+                    if (!watch.captures(e.getKey()) && next.selects(t, published.contains(t)) && !t.equals(ctx.config.online().signalTable())) {
+                        TableJoiner.ask(c, e.getKey()); // joins where the stream reaches this message
+                        added.add(t);
+                    }
+                }
+                String done = "source.tables reloaded: " + (added.isEmpty() ? "no table added" : "adding " + added.stream().sorted().toList()
+                        + " (copied online while streaming)") + ", " + (removed.isEmpty() ? "no table removed" : "removed "
+                        + removed.stream().sorted().toList() + " (no longer captured; the destinations keep their rows)")
+                        + (notes.isEmpty() ? "" : "; " + String.join("; ", notes));
+                LOG.info(done);
+                return done;
+            } catch (SQLException e) {
+                throw PgErrors.translate("reloading the table selection", e);
+            }
+        }
+    }
+
+    /** Stops capturing the tables {@code next} leaves out, taking them out of the publication when {@code managed}; returns them. */
+    private static List<TableRef> remove(EngineContext ctx, Connection c, TableSelection next, List<TableRef> published, boolean managed,
+                                         List<String> notes) {
+        SourceConfig src = ctx.config.source();
+        List<TableRef> removed = new ArrayList<>();
+        for (Map.Entry<Integer, TableRef> e : ctx.watch.captured().entrySet()) {
+            TableRef t = e.getValue();
+            if (next.selects(t, published.contains(t))) {
+                continue;
+            }
+            String drop = "ALTER PUBLICATION " + Ident.quote(src.publication()) + " DROP TABLE " + t.sql() + ";";
+            if (managed && published.contains(t)) {
+                try (Statement s = c.createStatement()) {
+                    s.execute("SET lock_timeout = '" + TableJoiner.LOCK_TIMEOUT + "'");
+                    s.execute(drop); // the stream carries its changes up to here, none after
+                } catch (SQLException x) {
+                    throw PgErrors.translate("taking " + t + " out of publication '" + src.publication() + "' (removed before it: "
+                            + removed + ")", x);
+                }
+            } else if (published.contains(t)) {
+                notes.add("publication '" + src.publication() + "' is not managed by Millrace, so it still publishes " + t
+                        + " and its changes still reach the destinations: run " + drop);
+            }
+            ctx.online.cancel(e.getKey());
+            ctx.watch.release(e.getKey());
+            ctx.release(t);
+            ctx.joiner.forget(e.getKey());
+            removed.add(t);
+        }
+        return removed;
+    }
+
+    private static boolean allTables(Connection c, String publication) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT puballtables FROM pg_publication WHERE pubname = ?")) {
+            ps.setString(1, publication);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() && rs.getBoolean(1);
+            }
+        }
+    }
+}

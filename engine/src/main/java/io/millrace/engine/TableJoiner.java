@@ -1,0 +1,323 @@
+package io.millrace.engine;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.schema.Ident;
+import io.millrace.core.schema.TableRef;
+import io.millrace.pipeline.Pipeline;
+import io.millrace.snapshot.online.OnlineSnapshotter;
+import io.millrace.source.Catalog;
+import io.millrace.source.PgErrors;
+import io.millrace.source.Preflight;
+import io.millrace.source.Publisher;
+import io.millrace.source.SourceConfig;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Tables that join a running pipeline: created (or renamed, or given a replica identity) while it streams, or added to
+ * {@code source.tables} by a reload, when the selection takes them.
+ *
+ * <p>How a table is found: the DDL event trigger's message in the stream (the CREATE TABLE, in stream order) when the
+ * trigger is installed; and, with or without it, a look at the catalog every {@code source.new_tables_poll_s}
+ * ({@link #poll}, on the slot monitor's thread). Either way a {@link Pipeline#JOIN_PREFIX} message is written for the
+ * table, and the table is handled where the stream reaches it ({@link #seen}, assembler thread): it joins the
+ * publication and an online copy is submitted, recorded with the batch that holds the message. INV: RESUME — a crash
+ * before that batch is durable replays the message, which joins the table again (it is a member already: the start
+ * even counts it as captured) and submits the copy again; after it, the copy is in the checkpoint.
+ *
+ * <p>Why no row is lost: pgoutput publishes a table's changes from the position where it joined the publication on;
+ * rows written before (between CREATE TABLE and the join) are in the table, and the online copy reads them. The copy
+ * waits until every transaction open when the table joined has ended ({@link OnlineSnapshotter#submitJoined}), so no
+ * row written before the join commits after a chunk's snapshot; later changes come from the stream under the
+ * watermarks (INV: WATERMARK, HANDOVER).
+ *
+ * <p>The source's own writes come first: a table without a replica identity never joins the publication (its UPDATEs
+ * and DELETEs would fail, see {@link Preflight#replicaIdentity}); it is logged and shown in the status
+ * ({@code not_captured}) with the fix, and joins once fixed. A partition needs nothing: a captured root publishes it.
+ * A publication Millrace does not manage ({@code source.create_publication: false}) is not altered: the table is
+ * shown with the ALTER PUBLICATION to run, and is copied once the publication has it. A publication FOR ALL TABLES
+ * publishes a new table from its creation: the table is copied all the same (its rows arrive as reads after the
+ * stream's, which a destination applies as upserts).
+ *
+ * <p>Threads: {@link #seen} on the assembler's, {@link #poll} on the slot monitor's, the rest from any; the maps are
+ * concurrent. A failure here never stops the pipeline: it is logged, shown in the status, and the next poll tries again.
+ */
+final class TableJoiner {
+    private static final Logger LOG = LoggerFactory.getLogger(TableJoiner.class);
+    /** A join message written and not yet seen in the stream is written again after this long. */
+    private static final long ASK_AGAIN_NANOS = TimeUnit.SECONDS.toNanos(60);
+    /**
+     * A table joined: in the publication, its copy submitted and not yet in any checkpoint (the assembler is still inside
+     * the transaction of the join message). A crash here tests that the restart copies it (INV: RESUME).
+     */
+    static final io.millrace.core.fault.FaultPoint TABLE_JOINED = new io.millrace.core.fault.FaultPoint("engine.table-joined");
+
+    /** How long ALTER PUBLICATION waits for a lock on the table before it gives up (the stream waits for it). */
+    static final String LOCK_TIMEOUT = "5s";
+
+    private final EngineContext ctx;
+    private final SourceConfig src;
+    /** Why a table the selection takes is not captured: what the poll waits for before it asks again. */
+    private enum Why {
+        /** No replica identity: asked again once it has one. */
+        IDENTITY,
+        /** Not in a publication Millrace does not manage: asked again once the publication has it. */
+        PUBLICATION,
+        /** A failure (a lock wait, a lost connection): asked again after {@link #ASK_AGAIN_NANOS}. */
+        FAILED
+    }
+
+    private record Refusal(Why why, long atNanos, EngineStatus.NotCaptured shown) {
+    }
+
+    /** Tables the selection takes that are not captured, and why, by oid. */
+    private final Map<Integer, Refusal> notCaptured = new ConcurrentHashMap<>();
+    /** Join messages written and not seen yet, by oid: when. */
+    private final Map<Integer, Long> asked = new ConcurrentHashMap<>();
+    private volatile long lastPoll;
+
+    TableJoiner(EngineContext ctx) {
+        this.ctx = ctx;
+        this.src = ctx.config.source();
+    }
+
+    /** For the status: tables selected and not captured, by name. Any thread. */
+    List<EngineStatus.NotCaptured> notCaptured() {
+        List<EngineStatus.NotCaptured> out = new ArrayList<>(notCaptured.values().stream().map(Refusal::shown).toList());
+        out.sort(Comparator.comparing(EngineStatus.NotCaptured::table));
+        return out;
+    }
+
+    /** A table left out of the selection by a reload is no longer reported as not captured. */
+    void forget(int oid) {
+        notCaptured.remove(oid);
+        asked.remove(oid);
+        joined.remove(oid); // added again later, it joins again
+    }
+
+    /**
+     * The stream reached a message about the table of {@code oid}: the event trigger's ({@code hint}: the table's name as
+     * it wrote it), or a join message ({@code hint} null). Assembler thread, inside the message's transaction.
+     *
+     * <p>The event trigger's message about a table not captured asks, with a join message, for the table to join when
+     * the selection takes it. A join message lets the table join: into the publication, and its copy submitted. INV:
+     * RESUME — a join message is written only for a table not captured then, so one read again after a crash (the
+     * destinations did not make the batch holding it durable, so no record of the copy either) copies the table again,
+     * also when the start found it in the publication already; in one run, a table joins once.
+     */
+    synchronized void seen(int oid, TableRef hint) { // never while a reload changes the selection (Reloader.apply)
+        SourceWatch watch = ctx.watch;
+        OnlineSnapshotter online = ctx.online;
+        if (watch == null || online == null) {
+            return;
+        }
+        TableSelection sel = ctx.selection;
+        if (hint != null) {
+            if (!watch.captures(oid) && (sel.tables().isEmpty() || sel.selects(hint, false))) {
+                askFromStream(oid, hint); // a DDL on a table the selection may take: a created table, renamed, given a key
+            }
+            return;
+        }
+        asked.remove(oid);
+        if (!joined.add(oid)) {
+            return; // joined in this run already (two messages asked)
+        }
+        boolean done = false;
+        try {
+            done = join(oid, sel, online, watch);
+        } finally {
+            if (!done) {
+                joined.remove(oid);
+            }
+        }
+    }
+
+    /** The tables that joined in this run, by oid. */
+    private final java.util.Set<Integer> joined = ConcurrentHashMap.newKeySet();
+
+    private void askFromStream(int oid, TableRef hint) {
+        try (Connection c = ctx.conns.open()) {
+            ask(c, oid);
+            asked.put(oid, System.nanoTime());
+        } catch (SQLException e) {
+            notCapture(oid, hint, Why.FAILED, "could not ask for it to join: " + PgErrors.translate("asking for table " + hint, e).getMessage(),
+                    null, "table " + hint + " could not join the pipeline (the next look at the catalog, every source.new_tables_poll_s,"
+                            + " tries again): " + e.getMessage());
+        }
+    }
+
+    /** Lets the table of {@code oid} join when {@code sel} takes it; true when it joined. */
+    private boolean join(int oid, TableSelection sel, OnlineSnapshotter online, SourceWatch watch) {
+        TableRef name = null;
+        try (Connection c = ctx.conns.open()) {
+            Found f = lookUp(c, oid);
+            if (f == null || f.partition()) {
+                return false; // dropped since; or a partition, which a captured root publishes
+            }
+            name = f.name();
+            List<TableRef> published = Catalog.publicationTables(c, src.publication());
+            boolean member = published.contains(name);
+            if (!sel.selects(name, member) || name.equals(ctx.config.online().signalTable())) {
+                return false;
+            }
+            return join(c, online, watch, oid, name, published, member);
+        } catch (SQLException | MillraceException e) {
+            String msg = e instanceof SQLException q ? PgErrors.translate("joining table " + name, q).getMessage() : e.getMessage();
+            TableRef shown = name == null ? new TableRef("?", Integer.toUnsignedString(oid)) : name;
+            notCapture(oid, shown, Why.FAILED, "could not join the pipeline: " + msg, null, "table " + shown + " could not join the"
+                    + " pipeline (the next look at the catalog, every source.new_tables_poll_s, tries again): " + msg);
+            return false;
+        }
+    }
+
+    private boolean join(Connection c, OnlineSnapshotter online, SourceWatch watch, int oid, TableRef name, List<TableRef> published,
+                         boolean member) throws SQLException {
+        Catalog.TableInfo info = Catalog.table(c, name);
+        if (info == null || info.oid() != oid) {
+            return false; // renamed or dropped meanwhile: the next poll finds it
+        }
+        // The source's writes first: never publish a table whose UPDATEs and DELETEs would then fail.
+        Preflight.Check identity = Preflight.replicaIdentity(c, info, src.publication(), published);
+        if (identity != null) {
+            notCapture(oid, name, Why.IDENTITY, identity.detail(), identity.fix(), "table " + name + " is not captured: " + identity.detail()
+                    + ". Fix: " + identity.fix() + " (it is captured once fixed)");
+            return false;
+        }
+        if (!member && !allTables(c)) {
+            String alter = "ALTER PUBLICATION " + Ident.quote(src.publication()) + " ADD TABLE " + name.sql() + ";";
+            if (!src.createPublication()) {
+                notCapture(oid, name, Why.PUBLICATION, "publication '" + src.publication() + "' is not managed by Millrace (source.create_publication:"
+                        + " false)", alter, "table " + name + " was created in the source and source.tables selects it, but Millrace does"
+                        + " not manage publication '" + src.publication() + "' (source.create_publication: false): run " + alter
+                        + " and it is copied while streaming");
+                return false;
+            }
+            try (Statement s = c.createStatement()) {
+                s.execute("SET lock_timeout = '" + LOCK_TIMEOUT + "'"); // the stream waits for it: never for long
+            }
+            try {
+                new Publisher(src).add(c, List.of(name));
+            } catch (MillraceException e) {
+                if (!(e.getCause() instanceof SQLException q) || !"42710".equals(q.getSQLState())) { // 42710: a member already
+                    throw e;
+                }
+            }
+        }
+        // After the join committed: the copy waits for the transactions open now (see OnlineSnapshotter.submitJoined).
+        // INV: HANDOVER — rows before the join come from the copy, changes after it from the stream.
+        if (!online.submitJoined(oid, currentXmax(c))) {
+            return false; // dropped meanwhile
+        }
+        watch.capture(oid, name);
+        ctx.capture(name);
+        notCaptured.remove(oid);
+        LOG.info("table {} joined the pipeline while streaming (source.tables selects it){}: copying it online", name,
+                member ? "" : ", added to publication '" + src.publication() + "'");
+        io.millrace.core.fault.Faults.hit(TABLE_JOINED);
+        return true;
+    }
+
+    private void notCapture(int oid, TableRef name, Why why, String reason, String fix, String log) {
+        EngineStatus.NotCaptured n = new EngineStatus.NotCaptured(String.valueOf(name), reason, fix);
+        Refusal before = notCaptured.put(oid, new Refusal(why, System.nanoTime(), n));
+        if (before == null || !n.equals(before.shown())) {
+            LOG.error(log); // once per table and reason
+        }
+    }
+
+    /** Whether the poll should ask about the table of {@code oid} again: never refused, or what it lacked may be there now. */
+    private boolean askAgain(Connection c, int oid, TableRef t, List<TableRef> published, long now) throws SQLException {
+        Refusal r = notCaptured.get(oid);
+        if (r == null) {
+            Long at = asked.get(oid);
+            return at == null || now - at >= ASK_AGAIN_NANOS; // a message written and not seen yet: not again at once
+        }
+        return switch (r.why()) {
+            case PUBLICATION -> published.contains(t);
+            case FAILED -> now - r.atNanos() >= ASK_AGAIN_NANOS;
+            case IDENTITY -> {
+                Catalog.TableInfo info = Catalog.table(c, t);
+                yield info != null && Preflight.replicaIdentity(c, info, src.publication(), published) == null;
+            }
+        };
+    }
+
+    /**
+     * One look at the catalog (slot monitor thread, on its connection), at most every {@code source.new_tables_poll_s}:
+     * for each table the selection takes that is not captured, a {@link Pipeline#JOIN_PREFIX} message, which the stream
+     * brings to {@link #seen}.
+     */
+    void poll(Connection c) throws SQLException {
+        long every = src.newTablesPoll().toNanos();
+        long now = System.nanoTime();
+        SourceWatch watch = ctx.watch;
+        if (every == 0 || watch == null || ctx.online == null || (lastPoll != 0 && now - lastPoll < every)) {
+            return;
+        }
+        lastPoll = now;
+        TableSelection sel = ctx.selection;
+        List<TableRef> published = Catalog.publicationTables(c, src.publication());
+        for (Map.Entry<Integer, TableRef> e : Catalog.userTablesByOid(c).entrySet()) {
+            int oid = e.getKey();
+            TableRef t = e.getValue();
+            if (watch.captures(oid) || !sel.selects(t, published.contains(t)) || t.equals(ctx.config.online().signalTable())
+                    || !askAgain(c, oid, t, published, now)) {
+                continue;
+            }
+            ask(c, oid); // INV: RESUME — the table joins where the stream reaches this message, recorded with its batch
+            asked.put(oid, now);
+        }
+    }
+
+    /** The xid every transaction running now is older than ({@code pg_snapshot_xmax(pg_current_snapshot())}, PostgreSQL 13+). */
+    static long currentXmax(Connection c) throws SQLException {
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint")) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    /** Writes the message that brings the table of {@code oid} to {@link #seen} in stream order. */
+    static void ask(Connection c, int oid) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_logical_emit_message(true, ?, ?)")) {
+            ps.setString(1, Pipeline.JOIN_PREFIX);
+            ps.setString(2, Integer.toUnsignedString(oid));
+            ps.execute();
+        }
+    }
+
+    private record Found(TableRef name, boolean partition) {
+    }
+
+    /** The table of {@code oid} (a permanent table or partitioned root), or null when there is none. */
+    private static Found lookUp(Connection c, int oid) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT n.nspname, c.relname, c.relispartition FROM pg_class c"
+                + " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = ?::oid AND c.relkind IN ('r', 'p') AND c.relpersistence = 'p'")) {
+            ps.setLong(1, Integer.toUnsignedLong(oid));
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? new Found(new TableRef(rs.getString(1), rs.getString(2)), rs.getBoolean(3)) : null;
+            }
+        }
+    }
+
+    private boolean allTables(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT puballtables FROM pg_publication WHERE pubname = ?")) {
+            ps.setString(1, src.publication());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() && rs.getBoolean(1);
+            }
+        }
+    }
+}

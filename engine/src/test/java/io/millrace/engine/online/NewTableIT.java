@@ -1,0 +1,292 @@
+package io.millrace.engine.online;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.millrace.core.schema.TableRef;
+import io.millrace.embedded.EmbeddedPg;
+import io.millrace.engine.EngineStatus;
+import io.millrace.engine.RunningEngine;
+import io.millrace.engine.e2e.E2e;
+import io.millrace.source.DdlTrigger;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Tables created while the pipeline streams join it without a restart (issue 15, item 3): found by the DDL event
+ * trigger's message in the stream ({@code trigger}), or by the catalog poll ({@code source.new_tables_poll_s}) without it.
+ *
+ * <p>Under a write load on a captured table, {@code shop.b} is created and written at once by four sessions (inserts,
+ * updates, deletes, key changes) before it can have joined the publication; {@code shop.c} is created and filled in one
+ * transaction; a session inserts into the new {@code shop.d} in a transaction begun before the table joined and commits
+ * after it joined (a row the stream does not carry, since pgoutput decides by the catalog as of the change: only the copy,
+ * which waits for that transaction, brings it). A table without a replica identity is not published (its UPDATEs
+ * would fail on the source) and shows in the status; given a primary key it joins. An excluded table stays out, and a
+ * partition created under a captured partitioned table needs nothing. At the end the postgres destination equals the
+ * source, and replaying the jsonl destination's events gives the source's rows, each streamed change once.
+ *
+ * <p>INV: HANDOVER — without the copy's wait for the transactions open at the join, {@code shop.d}'s row is in no
+ * destination (the copy read the table before it committed; the stream does not carry it).
+ */
+class NewTableIT {
+    private static final Duration WAIT = Duration.ofSeconds(60);
+    private static EmbeddedPg pg;
+
+    @BeforeAll
+    static void start() {
+        E2e.init();
+        pg = EmbeddedPg.builder().major(17).setting("synchronous_commit", "on").start();
+    }
+
+    @AfterAll
+    static void stop() {
+        if (pg != null) {
+            pg.close();
+        }
+    }
+
+    static String yaml(String db, Path dir) {
+        return E2e.yaml(pg, db, "s_" + db, List.of("shop.*"), "auto", db + "_dst", dir, "operations:\n  monitor_interval_ms: 200\n")
+                .replace("  status_interval_ms: 500", "  status_interval_ms: 500\n  new_tables_poll_s: 1\n  exclude_tables: [shop.skip_*]")
+                .replace("snapshot:\n  mode: initial\n  readers: 2\n", "snapshot:\n  mode: initial\n  readers: 2\n  online:\n    chunk_rows: 200\n"
+                        + "    min_chunk_rows: 100\n    max_chunk_rows: 500\n    target_chunk_ms: 20\n");
+    }
+
+    @ParameterizedTest(name = "trigger installed: {0}")
+    @ValueSource(booleans = {true, false})
+    void aTableCreatedWhileStreamingIsCopiedAndStreamedWithoutARestart(boolean trigger, @TempDir Path dir) throws Exception {
+        String db = trigger ? "newt_trg" : "newt_poll";
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        long seed = System.nanoTime();
+        System.out.println("NewTableIT seed " + seed);
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.exec(src, "CREATE SCHEMA shop", "CREATE TABLE shop.a (id int PRIMARY KEY, v int NOT NULL, note text)",
+                    "INSERT INTO shop.a SELECT g, g, 'a' FROM generate_series(1, 500) g",
+                    "CREATE TABLE shop.p (id int PRIMARY KEY, v int NOT NULL, note text) PARTITION BY RANGE (id)",
+                    "CREATE TABLE shop.p1 PARTITION OF shop.p FOR VALUES FROM (0) TO (1000)",
+                    "INSERT INTO shop.p SELECT g, g, 'p' FROM generate_series(1, 100) g");
+            if (trigger) {
+                DdlTrigger.install(src);
+            }
+            List<TableRef> all = E2e.refs(List.of("shop.a", "shop.b", "shop.c", "shop.d", "shop.nopk", "shop.p"));
+            try (LogCapture log = new LogCapture();
+                 Writers onA = new Writers(pg, db, List.of("shop.a"), seed, 2, 1000, 1);
+                 RunningEngine e = RunningEngine.start(yaml(db, dir), dir).awaitStreaming(WAIT)) {
+                // A transaction open across the join of shop.b: its row is written before b joins, committed after.
+                Connection early = pg.connect(db);
+                Writers onB;
+                try {
+                    E2e.exec(src, "CREATE TABLE shop.b (id int PRIMARY KEY, v int NOT NULL, note text)");
+                    onB = new Writers(pg, db, List.of("shop.b"), seed + 1, 4, 2000, 0); // written at once
+                    E2e.exec(src, "CREATE TABLE shop.d (id int PRIMARY KEY, v int NOT NULL, note text)");
+                    early.setAutoCommit(false);
+                    E2e.exec(early, "INSERT INTO shop.d VALUES (1, 1, 'open across the join')");
+                    E2e.tx(src, "CREATE TABLE shop.c (id int PRIMARY KEY, v int NOT NULL, note text)",
+                            "INSERT INTO shop.c SELECT g, g, 'c' FROM generate_series(1, 3000) g");
+                    E2e.exec(src, "CREATE TABLE shop.nopk (id int NOT NULL, v int)", "INSERT INTO shop.nopk VALUES (1, 1), (2, 2)",
+                            "CREATE TABLE shop.skip_me (id int PRIMARY KEY)", "INSERT INTO shop.skip_me VALUES (1)",
+                            "CREATE TABLE shop.p2 PARTITION OF shop.p FOR VALUES FROM (1000) TO (2000)",
+                            "INSERT INTO shop.p SELECT g, g, 'p2' FROM generate_series(1000, 1100) g");
+                    awaitPublished(src, db, "b", true);
+                    awaitPublished(src, db, "d", true);
+                    Thread.sleep(1500); // the copy of d would have read the table by now, without the open transaction's row
+                    early.commit();
+                } finally {
+                    early.close();
+                }
+                awaitPublished(src, db, "c", true);
+
+                // The table without a replica identity: not published, the source's writes unharmed, shown in the status.
+                awaitNotCaptured(e, "shop.nopk");
+                E2e.exec(src, "UPDATE shop.nopk SET v = v + 1");
+                assertThat(published(src, db)).doesNotContain("nopk", "skip_me", "p2");
+                EngineStatus.NotCaptured nc = e.engine().status().notCaptured().stream().filter(n -> n.table().equals("shop.nopk"))
+                        .findFirst().orElseThrow();
+                assertThat(nc.reason()).contains("no primary key");
+                assertThat(nc.fix()).contains("ALTER TABLE \"shop\".\"nopk\" REPLICA IDENTITY");
+                // Fixed: it joins.
+                E2e.exec(src, "ALTER TABLE shop.nopk ADD PRIMARY KEY (id)");
+                awaitPublished(src, db, "nopk", true);
+                E2e.exec(src, "INSERT INTO shop.nopk VALUES (3, 3)", "INSERT INTO shop.p VALUES (1500, 1, 'p2 late')");
+
+                Thread.sleep(500);
+                onB.close();
+                onA.close();
+                assertThat(onB.ops()).as("writes to the new table").isGreaterThan(50);
+                E2e.awaitSame(src, dst, all, WAIT);
+                awaitCopiesDone(e);
+                assertThat(E2e.queryLong(dst, "SELECT count(*) FROM shop.d")).as("the row of the transaction open across the join")
+                        .isEqualTo(1);
+                assertThat(e.engine().status().notCaptured()).isEmpty();
+                assertThat(published(src, db)).containsExactlyInAnyOrder("a", "b", "c", "d", "nopk", "p");
+                assertThat(E2e.queryLong(dst, "SELECT count(*) FROM pg_tables WHERE tablename = 'skip_me'")).isZero();
+                assertThat(log.containing("joined the pipeline while streaming")).hasSize(4);
+                assertThat(e.engine().status().state()).isEqualTo("streaming");
+            }
+            // jsonl: the events replayed in order give the source's rows; no streamed change twice.
+            List<JsonNode> events = E2e.events(dir);
+            for (TableRef t : all) {
+                assertThat(replay(events, t.table())).as("jsonl replay of %s", t).isEqualTo(rows(src, t));
+            }
+            Set<E2e.Pos> seen = new HashSet<>();
+            for (JsonNode ev : events) {
+                if (!ev.path("op").asText().equals("r")) {
+                    assertThat(seen.add(E2e.Pos.of(ev))).as("streamed change delivered once: %s", ev).isTrue();
+                }
+            }
+        }
+    }
+
+    /**
+     * The same wait at a start that adds a table named in {@code source.tables} to the publication: a transaction open
+     * then, which wrote a row to the table before, commits after the copy began; its row must be in the destination.
+     * INV: HANDOVER — without the wait the copy reads the table before that commit and the stream does not carry the row.
+     */
+    @org.junit.jupiter.api.Test
+    void aTableAddedAtAStartIsCopiedAfterTheTransactionsOpenThen(@TempDir Path dir) throws Exception {
+        String db = "newt_start";
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.exec(src, "CREATE SCHEMA shop", "CREATE TABLE shop.a (id int PRIMARY KEY, v int NOT NULL, note text)",
+                    "INSERT INTO shop.a VALUES (1, 1, 'a')", "CREATE TABLE shop.d (id int PRIMARY KEY, v int NOT NULL, note text)");
+            String onlyA = yaml(db, dir).replace("tables: [shop.*]", "tables: [shop.a]");
+            try (RunningEngine e = RunningEngine.start(onlyA, dir).awaitStreaming(WAIT)) {
+                E2e.awaitSame(src, dst, E2e.refs(List.of("shop.a")), WAIT);
+            }
+            try (Connection early = pg.connect(db)) {
+                early.setAutoCommit(false);
+                E2e.exec(early, "INSERT INTO shop.d VALUES (1, 1, 'open across the start')");
+                try (RunningEngine e = RunningEngine.start(onlyA.replace("tables: [shop.a]", "tables: [shop.a, shop.d]"), dir)
+                        .awaitStreaming(WAIT)) {
+                    awaitPublished(src, db, "d", true);
+                    Thread.sleep(1500); // the copy of d would have read the table by now, without the open transaction's row
+                    early.commit();
+                    E2e.awaitSame(src, dst, E2e.refs(List.of("shop.a", "shop.d")), WAIT);
+                    awaitCopiesDone(e);
+                }
+            }
+        }
+    }
+
+    /**
+     * A publication Millrace does not manage: one the user made for some tables ({@code source.create_publication: false})
+     * is not altered — the new table is shown as not captured with the ALTER PUBLICATION to run, and is copied once the
+     * user ran it; one FOR ALL TABLES publishes the new table from its creation, and it is copied all the same.
+     */
+    @ParameterizedTest(name = "publication: {0}")
+    @ValueSource(strings = {"user", "all"})
+    void aPublicationMillraceDoesNotManageIsNotAltered(String kind, @TempDir Path dir) throws Exception {
+        String db = "newt_" + kind;
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.exec(src, "CREATE SCHEMA shop", "CREATE TABLE shop.a (id int PRIMARY KEY, v int NOT NULL, note text)",
+                    "INSERT INTO shop.a SELECT g, g, 'a' FROM generate_series(1, 100) g",
+                    "CREATE PUBLICATION s_" + db + (kind.equals("all") ? " FOR ALL TABLES" : " FOR TABLE shop.a"));
+            String yaml = yaml(db, dir).replace("  new_tables_poll_s: 1", "  new_tables_poll_s: 1\n  create_publication: false");
+            try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT)) {
+                E2e.exec(src, "CREATE TABLE shop.b (id int PRIMARY KEY, v int NOT NULL, note text)",
+                        "INSERT INTO shop.b SELECT g, g, 'b' FROM generate_series(1, 700) g");
+                if (kind.equals("user")) {
+                    awaitNotCaptured(e, "shop.b");
+                    EngineStatus.NotCaptured nc = e.engine().status().notCaptured().get(0);
+                    assertThat(nc.reason()).contains("not managed by Millrace");
+                    assertThat(nc.fix()).isEqualTo("ALTER PUBLICATION \"s_newt_user\" ADD TABLE \"shop\".\"b\";");
+                    assertThat(published(src, db)).containsExactly("a");
+                    E2e.exec(src, nc.fix());
+                }
+                E2e.exec(src, "UPDATE shop.b SET note = 'later' WHERE id % 7 = 0");
+                E2e.awaitSame(src, dst, E2e.refs(List.of("shop.a", "shop.b")), WAIT);
+                awaitCopiesDone(e);
+                assertThat(e.engine().status().notCaptured()).isEmpty();
+            }
+            assertThat(replay(E2e.events(dir), "b")).isEqualTo(rows(src, new TableRef("shop", "b")));
+        }
+    }
+
+    /** The rows of table {@code table} after the jsonl events, by id: reads and inserts put, deletes remove. */
+    static Map<Integer, String> replay(List<JsonNode> events, String table) {
+        Map<Integer, String> rows = new TreeMap<>();
+        for (JsonNode ev : events) {
+            if (!E2e.isTable(ev, table)) {
+                continue;
+            }
+            switch (ev.path("op").asText()) {
+                case "c", "r", "u" -> {
+                    if (ev.path("op").asText().equals("u") && ev.path("before").has("id")) {
+                        rows.remove(ev.path("before").path("id").asInt());
+                    }
+                    JsonNode a = ev.path("after");
+                    rows.put(a.path("id").asInt(), a.path("v").asText() + "|" + a.path("note").asText(null));
+                }
+                case "d" -> rows.remove(ev.path("before").path("id").asInt());
+                case "t" -> rows.clear();
+                default -> {
+                }
+            }
+        }
+        return rows;
+    }
+
+    static Map<Integer, String> rows(Connection c, TableRef t) throws Exception {
+        Map<Integer, String> rows = new TreeMap<>();
+        boolean note = !t.table().equals("nopk");
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT id, v" + (note ? ", note" : "") + " FROM " + t.sql())) {
+            while (rs.next()) {
+                rows.put(rs.getInt(1), rs.getString(2) + "|" + (note ? rs.getString(3) : null));
+            }
+        }
+        return rows;
+    }
+
+    static List<String> published(Connection c, String db) throws Exception {
+        List<String> out = new java.util.ArrayList<>();
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT c.relname FROM pg_publication_rel r JOIN pg_publication p"
+                + " ON p.oid = r.prpubid JOIN pg_class c ON c.oid = r.prrelid WHERE p.pubname = 's_" + db + "' ORDER BY 1")) {
+            while (rs.next()) {
+                out.add(rs.getString(1));
+            }
+        }
+        return out;
+    }
+
+    static void awaitPublished(Connection c, String db, String table, boolean in) throws Exception {
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (published(c, db).contains(table) != in) {
+            assertThat(System.nanoTime()).as("%s %s the publication: %s", table, in ? "joins" : "leaves", published(c, db)).isLessThan(deadline);
+            Thread.sleep(50);
+        }
+    }
+
+    static void awaitNotCaptured(RunningEngine e, String table) throws Exception {
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (e.engine().status().notCaptured().stream().noneMatch(n -> n.table().equals(table))) {
+            assertThat(System.nanoTime()).as("%s shown as not captured", table).isLessThan(deadline);
+            Thread.sleep(50);
+        }
+    }
+
+    static void awaitCopiesDone(RunningEngine e) throws Exception {
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (!e.engine().onlineSnapshots().isEmpty()) {
+            assertThat(System.nanoTime()).as("online copies land: %s", e.engine().onlineSnapshots()).isLessThan(deadline);
+            Thread.sleep(50);
+        }
+    }
+}
