@@ -47,6 +47,11 @@ final class StartUp {
     boolean run() throws InterruptedException {
         try (Connection repl = ctx.conns.openReplication()) {
             SlotManager.SystemInfo sys = SlotManager.identify(repl);
+            if (src.failover()) {
+                try (Connection c = ctx.conns.open()) {
+                    FailoverSlot.check(src, ctx.conns.where(), sys, FailoverSlot.read(c, src.slot()), found); // after a failover
+                }
+            }
             List<Identity> ids = sinks.stream().map(s -> new Identity(sys.systemId(), src.database(), src.slot(), src.publication(),
                     s.name())).toList();
             StartPlan plan = StartPlanner.plan(facts(ids));
@@ -57,6 +62,13 @@ final class StartUp {
             StartPlan.Go go = (StartPlan.Go) plan;
             record(go);
             publish(go.publication()); // only now, after the checks: a start refused writes nothing to the source
+            if (src.failover() && survey.report().slotExists()) {
+                try (Connection c = ctx.conns.open()) {
+                    if (new SlotManager(src).makeFailover(repl, c)) {
+                        LOG.info("slot '{}' is now a failover slot (source.failover): standbys with sync_replication_slots copy it", src.slot());
+                    }
+                }
+            }
             ctx.captured = survey.report().tables();
             if (go instanceof StartPlan.FromCheckpoints from) {
                 repl.close();

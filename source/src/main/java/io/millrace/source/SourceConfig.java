@@ -23,10 +23,29 @@ import java.util.Map;
  * @param binary            ask pgoutput for binary values (PG14+)
  * @param statusInterval    how often the reader reports its flushed position to the server
  * @param jdbcProperties    extra pgjdbc properties (sslmode, sslrootcert, ...)
+ * @param hosts             the servers that may be the primary, in the order they are tried ({@code source.hosts}); one
+ *                          ({@code host:port}) when a single server is configured. {@code host} and {@code port} are the first.
+ * @param failover          the slot is a failover slot (PostgreSQL 17+), synchronised to standbys ({@code source.failover})
  */
 public record SourceConfig(String host, int port, String database, String user, Secret password, String slot,
                            String publication, List<TableRef> tables, List<TableRef> excludeTables, boolean createPublication, BinaryMode binary,
-                           Duration statusInterval, Map<String, String> jdbcProperties) {
+                           Duration statusInterval, Map<String, String> jdbcProperties, List<HostPort> hosts, boolean failover) {
+
+    /** A server address of {@code source.hosts}. */
+    public record HostPort(String host, int port) {
+        @Override
+        public String toString() {
+            return (host.contains(":") ? "[" + host + "]" : host) + ":" + port;
+        }
+    }
+
+    /** A single server, no failover slot. */
+    public SourceConfig(String host, int port, String database, String user, Secret password, String slot, String publication,
+                        List<TableRef> tables, List<TableRef> excludeTables, boolean createPublication, BinaryMode binary,
+                        Duration statusInterval, Map<String, String> jdbcProperties) {
+        this(host, port, database, user, password, slot, publication, tables, excludeTables, createPublication, binary, statusInterval,
+                jdbcProperties, List.of(new HostPort(host, port)), false);
+    }
 
     public enum BinaryMode {
         /** Binary when the server supports it (PG14+) and every captured column's type has a binary codec. */
@@ -39,10 +58,12 @@ public record SourceConfig(String host, int port, String database, String user, 
         tables = List.copyOf(tables);
         excludeTables = List.copyOf(excludeTables);
         jdbcProperties = Map.copyOf(jdbcProperties);
+        hosts = hosts == null || hosts.isEmpty() ? List.of(new HostPort(host, port)) : List.copyOf(hosts);
     }
 
-    /** {@code host:port/database}, for messages (never the password). */
+    /** {@code host:port/database} ({@code h1:p1,h2:p2/database} with several hosts), for messages (never the password). */
     public String where() {
-        return host + ":" + port + "/" + database;
+        return hosts.stream().map(HostPort::toString).collect(java.util.stream.Collectors.joining(",")) + "/" + database;
     }
+
 }

@@ -41,7 +41,8 @@ public final class ConfigLoader {
     /** The top-level sections, and the keys of each mapping that checks required settings while reading. */
     private static final String[] SECTIONS = {"name", "source", "snapshot", "pipeline", "operations", "destinations"};
     private static final String[] SOURCE_KEYS = {"host", "port", "database", "user", "password", "password_env", "password_file", "slot",
-            "publication", "tables", "exclude_tables", "create_publication", "binary", "status_interval_ms", "ssl", "socket_timeout_s"};
+            "publication", "tables", "exclude_tables", "create_publication", "binary", "status_interval_ms", "ssl", "socket_timeout_s",
+            "hosts", "failover"};
     /** The types built into the distribution, each in its own module: named when a configuration asks for one that is missing. */
     private static final List<String> BUILT_IN_MODULES = List.of("postgres", "jsonl", "duckdb", "kafka");
 
@@ -247,6 +248,10 @@ public final class ConfigLoader {
         string(ssl, "root_cert", f -> b.sslRootCert(base.resolve(f)));
         ssl.done();
         integer(s, "socket_timeout_s", Limit.SOURCE_SOCKET_TIMEOUT_S, b::socketTimeoutS);
+        if (s.has("hosts")) {
+            b.hosts(s.strings("hosts"));
+        }
+        b.failover(s.bool("failover", false));
         s.done();
         return b.build();
     }
