@@ -22,7 +22,8 @@ import java.util.Properties;
  * text values the codecs parse have one form.
  *
  * <p>With several {@code source.hosts} every connection goes to the primary among them, found at the first connection
- * (each host tried in order, {@code pg_is_in_recovery()} asked) and kept for this instance's life: one engine attempt.
+ * (each host asked {@code pg_is_in_recovery()}; exactly one must answer false) and kept for this instance's life: one
+ * engine attempt.
  * After a failover the attempt fails on the lost connection and the supervisor's next attempt, with a new instance,
  * finds the promoted server. A replication connection that reaches a standby is refused (the synchronised slot on a
  * standby cannot be read, and the stream must come from the primary whose catalog the engine read).
@@ -62,7 +63,8 @@ public final class PgConnections {
     /**
      * The server connections go to: the only host, or the first of {@code source.hosts} that is not in recovery. Throws a
      * {@link Kind#CONNECTION} error (retried by the supervisor: a promotion may be under way) naming each host and what it
-     * is when none is a primary, or the error of a host that refused Millrace for another reason (a wrong password).
+     * is when none or more than one is a primary, or the error of a host that refused Millrace for another reason (a wrong
+     * password).
      */
     public HostPort primary() {
         HostPort p = primary;
@@ -79,15 +81,18 @@ public final class PgConnections {
 
     private HostPort findPrimary() {
         List<String> seen = new ArrayList<>();
+        List<HostPort> primaries = new ArrayList<>();
         MillraceException refused = null;
-        for (HostPort h : config.hosts()) {
+        for (HostPort h : config.hosts()) { // every host: two that both say primary must not be chosen between
             try (Connection c = DriverManager.getConnection(url(h), baseProperties()); Statement s = c.createStatement();
                  ResultSet rs = s.executeQuery("SELECT pg_is_in_recovery()")) {
                 rs.next();
                 if (!rs.getBoolean(1)) {
-                    return h;
+                    primaries.add(h);
+                    seen.add(h + " (the primary)");
+                } else {
+                    seen.add(h + " (a standby: in recovery)");
                 }
-                seen.add(h + " (a standby: in recovery)");
             } catch (SQLException e) {
                 MillraceException m = PgErrors.translate("connecting to " + h, e);
                 if (m.kind() != Kind.CONNECTION && refused == null) {
@@ -95,6 +100,15 @@ public final class PgConnections {
                 }
                 seen.add(h + " (" + (m.kind() == Kind.CONNECTION ? "unreachable: " : "") + firstLine(e.getMessage()) + ")");
             }
+        }
+        if (primaries.size() == 1) {
+            return primaries.get(0);
+        }
+        if (primaries.size() > 1) {
+            // a former primary back after its standby was promoted (split brain): its slot and WAL are another history
+            throw new MillraceException(Kind.CONNECTION, "more than one of source.hosts is a primary: " + String.join(", ", seen)
+                    + ". After a failover the former primary must be stopped or made a standby of the new one (pg_rewind);"
+                    + " Millrace does not choose between two histories and waits until one primary is left");
         }
         if (refused != null) {
             throw refused; // the same on every attempt: not retried

@@ -223,6 +223,63 @@ class FailoverIT {
     }
 
     @Test
+    void aFormerPrimaryBackBesideThePromotedOneIsNotChosen() throws Exception {
+        E2e.init();
+        int p1 = quietPort(0);
+        int p2 = quietPort(p1);
+        Path oldData = dir.resolve("old-primary");
+        EmbeddedPg primary = EmbeddedPg.builder().major(17).dataDirectory(oldData, false).port(p1).start();
+        servers.add(primary);
+        EmbeddedPg dst = keep(EmbeddedPg.builder().major(17).start());
+        primary.createDatabase("fo_src");
+        dst.createDatabase("fo_dst");
+        try (Connection c = primary.connect("fo_src")) {
+            FaultRig.schema(c, 500);
+        }
+        EmbeddedPg standby = keep(EmbeddedPg.builder().major(17).port(p2).standbyOf(primary, "standby_1").start());
+        synchronous(primary, "standby_1");
+        Load load = new Load("jdbc:postgresql://127.0.0.1:" + p1 + "/fo_src", 7);
+        try (FaultRig.Running run = new FaultRig.Running(yaml("brain", p1, p2, dst.port()), dir)) {
+            run.awaitState("streaming", Duration.ofSeconds(60));
+            awaitSynced(standby, "brain");
+            Thread.sleep(500);
+            primary.killPostmaster();
+            standby.promote();
+            load.url = "jdbc:postgresql://127.0.0.1:" + p2 + "/fo_src";
+            run.awaitState("streaming", Duration.ofSeconds(90));
+            int restarts = run.supervisor.restarts();
+            // the former primary comes back on its own data directory, a primary again on its old timeline (no rewind)
+            primary.close();
+            servers.remove(primary);
+            EmbeddedPg former = keep(EmbeddedPg.builder().major(17).dataDirectory(oldData, false).port(p1).start());
+            standby.execute("postgres", "SELECT pg_terminate_backend(pid) FROM pg_stat_replication WHERE application_name = 'millrace'");
+            String retrying = null;
+            for (int i = 0; i < 300 && retrying == null; i++) {
+                var st = run.supervisor.status();
+                if ("retrying".equals(st.state()) && st.lastError() != null && st.lastError().contains("more than one")) {
+                    retrying = st.lastError();
+                }
+                Thread.sleep(50);
+            }
+            assertThat(retrying).as("status while two hosts are primaries").isNotNull()
+                    .contains("more than one of source.hosts is a primary").contains("127.0.0.1:" + p1 + " (the primary)")
+                    .contains("127.0.0.1:" + p2 + " (the primary)").contains("pg_rewind");
+            assertThat(run.supervisor.restarts()).isGreaterThan(restarts);
+            former.close(); // fenced: the pipeline goes on with the promoted one
+            servers.remove(former);
+            run.awaitState("streaming", Duration.ofSeconds(90));
+            Thread.sleep(500);
+            try (Connection s = standby.connect("fo_src"); Connection d = dst.connect("fo_dst")) {
+                load.close();
+                io.millrace.engine.RunningEngine.awaitEqual(s, d, FaultRig.REFS, null, Duration.ofSeconds(90));
+                assertThat(FaultRig.duplicateTxIds(d)).as("transactions applied twice").isEmpty();
+            }
+        } finally {
+            load.close();
+        }
+    }
+
+    @Test
     void failoverBelowPostgres17IsRefusedNamingTheSetting() throws Exception {
         E2e.init();
         try (EmbeddedPg pg15 = EmbeddedPg.builder().major(15).start()) {
