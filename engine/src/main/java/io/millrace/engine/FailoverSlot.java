@@ -66,8 +66,8 @@ final class FailoverSlot {
      */
     static void check(SourceConfig src, String where, SlotManager.SystemInfo sys, State slot, List<Optional<Checkpoint>> found) {
         List<Checkpoint> cps = found.stream().flatMap(Optional::stream).toList();
-        if (!src.failover() || cps.isEmpty()) {
-            return;
+        if (!src.failover() || cps.isEmpty() || cps.stream().anyMatch(c -> !c.identity().systemId().equals(sys.systemId()))) {
+            return; // another system's checkpoint: the planner refuses it (INV: IDENTITY) with its own message
         }
         Lsn high = cps.stream().map(Checkpoint::flushLsn).reduce(Lsn::max).orElseThrow();
         Lsn low = cps.stream().map(Checkpoint::flushLsn).reduce(Lsn::min).orElseThrow();

@@ -66,5 +66,8 @@ class FailoverSlotTest {
         FailoverSlot.State none = new FailoverSlot.State(false, false, false, null);
         assertThatCode(() -> FailoverSlot.check(plain, "db1:5432/shop", PROMOTED, none, at("0/6000000"))).doesNotThrowAnyException();
         assertThatCode(() -> FailoverSlot.check(SRC, "db1:5432/shop", PROMOTED, none, List.of(Optional.empty()))).doesNotThrowAnyException();
+        SlotManager.SystemInfo other = new SlotManager.SystemInfo("7499999999999999999", 1, Lsn.parse("0/5000000"), "shop");
+        assertThatCode(() -> FailoverSlot.check(SRC, "db1:5432/shop", other, none, at("0/4000000")))
+                .as("another system's checkpoint is the planner's refusal").doesNotThrowAnyException();
     }
 }

@@ -280,6 +280,36 @@ class FailoverIT {
     }
 
     @Test
+    void anExistingSlotIsMadeAFailoverSlotWhenFailoverIsTurnedOn() throws Exception {
+        E2e.init();
+        EmbeddedPg pg = keep(EmbeddedPg.builder().major(17).start());
+        pg.createDatabase("fo_src");
+        pg.createDatabase("fo_dst");
+        try (Connection c = pg.connect("fo_src")) {
+            FaultRig.schema(c, 10);
+        }
+        String on = yaml("alter", pg.port(), pg.port() + 1, pg.port()).replace("  hosts: [127.0.0.1:" + pg.port() + ", 127.0.0.1:"
+                + (pg.port() + 1) + "]", "  host: 127.0.0.1\n  port: " + pg.port());
+        try (FaultRig.Running run = new FaultRig.Running(on.replace("  failover: true\n", ""), dir)) {
+            run.awaitState("streaming", Duration.ofSeconds(60));
+        }
+        try (Connection c = pg.connect("fo_src")) {
+            assertThat(E2e.queryString(c, "SELECT failover::text FROM pg_replication_slots WHERE slot_name = 'alter'")).isEqualTo("false");
+        }
+        try (FaultRig.Running run = new FaultRig.Running(on, dir)) {
+            run.awaitState("streaming", Duration.ofSeconds(60));
+            pg.execute("fo_src", "INSERT INTO txlog VALUES (1, 'after')");
+            try (Connection d = pg.connect("fo_dst")) {
+                E2e.awaitRow(d, "SELECT count(*) FROM txlog WHERE tx_id = 1", Duration.ofSeconds(30));
+            }
+        }
+        try (Connection c = pg.connect("fo_src")) {
+            assertThat(E2e.queryString(c, "SELECT failover::text FROM pg_replication_slots WHERE slot_name = 'alter'"))
+                    .as("the same slot, now synchronised to standbys").isEqualTo("true");
+        }
+    }
+
+    @Test
     void failoverBelowPostgres17IsRefusedNamingTheSetting() throws Exception {
         E2e.init();
         try (EmbeddedPg pg15 = EmbeddedPg.builder().major(15).start()) {
