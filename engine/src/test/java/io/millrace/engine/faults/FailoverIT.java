@@ -31,7 +31,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * hot_standby_feedback}, the primary's {@code synchronized_standby_slots} = the standby's physical slot), a write load,
  * the primary's postmaster killed (SIGKILL) and the standby promoted; Millrace, given both hosts, reconnects to the
  * promoted one and continues from the destination's checkpoint on the synchronised slot (INV: RESUME, IDENTITY). At the
- * end the destination equals the new primary and no transaction was applied twice.
+ * end the postgres and DuckDB destinations equal the new primary and no transaction was applied twice.
  *
  * <p>CI runs one promotion. More, each on a standby built from the last promoted server (on the killed one's port):
  * {@code -Dmillrace.failover.promotions=5} (with a seed: {@code -Dmillrace.failover.seed=N}), e.g.
@@ -79,6 +79,11 @@ class FailoverIT {
     }
 
     private static String yaml(String name, int p1, int p2, int dstPort) {
+        return yaml(name, p1, p2, dstPort, null);
+    }
+
+    /** With {@code duckdb} a DuckDB destination too, before the postgres one: the writer gives it each batch first. */
+    private static String yaml(String name, int p1, int p2, int dstPort, Path duckdb) {
         return String.join("\n",
                 "name: " + name,
                 "source:",
@@ -91,6 +96,7 @@ class FailoverIT {
                 "  tables: " + FaultRig.TABLES,
                 "  status_interval_ms: 200",
                 "destinations:",
+                duckdb == null ? "" : "  - {name: mirror, type: duckdb, file: '" + duckdb.toAbsolutePath() + "'}",
                 "  - name: replica",
                 "    type: postgres",
                 "    host: 127.0.0.1",
@@ -140,7 +146,10 @@ class FailoverIT {
         EmbeddedPg standby = keep(EmbeddedPg.builder().major(17).port(ports[1]).standbyOf(primary, "standby_1").start());
         synchronous(primary, "standby_1");
         Load load = new Load("jdbc:postgresql://127.0.0.1:" + primary.port() + "/fo_src", seed);
-        try (FaultRig.Running run = new FaultRig.Running(yaml("fo", ports[0], ports[1], dst.port()), dir)) {
+        Path duck = dir.resolve("mirror.duckdb");
+        List<String> expectedItems;
+        List<String> expectedTx;
+        try (FaultRig.Running run = new FaultRig.Running(yaml("fo", ports[0], ports[1], dst.port(), duck), dir)) {
             run.awaitState("streaming", Duration.ofSeconds(60));
             for (int i = 1; i <= promotions; i++) {
                 awaitSynced(standby, "fo");
@@ -166,6 +175,8 @@ class FailoverIT {
                         .isGreaterThan(10);
                 assertThat(E2e.queryString(s, "SELECT synced::text || ' ' || failover::text FROM pg_replication_slots WHERE slot_name = 'fo'"))
                         .as("the pipeline reads the slot synchronised from the old primary").isEqualTo("true true");
+                expectedItems = rows(s, "SELECT id || '|' || v || '|' || n FROM items ORDER BY id");
+                expectedTx = rows(s, "SELECT tx_id FROM txlog ORDER BY tx_id");
             }
             assertThat(load.committedAfterFirstPromotion.get()).as("the load wrote on the promoted server").isPositive();
             assertThat(run.supervisor.restarts()).isGreaterThanOrEqualTo(promotions);
@@ -173,6 +184,21 @@ class FailoverIT {
         } finally {
             load.close();
         }
+        // the DuckDB file, once the engine let it go (DuckDB's lock): equal to the new primary, each transaction once
+        try (Connection d = DriverManager.getConnection("jdbc:duckdb:" + duck)) {
+            assertThat(rows(d, "SELECT id || '|' || v || '|' || n FROM public.items ORDER BY id")).isEqualTo(expectedItems);
+            assertThat(rows(d, "SELECT tx_id FROM public.txlog ORDER BY tx_id")).as("txlog: none lost, none twice").isEqualTo(expectedTx);
+        }
+    }
+
+    private static List<String> rows(Connection c, String sql) throws SQLException {
+        List<String> out = new ArrayList<>();
+        try (Statement st = c.createStatement(); var rs = st.executeQuery(sql)) {
+            while (rs.next()) {
+                out.add(rs.getString(1));
+            }
+        }
+        return out;
     }
 
     @Test
