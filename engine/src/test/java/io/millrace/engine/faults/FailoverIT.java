@@ -134,6 +134,7 @@ class FailoverIT {
         int promotions = Integer.getInteger("millrace.failover.promotions", 1);
         long seed = Long.getLong("millrace.failover.seed", System.nanoTime());
         Random rnd = new Random(seed);
+        System.out.println("FailoverIT: " + promotions + " promotion(s), -Dmillrace.failover.seed=" + seed + " replays the kill moments");
         int[] ports = {quietPort(0), 0};
         ports[1] = quietPort(ports[0]);
         EmbeddedPg primary = keep(EmbeddedPg.builder().major(17).port(ports[0]).start());
