@@ -31,7 +31,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * hot_standby_feedback}, the primary's {@code synchronized_standby_slots} = the standby's physical slot), a write load,
  * the primary's postmaster killed (SIGKILL) and the standby promoted; Millrace, given both hosts, reconnects to the
  * promoted one and continues from the destination's checkpoint on the synchronised slot (INV: RESUME, IDENTITY). At the
- * end the postgres and DuckDB destinations equal the new primary and no transaction was applied twice.
+ * end the postgres and DuckDB destinations equal the new primary and no transaction was applied twice; the jsonl one has
+ * each of the new primary's transactions, no other, and any repeat at the same position.
  *
  * <p>CI runs one promotion. More, each on a standby built from the last promoted server (on the killed one's port):
  * {@code -Dmillrace.failover.promotions=5} (with a seed: {@code -Dmillrace.failover.seed=N}), e.g.
@@ -82,7 +83,10 @@ class FailoverIT {
         return yaml(name, p1, p2, dstPort, null);
     }
 
-    /** With {@code duckdb} a DuckDB destination too, before the postgres one: the writer gives it each batch first. */
+    /**
+     * With {@code duckdb} a DuckDB destination and a jsonl one (directory {@code events} beside it) too, before the postgres
+     * one: the writer gives them each batch first, so they hold all once the postgres one does.
+     */
     private static String yaml(String name, int p1, int p2, int dstPort, Path duckdb) {
         return String.join("\n",
                 "name: " + name,
@@ -97,6 +101,7 @@ class FailoverIT {
                 "  status_interval_ms: 200",
                 "destinations:",
                 duckdb == null ? "" : "  - {name: mirror, type: duckdb, file: '" + duckdb.toAbsolutePath() + "'}",
+                duckdb == null ? "" : "  - {name: files, type: jsonl, directory: '" + duckdb.resolveSibling("events").toAbsolutePath() + "'}",
                 "  - name: replica",
                 "    type: postgres",
                 "    host: 127.0.0.1",
@@ -120,11 +125,21 @@ class FailoverIT {
         }
     }
 
-    /** Waits until the standby holds {@code slot} synchronised and persistent (a promotion now keeps it). */
+    /**
+     * Waits until the standby holds {@code slot} synchronised and persistent (a promotion now keeps it). The standby's slot
+     * sync worker naps up to 30 s while nothing changes; a configuration reload wakes it, so the wait is short.
+     */
     private static void awaitSynced(EmbeddedPg standby, String slot) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         try (Connection c = standby.connect("postgres")) {
-            E2e.awaitRow(c, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '" + slot + "' AND synced AND NOT temporary"
-                    + " AND invalidation_reason IS NULL", Duration.ofSeconds(60));
+            while (!"1".equals(E2e.queryString(c, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '" + slot
+                    + "' AND synced AND NOT temporary AND invalidation_reason IS NULL"))) {
+                if (System.nanoTime() > deadline) {
+                    throw new AssertionError("slot " + slot + " not synchronised to the standby on port " + standby.port() + " after 60 s");
+                }
+                E2e.queryString(c, "SELECT pg_reload_conf()::text");
+                Thread.sleep(300);
+            }
         }
     }
 
@@ -190,6 +205,19 @@ class FailoverIT {
             assertThat(rows(d, "SELECT id || '|' || v || '|' || n FROM public.items ORDER BY id")).isEqualTo(expectedItems);
             assertThat(rows(d, "SELECT tx_id FROM public.txlog ORDER BY tx_id")).as("txlog: none lost, none twice").isEqualTo(expectedTx);
         }
+        // jsonl, at least once: every transaction of the new primary is there, none other, and a repeat has the same position
+        java.util.Map<String, java.util.Set<String>> positions = new java.util.TreeMap<>();
+        for (var e : E2e.events(dir.resolve("events"))) {
+            String op = e.path("op").asText();
+            if (e.path("source").path("table").asText().equals("txlog") && (op.equals("c") || op.equals("r"))) {
+                positions.computeIfAbsent(e.path("after").path("tx_id").asText(), k -> new java.util.TreeSet<>())
+                        .add(e.path("source").path("commit_lsn").asText() + "#" + e.path("source").path("ordinal").asText());
+            }
+        }
+        assertThat(positions.keySet()).as("jsonl: the new primary's transactions, none lost, none it lacks")
+                .containsExactlyInAnyOrderElementsOf(expectedTx);
+        assertThat(positions.entrySet().stream().filter(x -> x.getValue().size() > 1).map(Object::toString).toList())
+                .as("jsonl: a transaction sent again has the same (commit_lsn, ordinal)").isEmpty();
     }
 
     private static List<String> rows(Connection c, String sql) throws SQLException {
