@@ -42,6 +42,8 @@ public final class EmbeddedPg implements AutoCloseable {
 
     private final Server pg;
     private final int major;
+    /** A data directory this instance made and removes at {@link #close()} (a standby's copy), or null. */
+    private Path ownedDir;
 
     private EmbeddedPg(Server pg, int major) {
         this.pg = pg;
@@ -64,6 +66,8 @@ public final class EmbeddedPg implements AutoCloseable {
         private int port;
         private final Map<String, String> settings = new LinkedHashMap<>();
         private Path systemBinaries;
+        private EmbeddedPg primary;
+        private String primarySlot;
 
         public Builder major(int major) {
             this.major = major;
@@ -99,7 +103,28 @@ public final class EmbeddedPg implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Makes this server a streaming hot standby of {@code primary} (Maven-jar binaries only: they have no
+         * {@code pg_basebackup}, so the base is a copy of the running primary's data directory between
+         * {@code pg_backup_start} and {@code pg_backup_stop}, without {@code pg_wal} and {@code pg_replslot}, which the
+         * standby then streams from the primary). The standby replicates through the physical slot {@code slot} (created
+         * on the primary when missing), as application {@code slot} (for {@code synchronous_standby_names}), and is set
+         * up to synchronise failover slots (PostgreSQL 17+: {@code sync_replication_slots}, {@code hot_standby_feedback},
+         * a {@code dbname} in {@code primary_conninfo}). Settings the primary's {@code ALTER SYSTEM} made that only a
+         * primary uses ({@code synchronous_standby_names}, {@code synchronized_standby_slots}) are cleared in the copy, so
+         * that once promoted it does not wait for standbys it does not have. Without {@link #dataDirectory} the copy goes
+         * to a temporary directory removed by {@link #close()}.
+         */
+        public Builder standbyOf(EmbeddedPg primary, String slot) {
+            this.primary = primary;
+            this.primarySlot = slot;
+            return this;
+        }
+
         public EmbeddedPg start() {
+            if (primary != null) {
+                return startStandby();
+            }
             if (systemBinaries != null) {
                 return new EmbeddedPg(SystemServer.start(systemBinaries, settings), SystemServer.major(systemBinaries));
             }
@@ -148,6 +173,170 @@ public final class EmbeddedPg implements AutoCloseable {
             } catch (IOException e) {
                 throw new UncheckedIOException("could not start embedded PostgreSQL " + major, e);
             }
+        }
+
+        private EmbeddedPg startStandby() {
+            if (systemBinaries != null) {
+                throw new IllegalStateException("standbyOf works with the Maven-jar binaries only");
+            }
+            boolean own = dataDir == null;
+            try {
+                Path dir = own ? Files.createTempDirectory("millrace-standby") : dataDir;
+                baseBackup(primary, primarySlot, dir);
+                Builder b = new Builder().major(major).dataDirectory(dir, false).port(port);
+                b.settings.putAll(settings);
+                EmbeddedPg standby = b.start();
+                if (own) {
+                    standby.ownedDir = dir;
+                }
+                return standby;
+            } catch (IOException e) {
+                throw new UncheckedIOException("could not make a standby of the server on port " + primary.port(), e);
+            }
+        }
+    }
+
+    /** Copies {@code primary}'s data directory into {@code dir} as a base backup and writes the standby's settings. */
+    private static void baseBackup(EmbeddedPg primary, String slot, Path dir) throws IOException {
+        try (Connection c = primary.connect("postgres"); Statement s = c.createStatement()) {
+            try (var rs = s.executeQuery("SELECT 1 FROM pg_replication_slots WHERE slot_name = '" + slot.replace("'", "''") + "'")) {
+                if (!rs.next()) {
+                    // reserved now: the primary keeps the WAL from before the backup's checkpoint until the standby streams it
+                    s.execute("SELECT pg_create_physical_replication_slot('" + slot.replace("'", "''") + "', true)");
+                }
+            }
+            Path source = primary.dataDirectory();
+            s.execute("SELECT pg_backup_start('millrace standby " + slot.replace("'", "''") + "', true)");
+            copyTree(source, dir);
+            String label;
+            String map;
+            try (var rs = s.executeQuery("SELECT labelfile, spcmapfile FROM pg_backup_stop(false)")) {
+                rs.next();
+                label = rs.getString(1);
+                map = rs.getString(2);
+            }
+            Files.writeString(dir.resolve("backup_label"), label);
+            if (map != null && !map.isEmpty()) {
+                Files.writeString(dir.resolve("tablespace_map"), map);
+            }
+        } catch (SQLException e) {
+            throw new IOException("base backup of the primary on port " + primary.port() + " failed: " + e.getMessage(), e);
+        }
+        Files.writeString(dir.resolve("standby.signal"), "");
+        String conf = String.join("\n",
+                "# a standby of the server on port " + primary.port() + " (EmbeddedPg.Builder.standbyOf)",
+                "primary_conninfo = 'host=127.0.0.1 port=" + primary.port() + " user=postgres dbname=postgres application_name=" + slot + "'",
+                "primary_slot_name = '" + slot + "'",
+                "hot_standby = on",
+                "hot_standby_feedback = on",
+                primary.major() >= 17 ? "sync_replication_slots = on" : "",
+                "synchronous_standby_names = ''",
+                primary.major() >= 17 ? "synchronized_standby_slots = ''" : "",
+                "");
+        Path auto = dir.resolve("postgresql.auto.conf");
+        Files.writeString(auto, (Files.exists(auto) ? Files.readString(auto) + "\n" : "") + conf);
+    }
+
+    /** The directories of a data directory a base backup leaves empty, and files it leaves out. */
+    private static final java.util.Set<String> EMPTIED = java.util.Set.of("pg_wal", "pg_replslot", "pg_stat_tmp", "pg_dynshmem",
+            "pg_notify", "pg_serial", "pg_snapshots", "pg_subtrans");
+    private static final java.util.Set<String> LEFT_OUT = java.util.Set.of("postmaster.pid", "postmaster.opts", "epg-lock",
+            "backup_label", "tablespace_map", "standby.signal", "recovery.signal", "backup_label.old");
+
+    private static void copyTree(Path from, Path to) throws IOException {
+        Files.createDirectories(to);
+        try (var walk = Files.walk(from)) {
+            for (Path p : (Iterable<Path>) walk::iterator) {
+                Path rel = from.relativize(p);
+                if (rel.getNameCount() == 0) {
+                    continue;
+                }
+                String top = rel.getName(0).toString();
+                if (rel.getNameCount() == 1 && LEFT_OUT.contains(top)) {
+                    continue;
+                }
+                if (EMPTIED.contains(top) && rel.getNameCount() > 1 && !(top.equals("pg_wal") && rel.toString().equals("pg_wal/archive_status"))) {
+                    continue;
+                }
+                Path target = to.resolve(rel.toString());
+                try {
+                    if (Files.isDirectory(p)) {
+                        Files.createDirectories(target);
+                    } else {
+                        Files.copy(p, target, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                    }
+                } catch (java.nio.file.NoSuchFileException gone) {
+                    // removed while copying (a temporary file): the WAL replay recreates what matters
+                }
+            }
+        } catch (UncheckedIOException e) {
+            if (!(e.getCause() instanceof java.nio.file.NoSuchFileException)) {
+                throw e;
+            }
+        }
+        Files.createDirectories(to.resolve("pg_wal").resolve("archive_status"));
+    }
+
+    /** The server's data directory ({@code SHOW data_directory}). */
+    public Path dataDirectory() {
+        try (Connection c = connect("postgres"); Statement s = c.createStatement(); var rs = s.executeQuery("SHOW data_directory")) {
+            rs.next();
+            return Paths.get(rs.getString(1));
+        } catch (SQLException e) {
+            throw new IllegalStateException("could not read data_directory: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Kills the postmaster with SIGKILL (a crash: no shutdown checkpoint, connections cut), and waits until it is gone and
+     * its port refuses connections. {@link #close()} afterwards only cleans up. Returns the postmaster's PID.
+     */
+    public long killPostmaster() {
+        Path dir = dataDirectory();
+        long pid;
+        try {
+            pid = Long.parseLong(Files.readAllLines(dir.resolve("postmaster.pid")).get(0).strip());
+        } catch (IOException e) {
+            throw new UncheckedIOException("no postmaster.pid in " + dir, e);
+        }
+        ProcessHandle h = ProcessHandle.of(pid).orElseThrow(() -> new IllegalStateException("postmaster " + pid + " is not running"));
+        h.destroyForcibly();
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (h.isAlive() || accepts(port())) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("postmaster " + pid + " still running 30 s after SIGKILL");
+            }
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted", e);
+            }
+        }
+        killed = true;
+        return pid;
+    }
+
+    private volatile boolean killed;
+
+    private static boolean accepts(int port) {
+        try (java.net.Socket s = new java.net.Socket()) {
+            s.connect(new java.net.InetSocketAddress("127.0.0.1", port), 200);
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** Promotes this standby ({@code pg_promote}, waiting until it accepts writes). */
+    public void promote() {
+        try (Connection c = connect("postgres"); Statement s = c.createStatement(); var rs = s.executeQuery("SELECT pg_promote(true, 60)")) {
+            rs.next();
+            if (!rs.getBoolean(1)) {
+                throw new IllegalStateException("pg_promote did not finish within 60 s on port " + port());
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException("could not promote the server on port " + port() + ": " + e.getMessage(), e);
         }
     }
 
@@ -216,7 +405,20 @@ public final class EmbeddedPg implements AutoCloseable {
     @Override
     public void close() {
         try {
-            pg.close();
+            if (!killed) {
+                pg.close();
+            } else {
+                try {
+                    pg.close(); // pg_ctl stop finds no server; it releases the directory lock
+                } catch (IOException | RuntimeException ignored) {
+                    // the server is gone
+                }
+            }
+            if (ownedDir != null) {
+                try (var walk = Files.walk(ownedDir)) {
+                    walk.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+                }
+            }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

@@ -54,6 +54,8 @@ public final class SourceSettings {
     private final Path sslRootCert;
     private final int socketTimeoutS;
     private final int newTablesPollS;
+    private final List<String> hosts;
+    private final boolean failover;
 
     private SourceSettings(Builder b, Secret password) {
         this.host = b.host;
@@ -73,6 +75,12 @@ public final class SourceSettings {
         this.sslRootCert = b.sslRootCert;
         this.socketTimeoutS = b.socketTimeoutS;
         this.newTablesPollS = b.newTablesPollS;
+        this.hosts = b.hosts != null ? b.hosts : List.of(hostPort(b.host, b.port));
+        this.failover = b.failover;
+    }
+
+    private static String hostPort(String host, int port) {
+        return (host.contains(":") ? "[" + host + "]" : host) + ":" + port;
     }
 
     /** A builder with the defaults of the YAML configuration; {@code database} and {@code user} must be set. */
@@ -80,7 +88,21 @@ public final class SourceSettings {
         return new Builder();
     }
 
-    /** The server's host name or address ({@code host}, default 127.0.0.1). */
+    /**
+     * The servers that may be the primary, as {@code host:port}, in the order they are tried ({@code hosts}); the one of
+     * {@link #host()} and {@link #port()} when {@code hosts} is not given. Every connection goes to the one that is the
+     * primary (not in recovery), looked up again after a lost connection: after a failover, the promoted standby.
+     */
+    public List<String> hosts() {
+        return hosts;
+    }
+
+    /** Whether the slot is a failover slot synchronised to standbys ({@code failover}, PostgreSQL 17+; default false). */
+    public boolean failover() {
+        return failover;
+    }
+
+    /** The server's host name or address ({@code host}, default 127.0.0.1; with {@code hosts}, the first of them). */
     public String host() {
         return host;
     }
@@ -195,17 +217,72 @@ public final class SourceSettings {
         private Path sslRootCert;
         private int socketTimeoutS = 600;
         private int newTablesPollS = 10;
+        private List<String> hosts;
+        private boolean hostOrPortSet;
+        private boolean failover;
 
         private Builder() {
         }
 
         public Builder host(String host) {
             this.host = Check.text("source.host", host);
+            hostOrPortSet = true;
             return this;
         }
 
         public Builder port(int port) {
             this.port = Check.range(Limit.SOURCE_PORT, "source.port", port);
+            hostOrPortSet = true;
+            return this;
+        }
+
+        /**
+         * Several servers, each {@code host:port} ({@code [::1]:5432} for an IPv6 address), the primary and its standbys: the
+         * engine connects to whichever is the primary. Instead of {@link #host} and {@link #port}.
+         */
+        public Builder hosts(List<String> hosts) {
+            Check.given("source.hosts", hosts);
+            if (hosts.isEmpty()) {
+                throw Check.error("source.hosts", "is an empty list: give the servers as host:port, e.g. hosts: [db1:5432, db2:5432]");
+            }
+            List<String> out = new java.util.ArrayList<>();
+            String firstHost = null;
+            int firstPort = 0;
+            for (String h : hosts) {
+                int colon = h == null ? -1 : h.lastIndexOf(':');
+                String name = colon <= 0 ? null : h.substring(0, colon);
+                if (name != null && name.startsWith("[") && name.endsWith("]")) {
+                    name = name.substring(1, name.length() - 1);
+                }
+                int p = -1;
+                try {
+                    p = colon <= 0 ? -1 : Integer.parseInt(h.substring(colon + 1));
+                } catch (NumberFormatException ignored) {
+                    // said below
+                }
+                if (name == null || name.isBlank() || p < 1 || p > 65535) {
+                    throw Check.error("source.hosts", "must be a list of host:port (port 1 to 65535), e.g. [db1:5432, db2:5432]; got '"
+                            + h + "'");
+                }
+                String norm = hostPort(name, p);
+                if (out.contains(norm)) {
+                    throw Check.error("source.hosts", "lists " + norm + " twice");
+                }
+                out.add(norm);
+                if (firstHost == null) {
+                    firstHost = name;
+                    firstPort = p;
+                }
+            }
+            this.hosts = List.copyOf(out);
+            this.host = firstHost;
+            this.port = firstPort;
+            return this;
+        }
+
+        /** A failover slot (PostgreSQL 17+): created with {@code FAILOVER}, so that standbys synchronise it. */
+        public Builder failover(boolean failover) {
+            this.failover = failover;
             return this;
         }
 
@@ -336,6 +413,10 @@ public final class SourceSettings {
             }
             if (user == null) {
                 throw Check.required("source.user", "user", "millrace");
+            }
+            if (hosts != null && hostOrPortSet) {
+                throw Check.error("source.hosts", "and source.host / source.port are both given: list every server under source.hosts"
+                        + " (host:port) and remove source.host and source.port");
             }
             if (passwordEnv != null && passwordFile != null) {
                 throw Secrets.both("source.password_env", "source.password_file");

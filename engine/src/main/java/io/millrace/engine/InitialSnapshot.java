@@ -123,7 +123,8 @@ final class InitialSnapshot {
         claim(found);
         SlotManager.CreatedSlot created = slots.createSlot(repl, snapshot);
         Lsn cp = created.consistentPoint();
-        LOG.info("created slot '{}' at {}{}", created.name(), cp, snapshot ? " with exported snapshot " + created.snapshotName() : "");
+        LOG.info("created slot '{}' at {}{}{}", created.name(), cp, ctx.config.source().failover() ? " (a failover slot)" : "",
+                snapshot ? " with exported snapshot " + created.snapshotName() : "");
         Pipeline p = ctx.newPipeline(sinks, firstCheckpoints(found, cp, snapshot));
         p.startWriter();
         return !snapshot || copy(p, created);

@@ -47,6 +47,7 @@ final class StartUp {
     boolean run() throws InterruptedException {
         try (Connection repl = ctx.conns.openReplication()) {
             SlotManager.SystemInfo sys = SlotManager.identify(repl);
+            checkFailoverSlot(sys);
             List<Identity> ids = sinks.stream().map(s -> new Identity(sys.systemId(), src.database(), src.slot(), src.publication(),
                     s.name())).toList();
             StartPlan plan = StartPlanner.plan(facts(ids));
@@ -65,6 +66,7 @@ final class StartUp {
             StartPlan.Go go = (StartPlan.Go) plan;
             record(go);
             publish(go.publication()); // only now, after the checks: a start refused writes nothing to the source
+            makeFailoverSlot(repl);
             ctx.captured = survey.report().tables();
             if (go instanceof StartPlan.FromCheckpoints from) {
                 repl.close();
@@ -74,6 +76,26 @@ final class StartUp {
             return new InitialSnapshot(ctx, survey, sinks, ids, repl).run(go, found);
         } catch (SQLException e) {
             throw PgErrors.translate("replication connection", e);
+        }
+    }
+
+    /** source.failover: the slot this server has can continue the destinations' checkpoints (after a failover); reads only. */
+    private void checkFailoverSlot(SlotManager.SystemInfo sys) throws SQLException {
+        if (src.failover()) {
+            try (Connection c = ctx.conns.open()) {
+                FailoverSlot.check(src, ctx.conns.where(), sys, FailoverSlot.read(c, src.slot()), found);
+            }
+        }
+    }
+
+    /** source.failover on a slot made before it was set: altered, so that standbys synchronise it from now on. */
+    private void makeFailoverSlot(Connection repl) throws SQLException {
+        if (src.failover() && survey.report().slotExists()) {
+            try (Connection c = ctx.conns.open()) {
+                if (new SlotManager(src).makeFailover(repl, c)) {
+                    LOG.info("slot '{}' is now a failover slot (source.failover): standbys with sync_replication_slots copy it", src.slot());
+                }
+            }
         }
     }
 

@@ -34,7 +34,8 @@ final class StatusReport {
         PipelineStats.Writing w = st == null ? null : st.writing();
         EngineStatus.Slow slow = w != null && now - w.sinceMillis() >= 1000 ? new EngineStatus.Slow(w.sink(), now - w.sinceMillis()) : null;
         var src = ctx.config.source();
-        return new EngineStatus(ctx.config.name(), shown, src.where(), src.slot(), src.publication(), durable,
+        // with several source.hosts: the one this engine found the primary (all of them until it has looked)
+        return new EngineStatus(ctx.config.name(), shown, ctx.conns.where(), src.slot(), src.publication(), durable,
                 m == null ? null : m.serverLsn().toString(), m == null || m.confirmedLsn() == null ? null : m.confirmedLsn().toString(),
                 m == null ? -1 : m.retainedBytes(), lagBytes, st == null ? -1 : st.lagMillis(now), st == null ? 0 : st.eventsWritten(),
                 p == null ? 0 : p.inflightBytes(), ctx.config.pipeline().budgetBytes(), tables(ctx, st, s), ctx.lastError,

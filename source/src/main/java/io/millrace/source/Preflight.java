@@ -134,6 +134,7 @@ public final class Preflight {
         checkTables(c, tables, version, pubExists, pubExists ? Catalog.publicationTables(c, config.publication()) : List.of());
         List<TableRef> unpublished = checkPublication(c, pubExists, slotExists, tables);
         checkDdlTrigger(c, version);
+        checks.addAll(FailoverChecks.run(config, c, version)); // source.failover: version, synchronized_standby_slots, standbys
         return new Report(List.copyOf(checks), version, tables, slotExists, pubExists, unpublished);
     }
 

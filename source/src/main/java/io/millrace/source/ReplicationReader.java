@@ -205,7 +205,7 @@ public final class ReplicationReader implements Runnable {
             Thread.currentThread().interrupt();
         } catch (SQLException e) {
             if (!stopping) {
-                onFailure.accept(PgErrors.translate("streaming from slot '" + slot + "' on " + connections.config().where(), e));
+                onFailure.accept(PgErrors.translate("streaming from slot '" + slot + "' on " + connections.where(), e));
             }
         } catch (Throwable t) {
             if (!stopping) {

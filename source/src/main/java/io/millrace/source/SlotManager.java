@@ -43,8 +43,11 @@ public final class SlotManager {
      * (INV: HANDOVER: the snapshot shows exactly the transactions before the consistent point).
      */
     public CreatedSlot createSlot(Connection replication, boolean exportSnapshot) {
-        String sql = "CREATE_REPLICATION_SLOT " + Ident.quote(config.slot()) + " LOGICAL pgoutput "
-                + (exportSnapshot ? "EXPORT_SNAPSHOT" : "NOEXPORT_SNAPSHOT");
+        // source.failover: a failover slot (PostgreSQL 17+, where the option list is the syntax), which standbys with
+        // sync_replication_slots copy, so that a promoted standby has it at a position no later than this one's
+        String sql = "CREATE_REPLICATION_SLOT " + Ident.quote(config.slot()) + " LOGICAL pgoutput " + (config.failover()
+                ? "(SNAPSHOT '" + (exportSnapshot ? "export" : "nothing") + "', FAILOVER true)"
+                : exportSnapshot ? "EXPORT_SNAPSHOT" : "NOEXPORT_SNAPSHOT");
         try (Statement s = replication.createStatement(); ResultSet rs = s.executeQuery(sql)) {
             rs.next();
             return new CreatedSlot(rs.getString("slot_name"), Lsn.parse(rs.getString("consistent_point")), rs.getString("snapshot_name"));
@@ -58,6 +61,29 @@ public final class SlotManager {
                         + ". Raise max_replication_slots (ALTER SYSTEM SET max_replication_slots = ...; then restart) or drop an unused slot", e);
             }
             throw PgErrors.translate("creating replication slot '" + config.slot() + "'", e);
+        }
+    }
+
+    /**
+     * Makes an existing slot a failover slot ({@code ALTER_REPLICATION_SLOT ... (FAILOVER true)}, PostgreSQL 17+): a pipeline
+     * that turns source.failover on keeps its slot and position. The slot must not be in use. Returns whether it changed it.
+     */
+    public boolean makeFailover(Connection replication, Connection regular) {
+        try (PreparedStatement ps = regular.prepareStatement("SELECT failover FROM pg_replication_slots WHERE slot_name = ?")) {
+            ps.setString(1, config.slot());
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next() || rs.getBoolean(1)) {
+                    return false;
+                }
+            }
+        } catch (SQLException e) {
+            throw PgErrors.translate("reading slot '" + config.slot() + "'", e);
+        }
+        try (Statement s = replication.createStatement()) {
+            s.execute("ALTER_REPLICATION_SLOT " + Ident.quote(config.slot()) + " (FAILOVER true)");
+            return true;
+        } catch (SQLException e) {
+            throw PgErrors.translate("making slot '" + config.slot() + "' a failover slot (source.failover)", e);
         }
     }
 

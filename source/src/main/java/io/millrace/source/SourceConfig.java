@@ -26,10 +26,14 @@ import java.util.Map;
  * @param onSlotLost        what a start does when the slot was invalidated ({@code wal_status = lost}) or dropped while the
  *                          destinations hold checkpoints of it
  * @param newTablesPoll     how often the catalog is looked at for new tables {@code tables} selects; zero: never
+ * @param hosts             the servers that may be the primary, in the order they are tried ({@code source.hosts}); one
+ *                          ({@code host:port}) when a single server is configured. {@code host} and {@code port} are the first.
+ * @param failover          the slot is a failover slot (PostgreSQL 17+), synchronised to standbys ({@code source.failover})
  */
 public record SourceConfig(String host, int port, String database, String user, Secret password, String slot,
                            String publication, List<TableRef> tables, List<TableRef> excludeTables, boolean createPublication, BinaryMode binary,
-                           Duration statusInterval, Map<String, String> jdbcProperties, OnSlotLost onSlotLost, Duration newTablesPoll) {
+                           Duration statusInterval, Map<String, String> jdbcProperties, OnSlotLost onSlotLost, Duration newTablesPoll,
+                           List<HostPort> hosts, boolean failover) {
 
     /** {@code source.on_slot_lost}. */
     public enum OnSlotLost {
@@ -39,18 +43,34 @@ public record SourceConfig(String host, int port, String database, String user, 
         RESNAPSHOT
     }
 
+    /** A server address of {@code source.hosts}. */
+    public record HostPort(String host, int port) {
+        @Override
+        public String toString() {
+            return (host.contains(":") ? "[" + host + "]" : host) + ":" + port;
+        }
+    }
+
+    /** A single server, no failover slot. */
     public SourceConfig(String host, int port, String database, String user, Secret password, String slot, String publication,
                         List<TableRef> tables, List<TableRef> excludeTables, boolean createPublication, BinaryMode binary,
                         Duration statusInterval, Map<String, String> jdbcProperties) {
         this(host, port, database, user, password, slot, publication, tables, excludeTables, createPublication, binary, statusInterval,
-                jdbcProperties, OnSlotLost.STOP, null);
+                jdbcProperties, OnSlotLost.STOP, null, null, false);
     }
 
     public SourceConfig(String host, int port, String database, String user, Secret password, String slot, String publication,
                         List<TableRef> tables, List<TableRef> excludeTables, boolean createPublication, BinaryMode binary,
                         Duration statusInterval, Map<String, String> jdbcProperties, OnSlotLost onSlotLost) {
         this(host, port, database, user, password, slot, publication, tables, excludeTables, createPublication, binary, statusInterval,
-                jdbcProperties, onSlotLost, null);
+                jdbcProperties, onSlotLost, null, null, false);
+    }
+
+    public SourceConfig(String host, int port, String database, String user, Secret password, String slot, String publication,
+                        List<TableRef> tables, List<TableRef> excludeTables, boolean createPublication, BinaryMode binary,
+                        Duration statusInterval, Map<String, String> jdbcProperties, List<HostPort> hosts, boolean failover) {
+        this(host, port, database, user, password, slot, publication, tables, excludeTables, createPublication, binary, statusInterval,
+                jdbcProperties, OnSlotLost.STOP, null, hosts, failover);
     }
 
     public enum BinaryMode {
@@ -66,16 +86,18 @@ public record SourceConfig(String host, int port, String database, String user, 
         jdbcProperties = Map.copyOf(jdbcProperties);
         onSlotLost = onSlotLost == null ? OnSlotLost.STOP : onSlotLost;
         newTablesPoll = newTablesPoll == null ? Duration.ofSeconds(10) : newTablesPoll;
+        hosts = hosts == null || hosts.isEmpty() ? List.of(new HostPort(host, port)) : List.copyOf(hosts);
     }
 
     /** This configuration selecting {@code tables} less {@code excludeTables} (a reload of the table selection). */
     public SourceConfig withTables(List<TableRef> tables, List<TableRef> excludeTables) {
         return new SourceConfig(host, port, database, user, password, slot, publication, tables, excludeTables, createPublication,
-                binary, statusInterval, jdbcProperties, onSlotLost, newTablesPoll);
+                binary, statusInterval, jdbcProperties, onSlotLost, newTablesPoll, hosts, failover);
     }
 
-    /** {@code host:port/database}, for messages (never the password). */
+    /** {@code host:port/database} ({@code h1:p1,h2:p2/database} with several hosts), for messages (never the password). */
     public String where() {
-        return host + ":" + port + "/" + database;
+        return hosts.stream().map(HostPort::toString).collect(java.util.stream.Collectors.joining(",")) + "/" + database;
     }
+
 }

@@ -42,7 +42,7 @@ public final class ConfigLoader {
     private static final String[] SECTIONS = {"name", "source", "snapshot", "pipeline", "operations", "destinations"};
     private static final String[] SOURCE_KEYS = {"host", "port", "database", "user", "password", "password_env", "password_file", "slot",
             "publication", "tables", "exclude_tables", "create_publication", "binary", "status_interval_ms", "ssl", "socket_timeout_s",
-            "on_slot_lost", "new_tables_poll_s"};
+            "on_slot_lost", "new_tables_poll_s", "hosts", "failover"};
     /** The types built into the distribution, each in its own module: named when a configuration asks for one that is missing. */
     private static final List<String> BUILT_IN_MODULES = List.of("postgres", "jsonl", "duckdb", "kafka");
 
@@ -250,6 +250,10 @@ public final class ConfigLoader {
         ssl.done();
         integer(s, "socket_timeout_s", Limit.SOURCE_SOCKET_TIMEOUT_S, b::socketTimeoutS);
         integer(s, "new_tables_poll_s", Limit.SOURCE_NEW_TABLES_POLL_S, b::newTablesPollS);
+        if (s.has("hosts")) {
+            b.hosts(s.strings("hosts"));
+        }
+        b.failover(s.bool("failover", false));
         s.done();
         return b.build();
     }

@@ -75,7 +75,17 @@ public final class EngineConfigs {
         return new SourceConfig(s.host(), s.port(), s.database(), s.user(), s.password(), s.slot(), s.publication(), s.tables(),
                 s.excludeTables(), s.createPublication(), SourceConfig.BinaryMode.valueOf(s.binary().name()),
                 Duration.ofMillis(s.statusIntervalMs()), jdbc, SourceConfig.OnSlotLost.valueOf(s.onSlotLost().name()),
-                Duration.ofSeconds(s.newTablesPollS()));
+                Duration.ofSeconds(s.newTablesPollS()), s.hosts().stream().map(EngineConfigs::hostPort).toList(), s.failover());
+    }
+
+    /** {@code host:port} or {@code [v6]:port}, as {@link SourceSettings#hosts()} gives them (checked there). */
+    private static SourceConfig.HostPort hostPort(String h) {
+        int colon = h.lastIndexOf(':');
+        String host = h.substring(0, colon);
+        if (host.startsWith("[")) {
+            host = host.substring(1, host.length() - 1);
+        }
+        return new SourceConfig.HostPort(host, Integer.parseInt(h.substring(colon + 1)));
     }
 
     /** Snapshots read COPY in binary where the types allow (CopyRows), unless source.binary is off. */

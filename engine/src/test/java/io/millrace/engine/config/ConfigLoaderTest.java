@@ -416,4 +416,34 @@ class ConfigLoaderTest {
             fail(yaml);
         }
     }
+
+    private static final String HOSTS = """
+            source:
+              database: shop
+              user: cdc
+              tables: [public.orders]
+            """;
+
+    @Test
+    void severalHostsAndAFailoverSlotAreReadAndChecked() {
+        EngineConfig c = parse(HOSTS.replace("  database:", "  hosts: [db1:5432, '[::1]:5433']\n  failover: true\n  database:") + FILES);
+        assertThat(c.source().hosts()).extracting(Object::toString).containsExactly("db1:5432", "[::1]:5433");
+        assertThat(c.source().host()).isEqualTo("db1");
+        assertThat(c.source().port()).isEqualTo(5432);
+        assertThat(c.source().failover()).isTrue();
+        assertThat(c.source().where()).isEqualTo("db1:5432,[::1]:5433/shop");
+        EngineConfig single = parse(SOURCE + FILES);
+        assertThat(single.source().hosts()).extracting(Object::toString).containsExactly("127.0.0.1:5432");
+        assertThat(single.source().failover()).isFalse();
+
+        assertThat(fail(HOSTS.replace("  database:", "  hosts: [db1]\n  database:") + FILES))
+                .contains("source.hosts must be a list of host:port").contains("got 'db1'");
+        assertThat(fail(HOSTS.replace("  database:", "  hosts: ['db1:99999']\n  database:") + FILES)).contains("source.hosts");
+        assertThat(fail(HOSTS.replace("  database:", "  hosts: []\n  database:") + FILES)).contains("source.hosts is an empty list");
+        assertThat(fail(HOSTS.replace("  database:", "  hosts: [db1:5432, db1:5432]\n  database:") + FILES))
+                .contains("lists db1:5432 twice");
+        assertThat(fail(HOSTS.replace("  database:", "  host: db0\n  hosts: [db1:5432]\n  database:") + FILES))
+                .contains("source.hosts and source.host / source.port are both given");
+        assertThat(fail(HOSTS.replace("  database:", "  failover: maybe\n  database:") + FILES)).contains("source.failover");
+    }
 }

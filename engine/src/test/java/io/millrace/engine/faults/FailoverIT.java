@@ -1,0 +1,472 @@
+package io.millrace.engine.faults;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.embedded.EmbeddedPg;
+import io.millrace.engine.config.ConfigLoader;
+import io.millrace.engine.e2e.E2e;
+import io.millrace.source.Preflight;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A primary failover under a running pipeline with {@code source.failover} (PostgreSQL 17 failover slots): a primary
+ * and a synchronous streaming standby that synchronises the slot ({@code sync_replication_slots}, {@code
+ * hot_standby_feedback}, the primary's {@code synchronized_standby_slots} = the standby's physical slot), a write load,
+ * the primary's postmaster killed (SIGKILL) and the standby promoted; Millrace, given both hosts, reconnects to the
+ * promoted one and continues from the destination's checkpoint on the synchronised slot (INV: RESUME, IDENTITY). At the
+ * end the postgres and DuckDB destinations equal the new primary and no transaction was applied twice; the jsonl one has
+ * each of the new primary's transactions, no other, and any repeat at the same position.
+ *
+ * <p>CI runs one promotion. More, each on a standby built from the last promoted server (on the killed one's port):
+ * {@code -Dmillrace.failover.promotions=5} (with a seed: {@code -Dmillrace.failover.seed=N}), e.g.
+ * {@code mvn -B -o -pl engine -am verify -Dtest=NONE -Dit.test=FailoverIT -Dmillrace.failover.promotions=5
+ * -Dsurefire.failIfNoSpecifiedTests=false}.
+ */
+class FailoverIT {
+    private final List<EmbeddedPg> servers = new ArrayList<>();
+
+    @TempDir
+    Path dir;
+
+    @AfterEach
+    void stop() {
+        for (EmbeddedPg pg : servers) {
+            try {
+                pg.close();
+            } catch (RuntimeException ignored) {
+                // killed
+            }
+        }
+    }
+
+    private EmbeddedPg keep(EmbeddedPg pg) {
+        servers.add(pg);
+        return pg;
+    }
+
+    /** A free port in 61000-64999, above the ephemeral range: a standby started later on a killed server's port finds it free. */
+    private static int quietPort(int not) throws java.io.IOException {
+        Random rnd = new Random();
+        for (int i = 0; i < 200; i++) {
+            int port = 61_000 + rnd.nextInt(4_000);
+            if (port == not) {
+                continue;
+            }
+            try (java.net.ServerSocket s = new java.net.ServerSocket()) {
+                s.bind(new java.net.InetSocketAddress("127.0.0.1", port));
+                return port;
+            } catch (java.io.IOException taken) {
+                // try another
+            }
+        }
+        throw new java.io.IOException("no free port in 61000-64999");
+    }
+
+    private static String yaml(String name, int p1, int p2, int dstPort) {
+        return yaml(name, p1, p2, dstPort, null);
+    }
+
+    /**
+     * With {@code duckdb} a DuckDB destination and a jsonl one (directory {@code events} beside it) too, before the postgres
+     * one: the writer gives them each batch first, so they hold all once the postgres one does.
+     */
+    private static String yaml(String name, int p1, int p2, int dstPort, Path duckdb) {
+        return String.join("\n",
+                "name: " + name,
+                "source:",
+                "  hosts: [127.0.0.1:" + p1 + ", 127.0.0.1:" + p2 + "]",
+                "  failover: true",
+                "  database: fo_src",
+                "  user: postgres",
+                "  slot: " + name,
+                "  publication: " + name,
+                "  tables: " + FaultRig.TABLES,
+                "  status_interval_ms: 200",
+                "destinations:",
+                duckdb == null ? "" : "  - {name: mirror, type: duckdb, file: '" + duckdb.toAbsolutePath() + "'}",
+                duckdb == null ? "" : "  - {name: files, type: jsonl, directory: '" + duckdb.resolveSibling("events").toAbsolutePath() + "'}",
+                "  - name: replica",
+                "    type: postgres",
+                "    host: 127.0.0.1",
+                "    port: " + dstPort,
+                "    database: fo_dst",
+                "    user: postgres",
+                "pipeline:",
+                "  linger_ms: 20",
+                "operations:",
+                "  retry: {initial_ms: 200, max_ms: 1000, attempts: 0}",
+                "");
+    }
+
+    /** Makes {@code standby} the synchronous standby whose slot {@code primary} waits for before logical decoding sends a change. */
+    private static void synchronous(EmbeddedPg primary, String standbySlot) throws Exception {
+        primary.execute("postgres", "ALTER SYSTEM SET synchronized_standby_slots = '" + standbySlot + "'",
+                "ALTER SYSTEM SET synchronous_standby_names = '" + standbySlot + "'", "SELECT pg_reload_conf()");
+        try (Connection c = primary.connect("postgres")) {
+            E2e.awaitRow(c, "SELECT count(*) FROM pg_stat_replication WHERE application_name = '" + standbySlot
+                    + "' AND state = 'streaming' AND sync_state = 'sync'", Duration.ofSeconds(60));
+        }
+    }
+
+    /**
+     * Waits until the standby holds {@code slot} synchronised and persistent (a promotion now keeps it). The standby's slot
+     * sync worker naps up to 30 s while nothing changes; a configuration reload wakes it, so the wait is short.
+     */
+    private static void awaitSynced(EmbeddedPg standby, String slot) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        try (Connection c = standby.connect("postgres")) {
+            while (!"1".equals(E2e.queryString(c, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '" + slot
+                    + "' AND synced AND NOT temporary AND invalidation_reason IS NULL"))) {
+                if (System.nanoTime() > deadline) {
+                    throw new AssertionError("slot " + slot + " not synchronised to the standby on port " + standby.port() + " after 60 s");
+                }
+                E2e.queryString(c, "SELECT pg_reload_conf()::text");
+                Thread.sleep(300);
+            }
+        }
+    }
+
+    @Test
+    void thePipelineContinuesOnThePromotedStandbyWithNothingLostOrRepeated() throws Exception {
+        E2e.init();
+        int promotions = Integer.getInteger("millrace.failover.promotions", 1);
+        long seed = Long.getLong("millrace.failover.seed", System.nanoTime());
+        Random rnd = new Random(seed);
+        System.out.println("FailoverIT: " + promotions + " promotion(s), -Dmillrace.failover.seed=" + seed + " replays the kill moments");
+        int[] ports = {quietPort(0), 0};
+        ports[1] = quietPort(ports[0]);
+        EmbeddedPg primary = keep(EmbeddedPg.builder().major(17).port(ports[0]).start());
+        EmbeddedPg dst = keep(EmbeddedPg.builder().major(17).start());
+        primary.createDatabase("fo_src");
+        dst.createDatabase("fo_dst");
+        try (Connection c = primary.connect("fo_src")) {
+            FaultRig.schema(c, 2000);
+        }
+        EmbeddedPg standby = keep(EmbeddedPg.builder().major(17).port(ports[1]).standbyOf(primary, "standby_1").start());
+        synchronous(primary, "standby_1");
+        Load load = new Load("jdbc:postgresql://127.0.0.1:" + primary.port() + "/fo_src", seed);
+        Path duck = dir.resolve("mirror.duckdb");
+        List<String> expectedItems;
+        List<String> expectedTx;
+        try (FaultRig.Running run = new FaultRig.Running(yaml("fo", ports[0], ports[1], dst.port(), duck), dir)) {
+            run.awaitState("streaming", Duration.ofSeconds(60));
+            for (int i = 1; i <= promotions; i++) {
+                awaitSynced(standby, "fo");
+                Thread.sleep(500 + rnd.nextInt(2000)); // the load runs: the kill comes at a random moment of it
+                primary.killPostmaster();
+                standby.promote();
+                load.url = "jdbc:postgresql://127.0.0.1:" + standby.port() + "/fo_src";
+                int freed = primary.port();
+                primary = standby;
+                run.awaitState("streaming", Duration.ofSeconds(90));
+                if (i < promotions) { // the next standby, on the killed server's port, from the promoted one
+                    String slot = "standby_" + (i + 1);
+                    standby = keep(EmbeddedPg.builder().major(17).port(freed).standbyOf(primary, slot).start());
+                    synchronous(primary, slot);
+                }
+            }
+            Thread.sleep(1000); // the load writes on the last primary
+            try (Connection s = primary.connect("fo_src"); Connection d = dst.connect("fo_dst")) {
+                load.close();
+                io.millrace.engine.RunningEngine.awaitEqual(s, d, FaultRig.REFS, null, Duration.ofSeconds(90));
+                assertThat(FaultRig.duplicateTxIds(d)).as("transactions applied twice (seed %d)", seed).isEmpty();
+                assertThat(FaultRig.count(d, "SELECT count(*) FROM txlog")).isEqualTo(FaultRig.count(s, "SELECT count(*) FROM txlog"))
+                        .isGreaterThan(10);
+                assertThat(E2e.queryString(s, "SELECT synced::text || ' ' || failover::text FROM pg_replication_slots WHERE slot_name = 'fo'"))
+                        .as("the pipeline reads the slot synchronised from the old primary").isEqualTo("true true");
+                expectedItems = rows(s, "SELECT id || '|' || v || '|' || n FROM items ORDER BY id");
+                expectedTx = rows(s, "SELECT tx_id FROM txlog ORDER BY tx_id");
+            }
+            assertThat(load.committedAfterFirstPromotion.get()).as("the load wrote on the promoted server").isPositive();
+            assertThat(run.supervisor.restarts()).isGreaterThanOrEqualTo(promotions);
+            assertThat(run.supervisor.status().source()).as("the status names the server it reads").isEqualTo("127.0.0.1:" + primary.port() + "/fo_src");
+        } finally {
+            load.close();
+        }
+        // the DuckDB file, once the engine let it go (DuckDB's lock): equal to the new primary, each transaction once
+        try (Connection d = DriverManager.getConnection("jdbc:duckdb:" + duck)) {
+            assertThat(rows(d, "SELECT id || '|' || v || '|' || n FROM public.items ORDER BY id")).isEqualTo(expectedItems);
+            assertThat(rows(d, "SELECT tx_id FROM public.txlog ORDER BY tx_id")).as("txlog: none lost, none twice").isEqualTo(expectedTx);
+        }
+        // jsonl, at least once: every transaction of the new primary is there, none other, and a repeat has the same position
+        java.util.Map<String, java.util.Set<String>> positions = new java.util.TreeMap<>();
+        for (var e : E2e.events(dir.resolve("events"))) {
+            String op = e.path("op").asText();
+            if (e.path("source").path("table").asText().equals("txlog") && (op.equals("c") || op.equals("r"))) {
+                positions.computeIfAbsent(e.path("after").path("tx_id").asText(), k -> new java.util.TreeSet<>())
+                        .add(e.path("source").path("commit_lsn").asText() + "#" + e.path("source").path("ordinal").asText());
+            }
+        }
+        assertThat(positions.keySet()).as("jsonl: the new primary's transactions, none lost, none it lacks")
+                .containsExactlyInAnyOrderElementsOf(expectedTx);
+        assertThat(positions.entrySet().stream().filter(x -> x.getValue().size() > 1).map(Object::toString).toList())
+                .as("jsonl: a transaction sent again has the same (commit_lsn, ordinal)").isEmpty();
+    }
+
+    private static List<String> rows(Connection c, String sql) throws SQLException {
+        List<String> out = new ArrayList<>();
+        try (Statement st = c.createStatement(); var rs = st.executeQuery(sql)) {
+            while (rs.next()) {
+                out.add(rs.getString(1));
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void aPromotedStandbyWithoutTheSynchronisedSlotStopsWithAnErrorNamingIt() throws Exception {
+        E2e.init();
+        int p1 = quietPort(0);
+        int p2 = quietPort(p1);
+        EmbeddedPg primary = keep(EmbeddedPg.builder().major(17).port(p1).start());
+        EmbeddedPg dst = keep(EmbeddedPg.builder().major(17).start());
+        primary.createDatabase("fo_src");
+        dst.createDatabase("fo_dst");
+        try (Connection c = primary.connect("fo_src")) {
+            FaultRig.schema(c, 100);
+        }
+        // a standby that does not synchronise slots: the command line's setting wins over standbyOf's
+        EmbeddedPg standby = keep(EmbeddedPg.builder().major(17).port(p2).setting("sync_replication_slots", "off")
+                .standbyOf(primary, "standby_1").start());
+        String yaml = yaml("nosync", p1, p2, dst.port());
+        Preflight.Report report;
+        try (Connection c = primary.connect("fo_src")) {
+            report = Preflight.run(new ConfigLoader(Map.<String, String>of()::get).parse(yaml, dir).source(), c);
+        }
+        assertThat(report.ok()).as(report.render()).isTrue();
+        assertThat(report.render()).contains("WARN  synchronized_standby_slots").contains("is empty on the primary")
+                .contains("ALTER SYSTEM SET synchronized_standby_slots")
+                .contains("WARN  standby 127.0.0.1:" + p2).contains("sync_replication_slots is off")
+                .contains("ALTER SYSTEM SET sync_replication_slots = on");
+        FaultRig.Running run = new FaultRig.Running(yaml, dir); // ends by itself, with the error
+        {
+            run.awaitState("streaming", Duration.ofSeconds(60));
+            primary.execute("fo_src", "INSERT INTO txlog VALUES (1, 'before the failover')");
+            try (Connection d = dst.connect("fo_dst")) {
+                E2e.awaitRow(d, "SELECT count(*) FROM txlog WHERE tx_id = 1", Duration.ofSeconds(30));
+            }
+            primary.killPostmaster();
+            standby.promote();
+            Throwable end = run.awaitEnd(Duration.ofSeconds(60));
+            assertThat(end).isInstanceOf(MillraceException.class);
+            MillraceException e = (MillraceException) end;
+            assertThat(e.kind()).isEqualTo(Kind.SOURCE_SETUP);
+            assertThat(e.getMessage()).contains("replication slot 'nosync' does not exist on 127.0.0.1:" + p2)
+                    .contains("promoted standby").contains("sync_replication_slots").contains("does not skip");
+            assertThat(run.supervisor.restarts()).as("retried while no server was the primary").isPositive();
+        }
+        try (Connection s = standby.connect("fo_src")) {
+            assertThat(E2e.queryString(s, "SELECT count(*) FROM pg_replication_slots")).as("no slot created in its place").isEqualTo("0");
+        }
+    }
+
+    @Test
+    void aFormerPrimaryBackBesideThePromotedOneIsNotChosen() throws Exception {
+        E2e.init();
+        int p1 = quietPort(0);
+        int p2 = quietPort(p1);
+        Path oldData = dir.resolve("old-primary");
+        EmbeddedPg primary = EmbeddedPg.builder().major(17).dataDirectory(oldData, false).port(p1).start();
+        servers.add(primary);
+        EmbeddedPg dst = keep(EmbeddedPg.builder().major(17).start());
+        primary.createDatabase("fo_src");
+        dst.createDatabase("fo_dst");
+        try (Connection c = primary.connect("fo_src")) {
+            FaultRig.schema(c, 500);
+        }
+        EmbeddedPg standby = keep(EmbeddedPg.builder().major(17).port(p2).standbyOf(primary, "standby_1").start());
+        synchronous(primary, "standby_1");
+        Load load = new Load("jdbc:postgresql://127.0.0.1:" + p1 + "/fo_src", 7);
+        try (FaultRig.Running run = new FaultRig.Running(yaml("brain", p1, p2, dst.port()), dir)) {
+            run.awaitState("streaming", Duration.ofSeconds(60));
+            awaitSynced(standby, "brain");
+            Thread.sleep(500);
+            primary.killPostmaster();
+            standby.promote();
+            load.url = "jdbc:postgresql://127.0.0.1:" + p2 + "/fo_src";
+            run.awaitState("streaming", Duration.ofSeconds(90));
+            int restarts = run.supervisor.restarts();
+            // the former primary comes back on its own data directory, a primary again on its old timeline (no rewind)
+            primary.close();
+            servers.remove(primary);
+            EmbeddedPg former = keep(EmbeddedPg.builder().major(17).dataDirectory(oldData, false).port(p1).start());
+            standby.execute("postgres", "SELECT pg_terminate_backend(pid) FROM pg_stat_replication WHERE application_name = 'millrace'");
+            String retrying = null;
+            for (int i = 0; i < 300 && retrying == null; i++) {
+                var st = run.supervisor.status();
+                if ("retrying".equals(st.state()) && st.lastError() != null && st.lastError().contains("more than one")) {
+                    retrying = st.lastError();
+                }
+                Thread.sleep(50);
+            }
+            assertThat(retrying).as("status while two hosts are primaries").isNotNull()
+                    .contains("more than one of source.hosts is a primary").contains("127.0.0.1:" + p1 + " (the primary)")
+                    .contains("127.0.0.1:" + p2 + " (the primary)").contains("pg_rewind");
+            assertThat(run.supervisor.restarts()).isGreaterThan(restarts);
+            former.close(); // fenced: the pipeline goes on with the promoted one
+            servers.remove(former);
+            run.awaitState("streaming", Duration.ofSeconds(90));
+            Thread.sleep(500);
+            try (Connection s = standby.connect("fo_src"); Connection d = dst.connect("fo_dst")) {
+                load.close();
+                io.millrace.engine.RunningEngine.awaitEqual(s, d, FaultRig.REFS, null, Duration.ofSeconds(90));
+                assertThat(FaultRig.duplicateTxIds(d)).as("transactions applied twice").isEmpty();
+            }
+        } finally {
+            load.close();
+        }
+    }
+
+    @Test
+    void anExistingSlotIsMadeAFailoverSlotWhenFailoverIsTurnedOn() throws Exception {
+        E2e.init();
+        EmbeddedPg pg = keep(EmbeddedPg.builder().major(17).start());
+        pg.createDatabase("fo_src");
+        pg.createDatabase("fo_dst");
+        try (Connection c = pg.connect("fo_src")) {
+            FaultRig.schema(c, 10);
+        }
+        String on = yaml("alter", pg.port(), pg.port() + 1, pg.port()).replace("  hosts: [127.0.0.1:" + pg.port() + ", 127.0.0.1:"
+                + (pg.port() + 1) + "]", "  host: 127.0.0.1\n  port: " + pg.port());
+        try (FaultRig.Running run = new FaultRig.Running(on.replace("  failover: true\n", ""), dir)) {
+            run.awaitState("streaming", Duration.ofSeconds(60));
+        }
+        try (Connection c = pg.connect("fo_src")) {
+            assertThat(E2e.queryString(c, "SELECT failover::text FROM pg_replication_slots WHERE slot_name = 'alter'")).isEqualTo("false");
+        }
+        try (FaultRig.Running run = new FaultRig.Running(on, dir)) {
+            run.awaitState("streaming", Duration.ofSeconds(60));
+            pg.execute("fo_src", "INSERT INTO txlog VALUES (1, 'after')");
+            try (Connection d = pg.connect("fo_dst")) {
+                E2e.awaitRow(d, "SELECT count(*) FROM txlog WHERE tx_id = 1", Duration.ofSeconds(30));
+            }
+        }
+        try (Connection c = pg.connect("fo_src")) {
+            assertThat(E2e.queryString(c, "SELECT failover::text FROM pg_replication_slots WHERE slot_name = 'alter'"))
+                    .as("the same slot, now synchronised to standbys").isEqualTo("true");
+        }
+    }
+
+    @Test
+    void failoverBelowPostgres17IsRefusedNamingTheSetting() throws Exception {
+        E2e.init();
+        try (EmbeddedPg pg15 = EmbeddedPg.builder().major(15).start()) {
+            pg15.createDatabase("fo_src");
+            try (Connection c = pg15.connect("fo_src")) {
+                FaultRig.schema(c, 10);
+                var cfg = new ConfigLoader(Map.<String, String>of()::get).parse(yaml("old", pg15.port(), pg15.port() + 1, 1), dir).source();
+                Preflight.Report report = Preflight.run(cfg, c);
+                assertThat(report.ok()).isFalse();
+                org.assertj.core.api.Assertions.assertThatThrownBy(report::throwIfFailed).isInstanceOf(MillraceException.class)
+                        .hasMessageContaining("source.failover needs PostgreSQL 17 or newer").hasMessageContaining("set source.failover: false")
+                        .matches(t -> ((MillraceException) t).kind() == Kind.CONFIG);
+            }
+        }
+    }
+
+    /** One transaction after another on the current primary (each with one unique txlog row), reconnecting after a failure. */
+    private static final class Load implements Runnable, AutoCloseable {
+        volatile String url;
+        private final Random rnd;
+        private final AtomicLong txId = new AtomicLong(1);
+        final AtomicLong committedAfterFirstPromotion = new AtomicLong();
+        private final String firstUrl;
+        private volatile boolean stop;
+        private final Thread thread;
+
+        Load(String url, long seed) {
+            this.url = url;
+            this.firstUrl = url;
+            this.rnd = new Random(seed);
+            thread = new Thread(this, "test-load");
+            thread.setDaemon(true);
+            thread.start();
+        }
+
+        @Override
+        public void run() {
+            Connection c = null;
+            String at = null;
+            long nextId = 1_000_000;
+            while (!stop) {
+                try {
+                    if (c == null || !url.equals(at)) {
+                        close(c);
+                        at = url;
+                        Properties p = new Properties();
+                        p.setProperty("user", "postgres");
+                        p.setProperty("connectTimeout", "2");
+                        c = DriverManager.getConnection(at, p);
+                        c.setAutoCommit(false);
+                    }
+                    try (Statement s = c.createStatement()) {
+                        long tx = txId.get();
+                        s.execute("INSERT INTO txlog VALUES (" + tx + ", 'load')");
+                        for (int i = 0, n = 1 + rnd.nextInt(5); i < n; i++) {
+                            switch (rnd.nextInt(4)) {
+                                case 0, 1 -> s.execute("INSERT INTO items VALUES (" + (nextId++) + ", md5(random()::text), " + tx + ")");
+                                case 2 -> s.execute("UPDATE items SET v = md5(random()::text), n = " + tx + " WHERE id = " + (1 + rnd.nextInt(2000)));
+                                default -> s.execute("DELETE FROM items WHERE id = " + (1 + rnd.nextInt(2000)));
+                            }
+                        }
+                    }
+                    c.commit();
+                    txId.incrementAndGet();
+                    if (!at.equals(firstUrl)) {
+                        committedAfterFirstPromotion.incrementAndGet();
+                    }
+                    Thread.sleep(2);
+                } catch (SQLException e) {
+                    txId.incrementAndGet(); // an unknown outcome keeps its id; the next transaction takes a new one
+                    close(c);
+                    c = null;
+                    sleepQuietly(100);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+            close(c);
+        }
+
+        private static void sleepQuietly(long ms) {
+            try {
+                Thread.sleep(ms);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+
+        private static void close(Connection c) {
+            if (c != null) {
+                try {
+                    c.close();
+                } catch (SQLException ignored) {
+                    // gone anyway
+                }
+            }
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            stop = true;
+            thread.join(30_000);
+        }
+    }
+}
