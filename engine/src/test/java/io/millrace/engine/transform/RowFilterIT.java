@@ -132,6 +132,29 @@ class RowFilterIT {
         }
     }
 
+    /**
+     * A restart with the same filter resumes (the publication's stored form of it is recognised); one with another filter
+     * is refused with the fix, since the destinations hold the rows of the publication's filter.
+     */
+    @Test
+    void aChangedFilterIsRefusedAtTheNextStart(@TempDir Path dir) throws Exception {
+        orders("rfchg", true);
+        String eu = "    - match: public.orders\n      filter: \"region = 'eu'\"\n";
+        try (RunningEngine e = RunningEngine.start(yaml("rfchg", dir, eu), dir).awaitStreaming(WAIT)) {
+            assertThat(e.engine().state()).isNotNull();
+        }
+        try (RunningEngine e = RunningEngine.start(yaml("rfchg", dir, eu), dir).awaitStreaming(WAIT);
+             Connection src = pg.connect("rfchg"); Connection dst = pg.connect("rfchg_dst")) {
+            E2e.exec(src, "INSERT INTO public.orders VALUES (200, 'eu', 1, 'n'), (201, 'us', 1, 'n')");
+            E2e.awaitRow(dst, "SELECT count(*) FROM public.orders WHERE id = 200", WAIT);
+            assertThat(E2e.queryLong(dst, "SELECT count(*) FROM public.orders WHERE id = 201")).isZero();
+        }
+        Throwable err = RunningEngine.start(yaml("rfchg", dir, eu.replace("'eu'", "'us'")), dir).awaitEnd(WAIT);
+        assertThat(err).isInstanceOf(MillraceException.class);
+        assertThat(err.getMessage()).contains("transforms.tables[0].filter").contains("publication 's_rfchg' passes its changes with row filter")
+                .contains("ALTER PUBLICATION").contains("copy the table again");
+    }
+
     /** PostgreSQL 14 has no publication row filters, and Millrace evaluates none itself: the start says so. */
     @Test
     void aFilterOnPostgres14IsRefused(@TempDir Path dir) throws Exception {
