@@ -159,6 +159,20 @@ public final class ConfigLoader {
         return transforms(r.child("transforms"), base);
     }
 
+    private Map<String, io.millrace.core.transform.Transform> userTransforms;
+
+    /** The {@link io.millrace.core.transform.Transform}s of the class path (the context class loader's), by name; found once. */
+    private Map<String, io.millrace.core.transform.Transform> userTransforms() {
+        if (userTransforms == null) {
+            ClassLoader cl = Thread.currentThread().getContextClassLoader();
+            Map<String, io.millrace.core.transform.Transform> found = new java.util.TreeMap<>();
+            java.util.ServiceLoader.load(io.millrace.core.transform.Transform.class, cl != null ? cl : ConfigLoader.class.getClassLoader())
+                    .forEach(t -> found.putIfAbsent(t.name(), t));
+            userTransforms = found;
+        }
+        return userTransforms;
+    }
+
     private Transforms transforms(Node t, Path base) {
         Secret salt = secret(t, "hash_salt", base, false);
         List<TableRule> rules = new ArrayList<>();
@@ -176,10 +190,16 @@ public final class ConfigLoader {
             cols.done();
             Map<String, Mask> masks = new LinkedHashMap<>();
             for (Map.Entry<String, String> m : rn.stringMap("mask").entrySet()) {
-                Mask mask = Mask.parse(m.getValue());
+                Mask mask;
+                try {
+                    mask = Mask.parse(m.getValue(), userTransforms()::get);
+                } catch (IllegalArgumentException e) {
+                    throw Node.error(rn.key("mask") + "." + m.getKey(), e.getMessage() + " (installed: " + userTransforms().keySet()
+                            + "; a Transform is listed in META-INF/services/io.millrace.core.transform.Transform of a jar on the class path)");
+                }
                 if (mask == null) {
-                    throw Node.error(rn.key("mask") + "." + m.getKey(), "must be redact, hash or truncate(N) (N characters kept), got '"
-                            + m.getValue() + "'");
+                    throw Node.error(rn.key("mask") + "." + m.getKey(), "must be redact, hash, truncate(N) (N characters kept) or java(name)"
+                            + " (a Transform of your own), got '" + m.getValue() + "'");
                 }
                 masks.put(m.getKey(), mask);
             }

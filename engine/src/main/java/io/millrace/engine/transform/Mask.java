@@ -46,8 +46,33 @@ public sealed interface Mask {
         }
     }
 
-    /** Reads {@code redact}, {@code hash} or {@code truncate(N)}; null when it is none of them. */
-    static Mask parse(String s) {
+    /** A {@link io.millrace.core.transform.Transform} of the user's, found on the class path by its name. */
+    record Custom(String name, io.millrace.core.transform.Transform transform) implements Mask {
+        @Override
+        public String spelling() {
+            return "java(" + name + ")";
+        }
+    }
+
+    /** Reads {@code redact}, {@code hash}, {@code truncate(N)} or {@code java(name)}; null when it is none of them. */
+    public static Mask parse(String s) {
+        return parse(s, name -> null);
+    }
+
+    /**
+     * As {@link #parse(String)}, with {@code java(name)} looked up in {@code transforms} (null: none of that name).
+     *
+     * @throws IllegalArgumentException naming the installed transforms when {@code java(name)} names none of them
+     */
+    public static Mask parse(String s, java.util.function.Function<String, io.millrace.core.transform.Transform> transforms) {
+        java.util.regex.Matcher j = java.util.regex.Pattern.compile("java\\s*\\(\\s*([A-Za-z0-9_.-]+)\\s*\\)").matcher(s.trim());
+        if (j.matches()) {
+            io.millrace.core.transform.Transform t = transforms.apply(j.group(1));
+            if (t == null) {
+                throw new IllegalArgumentException("no Transform named '" + j.group(1) + "' is on the class path");
+            }
+            return new Custom(j.group(1), t);
+        }
         String t = s.trim().toLowerCase(java.util.Locale.ROOT);
         if (t.equals("redact")) {
             return new Redact();

@@ -139,7 +139,7 @@ class TransformingSink implements Sink {
             if (m == null || v == null || v == UnchangedToast.INSTANCE) {
                 out[j] = v; // NULL stays NULL; an unchanged TOAST value stays unchanged (the destination holds its masked value)
             } else {
-                out[j] = mask(m, text(p, i, v));
+                out[j] = mask(m, text(p, i, v), p, j);
             }
         }
         return out;
@@ -150,7 +150,17 @@ class TransformingSink implements Sink {
         return v instanceof String s ? s : p.in.codec(sourceIndex).toPgText(v);
     }
 
-    private String mask(Mask m, String text) {
+    private String mask(Mask m, String text, Plan p, int j) {
+        if (m instanceof Mask.Custom c) {
+            try {
+                return c.transform().apply(p.in.table(), p.out.column(j).name(), text);
+            } catch (RuntimeException e) {
+                // the user's message may hold the value: it is left out, and so is the cause (its trace would be logged)
+                throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, "transform java(" + c.name()
+                        + ") failed on column '" + p.out.column(j).name() + "' of table " + p.in.table() + " with " + e.getClass().getName()
+                        + " (its message is left out: it may hold the value). Fix the Transform, or mask the column otherwise");
+            }
+        }
         if (m instanceof Mask.Redact) {
             return Mask.Redact.VALUE;
         }

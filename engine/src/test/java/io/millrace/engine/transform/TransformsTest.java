@@ -72,7 +72,7 @@ class TransformsTest {
         assertThat(fail("  tables: [{match: public.c, columns: {include: [a], exclude: [b]}}]\n"))
                 .contains("transforms.tables[0].columns").contains("both include and exclude");
         assertThat(fail("  tables: [{match: public.c, mask: {a: scramble}}]\n")).contains("transforms.tables[0].mask.a")
-                .contains("redact, hash or truncate(N)");
+                .contains("redact, hash, truncate(N)").contains("java(name)");
         assertThat(fail("  tables: [{match: public.c, mask: {a: hash}}]\n")).contains("transforms.tables[0].mask.a")
                 .contains("transforms.hash_salt_env");
         assertThat(fail("  hash_salt: abc\n  tables: []\n")).contains("transforms.hash_salt").contains("must not be written");
@@ -164,5 +164,27 @@ class TransformsTest {
                 .containsExactly(7, hmac("ann@example.com"), UnchangedToast.INSTANCE, null, hmac("1990-01-02"));
         assertThat(rec.got.get(2).relation()).as("one projection per shape").isSameAs(out);
         assertThat(parse(RULE).toString()).doesNotContain(SALT);
+    }
+
+    /** A Transform of the user's, found with ServiceLoader by its name, masks a column; its failure never shows the value. */
+    @Test
+    void aJavaTransformFromTheClassPathMasksAColumn() {
+        assertThat(fail("  tables: [{match: public.customers, mask: {email: java(nope)}}]\n")).contains("transforms.tables[0].mask.email")
+                .contains("no Transform named 'nope'").contains("reverse");
+        Transforms t = parse("  tables: [{match: public.customers, mask: {email: java(reverse)}}]\n");
+        t.check(List.of(customers()));
+        assertThat(catchThrowableOfType(MillraceException.class, () -> parse("  tables: [{match: public.customers, mask: {id: java(reverse)}}]\n")
+                .check(List.of(customers()))).getMessage()).contains("key column").contains("Use hash");
+        Recording rec = new Recording();
+        Sink sink = t.wrap(rec);
+        RelationInfo r = customers();
+        sink.write(List.of(new ChangeEvent(Op.CREATE, r, null, new Object[]{1, "abc", null, null, null, null}, Lsn.ZERO, Position.START, 1, 0,
+                false)), null);
+        assertThat(rec.got.get(0).after()[1]).isEqualTo("email:cba");
+        assertThat(rec.got.get(0).relation().column(1).type().name()).isEqualTo("text");
+        MillraceException e = catchThrowableOfType(MillraceException.class, () -> sink.write(List.of(new ChangeEvent(Op.CREATE, r, null,
+                new Object[]{2, "boom", null, null, null, null}, Lsn.ZERO, Position.START, 1, 0, false)), null));
+        assertThat(e.getMessage()).contains("java(reverse)").contains("'email'").contains("public.customers").doesNotContain("boom");
+        assertThat(e.getCause()).isNull();
     }
 }
