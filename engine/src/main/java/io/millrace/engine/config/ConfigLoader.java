@@ -159,6 +159,14 @@ public final class ConfigLoader {
         return transforms(r.child("transforms"), base);
     }
 
+    /**
+     * The {@code transforms:} section given as the mapping its YAML would hold (strings, lists, nested maps), checked
+     * the same way, naming {@code transforms.<key>} in errors.
+     */
+    public Transforms transforms(Map<String, ?> settings, Path base) {
+        return transforms(new Node(new ObjectMapper().valueToTree(settings), "transforms"), base);
+    }
+
     private Map<String, io.millrace.core.transform.Transform> userTransforms;
 
     /** The {@link io.millrace.core.transform.Transform}s of the class path (the context class loader's), by name; found once. */
