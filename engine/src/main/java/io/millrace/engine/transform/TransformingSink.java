@@ -33,7 +33,9 @@ class TransformingSink implements Sink {
     private static final int MAX_PLANS = 4096;
 
     private final Sink sink;
-    private final Transforms transforms;
+    private Transforms transforms;
+    /** Transforms to use from the next write on (a reload), handed over from any thread. */
+    private final java.util.concurrent.atomic.AtomicReference<Transforms> next = new java.util.concurrent.atomic.AtomicReference<>();
     private final Map<RelationInfo, Plan> plans = new IdentityHashMap<>();
     private Mac mac;
 
@@ -61,8 +63,23 @@ class TransformingSink implements Sink {
         return sink.open();
     }
 
+    /** Uses {@code t} from the next {@link #write} on (a batch is transformed by one value of the transforms). Any thread. */
+    void replace(Transforms t) {
+        next.set(t);
+    }
+
     @Override
     public void write(List<ChangeEvent> events, Checkpoint checkpoint) {
+        Transforms n = next.getAndSet(null);
+        if (n != null) {
+            transforms = n;
+            plans.clear();
+            mac = null; // the salt may have changed
+        }
+        if (transforms.isEmpty()) {
+            sink.write(events, checkpoint);
+            return;
+        }
         List<ChangeEvent> out = events;
         for (int i = 0; i < events.size(); i++) {
             ChangeEvent e = events.get(i);

@@ -153,12 +153,25 @@ public final class Transforms {
         }
     }
 
-    /** {@code sink} as the engine uses it: every event it is given transformed first (itself when there are no rules). */
+    /**
+     * {@code sink} as the engine uses it: every event it is given transformed first. Wrapped also without rules (a batch
+     * then passes as it is), so that a reload can give it transforms ({@link #replace}).
+     */
     public Sink wrap(Sink sink) {
-        if (rules.isEmpty()) {
-            return sink;
-        }
         return sink instanceof CopyableSink c ? new TransformingSink.Copyable(c, this) : new TransformingSink(sink, this);
+    }
+
+    /**
+     * Gives a sink {@link #wrap} made {@code next} as its transforms from its next write on (a configuration reload;
+     * checked by the caller with {@link #check} first). Any thread. Returns false when {@code sink} was not wrapped.
+     * The row filters are the publication's and the snapshots': a changed filter needs them changed too.
+     */
+    public static boolean replace(Sink sink, Transforms next) {
+        if (sink instanceof TransformingSink t) {
+            t.replace(java.util.Objects.requireNonNull(next, "next"));
+            return true;
+        }
+        return false;
     }
 
     @Override

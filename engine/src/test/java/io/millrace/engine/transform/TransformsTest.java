@@ -187,4 +187,19 @@ class TransformsTest {
         assertThat(e.getMessage()).contains("java(reverse)").contains("'email'").contains("public.customers").doesNotContain("boom");
         assertThat(e.getCause()).isNull();
     }
+
+    /** A reload's transforms take effect at the sink's next write; a sink wrapped without rules passes events as they are. */
+    @Test
+    void replacedTransformsApplyFromTheNextWrite() {
+        Recording rec = new Recording();
+        Sink sink = Transforms.NONE.wrap(rec);
+        RelationInfo r = customers();
+        ChangeEvent e = new ChangeEvent(Op.CREATE, r, null, new Object[]{1, "a@b", "s", "p", "n", null}, Lsn.ZERO, Position.START, 1, 0, false);
+        sink.write(List.of(e), null);
+        assertThat(rec.got.get(0)).isSameAs(e);
+        assertThat(Transforms.replace(sink, parse("  tables: [{match: public.customers, mask: {ssn: redact}}]\n"))).isTrue();
+        sink.write(List.of(e), null);
+        assertThat(rec.got.get(1).after()[2]).isEqualTo("[redacted]");
+        assertThat(Transforms.replace(rec, Transforms.NONE)).as("not wrapped").isFalse();
+    }
 }
