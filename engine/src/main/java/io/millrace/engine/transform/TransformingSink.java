@@ -121,13 +121,14 @@ class TransformingSink implements Sink {
         }
         TableRule rule = transforms.forTable(r.table());
         if (rule != null) {
+            failClosed(rule, r);
             List<Integer> keep = new ArrayList<>();
             List<Mask> masks = new ArrayList<>();
             for (int i = 0; i < r.columnCount(); i++) {
                 ColumnInfo c = r.column(i);
                 if (rule.keeps(c.name())) {
                     keep.add(i);
-                    masks.add(rule.masks().get(c.name())); // a column dropped since the start is simply not there to mask
+                    masks.add(rule.masks().get(c.name()));
                 }
             }
             int[] k = keep.stream().mapToInt(Integer::intValue).toArray();
@@ -142,6 +143,27 @@ class TransformingSink implements Sink {
         }
         plans.put(r, p);
         return p;
+    }
+
+    /**
+     * Refuses a shape in which a column the rule masks or leaves out is gone: renamed, its values would reach the
+     * destinations in clear under the new name (a Relation message cannot tell a rename from a drop and an add). The
+     * batch is not written and the checkpoint does not move, so after the rule is fixed the start passes these changes
+     * on again, transformed by it.
+     */
+    private static void failClosed(TableRule rule, RelationInfo r) {
+        List<String> guarded = new ArrayList<>(rule.masks().keySet());
+        if (rule.include() == null) {
+            guarded.addAll(rule.exclude());
+        }
+        for (String c : guarded) {
+            if (r.columns().stream().noneMatch(col -> col.name().equals(c))) {
+                throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, "config: " + rule.setting()
+                        + " names column '" + c + "', which table " + r.table() + " no longer has (dropped or renamed while streaming):"
+                        + " its changes are held back, since a renamed column would reach the destinations in clear. Fix the rule (name"
+                        + " the column as it is now, or remove it) and start again; the held changes are then passed on transformed");
+            }
+        }
     }
 
     private Object[] apply(Plan p, Object[] row) {

@@ -202,4 +202,23 @@ class TransformsTest {
         assertThat(rec.got.get(1).after()[2]).isEqualTo("[redacted]");
         assertThat(Transforms.replace(rec, Transforms.NONE)).as("not wrapped").isFalse();
     }
+
+    /** A masked column renamed while streaming: the batch is refused (not written), never passed on in clear. */
+    @Test
+    void aMaskedColumnGoneFromTheShapeStopsTheWriteInsteadOfLeaking() {
+        Recording rec = new Recording();
+        Sink sink = parse(RULE).wrap(rec);
+        RelationInfo renamed = new RelationInfo(42, new TableRef("public", "customers"), 'd', List.of(
+                new ColumnInfo("id", Codecs.builtin(23), -1, true),
+                new ColumnInfo("email", Codecs.builtin(25), -1, false),
+                new ColumnInfo("social", Codecs.builtin(25), -1, false),
+                new ColumnInfo("phone", Codecs.builtin(25), -1, false),
+                new ColumnInfo("notes", Codecs.builtin(25), -1, false),
+                new ColumnInfo("born", Codecs.builtin(1082), -1, false)), TypeResolver.builtinsOnly());
+        MillraceException e = catchThrowableOfType(MillraceException.class, () -> sink.write(List.of(new ChangeEvent(Op.CREATE, renamed,
+                null, new Object[]{1, "a", "123-45-6789", "p", "n", null}, Lsn.ZERO, Position.START, 1, 0, false)), null));
+        assertThat(e.kind()).isEqualTo(MillraceException.Kind.CONFIG);
+        assertThat(e.getMessage()).contains("transforms.tables[0]").contains("'ssn'").contains("no longer has").doesNotContain("123-45");
+        assertThat(rec.got).as("nothing written").isEmpty();
+    }
 }
