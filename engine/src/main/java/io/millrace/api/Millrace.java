@@ -279,6 +279,19 @@ public final class Millrace implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Per-table transforms (columns, masks, row filters), given as the settings the YAML {@code transforms:} mapping
+         * holds (README "Transforms"), e.g. {@code transforms(Map.of("hash_salt_env", "SALT", "tables", List.of(Map.of("match",
+         * "public.customers", "mask", Map.of("email", "hash")))))}. Read by {@link #build()}, with the YAML's messages.
+         */
+        public Builder transforms(Map<String, ?> settings) {
+            Map<String, Object> copy = new LinkedHashMap<>(settings);
+            this.transforms = () -> new ConfigLoader(env).transforms(copy, baseDir);
+            return this;
+        }
+
+        private java.util.function.Supplier<io.millrace.engine.transform.Transforms> transforms = () -> io.millrace.engine.transform.Transforms.NONE;
+
         /** Where the secrets of destinations given as settings ({@code password_env}) are looked up; {@code System::getenv} by default. */
         public Builder environment(Function<String, String> env) {
             this.env = Check.given("environment", env);
@@ -345,7 +358,7 @@ public final class Millrace implements AutoCloseable {
             for (Function<DestinationContext, DestinationConfig> d : destinations) {
                 made.add(d.apply(context));
             }
-            return EngineConfigs.of(name, source, snapshot, pipeline, operations, made);
+            return EngineConfigs.of(name, source, snapshot, pipeline, operations, made).withTransforms(transforms.get());
         }
     }
 

@@ -6,12 +6,13 @@ import io.millrace.engine.config.EngineConfig;
 
 import java.util.List;
 
-/** The sinks of a configuration's destinations, in its order, not yet opened. */
+/** The sinks of a configuration's destinations, in its order, not yet opened, each behind the configuration's transforms. */
 final class Destinations {
     private Destinations() {
     }
 
     static List<Sink> of(EngineConfig config) {
-        return config.destinations().stream().map(DestinationConfig::newSink).toList();
+        // Every row reaches a destination through its transforms: snapshot, online snapshot and stream alike.
+        return config.destinations().stream().map(DestinationConfig::newSink).map(config.transforms()::wrap).toList();
     }
 }

@@ -125,6 +125,7 @@ public final class Engine {
         Teardown teardown = new Teardown(ctx, sinks);
         try {
             SourceSurvey.Survey survey = new SourceSurvey(ctx).run();
+            config.transforms().check(survey.relations()); // every column a transform names exists; keys stay keys
             // INV: IDENTITY — one engine per pipeline, from before any destination is opened until all are closed.
             teardown.lock = PipelineLock.acquire(ctx.conns);
             teardown.monitor = SlotMonitor.start(ctx.conns, config.source().slot(), config.operations(), sample -> ctx.slotSample = sample,

@@ -182,7 +182,8 @@ final class InitialSnapshot {
     private boolean copy(Pipeline p, SlotManager.CreatedSlot created) throws InterruptedException {
         ctx.state.move(State.STARTING, State.SNAPSHOTTING);
         SnapshotRunner runner = new SnapshotRunner(ctx.conns, created.snapshotName(), created.consistentPoint(), survey.tables(),
-                ctx.config.snapshot(), p::submit, ctx.progress);
+                ctx.config.snapshot(), p::submit, ctx.progress)
+                .rowFilters(ctx.config.transforms().filters(survey.report().tables())); // as the publication's row filters
         try {
             runner.run(); // the exporting connection (repl) stays open until every chunk is read
         } catch (InterruptedException e) {

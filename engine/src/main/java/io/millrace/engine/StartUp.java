@@ -5,6 +5,7 @@ import io.millrace.core.change.Identity;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.Sink;
 import io.millrace.engine.SourceSurvey.Survey;
+import io.millrace.engine.transform.RowFilters;
 import io.millrace.pipeline.Pipeline;
 import io.millrace.source.Catalog;
 import io.millrace.source.PgErrors;
@@ -18,6 +19,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -55,9 +57,14 @@ final class StartUp {
                 throw refuse.error(); // INV: IDENTITY — before anything is written
             }
             tablesAtStart();
+            Map<TableRef, String> filters;
+            try (Connection c = ctx.conns.open()) { // INV: NO-SILENT-ERROR — a filter PostgreSQL cannot apply stops the start, writing nothing
+                filters = RowFilters.check(c, ctx.config.transforms(), survey.relations(), survey.report().serverVersion(), src.publication(),
+                        survey.report().publicationExists());
+            }
             if (plan instanceof StartPlan.ReplaceSlot replace) {
                 List<Checkpoint> next = SlotReplacement.run(ctx, repl, replace, sinks, found);
-                publish(replace.publication());
+                publish(replace.publication(), filters);
                 ctx.captured = survey.report().tables();
                 repl.close();
                 resume(next);
@@ -65,7 +72,7 @@ final class StartUp {
             }
             StartPlan.Go go = (StartPlan.Go) plan;
             record(go);
-            publish(go.publication()); // only now, after the checks: a start refused writes nothing to the source
+            publish(go.publication(), filters); // only now, after the checks: a start refused writes nothing to the source
             makeFailoverSlot(repl);
             ctx.captured = survey.report().tables();
             if (go instanceof StartPlan.FromCheckpoints from) {
@@ -148,8 +155,8 @@ final class StartUp {
         }
     }
 
-    private void publish(StartPlan.Publication p) throws SQLException {
-        Publisher publisher = new Publisher(src);
+    private void publish(StartPlan.Publication p, Map<TableRef, String> filters) throws SQLException {
+        Publisher publisher = new Publisher(src).rowFilters(filters::get); // the transforms' row filters, on PostgreSQL 15+
         if (p.create() != null) {
             try (Connection c = ctx.conns.open()) {
                 publisher.create(c, p.create());

@@ -76,6 +76,11 @@ final class Streaming {
         }
         OnlineSnapshotter o = new OnlineSnapshotter(ctx.conns, p.watermarks(), new OnlineCatalog(ctx.conns, survey.types()),
                 ctx.config.online(), ctx.progress, p.failure()::report);
+        io.millrace.engine.transform.Transforms transforms = ctx.config.transforms();
+        o.rowFilters(t -> {
+            io.millrace.engine.transform.TableRule r = transforms.forTable(t);
+            return r == null ? null : r.filter(); // the rows the publication's row filter passes on
+        });
         ctx.online = o;
         o.destinationKeys(destinationKeys());
         o.start(resumed, ctx.joinedAtStart);

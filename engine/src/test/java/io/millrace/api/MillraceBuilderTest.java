@@ -264,4 +264,30 @@ class MillraceBuilderTest {
         assertThat(built.operations()).isEqualTo(loaded.operations());
         assertThat(built.spillDir()).isEqualTo(loaded.spillDir());
     }
+
+    /** Transforms given to the builder as the YAML mapping's settings are read and checked as the YAML is. */
+    @Test
+    void transformsAsSettingsAreTheYamlsTransforms() {
+        String yaml = SOURCE + FILES + """
+                transforms:
+                  hash_salt_env: SRC_PW
+                  tables:
+                    - match: public.orders
+                      columns: {exclude: [note]}
+                      mask: {email: hash, phone: truncate(2)}
+                      filter: "id > 3"
+                """;
+        Map<String, Object> rule = new java.util.LinkedHashMap<>();
+        rule.put("match", "public.orders");
+        rule.put("columns", Map.of("exclude", List.of("note")));
+        rule.put("mask", new java.util.LinkedHashMap<>(Map.of("email", "hash")));
+        ((Map<String, Object>) rule.get("mask")).put("phone", "truncate(2)");
+        rule.put("filter", "id > 3");
+        var built = TestConfigs.of(pipeline(source()).environment(ENV::get).transforms(Map.of("hash_salt_env", "SRC_PW", "tables", List.of(rule))));
+        var fromYaml = new ConfigLoader(ENV::get).parse(yaml, dir);
+        assertThat(built.transforms().rules()).isEqualTo(fromYaml.transforms().rules()).hasSize(1);
+        same(SOURCE + FILES + "transforms:\n  tables: [{match: public.orders, mask: {a: scramble}}]\n",
+                () -> TestConfigs.of(pipeline(source()).transforms(Map.of("tables", List.of(Map.of("match", "public.orders", "mask",
+                        Map.of("a", "scramble")))))), "config: transforms.tables[0].mask.a must be redact, hash, truncate(N)");
+    }
 }

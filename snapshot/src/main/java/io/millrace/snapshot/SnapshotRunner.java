@@ -118,6 +118,17 @@ public final class SnapshotRunner {
         this.tablesDone = new LinkedHashSet<>();
     }
 
+    private java.util.Map<TableRef, String> rowFilters = java.util.Map.of();
+
+    /**
+     * Reads only the rows of each table that meet its row filter ({@code transforms.tables[].filter}, an SQL condition),
+     * as the publication's row filter passes only their changes. Call before {@link #run()}.
+     */
+    public SnapshotRunner rowFilters(java.util.Map<TableRef, String> filters) {
+        this.rowFilters = java.util.Map.copyOf(filters);
+        return this;
+    }
+
     /** Copies every table; returns when all rows are handed to the writer with the progress that says so. */
     public void run() throws InterruptedException {
         long started = System.nanoTime();
@@ -269,7 +280,12 @@ public final class SnapshotRunner {
         TableRef ref = r.table();
         String cols = r.columns().stream().map(col -> Ident.quote(col.name())).collect(Collectors.joining(", "));
         boolean partitioned = tables.stream().anyMatch(t -> t.relation() == r && t.partitioned());
-        String select = "SELECT " + cols + " FROM " + (partitioned ? "" : "ONLY ") + ref.sql() + chunk.where();
+        String where = chunk.where();
+        String filter = rowFilters.get(ref);
+        if (filter != null) {
+            where += (where.isEmpty() ? " WHERE " : " AND ") + "(" + filter + ")";
+        }
+        String select = "SELECT " + cols + " FROM " + (partitioned ? "" : "ONLY ") + ref.sql() + where;
         var batch = new Object() {
             List<ChangeEvent> events = new ArrayList<>();
             long bytes;

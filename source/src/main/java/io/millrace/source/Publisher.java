@@ -28,14 +28,36 @@ public final class Publisher {
      * captured apart). Preflight prints it as the fix when it may not run it itself.
      */
     public static String createSql(String publication, List<TableRef> tables, int serverVersion) {
-        return "CREATE PUBLICATION " + Ident.quote(publication) + " FOR TABLE " + tables.stream().map(TableRef::sql).collect(Collectors.joining(", "))
+        return createSql(publication, tables, serverVersion, t -> null);
+    }
+
+    /** The same, each table with its row filter ({@code filters}: an SQL condition, or null for none; PostgreSQL 15+). */
+    public static String createSql(String publication, List<TableRef> tables, int serverVersion,
+                                   java.util.function.Function<TableRef, String> filters) {
+        return "CREATE PUBLICATION " + Ident.quote(publication) + " FOR TABLE " + tableList(tables, filters)
                 + (serverVersion >= 130000 ? " WITH (publish_via_partition_root = true)" : "");
+    }
+
+    /** {@code t1, t2 WHERE (f), ...}: the tables of a publication's statement, with their row filters. */
+    private static String tableList(List<TableRef> tables, java.util.function.Function<TableRef, String> filters) {
+        return tables.stream().map(t -> {
+            String f = filters.apply(t);
+            return f == null ? t.sql() : t.sql() + " WHERE (" + f + ")";
+        }).collect(Collectors.joining(", "));
+    }
+
+    private java.util.function.Function<TableRef, String> filters = t -> null;
+
+    /** The row filter of each table this publisher adds (an SQL condition, or null); PostgreSQL 15+. */
+    public Publisher rowFilters(java.util.function.Function<TableRef, String> filters) {
+        this.filters = filters;
+        return this;
     }
 
     public void create(Connection c, List<TableRef> tables) {
         String sql = null;
         try {
-            sql = createSql(config.publication(), tables, Catalog.serverVersion(c));
+            sql = createSql(config.publication(), tables, Catalog.serverVersion(c), filters);
             try (Statement s = c.createStatement()) {
                 s.execute(sql);
             }
@@ -50,8 +72,7 @@ public final class Publisher {
 
     /** Adds tables configured after the pipeline started to its publication (they are then copied online). */
     public void add(Connection c, List<TableRef> tables) {
-        String sql = "ALTER PUBLICATION " + Ident.quote(config.publication()) + " ADD TABLE "
-                + tables.stream().map(TableRef::sql).collect(Collectors.joining(", "));
+        String sql = "ALTER PUBLICATION " + Ident.quote(config.publication()) + " ADD TABLE " + tableList(tables, filters);
         try (Statement s = c.createStatement()) {
             s.execute(sql);
         } catch (SQLException e) {

@@ -60,6 +60,44 @@ public final class RelationInfo {
         this.keyIndexes = keys.stream().mapToInt(Integer::intValue).toArray();
     }
 
+    private RelationInfo(RelationInfo r, List<ColumnInfo> columns, TypeCodec[] codecs) {
+        this.oid = r.oid;
+        this.table = r.table;
+        this.replicaIdentity = r.replicaIdentity;
+        this.columns = List.copyOf(columns);
+        this.codecs = codecs;
+        List<Integer> keys = new ArrayList<>();
+        for (int i = 0; i < codecs.length; i++) {
+            if (this.columns.get(i).key()) {
+                keys.add(i);
+            }
+        }
+        this.keyIndexes = keys.stream().mapToInt(Integer::intValue).toArray();
+        this.ddl = r.ddl;
+    }
+
+    /**
+     * This shape as a transform shows it to destinations: the columns at {@code keep} (indexes into this shape, in
+     * order), those {@code asText} says as {@code text} columns of the same name and key flag (their values are masked),
+     * the others with their own type and codec.
+     */
+    public RelationInfo project(int[] keep, java.util.function.IntPredicate asText) {
+        List<ColumnInfo> cols = new ArrayList<>(keep.length);
+        TypeCodec[] cs = new TypeCodec[keep.length];
+        TypeInfo text = Codecs.builtin(25);
+        for (int j = 0; j < keep.length; j++) {
+            ColumnInfo c = columns.get(keep[j]);
+            if (asText.test(keep[j])) {
+                cols.add(new ColumnInfo(c.name(), text, -1, c.key()));
+                cs[j] = Codecs.forType(text, Codecs.builtins());
+            } else {
+                cols.add(c);
+                cs[j] = codecs[keep[j]];
+            }
+        }
+        return new RelationInfo(this, cols, cs);
+    }
+
     /** This shape, carrying the event trigger's account of the DDL that led to it. */
     public RelationInfo withDdl(SchemaChange change) {
         return new RelationInfo(this, change);

@@ -13,10 +13,14 @@ import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
 import io.millrace.core.Secret;
 import io.millrace.core.event.SourceMeta;
+import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.DestinationConfig;
 import io.millrace.core.sink.DestinationContext;
 import io.millrace.core.sink.DestinationProvider;
 import io.millrace.core.sink.DestinationProviders;
+import io.millrace.engine.transform.Mask;
+import io.millrace.engine.transform.TableRule;
+import io.millrace.engine.transform.Transforms;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -24,6 +28,7 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
@@ -39,7 +44,7 @@ import java.util.function.Function;
  */
 public final class ConfigLoader {
     /** The top-level sections, and the keys of each mapping that checks required settings while reading. */
-    private static final String[] SECTIONS = {"name", "source", "snapshot", "pipeline", "operations", "destinations"};
+    private static final String[] SECTIONS = {"name", "source", "snapshot", "pipeline", "operations", "destinations", "transforms"};
     private static final String[] SOURCE_KEYS = {"host", "port", "database", "user", "password", "password_env", "password_file", "slot",
             "publication", "tables", "exclude_tables", "create_publication", "binary", "status_interval_ms", "ssl", "socket_timeout_s",
             "on_slot_lost", "new_tables_poll_s", "hosts", "failover"};
@@ -134,8 +139,85 @@ public final class ConfigLoader {
         for (Node dn : ds) {
             destinations.add(destination(dn, base, context));
         }
+        Transforms transforms = transforms(r.child("transforms"), base);
         r.done();
-        return EngineConfigs.of(name, source, snapshot, pipeline, ops, destinations);
+        return EngineConfigs.of(name, source, snapshot, pipeline, ops, destinations).withTransforms(transforms);
+    }
+
+    /**
+     * The {@code transforms:} section, checked: unknown keys, both include and exclude, a mask that is not redact, hash or
+     * truncate(N), a hash without a salt. A reload builds it again the same way; the columns are checked at start.
+     */
+    public Transforms transforms(String yaml, Path base) {
+        JsonNode root;
+        try {
+            root = new ObjectMapper(new YAMLFactory()).enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION).readTree(yaml);
+        } catch (JsonProcessingException e) {
+            throw new MillraceException(Kind.CONFIG, "config: not valid YAML" + yamlError(e));
+        }
+        Node r = new Node(root, "");
+        r.allow(SECTIONS);
+        return transforms(r.child("transforms"), base);
+    }
+
+    /**
+     * The {@code transforms:} section given as the mapping its YAML would hold (strings, lists, nested maps), checked
+     * the same way, naming {@code transforms.<key>} in errors.
+     */
+    public Transforms transforms(Map<String, ?> settings, Path base) {
+        return transforms(new Node(new ObjectMapper().valueToTree(settings), "transforms"), base);
+    }
+
+    private Map<String, io.millrace.core.transform.Transform> userTransforms;
+
+    /** The {@link io.millrace.core.transform.Transform}s of the class path (the context class loader's), by name; found once. */
+    private Map<String, io.millrace.core.transform.Transform> userTransforms() {
+        if (userTransforms == null) {
+            ClassLoader cl = Thread.currentThread().getContextClassLoader();
+            Map<String, io.millrace.core.transform.Transform> found = new java.util.TreeMap<>();
+            java.util.ServiceLoader.load(io.millrace.core.transform.Transform.class, cl != null ? cl : ConfigLoader.class.getClassLoader())
+                    .forEach(t -> found.putIfAbsent(t.name(), t));
+            userTransforms = found;
+        }
+        return userTransforms;
+    }
+
+    private Transforms transforms(Node t, Path base) {
+        Secret salt = secret(t, "hash_salt", base, false);
+        List<TableRule> rules = new ArrayList<>();
+        for (Node rn : t.children("tables")) {
+            String match = rn.requireString("match", "public.customers");
+            TableRef pattern;
+            try {
+                pattern = TableRef.parse(match);
+            } catch (RuntimeException e) {
+                throw Node.error(rn.key("match"), "must be a table (schema.table) or a pattern like public.* ; got '" + match + "'");
+            }
+            Node cols = rn.child("columns");
+            List<String> include = cols.has("include") ? cols.strings("include") : null;
+            List<String> exclude = cols.strings("exclude");
+            cols.done();
+            Map<String, Mask> masks = new LinkedHashMap<>();
+            for (Map.Entry<String, String> m : rn.stringMap("mask").entrySet()) {
+                Mask mask;
+                try {
+                    mask = Mask.parse(m.getValue(), userTransforms()::get);
+                } catch (IllegalArgumentException e) {
+                    throw Node.error(rn.key("mask") + "." + m.getKey(), e.getMessage() + " (installed: " + userTransforms().keySet()
+                            + "; a Transform is listed in META-INF/services/io.millrace.core.transform.Transform of a jar on the class path)");
+                }
+                if (mask == null) {
+                    throw Node.error(rn.key("mask") + "." + m.getKey(), "must be redact, hash, truncate(N) (N characters kept) or java(name)"
+                            + " (a Transform of your own), got '" + m.getValue() + "'");
+                }
+                masks.put(m.getKey(), mask);
+            }
+            String filter = rn.string("filter", null);
+            rn.done();
+            rules.add(new TableRule(rn.key("").replaceAll("\\.$", ""), pattern, include, exclude, masks, filter));
+        }
+        t.done();
+        return new Transforms(rules, salt);
     }
 
     /** Sets {@code set} from the whole number at {@code key} when present (its bounds are the builder's to check). */

@@ -1,6 +1,7 @@
 package io.millrace.engine.config;
 
 import io.millrace.core.sink.DestinationConfig;
+import io.millrace.engine.transform.Transforms;
 import io.millrace.pipeline.Pipeline;
 import io.millrace.snapshot.SnapshotRunner;
 import io.millrace.source.SourceConfig;
@@ -19,10 +20,23 @@ import java.util.List;
  * @param operations   monitoring and the HTTP endpoint
  * @param spillDir     where large in-progress transactions wait on disk for their commit
  * @param online       online (watermark) snapshot readers and chunk sizes ({@code snapshot.online})
+ * @param transforms   per-table column selection, masks and row filters ({@code transforms}); {@link Transforms#NONE} for none
  */
 public record EngineConfig(String name, SourceConfig source, SnapshotMode snapshotMode, SnapshotRunner.Options snapshot,
                            List<DestinationConfig> destinations, Pipeline.Options pipeline, Operations operations,
-                           java.nio.file.Path spillDir, io.millrace.snapshot.online.OnlineSnapshotter.Options online) {
+                           java.nio.file.Path spillDir, io.millrace.snapshot.online.OnlineSnapshotter.Options online,
+                           Transforms transforms) {
+
+    public EngineConfig(String name, SourceConfig source, SnapshotMode snapshotMode, SnapshotRunner.Options snapshot,
+                        List<DestinationConfig> destinations, Pipeline.Options pipeline, Operations operations,
+                        java.nio.file.Path spillDir, io.millrace.snapshot.online.OnlineSnapshotter.Options online) {
+        this(name, source, snapshotMode, snapshot, destinations, pipeline, operations, spillDir, online, Transforms.NONE);
+    }
+
+    /** This configuration with {@code t} as its transforms (a reload builds them again from the YAML). */
+    public EngineConfig withTransforms(Transforms t) {
+        return new EngineConfig(name, source, snapshotMode, snapshot, destinations, pipeline, operations, spillDir, online, t);
+    }
 
     public EngineConfig(String name, SourceConfig source, SnapshotMode snapshotMode, SnapshotRunner.Options snapshot,
                         List<DestinationConfig> destinations, Pipeline.Options pipeline, Operations operations, java.nio.file.Path spillDir) {
@@ -106,5 +120,6 @@ public record EngineConfig(String name, SourceConfig source, SnapshotMode snapsh
 
     public EngineConfig {
         destinations = List.copyOf(destinations);
+        transforms = transforms == null ? Transforms.NONE : transforms;
     }
 }

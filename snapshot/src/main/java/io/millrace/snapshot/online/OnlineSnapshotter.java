@@ -199,6 +199,10 @@ public final class OnlineSnapshotter implements AutoCloseable {
             if (filter != null) {
                 parts.add("(" + filter + ")");
             }
+            String rowFilter = rowFilters.apply(target.relation().table());
+            if (rowFilter != null) {
+                parts.add("(" + rowFilter + ")"); // the table's transform: the rows the publication passes on
+            }
             return parts.isEmpty() ? "" : " WHERE " + String.join(" AND ", parts);
         }
 
@@ -262,6 +266,16 @@ public final class OnlineSnapshotter implements AutoCloseable {
     private final AtomicLong chunksRetried = new AtomicLong();
     /** Copies started again because too many rows moved ({@link #overflow}). */
     private final AtomicLong restarts = new AtomicLong();
+
+    private volatile java.util.function.Function<TableRef, String> rowFilters = t -> null;
+
+    /**
+     * The row filter of each table ({@code transforms.tables[].filter}, an SQL condition, or null): a copy reads only the
+     * rows that meet it, as the publication passes only their changes. Any thread; copies started after it use it.
+     */
+    public void rowFilters(java.util.function.Function<TableRef, String> filters) {
+        this.rowFilters = filters;
+    }
 
     public OnlineSnapshotter(PgConnections connections, Watermarks watermarks, Catalog catalog, Options options,
                              SnapshotRunner.Listener listener, Consumer<Throwable> onFailure) {

@@ -1,0 +1,238 @@
+package io.millrace.engine.transform;
+
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.Checkpoint;
+import io.millrace.core.schema.ColumnInfo;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.TableRef;
+import io.millrace.core.sink.CopyableSink;
+import io.millrace.core.sink.Sink;
+import io.millrace.core.sink.SinkReset;
+import io.millrace.core.types.UnchangedToast;
+
+import javax.crypto.Mac;
+import javax.crypto.spec.SecretKeySpec;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * A destination behind its transforms: each event's relation and row images are those of {@link Transforms} before the
+ * destination sees them. Snapshot rows, online snapshot rows, streamed changes and the truncates that open a copy all
+ * reach a destination through {@link #write}, so this is the one place they are transformed. Owned by the destination's
+ * writer thread, as the destination is.
+ */
+class TransformingSink implements Sink {
+    /** Shapes planned so far, by the relation instance (a new shape is a new instance); cleared past this many. */
+    private static final int MAX_PLANS = 4096;
+
+    private final Sink sink;
+    private Transforms transforms;
+    /** Transforms to use from the next write on (a reload), handed over from any thread. */
+    private final java.util.concurrent.atomic.AtomicReference<Transforms> next = new java.util.concurrent.atomic.AtomicReference<>();
+    private final Map<RelationInfo, Plan> plans = new IdentityHashMap<>();
+    private Mac mac;
+
+    TransformingSink(Sink sink, Transforms transforms) {
+        this.sink = sink;
+        this.transforms = transforms;
+    }
+
+    /** What one shape of a table becomes: the source's columns kept (by index) and the mask of each, or null. */
+    private record Plan(RelationInfo in, RelationInfo out, int[] keep, Mask[] masks) {
+    }
+
+    @Override
+    public String name() {
+        return sink.name();
+    }
+
+    @Override
+    public boolean transactional() {
+        return sink.transactional();
+    }
+
+    @Override
+    public Optional<Checkpoint> open() {
+        return sink.open();
+    }
+
+    /** Uses {@code t} from the next {@link #write} on (a batch is transformed by one value of the transforms). Any thread. */
+    void replace(Transforms t) {
+        next.set(t);
+    }
+
+    @Override
+    public void write(List<ChangeEvent> events, Checkpoint checkpoint) {
+        Transforms n = next.getAndSet(null);
+        if (n != null) {
+            transforms = n;
+            plans.clear();
+            mac = null; // the salt may have changed
+        }
+        if (transforms.isEmpty()) {
+            sink.write(events, checkpoint);
+            return;
+        }
+        List<ChangeEvent> out = events;
+        for (int i = 0; i < events.size(); i++) {
+            ChangeEvent e = events.get(i);
+            Plan p = plan(e.relation());
+            if (p == null) {
+                if (out != events) {
+                    out.add(e);
+                }
+                continue;
+            }
+            if (out == events) {
+                out = new ArrayList<>(events.size());
+                out.addAll(events.subList(0, i));
+            }
+            out.add(new ChangeEvent(e.op(), p.out, apply(p, e.before()), apply(p, e.after()), e.lsn(), e.position(), e.xid(),
+                    e.commitTimeMicros(), e.snapshot()));
+        }
+        sink.write(out, checkpoint);
+    }
+
+    @Override
+    public SinkReset reset(List<TableRef> tables, SinkReset.Data data) {
+        return sink.reset(tables, data);
+    }
+
+    @Override
+    public void close() {
+        sink.close();
+    }
+
+    /** The plan of {@code r}, or null when no rule matches its table (the event passes unchanged). */
+    private Plan plan(RelationInfo r) {
+        Plan p = plans.get(r);
+        if (p != null || plans.containsKey(r)) {
+            return p;
+        }
+        if (plans.size() >= MAX_PLANS) {
+            plans.clear(); // INV: BOUNDED — shapes of a long run; plans are cheap to make again
+        }
+        TableRule rule = transforms.forTable(r.table());
+        if (rule != null) {
+            failClosed(rule, r);
+            List<Integer> keep = new ArrayList<>();
+            List<Mask> masks = new ArrayList<>();
+            for (int i = 0; i < r.columnCount(); i++) {
+                ColumnInfo c = r.column(i);
+                if (rule.keeps(c.name())) {
+                    keep.add(i);
+                    masks.add(rule.masks().get(c.name()));
+                }
+            }
+            int[] k = keep.stream().mapToInt(Integer::intValue).toArray();
+            Mask[] m = masks.toArray(new Mask[0]);
+            java.util.Set<Integer> masked = new java.util.HashSet<>();
+            for (int j = 0; j < k.length; j++) {
+                if (m[j] != null) {
+                    masked.add(k[j]);
+                }
+            }
+            p = new Plan(r, r.project(k, masked::contains), k, m);
+        }
+        plans.put(r, p);
+        return p;
+    }
+
+    /**
+     * Refuses a shape in which a column the rule masks or leaves out is gone: renamed, its values would reach the
+     * destinations in clear under the new name (a Relation message cannot tell a rename from a drop and an add). The
+     * batch is not written and the checkpoint does not move, so after the rule is fixed the start passes these changes
+     * on again, transformed by it.
+     */
+    private static void failClosed(TableRule rule, RelationInfo r) {
+        List<String> guarded = new ArrayList<>(rule.masks().keySet());
+        if (rule.include() == null) {
+            guarded.addAll(rule.exclude());
+        }
+        for (String c : guarded) {
+            if (r.columns().stream().noneMatch(col -> col.name().equals(c))) {
+                throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, "config: " + rule.setting()
+                        + " names column '" + c + "', which table " + r.table() + " no longer has (dropped or renamed while streaming):"
+                        + " its changes are held back, since a renamed column would reach the destinations in clear. Fix the rule (name"
+                        + " the column as it is now, or remove it) and start again; the held changes are then passed on transformed");
+            }
+        }
+    }
+
+    private Object[] apply(Plan p, Object[] row) {
+        if (row == null) {
+            return null;
+        }
+        Object[] out = new Object[p.keep.length];
+        for (int j = 0; j < out.length; j++) {
+            int i = p.keep[j];
+            Object v = i < row.length ? row[i] : null;
+            Mask m = p.masks[j];
+            if (m == null || v == null || v == UnchangedToast.INSTANCE) {
+                out[j] = v; // NULL stays NULL; an unchanged TOAST value stays unchanged (the destination holds its masked value)
+            } else {
+                out[j] = mask(m, text(p, i, v), p, j);
+            }
+        }
+        return out;
+    }
+
+    /** The value's text form: PostgreSQL's input form of it (for text types, the value itself). */
+    private static String text(Plan p, int sourceIndex, Object v) {
+        return v instanceof String s ? s : p.in.codec(sourceIndex).toPgText(v);
+    }
+
+    private String mask(Mask m, String text, Plan p, int j) {
+        if (m instanceof Mask.Custom c) {
+            try {
+                return c.transform().apply(p.in.table(), p.out.column(j).name(), text);
+            } catch (RuntimeException e) {
+                // the user's message may hold the value: it is left out, and so is the cause (its trace would be logged)
+                throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, "transform java(" + c.name()
+                        + ") failed on column '" + p.out.column(j).name() + "' of table " + p.in.table() + " with " + e.getClass().getName()
+                        + " (its message is left out: it may hold the value). Fix the Transform, or mask the column otherwise");
+            }
+        }
+        if (m instanceof Mask.Redact) {
+            return Mask.Redact.VALUE;
+        }
+        if (m instanceof Mask.Truncate t) {
+            return text.codePointCount(0, text.length()) <= t.length() ? text : text.substring(0, text.offsetByCodePoints(0, t.length()));
+        }
+        return hash(text);
+    }
+
+    private String hash(String text) {
+        try {
+            if (mac == null) {
+                mac = Mac.getInstance("HmacSHA256");
+                mac.init(new SecretKeySpec(transforms.salt().reveal().getBytes(StandardCharsets.UTF_8), "HmacSHA256"));
+            }
+            return HexFormat.of().formatHex(mac.doFinal(text.getBytes(StandardCharsets.UTF_8)));
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException("HmacSHA256 is not available in this JVM", e);
+        }
+    }
+
+    /** The same, for a destination that can copy itself ({@link CopyableSink}): the copy holds what it was given. */
+    static final class Copyable extends TransformingSink implements CopyableSink {
+        private final CopyableSink sink;
+
+        Copyable(CopyableSink sink, Transforms transforms) {
+            super(sink, transforms);
+            this.sink = sink;
+        }
+
+        @Override
+        public Optional<Checkpoint> copyTo(Path target) {
+            return sink.copyTo(target);
+        }
+    }
+}

@@ -1,0 +1,181 @@
+package io.millrace.engine.transform;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.Secret;
+import io.millrace.core.schema.ColumnInfo;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.TableRef;
+import io.millrace.core.sink.CopyableSink;
+import io.millrace.core.sink.Sink;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The per-table transforms of a pipeline ({@code transforms:}): an immutable value, checked when built (from the YAML
+ * section by the config loader, again on a reload) and against the captured tables' columns at each start
+ * ({@link #check}). The engine applies it in one place every row passes through on its way to a destination — each
+ * destination's {@link Sink#write} ({@link #wrap}) — so initial snapshot, online snapshots and the stream are
+ * transformed alike and no destination receives a clear value. Row filters are applied by PostgreSQL (the
+ * publication's row filter and the snapshot's WHERE; see {@link #filters()}).
+ */
+public final class Transforms {
+    /** No transforms: destinations get every column of every row. */
+    public static final Transforms NONE = new Transforms(List.of(), Secret.NONE);
+
+    private final List<TableRule> rules;
+    private final Secret salt;
+
+    /**
+     * @param rules the entries of {@code transforms.tables}, in order: a table takes the first whose {@code match} matches it
+     * @param salt  the key of {@code hash} masks ({@code transforms.hash_salt_env} / {@code hash_salt_file}); required by them
+     */
+    public Transforms(List<TableRule> rules, Secret salt) {
+        this.rules = List.copyOf(rules);
+        this.salt = salt == null ? Secret.NONE : salt;
+        for (TableRule r : this.rules) {
+            validate(r);
+        }
+    }
+
+    private void validate(TableRule r) {
+        if (r.include() != null && !r.exclude().isEmpty()) {
+            throw error(r.setting() + ".columns", "has both include and exclude: give one of them (include lists the only columns"
+                    + " passed on, exclude the columns left out)");
+        }
+        if (r.include() != null && r.include().isEmpty()) {
+            throw error(r.setting() + ".columns.include", "must name at least one column (or remove it to pass every column on)");
+        }
+        for (Map.Entry<String, Mask> m : r.masks().entrySet()) {
+            if (!r.keeps(m.getKey())) {
+                throw error(r.setting() + ".mask." + m.getKey(), "masks a column that columns." + (r.include() != null ? "include does not list"
+                        : "exclude leaves out") + ": it reaches no destination anyway; remove the mask or keep the column");
+            }
+            if (m.getValue() instanceof Mask.Hash && salt.isEmpty()) {
+                throw error(r.setting() + ".mask." + m.getKey(), "is hash, which needs a salt: set transforms.hash_salt_env (an environment"
+                        + " variable holding it) or transforms.hash_salt_file (a file holding it); the salt is never written in the configuration");
+            }
+        }
+        if (r.filter() != null && r.filter().contains(";")) {
+            throw error(r.setting() + ".filter", "contains ';': write one SQL condition on the table's columns, e.g. \"region = 'eu'\"");
+        }
+    }
+
+    static MillraceException error(String key, String message) {
+        return new MillraceException(Kind.CONFIG, "config: " + key + " " + message);
+    }
+
+    public List<TableRule> rules() {
+        return rules;
+    }
+
+    public boolean isEmpty() {
+        return rules.isEmpty();
+    }
+
+    Secret salt() {
+        return salt;
+    }
+
+    /** The rule for {@code table}: the first that matches it, or null. */
+    public TableRule forTable(TableRef table) {
+        for (TableRule r : rules) {
+            if (TableRef.matches(r.match(), table)) {
+                return r;
+            }
+        }
+        return null;
+    }
+
+    /** The row filter of each of {@code tables} that has one, in their order. */
+    public Map<TableRef, String> filters(List<TableRef> tables) {
+        Map<TableRef, String> out = new LinkedHashMap<>();
+        for (TableRef t : tables) {
+            TableRule r = forTable(t);
+            if (r != null && r.filter() != null) {
+                out.put(t, r.filter());
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Checks the rules against the captured tables' shapes (as the catalog gives them, key flags on the primary key or
+     * replica identity index): every column a rule names exists, no key column is left out, and a key column is masked
+     * only by {@code hash} — redact or truncate would give rows of different keys one key, and a destination keyed on it
+     * would merge them; a hash keeps keys apart and the same key the same. A plain table name that matches no captured
+     * table is an error too (a pattern may match none).
+     *
+     * @throws MillraceException of kind CONFIG naming the setting, the table and the column, and the fix
+     */
+    public void check(List<RelationInfo> tables) {
+        for (TableRule r : rules) {
+            if (!r.match().isPattern() && tables.stream().noneMatch(t -> t.table().equals(r.match()))) {
+                throw error(r.setting() + ".match", "names " + r.match() + ", which is not a captured table (source.tables): fix the name"
+                        + " or capture the table");
+            }
+        }
+        for (RelationInfo t : tables) {
+            TableRule r = forTable(t.table());
+            if (r != null) {
+                check(r, t);
+            }
+        }
+    }
+
+    private static void check(TableRule r, RelationInfo t) {
+        List<String> names = t.columns().stream().map(ColumnInfo::name).toList();
+        List<String> named = new ArrayList<>(r.include() != null ? r.include() : r.exclude());
+        named.addAll(r.masks().keySet());
+        for (String c : named) {
+            if (!names.contains(c)) {
+                throw error(r.setting(), "names column '" + c + "', which table " + t.table() + " does not have (its columns: "
+                        + String.join(", ", names) + "): fix the column name, or narrow " + r.setting() + ".match");
+            }
+        }
+        for (ColumnInfo c : t.columns()) {
+            if (!c.key()) {
+                continue;
+            }
+            if (!r.keeps(c.name())) {
+                throw error(r.setting() + ".columns", "leaves out key column '" + c.name() + "' of table " + t.table() + ": destinations"
+                        + " key rows by it (updates and deletes find their row by it). Keep it, or mask it with hash");
+            }
+            Mask m = r.masks().get(c.name());
+            if (m != null && !(m instanceof Mask.Hash)) {
+                throw error(r.setting() + ".mask." + c.name(), "is " + m.spelling() + " on key column '" + c.name() + "' of table "
+                        + t.table() + ": different keys would become one and a destination would merge their rows. Use hash"
+                        + " (the same key gives the same hash), or mask another column");
+            }
+        }
+    }
+
+    /**
+     * {@code sink} as the engine uses it: every event it is given transformed first. Wrapped also without rules (a batch
+     * then passes as it is), so that a reload can give it transforms ({@link #replace}).
+     */
+    public Sink wrap(Sink sink) {
+        return sink instanceof CopyableSink c ? new TransformingSink.Copyable(c, this) : new TransformingSink(sink, this);
+    }
+
+    /**
+     * Gives a sink {@link #wrap} made {@code next} as its transforms from its next write on (a configuration reload;
+     * checked by the caller with {@link #check} first). Any thread. Returns false when {@code sink} was not wrapped.
+     * The row filters are the publication's and the snapshots': a changed filter needs them changed too.
+     */
+    public static boolean replace(Sink sink, Transforms next) {
+        if (sink instanceof TransformingSink t) {
+            t.replace(java.util.Objects.requireNonNull(next, "next"));
+            return true;
+        }
+        return false;
+    }
+
+    @Override
+    public String toString() {
+        return "Transforms" + rules; // the salt is a Secret: never printed
+    }
+}

@@ -1,0 +1,224 @@
+package io.millrace.engine.transform;
+
+import io.millrace.core.Lsn;
+import io.millrace.core.MillraceException;
+import io.millrace.core.Position;
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.Checkpoint;
+import io.millrace.core.change.Op;
+import io.millrace.core.schema.ColumnInfo;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.TableRef;
+import io.millrace.core.schema.TypeResolver;
+import io.millrace.core.sink.Sink;
+import io.millrace.core.types.Codecs;
+import io.millrace.core.types.UnchangedToast;
+import io.millrace.engine.config.ConfigLoader;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import javax.crypto.Mac;
+import javax.crypto.spec.SecretKeySpec;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+/** The {@code transforms:} section read and checked, and what a destination behind them is given. */
+class TransformsTest {
+    private static final String SALT = "pepper-0123456789";
+    private static final Map<String, String> ENV = Map.of("SALT", SALT);
+    @TempDir
+    Path dir;
+
+    private Transforms parse(String section) {
+        return new ConfigLoader(ENV::get).transforms("transforms:\n" + section, dir);
+    }
+
+    private String fail(String section) {
+        MillraceException e = catchThrowableOfType(MillraceException.class, () -> parse(section));
+        assertThat(e).as("an error for:\n" + section).isNotNull();
+        assertThat(e.kind()).isEqualTo(MillraceException.Kind.CONFIG);
+        return e.getMessage();
+    }
+
+    private static RelationInfo customers() {
+        return new RelationInfo(42, new TableRef("public", "customers"), 'd', List.of(
+                new ColumnInfo("id", Codecs.builtin(23), -1, true),
+                new ColumnInfo("email", Codecs.builtin(25), -1, false),
+                new ColumnInfo("ssn", Codecs.builtin(25), -1, false),
+                new ColumnInfo("phone", Codecs.builtin(25), -1, false),
+                new ColumnInfo("notes", Codecs.builtin(25), -1, false),
+                new ColumnInfo("born", Codecs.builtin(1082), -1, false)), TypeResolver.builtinsOnly());
+    }
+
+    private static final String RULE = """
+              hash_salt_env: SALT
+              tables:
+                - match: public.customers
+                  columns: {exclude: [notes]}
+                  mask: {email: hash, ssn: redact, phone: truncate(3), born: hash}
+            """;
+
+    @Test
+    void badSectionsNameTheSettingAndTheFix() {
+        assertThat(fail("  tables: [{match: public.c, colums: {exclude: [a]}}]\n")).contains("transforms.tables[0].colums").contains("columns");
+        assertThat(fail("  tables: [{match: public.c, columns: {include: [a], exclude: [b]}}]\n"))
+                .contains("transforms.tables[0].columns").contains("both include and exclude");
+        assertThat(fail("  tables: [{match: public.c, mask: {a: scramble}}]\n")).contains("transforms.tables[0].mask.a")
+                .contains("redact, hash, truncate(N)").contains("java(name)");
+        assertThat(fail("  tables: [{match: public.c, mask: {a: hash}}]\n")).contains("transforms.tables[0].mask.a")
+                .contains("transforms.hash_salt_env");
+        assertThat(fail("  hash_salt: abc\n  tables: []\n")).contains("transforms.hash_salt").contains("must not be written");
+        assertThat(fail("  tables: [{match: public.c, columns: {exclude: [a]}, mask: {a: redact}}]\n"))
+                .contains("transforms.tables[0].mask.a").contains("exclude leaves out");
+        assertThat(fail("  tables: [{match: public.c, filter: \"a = 1; DROP TABLE x\"}]\n")).contains("transforms.tables[0].filter");
+        assertThat(fail("  tables: [{columns: {exclude: [a]}}]\n")).contains("transforms.tables[0].match").contains("is required");
+        assertThat(fail("  hash_salt_env: NOT_SET\n  tables: []\n")).contains("NOT_SET").doesNotContain(SALT);
+    }
+
+    @Test
+    void columnsAndKeysAreCheckedAgainstTheTable() {
+        List<RelationInfo> tables = List.of(customers());
+        parse(RULE).check(tables);
+        String missing = catchThrowableOfType(MillraceException.class, () -> parse("""
+                  tables: [{match: public.customers, mask: {mail: redact}}]
+                """).check(tables)).getMessage();
+        assertThat(missing).contains("transforms.tables[0]").contains("'mail'").contains("public.customers").contains("email");
+        assertThat(catchThrowableOfType(MillraceException.class, () -> parse("""
+                  tables: [{match: public.customers, mask: {id: redact}}]
+                """).check(tables)).getMessage()).contains("transforms.tables[0].mask.id").contains("key column").contains("Use hash");
+        assertThat(catchThrowableOfType(MillraceException.class, () -> parse("""
+                  tables: [{match: public.customers, columns: {include: [email]}}]
+                """).check(tables)).getMessage()).contains("leaves out key column 'id'");
+        assertThat(catchThrowableOfType(MillraceException.class, () -> parse("""
+                  tables: [{match: public.other, columns: {exclude: [x]}}]
+                """).check(tables)).getMessage()).contains("transforms.tables[0].match").contains("not a captured table");
+        parse("  hash_salt_env: SALT\n  tables: [{match: public.customers, mask: {id: hash}}]\n").check(tables);
+    }
+
+    /** Records what the destination is given. */
+    private static final class Recording implements Sink {
+        final List<ChangeEvent> got = new ArrayList<>();
+
+        @Override
+        public String name() {
+            return "rec";
+        }
+
+        @Override
+        public boolean transactional() {
+            return true;
+        }
+
+        @Override
+        public Optional<Checkpoint> open() {
+            return Optional.empty();
+        }
+
+        @Override
+        public void write(List<ChangeEvent> events, Checkpoint checkpoint) {
+            got.addAll(events);
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
+    private static String hmac(String s) throws Exception {
+        Mac mac = Mac.getInstance("HmacSHA256");
+        mac.init(new SecretKeySpec(SALT.getBytes(StandardCharsets.UTF_8), "HmacSHA256"));
+        return HexFormat.of().formatHex(mac.doFinal(s.getBytes(StandardCharsets.UTF_8)));
+    }
+
+    @Test
+    void aDestinationGetsTheMaskedProjection() throws Exception {
+        Recording rec = new Recording();
+        Sink sink = parse(RULE).wrap(rec);
+        RelationInfo r = customers();
+        RelationInfo other = new RelationInfo(43, new TableRef("public", "other"), 'd', List.of(new ColumnInfo("id", Codecs.builtin(23), -1, true)),
+                TypeResolver.builtinsOnly());
+        Object[] row = {7, "ann@example.com", "123-45-6789", "5551234", "secret note", java.time.LocalDate.of(1990, 1, 2)};
+        Object[] later = {7, "ann@example.com", UnchangedToast.INSTANCE, null, "x", java.time.LocalDate.of(1990, 1, 2)};
+        ChangeEvent otherRow = new ChangeEvent(Op.CREATE, other, null, new Object[]{1}, Lsn.ZERO, Position.START, 1, 0, false);
+        sink.write(List.of(otherRow, new ChangeEvent(Op.READ, r, null, row, Lsn.ZERO, Position.START, 0, 0, true),
+                new ChangeEvent(Op.UPDATE, r, row, later, Lsn.ZERO, Position.START, 1, 0, false)), null);
+
+        assertThat(rec.got.get(0)).as("a table without a rule passes unchanged").isSameAs(otherRow);
+        RelationInfo out = rec.got.get(1).relation();
+        assertThat(out.columns().stream().map(ColumnInfo::name)).containsExactly("id", "email", "ssn", "phone", "born");
+        assertThat(out.column(1).type().name()).as("masked columns are text").isEqualTo("text");
+        assertThat(out.column(4).type().name()).isEqualTo("text");
+        assertThat(out.column(0).type().name()).isEqualTo("int4");
+        assertThat(out.keyIndexes()).containsExactly(0);
+        assertThat(rec.got.get(1).after()).containsExactly(7, hmac("ann@example.com"), "[redacted]", "555", hmac("1990-01-02"));
+        assertThat(rec.got.get(2).before()).containsExactly(7, hmac("ann@example.com"), "[redacted]", "555", hmac("1990-01-02"));
+        assertThat(rec.got.get(2).after()).as("NULL and an unchanged TOAST value stay so")
+                .containsExactly(7, hmac("ann@example.com"), UnchangedToast.INSTANCE, null, hmac("1990-01-02"));
+        assertThat(rec.got.get(2).relation()).as("one projection per shape").isSameAs(out);
+        assertThat(parse(RULE).toString()).doesNotContain(SALT);
+    }
+
+    /** A Transform of the user's, found with ServiceLoader by its name, masks a column; its failure never shows the value. */
+    @Test
+    void aJavaTransformFromTheClassPathMasksAColumn() {
+        assertThat(fail("  tables: [{match: public.customers, mask: {email: java(nope)}}]\n")).contains("transforms.tables[0].mask.email")
+                .contains("no Transform named 'nope'").contains("reverse");
+        Transforms t = parse("  tables: [{match: public.customers, mask: {email: java(reverse)}}]\n");
+        t.check(List.of(customers()));
+        assertThat(catchThrowableOfType(MillraceException.class, () -> parse("  tables: [{match: public.customers, mask: {id: java(reverse)}}]\n")
+                .check(List.of(customers()))).getMessage()).contains("key column").contains("Use hash");
+        Recording rec = new Recording();
+        Sink sink = t.wrap(rec);
+        RelationInfo r = customers();
+        sink.write(List.of(new ChangeEvent(Op.CREATE, r, null, new Object[]{1, "abc", null, null, null, null}, Lsn.ZERO, Position.START, 1, 0,
+                false)), null);
+        assertThat(rec.got.get(0).after()[1]).isEqualTo("email:cba");
+        assertThat(rec.got.get(0).relation().column(1).type().name()).isEqualTo("text");
+        MillraceException e = catchThrowableOfType(MillraceException.class, () -> sink.write(List.of(new ChangeEvent(Op.CREATE, r, null,
+                new Object[]{2, "boom", null, null, null, null}, Lsn.ZERO, Position.START, 1, 0, false)), null));
+        assertThat(e.getMessage()).contains("java(reverse)").contains("'email'").contains("public.customers").doesNotContain("boom");
+        assertThat(e.getCause()).isNull();
+    }
+
+    /** A reload's transforms take effect at the sink's next write; a sink wrapped without rules passes events as they are. */
+    @Test
+    void replacedTransformsApplyFromTheNextWrite() {
+        Recording rec = new Recording();
+        Sink sink = Transforms.NONE.wrap(rec);
+        RelationInfo r = customers();
+        ChangeEvent e = new ChangeEvent(Op.CREATE, r, null, new Object[]{1, "a@b", "s", "p", "n", null}, Lsn.ZERO, Position.START, 1, 0, false);
+        sink.write(List.of(e), null);
+        assertThat(rec.got.get(0)).isSameAs(e);
+        assertThat(Transforms.replace(sink, parse("  tables: [{match: public.customers, mask: {ssn: redact}}]\n"))).isTrue();
+        sink.write(List.of(e), null);
+        assertThat(rec.got.get(1).after()[2]).isEqualTo("[redacted]");
+        assertThat(Transforms.replace(rec, Transforms.NONE)).as("not wrapped").isFalse();
+    }
+
+    /** A masked column renamed while streaming: the batch is refused (not written), never passed on in clear. */
+    @Test
+    void aMaskedColumnGoneFromTheShapeStopsTheWriteInsteadOfLeaking() {
+        Recording rec = new Recording();
+        Sink sink = parse(RULE).wrap(rec);
+        RelationInfo renamed = new RelationInfo(42, new TableRef("public", "customers"), 'd', List.of(
+                new ColumnInfo("id", Codecs.builtin(23), -1, true),
+                new ColumnInfo("email", Codecs.builtin(25), -1, false),
+                new ColumnInfo("social", Codecs.builtin(25), -1, false),
+                new ColumnInfo("phone", Codecs.builtin(25), -1, false),
+                new ColumnInfo("notes", Codecs.builtin(25), -1, false),
+                new ColumnInfo("born", Codecs.builtin(1082), -1, false)), TypeResolver.builtinsOnly());
+        MillraceException e = catchThrowableOfType(MillraceException.class, () -> sink.write(List.of(new ChangeEvent(Op.CREATE, renamed,
+                null, new Object[]{1, "a", "123-45-6789", "p", "n", null}, Lsn.ZERO, Position.START, 1, 0, false)), null));
+        assertThat(e.kind()).isEqualTo(MillraceException.Kind.CONFIG);
+        assertThat(e.getMessage()).contains("transforms.tables[0]").contains("'ssn'").contains("no longer has").doesNotContain("123-45");
+        assertThat(rec.got).as("nothing written").isEmpty();
+    }
+}
