@@ -206,7 +206,7 @@ final class Child {
                 if (first < 0 && s != null && s.eventsWritten() > 0) {
                     first = System.nanoTime() - start;
                 }
-                if (System.nanoTime() - sampled > 20_000_000L) {
+                if (System.nanoTime() - sampled > 100_000_000L) {
                     cpu.sample(); // the pipeline's threads end with the snapshot: their CPU is read while they run
                     sampled = System.nanoTime();
                 }
@@ -223,7 +223,7 @@ final class Child {
             }
             System.err.printf("millrace: %d events in %d batches, first row after %.2f s, %,d bytes of events files%n",
                     engine.stats().eventsWritten(), engine.stats().batchesWritten(), first / 1e9, eventsBytes());
-            System.err.println("millrace: CPU by thread (sampled every 20 ms, also the threads that ended; threads of one name"
+            System.err.println("millrace: CPU by thread (sampled every 100 ms, also the threads that ended; threads of one name"
                     + " summed): " + cpu);
             return new long[]{engine.stats().eventsWritten(), nanos, first};
         }

@@ -64,6 +64,11 @@ import java.util.stream.Stream;
  * {@link #write}; the checkpoint goes to the state file after the flush. Nothing can be taken back from
  * a pipe: after a crash the events after the checkpoint appear again.
  *
+ * <h2>Encoding</h2>
+ * Into files, a write of {@value #PARALLEL_MIN_EVENTS} or more events is encoded by the {@link LineEncoders} threads
+ * ({@code encoder_threads}), chunk by chunk, and the writer thread writes the chunks' lines in order while later ones
+ * are encoded (INV: ORDER): the same bytes, files and rotations as when the writer thread encodes alone.
+ *
  * <h2>Lifecycle</h2>
  * NEW → OPEN ({@link #open}) → CLOSED ({@link #close}); a failed {@link #write} moves OPEN → FAILED, after
  * which only {@link #close} is allowed (the engine reopens a new sink, which cuts the partial tail).
