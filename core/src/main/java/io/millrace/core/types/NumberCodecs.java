@@ -420,6 +420,17 @@ final class NumberCodecs {
                 for (int i = 0; i < ndigits; i++, p += 2) {
                     acc = acc * 10000 + digit(buf, off, len, p);
                 }
+                // to the display scale in long arithmetic (acc < 10^16): the setScale below would divide a BigDecimal
+                if (scale > dscale && scale - dscale <= 16) {
+                    long pow = LONG_POW10[scale - dscale];
+                    if (acc % pow == 0) {
+                        acc /= pow;
+                        scale = dscale;
+                    }
+                } else if (scale < dscale && dscale - scale <= 18 && acc <= Long.MAX_VALUE / LONG_POW10[dscale - scale]) {
+                    acc *= LONG_POW10[dscale - scale];
+                    scale = dscale;
+                }
                 v = BigDecimal.valueOf(sign == NUMERIC_NEG ? -acc : acc, scale);
             } else {
                 char[] chars = new char[4 * ndigits + 1];
@@ -474,6 +485,11 @@ final class NumberCodecs {
                 gen.writeString(toPgText(value));
             }
         }
+
+        private static final long[] LONG_POW10 = {1L, 10L, 100L, 1_000L, 10_000L, 100_000L, 1_000_000L, 10_000_000L,
+                100_000_000L, 1_000_000_000L, 10_000_000_000L, 100_000_000_000L, 1_000_000_000_000L, 10_000_000_000_000L,
+                100_000_000_000_000L, 1_000_000_000_000_000L, 10_000_000_000_000_000L, 100_000_000_000_000_000L,
+                1_000_000_000_000_000_000L};
 
         /** The largest scale {@link #plain} writes into the 64 chars of the scratch buffer. */
         static final int PLAIN_MAX_SCALE = 40;

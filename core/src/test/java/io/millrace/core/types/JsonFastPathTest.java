@@ -86,6 +86,51 @@ class JsonFastPathTest {
         return sb.append('Z').toString();
     }
 
+    /** numeric_send of {@code d}: ndigits, weight, sign, dscale, then base-10000 digits, zero groups at either end left out. */
+    private static byte[] numericSend(BigDecimal d) {
+        String plain = d.abs().toPlainString();
+        int point = plain.indexOf('.');
+        String whole = point < 0 ? plain : plain.substring(0, point);
+        String frac = point < 0 ? "" : plain.substring(point + 1);
+        whole = "0".repeat((4 - whole.length() % 4) % 4) + whole;
+        frac = frac + "0".repeat((4 - frac.length() % 4) % 4);
+        java.util.List<Integer> groups = new java.util.ArrayList<>();
+        for (int i = 0; i < whole.length(); i += 4) {
+            groups.add(Integer.parseInt(whole.substring(i, i + 4)));
+        }
+        int weight = groups.size() - 1;
+        for (int i = 0; i < frac.length(); i += 4) {
+            groups.add(Integer.parseInt(frac.substring(i, i + 4)));
+        }
+        while (!groups.isEmpty() && groups.get(0) == 0) {
+            groups.remove(0);
+            weight--;
+        }
+        while (!groups.isEmpty() && groups.get(groups.size() - 1) == 0) {
+            groups.remove(groups.size() - 1);
+        }
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(8 + 2 * groups.size());
+        b.putShort((short) groups.size()).putShort((short) (groups.isEmpty() ? 0 : weight))
+                .putShort((short) (d.signum() < 0 ? 0x4000 : 0)).putShort((short) d.scale());
+        groups.forEach(g -> b.putShort((short) (int) g));
+        return b.array();
+    }
+
+    @Test
+    void binaryNumericsDecodeToTheirValueAtTheDisplayScale() {
+        Random r = new Random(1184);
+        TypeCodec numeric = TextAndBinaryFormsTest.c("numeric");
+        for (int i = 0; i < 100_000; i++) {
+            BigDecimal d = BigDecimal.valueOf(r.nextLong() / (long) Math.pow(10, r.nextInt(19)), r.nextInt(24) - 4);
+            if (d.scale() < 0) {
+                d = d.setScale(0);
+            }
+            byte[] wire = numericSend(d);
+            Object v = numeric.decodeBinary(wire, 0, wire.length);
+            assertThat(v).as("%s", d).isEqualTo(d); // BigDecimal.equals: the same digits and the same scale
+        }
+    }
+
     @Test
     void bigNumericsStillGoThroughTheirText() {
         BigDecimal big = new BigDecimal(new BigInteger("123456789012345678901234567890"), 7);
