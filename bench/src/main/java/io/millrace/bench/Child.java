@@ -201,14 +201,19 @@ final class Child {
             long deadline = start + timeoutNanos;
             Proc.ThreadCpu cpu = new Proc.ThreadCpu();
             long sampled = 0;
+            boolean lastSampled = false;
             while (t.isAlive() && System.nanoTime() < deadline) {
                 PipelineStats s = engine.stats();
                 if (first < 0 && s != null && s.eventsWritten() > 0) {
                     first = System.nanoTime() - start;
                 }
-                if (System.nanoTime() - sampled > 100_000_000L) {
-                    cpu.sample(); // the pipeline's threads end with the snapshot: their CPU is read while they run
+                // The pipeline's threads end with the snapshot: their CPU is read while they run, every 500 ms (a read of
+                // every thread's /proc stat file costs the harness CPU) and once more when the last row is written.
+                boolean last = s != null && s.eventsWritten() >= rows && !lastSampled;
+                if (last || System.nanoTime() - sampled > 500_000_000L) {
+                    cpu.sample();
                     sampled = System.nanoTime();
+                    lastSampled |= last;
                 }
                 t.join(1);
             }
@@ -223,7 +228,7 @@ final class Child {
             }
             System.err.printf("millrace: %d events in %d batches, first row after %.2f s, %,d bytes of events files%n",
                     engine.stats().eventsWritten(), engine.stats().batchesWritten(), first / 1e9, eventsBytes());
-            System.err.println("millrace: CPU by thread (sampled every 100 ms, also the threads that ended; threads of one name"
+            System.err.println("millrace: CPU by thread (sampled every 500 ms and at the last row, also the threads that ended; threads of one name"
                     + " summed): " + cpu);
             return new long[]{engine.stats().eventsWritten(), nanos, first};
         }
