@@ -163,6 +163,21 @@ final class Child {
                 "");
     }
 
+    /** Bytes in the jsonl destination's events files (0 for other destinations). */
+    private long eventsBytes() throws IOException {
+        Path events = dir.resolve("events");
+        if (!Files.isDirectory(events)) {
+            return 0;
+        }
+        try (var files = Files.list(events)) {
+            long sum = 0;
+            for (Path f : files.toList()) {
+                sum += Files.size(f);
+            }
+            return sum;
+        }
+    }
+
     /**
      * Millrace in-process. Snapshot ({@code initial_only}): {@link Engine#run()} returns when the copy
      * has landed. Streaming ({@code never}, from the pre-filled slot): done when every row was written
@@ -184,13 +199,25 @@ final class Child {
         long first = -1;
         if (c.phase() == Contestant.Phase.SNAPSHOT) {
             long deadline = start + timeoutNanos;
+            Proc.ThreadCpu cpu = new Proc.ThreadCpu();
+            long sampled = 0;
+            boolean lastSampled = false;
             while (t.isAlive() && System.nanoTime() < deadline) {
                 PipelineStats s = engine.stats();
                 if (first < 0 && s != null && s.eventsWritten() > 0) {
                     first = System.nanoTime() - start;
                 }
+                // The pipeline's threads end with the snapshot: their CPU is read while they run, every 500 ms (a read of
+                // every thread's /proc stat file costs the harness CPU) and once more when the last row is written.
+                boolean last = s != null && s.eventsWritten() >= rows && !lastSampled;
+                if (last || System.nanoTime() - sampled > 500_000_000L) {
+                    cpu.sample();
+                    sampled = System.nanoTime();
+                    lastSampled |= last;
+                }
                 t.join(1);
             }
+            cpu.sample();
             long nanos = System.nanoTime() - start;
             if (t.isAlive()) {
                 engine.stop();
@@ -199,9 +226,10 @@ final class Child {
             if (error.get() != null) {
                 throw new IllegalStateException("engine failed: " + error.get(), error.get());
             }
-            System.err.printf("millrace: %d events in %d batches, first row after %.2f s%n", engine.stats().eventsWritten(),
-                    engine.stats().batchesWritten(), first / 1e9);
-            System.err.println("millrace: CPU by thread of the threads still alive: " + Proc.busiestThreads(12));
+            System.err.printf("millrace: %d events in %d batches, first row after %.2f s, %,d bytes of events files%n",
+                    engine.stats().eventsWritten(), engine.stats().batchesWritten(), first / 1e9, eventsBytes());
+            System.err.println("millrace: CPU by thread (sampled every 500 ms and at the last row, also the threads that ended; threads of one name"
+                    + " summed): " + cpu);
             return new long[]{engine.stats().eventsWritten(), nanos, first};
         }
         long nanos;

@@ -90,4 +90,49 @@ final class Proc {
                         .append(String.format(java.util.Locale.ROOT, "%.1f s", e.getValue() / 1000.0)));
         return sb.toString();
     }
+
+    /**
+     * CPU time of this process's threads, also of threads that ended: {@link #sample} reads {@code /proc/self/task}
+     * (call it every few tens of milliseconds), keeping each thread's last user and system time; {@link #toString}
+     * sums them by name (digits at the end dropped), busiest first, as "name user+sys s (sys s)".
+     */
+    static final class ThreadCpu {
+        private final java.util.Map<String, long[]> byTid = new java.util.HashMap<>();
+        private final java.util.Map<String, String> names = new java.util.HashMap<>();
+
+        void sample() {
+            try (java.util.stream.Stream<Path> tasks = Files.list(Path.of("/proc/self/task"))) {
+                for (Path t : tasks.toList()) {
+                    try {
+                        String stat = Files.readString(t.resolve("stat"));
+                        String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replaceAll("[#-]?\\d+$", "");
+                        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                        String tid = t.getFileName().toString();
+                        byTid.put(tid, new long[]{Long.parseLong(f[11]) * 10L, Long.parseLong(f[12]) * 10L});
+                        names.put(tid, name);
+                    } catch (IOException | RuntimeException e) {
+                        // the thread ended meanwhile: its last sample stays
+                    }
+                }
+            } catch (IOException e) {
+                // keep what was sampled
+            }
+        }
+
+        @Override
+        public String toString() {
+            java.util.Map<String, long[]> sum = new java.util.HashMap<>();
+            byTid.forEach((tid, v) -> {
+                long[] s = sum.computeIfAbsent(names.get(tid), k -> new long[2]);
+                s[0] += v[0];
+                s[1] += v[1];
+            });
+            StringBuilder sb = new StringBuilder();
+            sum.entrySet().stream().sorted((a, b) -> Long.compare(b.getValue()[0] + b.getValue()[1], a.getValue()[0] + a.getValue()[1]))
+                    .limit(14).forEach(e -> sb.append(sb.length() == 0 ? "" : ", ").append(e.getKey()).append(' ')
+                            .append(String.format(java.util.Locale.ROOT, "%.2f s (sys %.2f)", (e.getValue()[0] + e.getValue()[1]) / 1000.0,
+                                    e.getValue()[1] / 1000.0)));
+            return sb.toString();
+        }
+    }
 }

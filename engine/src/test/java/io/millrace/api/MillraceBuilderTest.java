@@ -166,11 +166,16 @@ class MillraceBuilderTest {
                 () -> Millrace.builder().source(source().build()).destination("discard", Map.of())
                         .destination("jsonl", Map.of("name", "f", "directroy", "d")).build(),
                 "config: destinations[1].directroy is not a known setting; did you mean 'directory'?");
-        EngineConfig loaded = new ConfigLoader(ENV::get).parse(SOURCE + "destinations:\n  - {name: f, type: jsonl, directory: events, rotate_mb: 2}\n",
-                dir);
+        EngineConfig loaded = new ConfigLoader(ENV::get).parse(SOURCE
+                        + "destinations:\n  - {name: f, type: jsonl, directory: events, rotate_mb: 2, encoder_threads: 3}\n", dir);
         EngineConfig built = Millrace.builder().source(source().build()).baseDir(dir)
-                .destination("jsonl", Map.of("name", "f", "directory", "events", "rotate_mb", 2)).config();
+                .destination("jsonl", Map.of("name", "f", "directory", "events", "rotate_mb", 2, "encoder_threads", 3)).config();
         assertThat(built.destinations()).isEqualTo(loaded.destinations());
+        assertThat(((io.millrace.sink.jsonl.JsonlSinkConfig) loaded.destinations().get(0)).encoderThreads()).isEqualTo(3);
+        same(SOURCE + "destinations:\n  - {name: f, type: jsonl, directory: events, encoder_threads: 65}\n",
+                () -> Millrace.builder().source(source().build())
+                        .destination("jsonl", Map.of("name", "f", "directory", "events", "encoder_threads", 65)).build(),
+                "config: destinations[0].encoder_threads");
     }
 
     @Test

@@ -65,19 +65,31 @@ public final class PipelineStats {
         TableCounters counters = null;
         long newestCommit = 0;
         int streamed = 0;
+        int runRows = 0; // of lastTable since it began, added at once (one add per run of a table, not per row)
+        int runEvents = 0;
         for (ChangeEvent e : events) {
             TableRef t = e.relation().table();
             if (t != lastTable) {
+                if (counters != null) {
+                    counters.snapshotRows.add(runRows);
+                    counters.events.add(runEvents);
+                }
+                runRows = 0;
+                runEvents = 0;
                 counters = tables.computeIfAbsent(t, k -> new TableCounters());
                 lastTable = t;
             }
             if (e.snapshot()) {
-                counters.snapshotRows.increment();
+                runRows++;
             } else {
-                counters.events.increment();
+                runEvents++;
                 newestCommit = e.commitTimeMicros();
                 streamed++;
             }
+        }
+        if (counters != null) {
+            counters.snapshotRows.add(runRows);
+            counters.events.add(runEvents);
         }
         long now = System.currentTimeMillis();
         java.util.function.LongConsumer each = eachLatency;

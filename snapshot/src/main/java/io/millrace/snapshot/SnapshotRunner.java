@@ -299,7 +299,7 @@ public final class SnapshotRunner {
             if (batch.bytes >= options.batchBytes()) {
                 hand(batch.events, ref, batch.rows, batch.bytes);
                 Faults.hit(FaultPoint.SNAPSHOT_MID_CHUNK);
-                batch.events = new ArrayList<>();
+                batch.events = new ArrayList<>((int) Math.min(batch.rows + 16, 1 << 20)); // the next batch is about as long: no regrowth
                 batch.bytes = 0;
                 batch.rows = 0;
                 batch.now = System.currentTimeMillis() * 1000;

@@ -116,6 +116,14 @@ public final class EnvelopeWriter {
     }
 
     /**
+     * A writer of the same events (the same source meta, clock and version), with caches of its own: for another
+     * thread that encodes events in parallel (each thread owns one; see the class comment).
+     */
+    public EnvelopeWriter copy() {
+        return new EnvelopeWriter(new SourceMeta(name.getValue(), database.getValue()), clock, version.getValue());
+    }
+
+    /**
      * Writes the event's value, the envelope, as one JSON object.
      *
      * @throws UncheckedIOException when the generator's target fails

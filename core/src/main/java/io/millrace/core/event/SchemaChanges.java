@@ -23,9 +23,18 @@ public final class SchemaChanges {
     private final Map<Integer, SchemaChange> written = new HashMap<>();
     private final Map<Integer, RelationInfo> streamed = new HashMap<>();
 
+    /** The relation and kind (snapshot or streamed) of the event before: the same again is never due (no lookup per row). */
+    private RelationInfo lastRelation;
+    private boolean lastSnapshot;
+
     /** The schema change to write before {@code e}, or null. */
     public SchemaChange due(ChangeEvent e) {
         RelationInfo rel = e.relation();
+        if (rel == lastRelation && e.snapshot() == lastSnapshot) {
+            return null; // the maps below already hold rel (and its told change) for this kind of event
+        }
+        lastRelation = rel;
+        lastSnapshot = e.snapshot();
         SchemaChange told = rel.ddl();
         if (told != null) {
             if (!e.snapshot()) {

@@ -290,7 +290,8 @@ final class DateTimeCodecs {
             if (value instanceof PgInfinity i) {
                 gen.writeString(i.pgText());
             } else if (withZone) {
-                gen.writeString(DateTimeText.isoInstant(pgMicros(value)));
+                char[] buf = DateTimeText.SCRATCH.get();
+                gen.writeString(buf, 0, DateTimeText.isoInstant(pgMicros(value), buf));
             } else {
                 long secs = epochSecond(value);
                 long micros = nano(value) / 1000;

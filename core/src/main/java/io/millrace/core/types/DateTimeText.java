@@ -344,32 +344,66 @@ final class DateTimeText {
      * with exactly 6 fraction digits when there is a fraction: {@code 2024-01-02T03:04:05.123456Z}.
      */
     static String isoInstant(long pgMicros) {
-        StringBuilder sb = new StringBuilder(32);
+        char[] buf = new char[ISO_INSTANT_MAX];
+        return new String(buf, 0, isoInstant(pgMicros, buf));
+    }
+
+    /** A thread's scratch for the text of one value written as JSON (the generator copies it): no garbage per value. */
+    static final ThreadLocal<char[]> SCRATCH = ThreadLocal.withInitial(() -> new char[64]);
+
+    /** The most chars {@link #isoInstant(long, char[])} writes: a sign, 19 year digits, {@code -MM-DDTHH:MM:SS.ffffffZ}. */
+    static final int ISO_INSTANT_MAX = 1 + 19 + 23;
+
+    /** {@link #isoInstant(long)} into {@code out} (at least {@link #ISO_INSTANT_MAX} long), allocating nothing; returns its length. */
+    static int isoInstant(long pgMicros, char[] out) {
         long day = Math.floorDiv(pgMicros, MICROS_PER_DAY) + PG_EPOCH_DAY;
         long tod = Math.floorMod(pgMicros, MICROS_PER_DAY);
         long c = civil(day);
         long y = c >> 16;
+        int p = 0;
         if (y > 9999) {
-            sb.append('+');
+            out[p++] = '+';
         } else if (y < 0) {
-            sb.append('-');
+            out[p++] = '-';
         }
-        year4(sb, Math.abs(y));
-        sb.append('-');
-        pad2(sb, (int) (c >> 8) & 0xff);
-        sb.append('-');
-        pad2(sb, (int) c & 0xff);
-        sb.append('T');
+        long a = Math.abs(y);
+        int digits = 1;
+        for (long t = a / 10; t != 0; t /= 10) {
+            digits++;
+        }
+        for (int i = digits; i < 4; i++) {
+            out[p++] = '0';
+        }
+        for (int i = p + digits - 1; i >= p; i--) {
+            out[i] = (char) ('0' + a % 10);
+            a /= 10;
+        }
+        p += digits;
+        out[p++] = '-';
+        p = put2(out, p, (int) (c >> 8) & 0xff);
+        out[p++] = '-';
+        p = put2(out, p, (int) c & 0xff);
+        out[p++] = 'T';
         long secs = tod / MICROS_PER_SECOND;
         int frac = (int) (tod % MICROS_PER_SECOND);
-        pad2(sb, (int) (secs / 3600));
-        sb.append(':');
-        pad2(sb, (int) (secs / 60 % 60));
-        sb.append(':');
-        pad2(sb, (int) (secs % 60));
+        p = put2(out, p, (int) (secs / 3600));
+        out[p++] = ':';
+        p = put2(out, p, (int) (secs / 60 % 60));
+        out[p++] = ':';
+        p = put2(out, p, (int) (secs % 60));
         if (frac != 0) {
-            appendFraction6(sb, frac);
+            out[p++] = '.';
+            for (int div = 100_000; div > 0; div /= 10) {
+                out[p++] = (char) ('0' + frac / div % 10);
+            }
         }
-        return sb.append('Z').toString();
+        out[p++] = 'Z';
+        return p;
+    }
+
+    private static int put2(char[] out, int p, int v) {
+        out[p] = (char) ('0' + v / 10);
+        out[p + 1] = (char) ('0' + v % 10);
+        return p + 2;
     }
 }

@@ -420,6 +420,17 @@ final class NumberCodecs {
                 for (int i = 0; i < ndigits; i++, p += 2) {
                     acc = acc * 10000 + digit(buf, off, len, p);
                 }
+                // to the display scale in long arithmetic (acc < 10^16): the setScale below would divide a BigDecimal
+                if (scale > dscale && scale - dscale <= 16) {
+                    long pow = LONG_POW10[scale - dscale];
+                    if (acc % pow == 0) {
+                        acc /= pow;
+                        scale = dscale;
+                    }
+                } else if (scale < dscale && dscale - scale <= 18 && acc <= Long.MAX_VALUE / LONG_POW10[dscale - scale]) {
+                    acc *= LONG_POW10[dscale - scale];
+                    scale = dscale;
+                }
                 v = BigDecimal.valueOf(sign == NUMERIC_NEG ? -acc : acc, scale);
             } else {
                 char[] chars = new char[4 * ndigits + 1];
@@ -467,7 +478,58 @@ final class NumberCodecs {
 
         @Override
         public void writeJson(JsonGenerator gen, Object value) throws IOException {
-            gen.writeString(toPgText(value));
+            if (value instanceof BigDecimal d && d.scale() >= 0 && d.scale() <= PLAIN_MAX_SCALE && d.precision() <= 18) {
+                char[] buf = DateTimeText.SCRATCH.get();
+                gen.writeString(buf, 0, plain(d.unscaledValue().longValue(), d.scale(), buf));
+            } else {
+                gen.writeString(toPgText(value));
+            }
+        }
+
+        private static final long[] LONG_POW10 = {1L, 10L, 100L, 1_000L, 10_000L, 100_000L, 1_000_000L, 10_000_000L,
+                100_000_000L, 1_000_000_000L, 10_000_000_000L, 100_000_000_000L, 1_000_000_000_000L, 10_000_000_000_000L,
+                100_000_000_000_000L, 1_000_000_000_000_000L, 10_000_000_000_000_000L, 100_000_000_000_000_000L,
+                1_000_000_000_000_000_000L};
+
+        /** The largest scale {@link #plain} writes into the 64 chars of the scratch buffer. */
+        static final int PLAIN_MAX_SCALE = 40;
+
+        /**
+         * {@link BigDecimal#toPlainString()} of {@code unscaled × 10^-scale} ({@code |unscaled| < 10^18}, {@code 0 <= scale}) into
+         * {@code out} (at least {@code scale + 21} long: {@code 0 <= scale <= PLAIN_MAX_SCALE} fits the scratch), allocating nothing; returns its length.
+         */
+        static int plain(long unscaled, int scale, char[] out) {
+            int p = 0;
+            if (unscaled < 0) {
+                out[p++] = '-';
+            }
+            long a = Math.abs(unscaled);
+            int digits = 1;
+            for (long t = a / 10; t != 0; t /= 10) {
+                digits++;
+            }
+            if (scale >= digits) { // 0.00ddd
+                out[p++] = '0';
+                out[p++] = '.';
+                for (int i = digits; i < scale; i++) {
+                    out[p++] = '0';
+                }
+                scale = 0;
+            }
+            int end = p + digits + (scale > 0 ? 1 : 0);
+            int i = end - 1;
+            for (int k = 0; k < scale; k++) {
+                out[i--] = (char) ('0' + a % 10);
+                a /= 10;
+            }
+            if (scale > 0) {
+                out[i--] = '.';
+            }
+            for (; i >= p; i--) {
+                out[i] = (char) ('0' + a % 10);
+                a /= 10;
+            }
+            return end;
         }
     }
 

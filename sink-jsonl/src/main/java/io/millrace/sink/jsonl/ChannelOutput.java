@@ -11,19 +11,19 @@ import java.nio.channels.WritableByteChannel;
  * points it at the next file on rotation; it never closes the channel itself.
  */
 final class ChannelOutput extends OutputStream {
-    private final byte[] buf;
-    private int len;
+    /** Direct: the channel writes it as it is (a heap buffer would be copied into a temporary direct one first). */
+    private final ByteBuffer buf;
     private WritableByteChannel channel;
     private long position;
 
     ChannelOutput(int bufferSize) {
-        this.buf = new byte[bufferSize];
+        this.buf = ByteBuffer.allocateDirect(bufferSize);
     }
 
     /** Continues writing to {@code channel}, whose current size (and write position) is {@code position}. */
     void target(WritableByteChannel channel, long position) {
-        if (len != 0) {
-            throw new IllegalStateException("switching files with " + len + " bytes not yet written");
+        if (buf.position() != 0) {
+            throw new IllegalStateException("switching files with " + buf.position() + " bytes not yet written");
         }
         this.channel = channel;
         this.position = position;
@@ -36,24 +36,23 @@ final class ChannelOutput extends OutputStream {
 
     @Override
     public void write(int b) throws IOException {
-        if (len == buf.length) {
+        if (!buf.hasRemaining()) {
             drain();
         }
-        buf[len++] = (byte) b;
+        buf.put((byte) b);
         position++;
     }
 
     @Override
     public void write(byte[] b, int off, int n) throws IOException {
-        if (n >= buf.length) {
-            drain();
-            writeFully(ByteBuffer.wrap(b, off, n));
-        } else {
-            if (len + n > buf.length) {
+        int done = 0;
+        while (done < n) {
+            if (!buf.hasRemaining()) {
                 drain();
             }
-            System.arraycopy(b, off, buf, len, n);
-            len += n;
+            int k = Math.min(n - done, buf.remaining());
+            buf.put(b, off + done, k);
+            done += k;
         }
         position += n;
     }
@@ -70,15 +69,15 @@ final class ChannelOutput extends OutputStream {
     }
 
     private void drain() throws IOException {
-        if (len > 0) {
-            writeFully(ByteBuffer.wrap(buf, 0, len));
-            len = 0;
-        }
-    }
-
-    private void writeFully(ByteBuffer bb) throws IOException {
-        while (bb.hasRemaining()) {
-            channel.write(bb);
+        if (buf.position() > 0) {
+            buf.flip();
+            try {
+                while (buf.hasRemaining()) {
+                    channel.write(buf);
+                }
+            } finally {
+                buf.clear(); // after a failed write the sink is failed; what was not written is cut at the next open
+            }
         }
     }
 }

@@ -18,7 +18,7 @@ public final class JsonlDestinationProvider implements DestinationProvider {
 
     @Override
     public DestinationConfig configure(String name, DestinationSettings s, DestinationContext context) {
-        s.allow("stdout", "directory", "state_file", "rotate_mb");
+        s.allow("stdout", "directory", "state_file", "rotate_mb", "encoder_threads");
         boolean stdout = s.bool("stdout", false);
         Path dir = s.path("directory", null);
         if (stdout && dir != null) {
@@ -34,6 +34,7 @@ public final class JsonlDestinationProvider implements DestinationProvider {
                     + " can live, e.g. state_file: ./" + name + "-checkpoint.json");
         }
         long rotate = (long) s.integer("rotate_mb", (int) (JsonlSinkConfig.DEFAULT_ROTATE_BYTES >> 20), 1, 1 << 20) << 20;
-        return new JsonlSinkConfig(name, dir, state, rotate, context.meta());
+        int encoders = s.integer("encoder_threads", JsonlSinkConfig.defaultEncoderThreads(), 0, JsonlSinkConfig.MAX_ENCODER_THREADS);
+        return new JsonlSinkConfig(name, dir, state, rotate, context.meta(), encoders);
     }
 }

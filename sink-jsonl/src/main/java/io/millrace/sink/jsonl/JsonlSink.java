@@ -2,7 +2,6 @@ package io.millrace.sink.jsonl;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
-import com.fasterxml.jackson.core.StreamWriteFeature;
 import io.millrace.core.MillraceException;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Checkpoint;
@@ -65,6 +64,11 @@ import java.util.stream.Stream;
  * {@link #write}; the checkpoint goes to the state file after the flush. Nothing can be taken back from
  * a pipe: after a crash the events after the checkpoint appear again.
  *
+ * <h2>Encoding</h2>
+ * Into files, a write of {@value #PARALLEL_MIN_EVENTS} or more events is encoded by the {@link LineEncoders} threads
+ * ({@code encoder_threads}), chunk by chunk, and the writer thread writes the chunks' lines in order while later ones
+ * are encoded (INV: ORDER): the same bytes, files and rotations as when the writer thread encodes alone.
+ *
  * <h2>Lifecycle</h2>
  * NEW → OPEN ({@link #open}) → CLOSED ({@link #close}); a failed {@link #write} moves OPEN → FAILED, after
  * which only {@link #close} is allowed (the engine reopens a new sink, which cuts the partial tail).
@@ -83,6 +87,10 @@ public final class JsonlSink implements Sink {
     private final JsonlSinkConfig config;
     private final EnvelopeWriter envelope;
     private final JsonFactory factory;
+    /** Encoding threads (files mode with {@code encoder_threads} > 0), or null: the writer thread encodes. */
+    private LineEncoders encoders;
+    /** A write of fewer events is encoded on the writer thread (a hand-off would cost more than it saves). */
+    static final int PARALLEL_MIN_EVENTS = 64;
 
     /** Named places where a test makes the sink fail as if the process died there. */
     interface FaultPoints {
@@ -119,10 +127,7 @@ public final class JsonlSink implements Sink {
     public JsonlSink(JsonlSinkConfig config, EnvelopeWriter envelope) {
         this.config = config;
         this.envelope = envelope;
-        this.factory = JsonFactory.builder()
-                .disable(StreamWriteFeature.AUTO_CLOSE_TARGET)
-                .disable(StreamWriteFeature.AUTO_CLOSE_CONTENT)
-                .build();
+        this.factory = LineEncoders.factory();
     }
 
     /** For tests: where to fail. */
@@ -230,6 +235,9 @@ public final class JsonlSink implements Sink {
         out = new ChannelOutput(BUFFER);
         out.target(channel, st.offset());
         gen = generator(out);
+        if (config.encoderThreads() > 0) {
+            encoders = new LineEncoders(config.encoderThreads(), envelope, factory, config.name());
+        }
         durable = st.checkpoint();
         return Optional.ofNullable(durable);
     }
@@ -265,12 +273,16 @@ public final class JsonlSink implements Sink {
             } else {
                 writeSchemaChanges(events);
                 long rotate = config.rotateBytes();
-                for (ChangeEvent e : events) {
-                    if (out.position() + gen.getOutputBuffered() >= rotate) {
-                        rotate();
+                if (encoders != null && events.size() >= PARALLEL_MIN_EVENTS) {
+                    writeEncoded(events, rotate);
+                } else {
+                    for (ChangeEvent e : events) {
+                        if (out.position() + gen.getOutputBuffered() >= rotate) {
+                            rotate();
+                        }
+                        envelope.writeValue(gen, e);
+                        gen.writeRaw('\n');
                     }
-                    envelope.writeValue(gen, e);
-                    gen.writeRaw('\n');
                 }
                 gen.flush();
                 channel.force(false); // INV: DURABLE: the lines reach the disk before the checkpoint names them
@@ -288,6 +300,51 @@ public final class JsonlSink implements Sink {
         } catch (RuntimeException e) {
             state = State.FAILED;
             throw e;
+        }
+    }
+
+    /**
+     * The lines of {@code events}, encoded by the {@link LineEncoders} threads, written in order (INV: ORDER), each
+     * chunk as soon as it is encoded while later ones are being encoded. A file rotates before the same line as in the
+     * serial loop above: before a line when the file has reached {@code rotate}.
+     */
+    private void writeEncoded(List<ChangeEvent> events, long rotate) throws IOException {
+        gen.flush(); // nothing is buffered after a write; the lines below bypass the generator
+        java.util.ArrayDeque<LineEncoders.Chunk> pending = new java.util.ArrayDeque<>();
+        int next = 0;
+        try {
+            while (next < events.size() || !pending.isEmpty()) {
+                while (next < events.size() && pending.size() < encoders.window()) {
+                    int to = Math.min(events.size(), next + encoders.chunkEvents());
+                    pending.add(encoders.submit(events, next, to));
+                    next = to;
+                }
+                LineEncoders.Chunk c = pending.peek().await();
+                pending.poll();
+                writeLines(c, rotate);
+                encoders.recycle(c);
+            }
+        } finally {
+            for (LineEncoders.Chunk c : pending) {
+                c.cancel(); // a failed write: what was not written yet is not needed
+            }
+        }
+    }
+
+    private void writeLines(LineEncoders.Chunk c, long rotate) throws IOException {
+        int i = 0;
+        while (i < c.lines) {
+            if (out.position() >= rotate) {
+                rotate();
+            }
+            int base = c.start(i);
+            long room = rotate - out.position();
+            int j = i + 1; // line i goes into this file; so does each next one while the file stays below rotate
+            while (j < c.lines && c.ends[j - 1] - base < room) {
+                j++;
+            }
+            out.write(c.buf, base, c.ends[j - 1] - base);
+            i = j;
         }
     }
 
@@ -395,6 +452,10 @@ public final class JsonlSink implements Sink {
     }
 
     private void closeQuietly() {
+        if (encoders != null) {
+            encoders.close();
+            encoders = null;
+        }
         if (channel != null) {
             try {
                 channel.close();

@@ -18,10 +18,31 @@ import java.nio.file.Path;
  * @param rotateBytes a file that has reached this size is closed and the next one begun
  *                    ({@link #DEFAULT_ROTATE_BYTES} by default); must be positive
  * @param meta        the source's logical name and database, written into every event
+ * @param encoderThreads threads that encode events into lines for the writer thread, which then only writes bytes
+ *                    (files only; the same bytes in the same order); 0 encodes on the writer thread.
+ *                    {@link #defaultEncoderThreads()} by default
  */
-public record JsonlSinkConfig(String name, Path directory, Path stateFile, long rotateBytes, SourceMeta meta) implements DestinationConfig {
+public record JsonlSinkConfig(String name, Path directory, Path stateFile, long rotateBytes, SourceMeta meta,
+                              int encoderThreads) implements DestinationConfig {
     public static final long DEFAULT_ROTATE_BYTES = 256L * 1024 * 1024;
     public static final String DEFAULT_STATE_FILE = "checkpoint.json";
+    /** The most {@code encoder_threads} accepts. */
+    public static final int MAX_ENCODER_THREADS = 64;
+
+    /** With {@link #defaultEncoderThreads()}. */
+    public JsonlSinkConfig(String name, Path directory, Path stateFile, long rotateBytes, SourceMeta meta) {
+        this(name, directory, stateFile, rotateBytes, meta, defaultEncoderThreads());
+    }
+
+    /** The machine's cores, at most 4 (docs/BENCHMARKS.md, issue 16). */
+    public static int defaultEncoderThreads() {
+        return Math.min(4, Runtime.getRuntime().availableProcessors());
+    }
+
+    /** The same settings with {@code n} encoding threads. */
+    public JsonlSinkConfig withEncoderThreads(int n) {
+        return new JsonlSinkConfig(name, directory, stateFile, rotateBytes, meta, n);
+    }
 
     public JsonlSinkConfig {
         if (name == null || name.isBlank()) {
@@ -39,6 +60,11 @@ public record JsonlSinkConfig(String name, Path directory, Path stateFile, long 
         if (rotateBytes <= 0) {
             throw new MillraceException(MillraceException.Kind.CONFIG, "jsonl destination '" + name
                     + "': 'rotate_bytes' must be positive, got " + rotateBytes + " (default " + DEFAULT_ROTATE_BYTES + ")");
+        }
+        if (encoderThreads < 0 || encoderThreads > MAX_ENCODER_THREADS) {
+            throw new MillraceException(MillraceException.Kind.CONFIG, "jsonl destination '" + name
+                    + "': 'encoder_threads' must be between 0 and " + MAX_ENCODER_THREADS + ", got " + encoderThreads
+                    + " (0 encodes on the writer thread; default " + defaultEncoderThreads() + ", the cores up to 4)");
         }
         if (stateFile == null) {
             stateFile = directory.resolve(DEFAULT_STATE_FILE);

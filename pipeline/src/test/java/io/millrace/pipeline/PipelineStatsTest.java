@@ -1,0 +1,46 @@
+package io.millrace.pipeline;
+
+import io.millrace.core.Lsn;
+import io.millrace.core.Position;
+import io.millrace.core.change.ChangeEvent;
+import io.millrace.core.change.Op;
+import io.millrace.core.schema.ColumnInfo;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.TableRef;
+import io.millrace.core.schema.TypeResolver;
+import io.millrace.core.types.Codecs;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The per-table counters, counted once per run of a table's events in a batch (not per row). */
+class PipelineStatsTest {
+    private static RelationInfo rel(int oid, String name) {
+        return new RelationInfo(oid, new TableRef("public", name), 'd', List.of(new ColumnInfo("id", Codecs.builtin(23), -1, true)),
+                TypeResolver.builtinsOnly());
+    }
+
+    @Test
+    void countsSnapshotRowsAndChangesPerTable() {
+        RelationInfo a = rel(1, "a");
+        RelationInfo b = rel(2, "b");
+        List<ChangeEvent> events = new ArrayList<>();
+        RelationInfo[] order = {a, a, b, a, b, b, b, a};
+        boolean[] snapshot = {true, true, true, false, false, true, false, false};
+        for (int i = 0; i < order.length; i++) {
+            events.add(new ChangeEvent(snapshot[i] ? Op.READ : Op.CREATE, order[i], null, new Object[]{i}, Lsn.of(100),
+                    new Position(Lsn.of(200), i + 1), 7, 1_700_000_000_000_000L, snapshot[i]));
+        }
+        PipelineStats stats = new PipelineStats();
+        stats.written(events);
+        stats.written(events.subList(0, 3));
+        assertThat(stats.tables().get(a.table()).snapshotRows()).isEqualTo(2 + 2);
+        assertThat(stats.tables().get(a.table()).events()).isEqualTo(2);
+        assertThat(stats.tables().get(b.table()).snapshotRows()).isEqualTo(2 + 1);
+        assertThat(stats.tables().get(b.table()).events()).isEqualTo(2);
+        assertThat(stats.eventsWritten()).isEqualTo(11);
+    }
+}
