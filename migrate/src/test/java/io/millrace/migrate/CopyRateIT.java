@@ -136,7 +136,7 @@ class CopyRateIT {
         insert("INSERT INTO customers SELECT g, 'customer ' || g, 'c' || g || '@example.com', (g %% 100000) / 7.0,"
                 + " timestamptz '2024-01-01' + g * interval '1 second', jsonb_build_object('tier', g %% 5, 'tags', jsonb_build_array('a', g %% 13))"
                 + " FROM generate_series(%d, %d) g", customers);
-        insert("INSERT INTO orders SELECT g, 1 + (g * 7919) %% " + customers + ", (g %% 99999) / 100.0, (ARRAY['new','paid','shipped','done'])[1 + g %% 4],"
+        insert("INSERT INTO orders SELECT g, 1 + (g::bigint * 7919) %% " + customers + ", (g %% 99999) / 100.0, (ARRAY['new','paid','shipped','done'])[1 + g %% 4],"
                 + " timestamptz '2024-01-01' + g * interval '10 seconds', jsonb_build_array(jsonb_build_object('sku', g %% 1000, 'qty', 1 + g %% 3,"
                 + " 'note', md5(g::text)))"
                 + " FROM generate_series(%d, %d) g", orders);
