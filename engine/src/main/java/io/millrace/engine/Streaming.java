@@ -92,8 +92,14 @@ final class Streaming {
      * a destination that cannot list its keys (jsonl, Kafka) gets the deletes the others' keys show. Null when none can.
      */
     private OnlineSnapshotter.DestinationKeys destinationKeys() {
-        List<KeyedSink> keyed = ctx.sinks.stream().filter(s -> s instanceof KeyedSink).map(s -> (KeyedSink) s).toList();
+        // Behind the transforms' wrapper; a destination whose rows transforms change keeps its keys to itself (then the
+        // re-copy deletes nothing there: logged).
+        List<KeyedSink> keyed = ctx.sinks.stream().map(io.millrace.engine.transform.Transforms::unwrapPlain)
+                .filter(s -> s instanceof KeyedSink).map(s -> (KeyedSink) s).toList();
         if (keyed.isEmpty()) {
+            if (!ctx.config.transforms().isEmpty()) {
+                LOG.warn("a lost slot's re-copy deletes no rows the source no longer has: transforms change what the destinations hold");
+            }
             return null;
         }
         return (table, keyColumns, range, limit) -> {

@@ -48,6 +48,11 @@ class TransformingSink implements Sink {
     private record Plan(RelationInfo in, RelationInfo out, int[] keep, Mask[] masks) {
     }
 
+    /** The wrapped sink while no rule applies (and none is about to by a reload), else this. */
+    Sink plainDelegate() {
+        return transforms.isEmpty() && next.get() == null ? sink : this;
+    }
+
     @Override
     public String name() {
         return sink.name();

@@ -174,6 +174,29 @@ public final class Transforms {
         return false;
     }
 
+    /**
+     * The same rules and salt: a configuration read again with unchanged transforms equals the running one (a reload of
+     * the table selection compares every other setting; ReloadIT).
+     */
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof Transforms t && rules.equals(t.rules) && salt.equals(t.salt);
+    }
+
+    @Override
+    public int hashCode() {
+        return rules.hashCode();
+    }
+
+    /**
+     * The sink {@link #wrap} wrapped, when it has no rules (events pass through it unchanged), else {@code sink} itself.
+     * A lost slot's reconciliation compares the keys a destination holds with the source's: only where no transform
+     * can have changed them (a hashed key, a row filter).
+     */
+    public static Sink unwrapPlain(Sink sink) {
+        return sink instanceof TransformingSink t ? t.plainDelegate() : sink;
+    }
+
     @Override
     public String toString() {
         return "Transforms" + rules; // the salt is a Secret: never printed
