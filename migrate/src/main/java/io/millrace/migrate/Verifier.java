@@ -36,7 +36,9 @@ import java.util.TreeSet;
  *
  * <p><b>Re-check.</b> A chunk that differs is compared again row by row, in new rounds (a new source snapshot, the target
  * caught up past it again); a key is divergent only when it differs in every round. A key the load keeps changing
- * converges as soon as one round finds it equal. INV: COVER — chunks tile the key space (first open below, last open
+ * converges as soon as one round finds it equal; and a round does not count a key that changed on the source while it
+ * ran (its row version, {@code xmin}, read again after the target, is not the one compared), so a row changed faster than
+ * the target applies is in flux, not divergent. INV: COVER — chunks tile the key space (first open below, last open
  * above), so every row is in exactly one chunk.
  *
  * <p><b>Repair.</b> A divergent chunk is copied again while the target follows: in one target transaction with
@@ -265,18 +267,25 @@ final class Verifier {
                 Thread.sleep(200);
             }
             Map<String, String> s;
+            Map<String, String> versions;
             Lsn p;
             src.setAutoCommit(false);
             try (Statement st = src.createStatement()) {
                 st.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
                 p = lsn(src, "SELECT pg_current_wal_insert_lsn()");
                 s = rowHashes(src, t, c);
+                versions = rowVersions(src, t, c);
             } finally {
                 src.commit();
                 src.setAutoCommit(true);
             }
             Map<String, String> target = new LinkedHashMap<>();
             inTargetSnapshotPast(tgt, p, () -> target.putAll(rowHashes(tgt, t, c)));
+            // The target was read at a checkpoint F at or past P; the source's row versions read now are at a position past
+            // F. A key whose version changed (or that appeared or went) since P was written in flux, between the two
+            // snapshots: this round cannot tell whether it differs, so it is no evidence. A key whose version is the same
+            // has had one value from P through F, which the target must hold.
+            Map<String, String> now = rowVersions(src, t, c);
             Set<String> differ = new TreeSet<>();
             for (Map.Entry<String, String> e : s.entrySet()) {
                 if (!Objects.equals(e.getValue(), target.get(e.getKey()))) {
@@ -288,6 +297,7 @@ final class Verifier {
                     differ.add(k);
                 }
             }
+            differ.removeIf(k -> !Objects.equals(versions.get(k), now.get(k)));
             if (suspects == null) {
                 suspects = differ;
             } else {
@@ -372,14 +382,34 @@ final class Verifier {
         }
     }
 
-    /** Key text → md5 of the row, for one chunk. */
-    private static Map<String, String> rowHashes(Connection c, Table t, Chunk ch) throws SQLException {
+    /** Key text → the row version's {@code xmin}, for one chunk: a new version of a row has the writer's xid. */
+    private static Map<String, String> rowVersions(Connection c, Table t, Chunk ch) throws SQLException {
         Map<String, String> out = new LinkedHashMap<>();
+        String sql = "SELECT " + keyText(t) + ", r.xmin::text FROM " + t.ref().sql() + " r" + where(t, ch, "r");
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            bindRange(ps, ch);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.put(rs.getString(1), rs.getString(2));
+                }
+            }
+        }
+        return out;
+    }
+
+    /** The key's text as re-checks name it: the columns' text joined by commas. */
+    private static String keyText(Table t) {
         StringBuilder key = new StringBuilder();
         for (int i = 0; i < t.key().size(); i++) {
             key.append(i == 0 ? "" : " || ',' || ").append("r.").append(Ident.quote(t.key().get(i))).append("::text");
         }
-        String sql = "SELECT " + key + ", md5(r::text) FROM " + t.ref().sql() + " r" + where(t, ch, "r") + " ORDER BY " + keyOf(t, "r");
+        return key.toString();
+    }
+
+    /** Key text → md5 of the row, for one chunk. */
+    private static Map<String, String> rowHashes(Connection c, Table t, Chunk ch) throws SQLException {
+        Map<String, String> out = new LinkedHashMap<>();
+        String sql = "SELECT " + keyText(t) + ", md5(r::text) FROM " + t.ref().sql() + " r" + where(t, ch, "r") + " ORDER BY " + keyOf(t, "r");
         try (PreparedStatement ps = c.prepareStatement(sql)) {
             bindRange(ps, ch);
             try (ResultSet rs = ps.executeQuery()) {
