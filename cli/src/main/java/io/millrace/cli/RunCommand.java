@@ -73,7 +73,7 @@ final class RunCommand implements Callable<Integer> {
      */
     private static void onReloadSignal(Supervisor engine) {
         try {
-            sun.misc.Signal.handle(new sun.misc.Signal("HUP"), s -> {
+            sun.misc.SignalHandler before = sun.misc.Signal.handle(new sun.misc.Signal("HUP"), s -> {
                 Thread t = new Thread(() -> {
                     try {
                         engine.reload(); // logs what changed
@@ -84,6 +84,12 @@ final class RunCommand implements Callable<Integer> {
                 t.setDaemon(true);
                 t.start();
             });
+            if (before == sun.misc.SignalHandler.SIG_IGN) {
+                // The JVM leaves a signal its parent ignored (nohup, some supervisors) ignored, and says so only this way.
+                org.slf4j.LoggerFactory.getLogger(RunCommand.class).warn("SIGHUP is ignored in this process (started under nohup, or by a"
+                        + " parent that ignores it), so it does not reload the configuration: reload with POST /reload and the control"
+                        + " token (operations.http_port), or start millrace without nohup (systemd, a container, a terminal multiplexer)");
+            }
         } catch (IllegalArgumentException e) {
             // no SIGHUP here (java -Xrs): POST /reload still reloads
         }

@@ -76,7 +76,12 @@ final class TableJoiner {
         /** Not in a publication Millrace does not manage: asked again once the publication has it. */
         PUBLICATION,
         /** A failure (a lock wait, a lost connection): asked again after {@link #ASK_AGAIN_NANOS}. */
-        FAILED
+        FAILED,
+        /**
+         * Its row filter cannot be applied (RowFilters#forJoiningTable): asked again once the table has REPLICA IDENTITY
+         * FULL, or after {@link #ASK_AGAIN_NANOS}.
+         */
+        FILTER
     }
 
     private record Refusal(Why why, long atNanos, EngineStatus.NotCaptured shown) {
@@ -195,7 +200,21 @@ final class TableJoiner {
                     + ". Fix: " + identity.fix() + " (it is captured once fixed)");
             return false;
         }
-        if (!member && !allTables(c)) {
+        // INV: the source's writes first, and no row the filter leaves out reaches a destination: a table with a row filter
+        // joins only with the filter in the publication (checked as at start: RowFilters).
+        boolean allTables = allTables(c);
+        String filter;
+        try {
+            filter = io.millrace.engine.transform.RowFilters.forJoiningTable(c, ctx.config.transforms(),
+                    Catalog.relation(c, name, ctx.survey.types()), Catalog.serverVersion(c), src.publication(), member, allTables);
+        } catch (MillraceException e) {
+            if (e.kind() != MillraceException.Kind.CONFIG) {
+                throw e;
+            }
+            notCapture(oid, name, Why.FILTER, e.getMessage(), null, "table " + name + " is not captured: " + e.getMessage());
+            return false;
+        }
+        if (!member && !allTables) {
             String alter = "ALTER PUBLICATION " + Ident.quote(src.publication()) + " ADD TABLE " + name.sql() + ";";
             if (!src.createPublication()) {
                 notCapture(oid, name, Why.PUBLICATION, "publication '" + src.publication() + "' is not managed by Millrace (source.create_publication:"
@@ -208,7 +227,7 @@ final class TableJoiner {
                 s.execute("SET lock_timeout = '" + LOCK_TIMEOUT + "'"); // the stream waits for it: never for long
             }
             try {
-                new Publisher(src).add(c, List.of(name));
+                new Publisher(src).rowFilters(t -> filter).add(c, List.of(name));
             } catch (MillraceException e) {
                 if (!(e.getCause() instanceof SQLException q) || !"42710".equals(q.getSQLState())) { // 42710: a member already
                     throw e;
@@ -247,6 +266,10 @@ final class TableJoiner {
         return switch (r.why()) {
             case PUBLICATION -> published.contains(t);
             case FAILED -> now - r.atNanos() >= ASK_AGAIN_NANOS;
+            case FILTER -> { // most often a filter column outside the replica identity: at once when the identity is FULL now
+                Catalog.TableInfo info = Catalog.table(c, t);
+                yield info != null && info.replicaIdentity() == 'f' || now - r.atNanos() >= ASK_AGAIN_NANOS;
+            }
             case IDENTITY -> {
                 Catalog.TableInfo info = Catalog.table(c, t);
                 yield info != null && Preflight.replicaIdentity(c, info, src.publication(), published) == null;

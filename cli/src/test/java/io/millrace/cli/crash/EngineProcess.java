@@ -48,10 +48,32 @@ public final class EngineProcess {
     /** As {@link #start(Path, Path)}, with these JVM options only (heap and collector included). */
     public static EngineProcess startWith(Path config, Path log, List<String> jvmOptions) throws IOException {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        List<String> cmd = new java.util.ArrayList<>(List.of(java));
+        List<String> cmd = new java.util.ArrayList<>();
+        if (DEFAULT_SIGNALS) {
+            // The engine's signals as a user's shell gives them, whatever the test runner inherited (under nohup, SIGHUP is
+            // ignored, and a JVM never handles a signal it started with ignored).
+            cmd.addAll(List.of("env", "--default-signal=HUP"));
+        }
+        cmd.add(java);
         cmd.addAll(jvmOptions);
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.millrace.cli.Main", "run", config.toAbsolutePath().toString()));
         return startCommand(log, cmd);
+    }
+
+    /** Whether {@code env --default-signal} (coreutils 8.31+) is there to reset inherited signal dispositions. */
+    private static final boolean DEFAULT_SIGNALS = defaultSignals();
+
+    private static boolean defaultSignals() {
+        try {
+            Process p = new ProcessBuilder("env", "--default-signal=HUP", "true").redirectErrorStream(true).start();
+            p.getInputStream().readAllBytes();
+            return p.waitFor(10, TimeUnit.SECONDS) && p.exitValue() == 0;
+        } catch (IOException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
     }
 
     /** Any command line (e.g. {@code java ... io.millrace.cli.Main migrate run CONFIG}), its output in {@code log}. */

@@ -17,25 +17,34 @@ public final class KeyRangeSql {
 
     /** The condition, or {@code TRUE} for the whole key space. */
     public static String where(List<String> keyColumns, KeyRange r) {
+        return where(keyColumns, r, (i, text) -> Ident.literal(text));
+    }
+
+    /**
+     * The condition, each bound value (PostgreSQL's text for key column {@code i}) written by {@code literal}: for a
+     * destination whose own literal syntax for a type differs from PostgreSQL's text (DuckDB reads {@code '\x0a'} as a
+     * BLOB of four bytes, not one).
+     */
+    public static String where(List<String> keyColumns, KeyRange r, java.util.function.BiFunction<Integer, String, String> literal) {
         List<String> parts = new ArrayList<>();
         if (r.lo() != null) {
-            parts.add(greater(keyColumns, r.lo()));
+            parts.add(greater(keyColumns, r.lo(), literal));
         }
         if (r.hi() != null) {
-            parts.add("NOT " + greater(keyColumns, r.hi()));
+            parts.add("NOT " + greater(keyColumns, r.hi(), literal));
         }
         return parts.isEmpty() ? "TRUE" : String.join(" AND ", parts);
     }
 
     /** {@code (cols) > (values)}, lexicographically. */
-    private static String greater(List<String> cols, List<String> values) {
+    private static String greater(List<String> cols, List<String> values, java.util.function.BiFunction<Integer, String, String> literal) {
         List<String> or = new ArrayList<>();
         for (int i = 0; i < cols.size(); i++) {
             StringBuilder and = new StringBuilder("(");
             for (int j = 0; j < i; j++) {
-                and.append(Ident.quote(cols.get(j))).append(" = ").append(Ident.literal(values.get(j))).append(" AND ");
+                and.append(Ident.quote(cols.get(j))).append(" = ").append(literal.apply(j, values.get(j))).append(" AND ");
             }
-            and.append(Ident.quote(cols.get(i))).append(" > ").append(Ident.literal(values.get(i))).append(')');
+            and.append(Ident.quote(cols.get(i))).append(" > ").append(literal.apply(i, values.get(i))).append(')');
             or.add(and.toString());
         }
         return "(" + String.join(" OR ", or) + ")";

@@ -179,4 +179,39 @@ public final class RowFilters {
             }
         }
     }
+
+    /**
+     * The row filter of a table joining while streaming ({@code r}), checked as {@link #check} checks them at start; null
+     * when it has none. INV: the source's writes first — a filter PostgreSQL would apply at the cost of the table's
+     * UPDATEs and DELETEs (a column outside the replica identity) is refused before the table is published, and so is a
+     * table whose filter the publication cannot carry (PostgreSQL 14, a FOR ALL TABLES publication, a publication Millrace
+     * does not manage holding the table with another filter): published without it, the destinations would get the rows
+     * the filter leaves out.
+     *
+     * @throws MillraceException of kind CONFIG naming the setting, the table and the fix
+     */
+    public static String forJoiningTable(Connection c, Transforms transforms, RelationInfo r, int serverVersion, String publication,
+                                         boolean member, boolean allTables) throws SQLException {
+        Map<TableRef, String> filters = transforms.filters(List.of(r.table()));
+        String f = filters.get(r.table());
+        if (f == null) {
+            return null;
+        }
+        String setting = transforms.forTable(r.table()).setting() + ".filter";
+        if (serverVersion < MIN_VERSION) {
+            throw Transforms.error(setting, "needs PostgreSQL 15 or later (publication row filters) for table " + r.table() + ", and this"
+                    + " source is " + serverVersion / 10000 + ": remove the filter, or upgrade the source");
+        }
+        identity(setting, r, f);
+        if (allTables) {
+            throw Transforms.error(setting, "cannot apply to table " + r.table() + ": publication '" + publication + "' is FOR ALL TABLES,"
+                    + " which PostgreSQL gives no row filters, so it passes every row of the table. Fix: a publication FOR TABLE ... WHERE"
+                    + " (let Millrace create it: source.create_publication), or no filter for the table");
+        }
+        String stored = probe(c, setting, r.table(), f);
+        if (member) {
+            compare(c, transforms, List.of(r), publication, filters, stored == null ? Map.of() : Map.of(r.table(), stored));
+        }
+        return f;
+    }
 }

@@ -54,6 +54,13 @@ class SlotLostResnapshotIT {
         pg.createDatabase("rs_dst");
         pg.createDatabase("dr_src");
         pg.createDatabase("dr_dst");
+        pg.createDatabase("by_src");
+        pg.createDatabase("by_dst");
+        pg.execute("by_src", "CREATE TABLE blobs (k bytea PRIMARY KEY, v int NOT NULL)",
+                // binary keys (int4send: zero bytes, bytes above 0x7f) and printable ones, which DuckDB prints as themselves
+                "INSERT INTO blobs SELECT int4send(g), g FROM generate_series(1, 1500) g",
+                "INSERT INTO blobs SELECT convert_to('key-' || g, 'UTF8'), 100000 + g FROM generate_series(1, 300) g",
+                "INSERT INTO blobs VALUES ('\\x80', 900001), ('\\x61ff00', 900002), ('\\x', 900003)");
         for (String db : List.of("rs_src", "dr_src")) {
             schema(db);
         }
@@ -82,6 +89,10 @@ class SlotLostResnapshotIT {
     }
 
     private String yaml(String name, String src, String dst) {
+        return yaml(name, src, dst, "[public.items, public.pairs]");
+    }
+
+    private String yaml(String name, String src, String dst, String tables) {
         return String.join("\n",
                 "name: " + name,
                 "source:",
@@ -91,7 +102,7 @@ class SlotLostResnapshotIT {
                 "  user: postgres",
                 "  slot: " + name,
                 "  publication: " + name,
-                "  tables: [public.items, public.pairs]",
+                "  tables: " + tables,
                 "  status_interval_ms: 500",
                 "  on_slot_lost: resnapshot",
                 "snapshot:",
@@ -207,6 +218,40 @@ class SlotLostResnapshotIT {
             EngineStatus.SlotLost lost = run.supervisor.status().slotLost();
             assertThat(lost.reason()).contains("does not exist");
             assertThat(lost.rowsDeleted()).isEqualTo(1000 + 200);
+        }
+    }
+
+    /**
+     * bytea keys, binary and printable: DuckDB prints a BLOB in its own escapes ({@code \x00\xFF}, printable bytes as
+     * themselves) and reads {@code '\x00ff'} as four characters, so its keys are listed and bounded in PostgreSQL's hex
+     * text; without that the re-copy could not read DuckDB's keys back (the deletes were never found, or the copy
+     * failed on a key PostgreSQL could not parse).
+     */
+    @Test
+    void byteaKeysAreReconciledInDuckDbAndPostgres() throws Exception {
+        String yaml = yaml("byre", "by_src", "by_dst", "[public.blobs]");
+        try (FaultRig.Running run = new FaultRig.Running(yaml, dir)) {
+            run.awaitState("streaming", Duration.ofSeconds(60));
+        }
+        pg.execute("by_src", "DELETE FROM blobs WHERE v % 3 = 0 OR v IN (900001, 900003)", "UPDATE blobs SET v = -v WHERE v % 5 = 0",
+                "SELECT pg_drop_replication_slot('byre')");
+        String srcRows = "SELECT encode(k, 'hex'), v FROM blobs ORDER BY 1";
+        try (FaultRig.Running run = new FaultRig.Running(yaml, dir); Connection src = pg.connect("by_src");
+             Connection dst = pg.connect("by_dst")) {
+            run.awaitState("streaming", Duration.ofSeconds(60));
+            pg.execute("by_src", "INSERT INTO blobs VALUES ('\\xdeadbeef', 7)");
+            RunningEngine.awaitEqual(src, dst, List.of(TableRef.parse("public.blobs")), null, Duration.ofSeconds(60));
+            List<String> expected = rows(src, srcRows);
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            List<String> duck;
+            do {
+                try (Connection d = DriverManager.getConnection("jdbc:duckdb:" + dir.resolve("byre.duckdb").toAbsolutePath())) {
+                    duck = rows(d, "SELECT lower(hex(k)), v FROM public.blobs ORDER BY 1");
+                }
+                Thread.sleep(200);
+            } while (!duck.equals(expected) && System.nanoTime() < deadline);
+            assertThat(duck).as("DuckDB blobs").isEqualTo(expected);
+            assertThat(run.supervisor.status().slotLost().rowsDeleted()).isEqualTo(500 + 100 + 2);
         }
     }
 

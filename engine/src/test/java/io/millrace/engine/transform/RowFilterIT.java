@@ -172,6 +172,50 @@ class RowFilterIT {
         }
     }
 
+    /**
+     * Tables created while streaming that a rule with a row filter matches: one joins with the filter in the publication,
+     * so its copy and its stream pass only matching rows (published without it, every row reached the destinations);
+     * one whose filter names a column outside its replica identity is not captured, and the application's UPDATEs and
+     * DELETEs on it still work (PostgreSQL refuses them on a table published under such a filter); given REPLICA IDENTITY
+     * FULL, it joins with its filter.
+     */
+    @Test
+    void aTableJoiningWhileStreamingGetsItsRowFilter(@TempDir Path dir) throws Exception {
+        String db = "rfjoin";
+        orders(db, true);
+        String yaml = E2e.yaml(pg, db, "s_" + db, List.of("public.*"), "auto", db + "_dst", dir, "operations:\n  monitor_interval_ms: 200\n")
+                .replace("  status_interval_ms: 500", "  status_interval_ms: 500\n  new_tables_poll_s: 1")
+                + "\ntransforms:\n  tables:\n    - match: public.*\n      filter: \"region = 'eu'\"\n";
+        try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT);
+             Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.exec(src, "CREATE TABLE public.late (id int PRIMARY KEY, region text NOT NULL, v int)",
+                    "ALTER TABLE public.late REPLICA IDENTITY FULL",
+                    "INSERT INTO public.late SELECT g, CASE WHEN g % 2 = 0 THEN 'eu' ELSE 'us' END, g FROM generate_series(1, 40) g",
+                    "CREATE TABLE public.keyed (id int PRIMARY KEY, region text NOT NULL, v int)", // the filter's column is no key
+                    "INSERT INTO public.keyed VALUES (1, 'eu', 1), (2, 'us', 2)");
+            E2e.awaitRow(dst, "SELECT count(*) FROM (SELECT 1 FROM public.late HAVING count(*) = 20) x", WAIT);
+            E2e.exec(src, "INSERT INTO public.late VALUES (101, 'eu', 1), (102, 'us', 1)", "UPDATE public.late SET v = -v WHERE id IN (3, 4)");
+            E2e.awaitRow(dst, "SELECT count(*) FROM public.late WHERE id = 101", WAIT);
+            E2e.awaitRow(dst, "SELECT count(*) FROM public.late WHERE id = 4 AND v = -4", WAIT);
+            assertThat(E2e.queryLong(dst, "SELECT count(*) FROM public.late WHERE region <> 'eu'")).as("rows the filter leaves out").isZero();
+            assertThat(E2e.queryString(src, "SELECT rowfilter FROM pg_publication_tables WHERE pubname = 's_rfjoin' AND tablename = 'late'"))
+                    .contains("region");
+
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (e.engine().status().notCaptured().stream().noneMatch(n -> n.table().equals("public.keyed"))) {
+                assertThat(System.nanoTime()).as("public.keyed shown as not captured").isLessThan(deadline);
+                Thread.sleep(50);
+            }
+            assertThat(e.engine().status().notCaptured()).filteredOn(n -> n.table().equals("public.keyed")).singleElement()
+                    .satisfies(n -> assertThat(n.reason()).contains("'region'").contains("replica identity").contains("REPLICA IDENTITY FULL"));
+            E2e.exec(src, "UPDATE public.keyed SET v = 10 WHERE id = 1", "DELETE FROM public.keyed WHERE id = 2"); // the source's writes
+            assertThat(E2e.queryLong(src, "SELECT count(*) FROM pg_publication_tables WHERE pubname = 's_rfjoin' AND tablename = 'keyed'"))
+                    .isZero();
+            E2e.exec(src, "ALTER TABLE public.keyed REPLICA IDENTITY FULL", "INSERT INTO public.keyed VALUES (3, 'us', 3), (4, 'eu', 4)");
+            E2e.awaitRow(dst, "SELECT count(*) FROM (SELECT 1 FROM public.keyed HAVING string_agg(id::text, ',' ORDER BY id) = '1,4') x", WAIT);
+        }
+    }
+
     @Test
     void columnsNamedAreReadOutsideLiterals() {
         List<String> cols = List.of("id", "region", "Note", "amount");

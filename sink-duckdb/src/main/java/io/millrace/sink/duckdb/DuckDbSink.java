@@ -205,10 +205,26 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
                     }
                 }
             }
-            String cols = keyColumns.stream().map(k -> "CAST(" + Ident.quote(k) + " AS VARCHAR)").collect(java.util.stream.Collectors.joining(", "));
+            // A BLOB (bytea) key is printed and bounded in PostgreSQL's hex text, not DuckDB's escapes ('\x0A' per byte,
+            // printable bytes as themselves): the engine decodes these keys with the source's codecs.
+            java.util.Set<String> blobs = new java.util.HashSet<>();
+            try (PreparedStatement ps = c.prepareStatement("SELECT column_name FROM information_schema.columns WHERE table_schema = ?"
+                    + " AND table_name = ? AND data_type = 'BLOB'")) {
+                ps.setString(1, target.schema());
+                ps.setString(2, target.table());
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        blobs.add(rs.getString(1));
+                    }
+                }
+            }
+            String cols = keyColumns.stream().map(k -> blobs.contains(k) ? "'\\x' || lower(hex(" + Ident.quote(k) + "))"
+                    : "CAST(" + Ident.quote(k) + " AS VARCHAR)").collect(java.util.stream.Collectors.joining(", "));
+            java.util.function.BiFunction<Integer, String, String> literal = (i, text) -> blobs.contains(keyColumns.get(i))
+                    ? "from_hex(substr(" + Ident.literal(text) + ", 3))" : Ident.literal(text);
             List<List<String>> out = new java.util.ArrayList<>();
             try (ResultSet rs = s.executeQuery("SELECT " + cols + " FROM " + target.sql() + " WHERE "
-                    + io.millrace.core.sink.KeyRangeSql.where(keyColumns, range) + " LIMIT " + limit)) {
+                    + io.millrace.core.sink.KeyRangeSql.where(keyColumns, range, literal) + " LIMIT " + limit)) {
                 while (rs.next()) {
                     List<String> key = new java.util.ArrayList<>(keyColumns.size());
                     for (int i = 1; i <= keyColumns.size(); i++) {

@@ -987,30 +987,45 @@ public final class OnlineSnapshotter implements AutoCloseable {
         if (candidates.isEmpty()) {
             return List.of();
         }
+        // Each candidate is looked up in the chunk's snapshot by the destination's text, cast to the key's type by the
+        // source: a key the source has is never deleted, even where the destination prints it otherwise (numeric scale,
+        // a type changed since); a key it lacks is deleted as the source prints it, so the delete names the key as the
+        // stream would and the assembler's window sees a stream change of the same key (INV: WATERMARK).
         List<List<String>> all = new ArrayList<>(candidates.values());
-        String cols = keyColumns.stream().map(k -> Ident.quote(k) + "::text").collect(Collectors.joining(", "));
+        StringBuilder present = new StringBuilder();
+        StringBuilder printed = new StringBuilder();
+        StringBuilder names = new StringBuilder("i");
+        for (int k = 0; k < idx.length; k++) {
+            present.append(k == 0 ? "" : " AND ").append("r.").append(Ident.quote(keyColumns.get(k))).append(" = v.k").append(k);
+            printed.append(", v.k").append(k).append("::text");
+            names.append(", k").append(k);
+        }
+        List<Object[]> out = new ArrayList<>();
         for (int from = 0; from < all.size(); from += 1000) {
             List<List<String>> part = all.subList(from, Math.min(all.size(), from + 1000));
-            String in = part.stream().map(t -> "(" + t.stream().map(Ident::literal).collect(Collectors.joining(", ")) + ")")
-                    .collect(Collectors.joining(", "));
-            try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT " + cols + " FROM " + task.from()
-                    + " WHERE (" + task.keyList() + ") IN (" + in + ")")) {
+            StringBuilder values = new StringBuilder();
+            for (int j = 0; j < part.size(); j++) {
+                values.append(j == 0 ? "(" : ", (").append(j);
+                for (int k = 0; k < idx.length; k++) {
+                    io.millrace.core.schema.TypeInfo type = r.column(idx[k]).type();
+                    values.append(", CAST(").append(Ident.literal(part.get(j).get(k))).append(" AS ")
+                            .append(type.schema() == null ? "" : Ident.quote(type.schema()) + ".").append(Ident.quote(type.name())).append(')');
+                }
+                values.append(')');
+            }
+            try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT EXISTS (SELECT 1 FROM " + task.from()
+                    + " r WHERE " + present + ")" + printed + " FROM (VALUES " + values + ") v(" + names + ")")) {
                 while (rs.next()) {
-                    Object[] v = new Object[idx.length];
-                    for (int k = 0; k < idx.length; k++) {
-                        v[k] = r.codec(idx[k]).decodeText(rs.getString(k + 1));
+                    if (rs.getBoolean(1)) {
+                        continue; // the source has it: not gone
                     }
-                    candidates.remove(new ValueKey(v)); // the source has it: not gone
+                    Object[] old = new Object[r.columnCount()];
+                    for (int k = 0; k < idx.length; k++) {
+                        old[idx[k]] = r.codec(idx[k]).decodeText(rs.getString(k + 2));
+                    }
+                    out.add(old);
                 }
             }
-        }
-        List<Object[]> out = new ArrayList<>(candidates.size());
-        for (ValueKey key : candidates.keySet()) {
-            Object[] old = new Object[r.columnCount()];
-            for (int k = 0; k < idx.length; k++) {
-                old[idx[k]] = key.values[k];
-            }
-            out.add(old);
         }
         return out;
     }
