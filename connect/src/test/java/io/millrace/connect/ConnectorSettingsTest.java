@@ -108,7 +108,7 @@ class ConnectorSettingsTest {
     @Test
     void valuesMillraceCannotHonourAreRefusedByName() {
         for (Map.Entry<String, String> bad : Map.of("snapshot.mode", "when_needed", "decimal.handling.mode", "precise",
-                "plugin.name", "decoderbufs", "publication.autocreate.mode", "all_tables", "provide.transaction.metadata", "true",
+                "plugin.name", "decoderbufs", "publication.autocreate.mode", "all_tables", "topic.transaction", "tx topic",
                 "table.include.list", "public\\.(a|b)", "skipped.operations", "c", "slot.name", "Bad-Slot", "topic.prefix", "a b",
                 "database.port", "0").entrySet()) {
             Map<String, String> props = debezium();
@@ -118,6 +118,17 @@ class ConnectorSettingsTest {
         Map<String, String> missing = debezium();
         missing.remove("database.hostname");
         assertThat(errors(missing)).containsOnlyKeys("database.hostname");
+    }
+
+    @Test
+    void transactionMetadataGoesToDebeziumsTopic() {
+        Map<String, String> props = debezium();
+        assertThat(new ConnectorSettings(props).transactionTopic()).as("off by default, as Debezium's").isNull();
+        props.put("provide.transaction.metadata", "true");
+        assertThat(errors(props)).isEmpty();
+        assertThat(new ConnectorSettings(props).transactionTopic()).isEqualTo("shop.transaction");
+        props.put("topic.transaction", "tx-meta");
+        assertThat(new ConnectorSettings(props).transactionTopic()).isEqualTo("shop.tx-meta");
     }
 
     @Test
