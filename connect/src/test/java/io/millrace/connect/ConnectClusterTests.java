@@ -400,7 +400,7 @@ abstract class ConnectClusterTests {
                 .isEmpty();
     }
 
-    private static List<ConsumerRecord<byte[], byte[]>> readAll(String topic) {
+    static List<ConsumerRecord<byte[], byte[]>> readAll(String topic) {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, connect.kafka().bootstrapServers());
         p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
@@ -490,7 +490,7 @@ abstract class ConnectClusterTests {
         return s.tasks().isEmpty() ? "NONE" : s.tasks().get(0).state();
     }
 
-    private static WorkerHandle workerOfTaskOrNull() {
+    static WorkerHandle workerOfTaskOrNull() {
         ConnectorStateInfo s = connect.connectorStatus(NAME);
         if (s.tasks().isEmpty()) {
             return null;
