@@ -182,7 +182,8 @@ public final class MillraceSourceTask extends SourceTask {
                         + "'): " + offset + "; a Debezium connector's offsets cannot be resumed from, use a new topic.prefix or"
                         + " delete the offsets (DELETE /connectors/<name>/offsets)");
             }
-            Object transaction = offset == null ? null : offset.get(TransactionMetadata.OFFSET_KEY);
+            // The open transaction's counts; ignored (and not carried on) when transaction metadata is off.
+            Object transaction = offset == null || maker.transactions() == null ? null : offset.get(TransactionMetadata.OFFSET_KEY);
             if (maker.transactions() != null) {
                 // A task resumed inside a source transaction that a batch cut continues its counts (no second BEGIN).
                 maker.transactions().restore(transaction == null ? null : transaction.toString());
