@@ -132,6 +132,24 @@ class ConnectorSettingsTest {
     }
 
     @Test
+    void anAlteredOffsetMayCarryAnOpenTransactionsCountsAndTheyAreChecked() {
+        String checkpoint = io.millrace.api.Checkpoints.toJson(new io.millrace.core.change.Checkpoint(
+                io.millrace.core.change.Checkpoint.VERSION, new io.millrace.core.change.Identity("1", "shop", "shop_slot", "shop_pub",
+                "connect"), io.millrace.core.Lsn.of(100), new io.millrace.core.Position(io.millrace.core.Lsn.of(200), 3),
+                io.millrace.core.change.SnapshotProgress.skipped(io.millrace.core.Lsn.of(50))));
+        String counts = "{\"xid\":7,\"commit_lsn\":200,\"ts_ms\":1,\"event_count\":3,\"data_collections\":{\"public.orders\":3}}";
+        MillraceSourceConnector connector = new MillraceSourceConnector();
+        Map<String, String> props = debezium();
+        Map<String, ?> partition = Map.of("server", "shop");
+        assertThat(connector.alterOffsets(props, Map.of(partition, Map.of("checkpoint", checkpoint)))).isTrue();
+        assertThat(connector.alterOffsets(props, Map.of(partition, Map.of("checkpoint", checkpoint, "transaction", counts)))).isTrue();
+        assertThatThrownBy(() -> connector.alterOffsets(props, Map.of(partition, Map.of("checkpoint", checkpoint, "transaction",
+                "{\"xid\":7}")))).hasMessageContaining("commit_lsn");
+        assertThatThrownBy(() -> connector.alterOffsets(props, Map.of(partition, Map.of("checkpoint", checkpoint, "other", "1"))))
+                .hasMessageContaining("not {");
+    }
+
+    @Test
     void debeziumRegexesBecomeMillracePatterns() {
         assertThat(ConnectorSettings.pattern("k", "public\\.orders")).isEqualTo("public.orders");
         assertThat(ConnectorSettings.pattern("k", "public.orders")).isEqualTo("public.orders");
