@@ -84,6 +84,7 @@ abstract class ConnectClusterTests {
         worker.put("offset.flush.interval.ms", "100"); // at least once: a batch waits for two flushes
         worker.put("task.shutdown.graceful.timeout.ms", "1");
         worker.put("scheduled.rebalance.max.delay.ms", "2000");
+        worker.put("plugin.discovery", "service_load"); // every plugin has its ServiceLoader manifest: no 30 s classpath scan
         Properties broker = new Properties();
         broker.put("transaction.state.log.replication.factor", "1");
         broker.put("transaction.state.log.min.isr", "1");
