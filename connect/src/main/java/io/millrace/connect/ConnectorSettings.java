@@ -55,6 +55,7 @@ final class ConnectorSettings {
     static final String INTERVAL_MODE = "interval.handling.mode";
     static final String BINARY_MODE = "binary.handling.mode";
     static final String TX_METADATA = "provide.transaction.metadata";
+    static final String TX_TOPIC = "topic.transaction";
     static final String HEARTBEAT_PREFIX = "topic.heartbeat.prefix";
 
     static final String M_BINARY = "millrace.source.binary";
@@ -167,12 +168,16 @@ final class ConnectorSettings {
                     "interval values: string only (ISO-8601).", G_EVENTS, 5, ConfigDef.Width.SHORT, "Intervals")
             .define(BINARY_MODE, Type.STRING, "bytes", ConfigDef.ValidString.in("bytes"), Importance.LOW,
                     "bytea values: bytes only.", G_EVENTS, 6, ConfigDef.Width.SHORT, "Binary")
-            .define(TX_METADATA, Type.BOOLEAN, false, new FalseOnly(), Importance.LOW,
-                    "Transaction metadata topics: not supported (false only); the transaction field is null.", G_EVENTS, 7,
-                    ConfigDef.Width.SHORT, "Transaction metadata")
+            .define(TX_METADATA, Type.BOOLEAN, false, Importance.LOW,
+                    "Whether each source transaction gets a BEGIN and an END record on <topic.prefix>.<topic.transaction> and its"
+                            + " change records the transaction block (id, total_order, data_collection_order), as Debezium's;"
+                            + " false: the transaction field is null.", G_EVENTS, 7, ConfigDef.Width.SHORT, "Transaction metadata")
+            .define(TX_TOPIC, Type.STRING, "transaction", new TopicPrefix(), Importance.LOW,
+                    "The transaction metadata topic is <topic.prefix>.<topic.transaction>.", G_EVENTS, 8, ConfigDef.Width.MEDIUM,
+                    "Transaction topic")
             .define(HEARTBEAT_PREFIX, Type.STRING, "__debezium-heartbeat", new TopicPrefix(), Importance.LOW,
                     "A batch without changes (only other tables' transactions, snapshot progress) carries its offset in a record to"
-                            + " <topic.heartbeat.prefix>.<topic.prefix>.", G_EVENTS, 8, ConfigDef.Width.MEDIUM, "Heartbeat topic prefix")
+                            + " <topic.heartbeat.prefix>.<topic.prefix>.", G_EVENTS, 9, ConfigDef.Width.MEDIUM, "Heartbeat topic prefix")
             .define(M_BINARY, Type.STRING, "auto", ConfigDef.ValidString.in("auto", "on", "off"), Importance.LOW,
                     "pgoutput values in binary: auto (where possible), on, off.", G_MILLRACE, 1, ConfigDef.Width.SHORT, "Binary values")
             .define(M_STATUS_INTERVAL, Type.INT, 10_000, ConfigDef.Range.between(100, 3_600_000), Importance.LOW,
@@ -271,6 +276,11 @@ final class ConnectorSettings {
 
     String heartbeatTopic() {
         return config.getString(HEARTBEAT_PREFIX) + "." + topicPrefix();
+    }
+
+    /** {@code <topic.prefix>.<topic.transaction>} with {@code provide.transaction.metadata=true}, else null. */
+    String transactionTopic() {
+        return config.getBoolean(TX_METADATA) ? topicPrefix() + "." + config.getString(TX_TOPIC) : null;
     }
 
     long commitTimeoutMs() {
@@ -431,17 +441,4 @@ final class ConnectorSettings {
         }
     }
 
-    private static final class FalseOnly implements ConfigDef.Validator {
-        @Override
-        public void ensureValid(String name, Object value) {
-            if (Boolean.TRUE.equals(value)) {
-                throw new ConfigException(name, value, "transaction metadata topics are not supported; leave it false");
-            }
-        }
-
-        @Override
-        public String toString() {
-            return "false";
-        }
-    }
 }

@@ -77,14 +77,19 @@ public final class MillraceSourceConnector extends SourceConnector {
                 continue;
             }
             Object json = offset.get(MillraceSourceTask.OFFSET_KEY);
-            if (json == null || offset.size() != 1) {
+            Object transaction = offset.get(TransactionMetadata.OFFSET_KEY);
+            if (json == null || offset.size() != (transaction == null ? 1 : 2)) {
                 throw new ConnectException("an offset of this connector is {\"" + MillraceSourceTask.OFFSET_KEY
-                        + "\": <checkpoint JSON>}, not " + offset);
+                        + "\": <checkpoint JSON>} (and, inside a source transaction with transaction metadata, \""
+                        + TransactionMetadata.OFFSET_KEY + "\": <its counts>), not " + offset);
             }
             try {
                 Checkpoints.fromJson(json.toString());
+                if (transaction != null) {
+                    TransactionMetadata.check(transaction.toString());
+                }
             } catch (IllegalArgumentException ex) {
-                throw new ConnectException("the offset's checkpoint cannot be read: " + ex.getMessage(), ex);
+                throw new ConnectException("the offset cannot be read: " + ex.getMessage(), ex);
             }
         }
         return true;

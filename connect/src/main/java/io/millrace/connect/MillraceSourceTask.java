@@ -61,7 +61,8 @@ public final class MillraceSourceTask extends SourceTask {
     @Override
     public void start(Map<String, String> props) {
         settings = new ConnectorSettings(props);
-        maker = new RecordMaker(settings.topicPrefix(), settings.database(), settings.tombstones(), settings.truncates());
+        maker = new RecordMaker(settings.topicPrefix(), new io.millrace.core.event.EnvelopeWriter(new io.millrace.core.event.SourceMeta(
+                settings.topicPrefix(), settings.database())), settings.tombstones(), settings.truncates(), settings.transactionTopic());
         transactions = context.transactionContext(); // null unless exactly once with transaction.boundary=connector
         handoff = new Handoff(transactions != null, settings.commitTimeoutMs());
         millrace = Millrace.builder().name(settings.topicPrefix()).source(settings.source()).snapshot(settings.snapshot())
@@ -181,18 +182,23 @@ public final class MillraceSourceTask extends SourceTask {
                         + "'): " + offset + "; a Debezium connector's offsets cannot be resumed from, use a new topic.prefix or"
                         + " delete the offsets (DELETE /connectors/<name>/offsets)");
             }
+            // The open transaction's counts; ignored (and not carried on) when transaction metadata is off.
+            Object transaction = offset == null || maker.transactions() == null ? null : offset.get(TransactionMetadata.OFFSET_KEY);
+            if (maker.transactions() != null) {
+                // A task resumed inside a source transaction that a batch cut continues its counts (no second BEGIN).
+                maker.transactions().restore(transaction == null ? null : transaction.toString());
+            }
             if (json == null) {
                 lastOffset = null;
                 return Optional.empty();
             }
             Checkpoint cp = Checkpoints.fromJson(json.toString());
-            lastOffset = Map.of(OFFSET_KEY, json.toString());
+            lastOffset = offset(json.toString(), transaction == null ? null : transaction.toString());
             return Optional.of(cp); // INV: RESUME (and IDENTITY: the engine compares the checkpoint's identity with its own)
         }
 
         @Override
         public void accept(List<Change> batch, Checkpoint checkpoint) throws InterruptedException {
-            Map<String, String> offset = Map.of(OFFSET_KEY, Checkpoints.toJson(checkpoint));
             List<SourceRecord> records = new ArrayList<>(batch.size() + 4);
             // Every record but the last carries the offset before the batch (none before the first): a commit inside the
             // batch (at least once, or a task stopped while the worker retries a send) resumes before the batch.
@@ -200,6 +206,13 @@ public final class MillraceSourceTask extends SourceTask {
             for (Change c : batch) {
                 maker.add(c.event(), before, records);
             }
+            TransactionMetadata tx = maker.transactions();
+            if (tx != null) {
+                tx.complete(checkpoint.flushLsn(), before, records); // the END of a transaction this batch completes
+            }
+            // The offset after the batch: the checkpoint, and the transaction the batch leaves open (a cut one), both
+            // committed with the batch's records in one Kafka transaction.
+            Map<String, String> offset = offset(Checkpoints.toJson(checkpoint), tx == null ? null : tx.state());
             if (records.isEmpty()) {
                 records.add(maker.heartbeat(settings.heartbeatTopic(), offset, System.currentTimeMillis()));
             } else {
@@ -208,6 +221,12 @@ public final class MillraceSourceTask extends SourceTask {
             handoff.deliver(new Handoff.Batch(records)); // INV: DURABLE: returns once Connect committed the offset
             lastOffset = offset;
         }
+    }
+
+    /** The offset {@code {"checkpoint": ..., "transaction": ...}}, the second only while a source transaction is open. */
+    private static Map<String, String> offset(String checkpoint, String transaction) {
+        return transaction == null ? Map.of(OFFSET_KEY, checkpoint) : Map.of(OFFSET_KEY, checkpoint, TransactionMetadata.OFFSET_KEY,
+                transaction);
     }
 
     private static SourceRecord withOffset(SourceRecord r, Map<String, ?> offset) {

@@ -8,6 +8,7 @@ import io.millrace.core.change.Op;
 import io.millrace.core.event.EnvelopeWriter;
 import io.millrace.core.event.SourceMeta;
 import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.types.PgInfinity;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.data.SchemaBuilder;
 import org.apache.kafka.connect.data.Struct;
@@ -53,9 +54,6 @@ final class RecordMaker {
             .field("xmin", Schema.OPTIONAL_INT64_SCHEMA)
             .field("commit_lsn", Schema.OPTIONAL_INT64_SCHEMA).field("ordinal", Schema.OPTIONAL_INT64_SCHEMA)
             .field("table_oid", Schema.OPTIONAL_INT64_SCHEMA).build();
-    private static final Schema TRANSACTION = SchemaBuilder.struct().optional().name("event.block").version(1)
-            .field("id", Schema.STRING_SCHEMA).field("total_order", Schema.INT64_SCHEMA)
-            .field("data_collection_order", Schema.INT64_SCHEMA).build();
     static final Schema HEARTBEAT_KEY = SchemaBuilder.struct().name("io.debezium.connector.common.ServerNameKey")
             .field("serverName", Schema.STRING_SCHEMA).build();
     static final Schema HEARTBEAT_VALUE = SchemaBuilder.struct().name("io.debezium.connector.common.Heartbeat")
@@ -67,18 +65,29 @@ final class RecordMaker {
     private final EnvelopeWriter envelope;
     private final Map<String, String> partition;
     private final Map<RelationInfo, Shapes> shapes = new IdentityHashMap<>();
+    /** Debezium's transaction metadata, or null ({@code provide.transaction.metadata=false}: the block is null). */
+    private final TransactionMetadata transactions;
 
     RecordMaker(String prefix, String database, boolean tombstones, boolean truncates) {
-        this(prefix, new EnvelopeWriter(new SourceMeta(prefix, database)), tombstones, truncates);
+        this(prefix, new EnvelopeWriter(new SourceMeta(prefix, database)), tombstones, truncates, null);
     }
 
-    /** With the envelope writer given (a test's, with a fixed clock). */
-    RecordMaker(String prefix, EnvelopeWriter envelope, boolean tombstones, boolean truncates) {
+    /**
+     * With the envelope writer given (a test's, with a fixed clock), and the transaction metadata written to
+     * {@code transactionTopic} (null: none).
+     */
+    RecordMaker(String prefix, EnvelopeWriter envelope, boolean tombstones, boolean truncates, String transactionTopic) {
         this.prefix = prefix;
         this.tombstones = tombstones;
         this.truncates = truncates;
         this.envelope = envelope;
         this.partition = Map.of(PARTITION_KEY, prefix);
+        this.transactions = transactionTopic == null ? null : new TransactionMetadata(transactionTopic, partition);
+    }
+
+    /** The transaction metadata this maker writes, or null when it writes none. */
+    TransactionMetadata transactions() {
+        return transactions;
     }
 
     /** The source partition of every record: {@code {"server": <topic.prefix>}}, as Debezium's. */
@@ -86,9 +95,15 @@ final class RecordMaker {
         return partition;
     }
 
-    /** The records of {@code change}, each with {@code offset}, appended to {@code out}. */
+    /**
+     * The records of {@code change}, each with {@code offset}, appended to {@code out}; with transaction metadata, the
+     * END of the transaction before it and the BEGIN of its own first when it starts one ({@link TransactionMetadata}).
+     */
     void add(ChangeEvent e, Map<String, ?> offset, List<SourceRecord> out) {
         Shapes s = shapes(e.relation());
+        if (transactions != null) {
+            transactions.before(e, offset, out);
+        }
         switch (e.op()) {
             case TRUNCATE -> {
                 if (truncates) {
@@ -159,7 +174,7 @@ final class RecordMaker {
             source.put(f, convert(f.schema(), src.get(f.name()), s.topic, "source." + f.name()));
         }
         v.put("source", source);
-        v.put("transaction", null);
+        v.put("transaction", transactions == null ? null : transactions.block(e)); // one per change record, as Debezium counts
         v.put("op", json.get("op").textValue());
         v.put("ts_ms", json.get("ts_ms").longValue());
         v.put("ts_us", json.get("ts_us").longValue());
@@ -197,6 +212,12 @@ final class RecordMaker {
             case INT16:
             case INT32:
             case INT64:
+                if (v.isTextual() && schema.name() != null) {
+                    Object infinity = infinity(schema.name(), v.textValue());
+                    if (infinity != null) {
+                        return infinity;
+                    }
+                }
                 if (!v.isIntegralNumber() || !v.canConvertToLong()) {
                     throw unrepresentable(schema, v, topic, field);
                 }
@@ -221,7 +242,11 @@ final class RecordMaker {
                 }
                 List<Object> list = new ArrayList<>(v.size());
                 for (Iterator<JsonNode> it = v.elements(); it.hasNext(); ) {
-                    list.add(convert(schema.valueSchema(), it.next(), topic, field));
+                    JsonNode element = it.next();
+                    if (element.isArray()) {
+                        throw multiDimensional(schema, v, topic, field);
+                    }
+                    list.add(convert(schema.valueSchema(), element, topic, field));
                 }
                 return list;
             }
@@ -232,12 +257,52 @@ final class RecordMaker {
         }
     }
 
+    /**
+     * Debezium's PostgreSQL connector's values for {@code date} and {@code timestamp} ±infinity (what it writes for a
+     * streamed change, {@code PostgresValueConverter}'s infinity constants through {@code io.debezium.time.Date} and
+     * {@code MicroTimestamp}): a date is the day number of {@code -5877611-06-21} for infinity and {@code -5877611-06-22}
+     * for -infinity (PostgreSQL's infinite day counts, overflowed in 32 bits, as Debezium reads them); a timestamp is
+     * pgjdbc's {@code PGStatement.DATE_POSITIVE_INFINITY} / {@code DATE_NEGATIVE_INFINITY} as microseconds.
+     * {@code timestamptz} needs none: Debezium writes the strings {@code "infinity"} / {@code "-infinity"}, as Millrace.
+     */
+    static final int DATE_POSITIVE_INFINITY = -2147472692;
+    static final int DATE_NEGATIVE_INFINITY = -2147472691;
+    static final long TIMESTAMP_POSITIVE_INFINITY = 9223372036825200000L;
+    static final long TIMESTAMP_NEGATIVE_INFINITY = -9223372036832400000L;
+
+    private static Object infinity(String logicalName, String text) {
+        boolean positive = text.equals(PgInfinity.POSITIVE.pgText());
+        if (!positive && !text.equals(PgInfinity.NEGATIVE.pgText())) {
+            return null;
+        }
+        return switch (logicalName) {
+            case "io.debezium.time.Date" -> positive ? DATE_POSITIVE_INFINITY : DATE_NEGATIVE_INFINITY;
+            case "io.debezium.time.MicroTimestamp" -> positive ? TIMESTAMP_POSITIVE_INFINITY : TIMESTAMP_NEGATIVE_INFINITY;
+            default -> null;
+        };
+    }
+
     private static DataException unrepresentable(Schema schema, JsonNode v, String topic, String field) {
         String text = v.toString();
         return new DataException("topic " + topic + ", field " + field + ": the value " + (text.length() > 120 ? text.substring(0, 120)
                 + "..." : text) + " has no form in the field's Connect schema " + schema.type()
                 + (schema.name() == null ? "" : " (" + schema.name() + ")")
-                + " (e.g. a date or timestamp of infinity, or a multi-dimensional array): not supported by the Connect records yet");
+                + " (e.g. a timestamp past what int64 microseconds hold): not supported by the Connect records");
+    }
+
+    /**
+     * A multi-dimensional array has no form in a column's Connect schema (an array of the element type: PostgreSQL does
+     * not record an array column's dimensions), and Debezium's connector has none either: it writes each inner array as
+     * a null element (numbers, dates, ...) or as a Java object's name (text), with a warning. Refused, naming the field.
+     */
+    private static DataException multiDimensional(Schema schema, JsonNode v, String topic, String field) {
+        String text = v.toString();
+        return new DataException("topic " + topic + ", field " + field + ": the value " + (text.length() > 120 ? text.substring(0, 120)
+                + "..." : text) + " is a multi-dimensional array, which has no form in the field's Connect schema (array of "
+                + schema.valueSchema().type() + "); Debezium's PostgreSQL connector cannot represent one either (it writes null"
+                + " or garbled elements). Keep the column one-dimensional, store such values as jsonb, or leave the table out"
+                + " of " + ConnectorSettings.TABLE_INCLUDE + " (Millrace's own Kafka and jsonl destinations write them as nested"
+                + " JSON arrays)");
     }
 
     /** The schemas and topic of one table shape. */
@@ -272,7 +337,7 @@ final class RecordMaker {
             keySchema = key.build();
         }
         Schema envelopeSchema = SchemaBuilder.struct().name(topic + ".Envelope").version(2)
-                .field("before", rowSchema).field("after", rowSchema).field("source", SOURCE).field("transaction", TRANSACTION)
+                .field("before", rowSchema).field("after", rowSchema).field("source", SOURCE).field("transaction", TransactionMetadata.BLOCK)
                 .field("op", Schema.STRING_SCHEMA).field("ts_ms", Schema.OPTIONAL_INT64_SCHEMA)
                 .field("ts_us", Schema.OPTIONAL_INT64_SCHEMA).field("ts_ns", Schema.OPTIONAL_INT64_SCHEMA).build();
         return new Shapes(topic, keySchema, rowSchema, envelopeSchema);

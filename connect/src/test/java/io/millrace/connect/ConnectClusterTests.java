@@ -84,6 +84,7 @@ abstract class ConnectClusterTests {
         worker.put("offset.flush.interval.ms", "100"); // at least once: a batch waits for two flushes
         worker.put("task.shutdown.graceful.timeout.ms", "1");
         worker.put("scheduled.rebalance.max.delay.ms", "2000");
+        worker.put("plugin.discovery", "service_load"); // every plugin has its ServiceLoader manifest: no 30 s classpath scan
         Properties broker = new Properties();
         broker.put("transaction.state.log.replication.factor", "1");
         broker.put("transaction.state.log.min.isr", "1");
@@ -400,7 +401,7 @@ abstract class ConnectClusterTests {
                 .isEmpty();
     }
 
-    private static List<ConsumerRecord<byte[], byte[]>> readAll(String topic) {
+    static List<ConsumerRecord<byte[], byte[]>> readAll(String topic) {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, connect.kafka().bootstrapServers());
         p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
@@ -490,7 +491,7 @@ abstract class ConnectClusterTests {
         return s.tasks().isEmpty() ? "NONE" : s.tasks().get(0).state();
     }
 
-    private static WorkerHandle workerOfTaskOrNull() {
+    static WorkerHandle workerOfTaskOrNull() {
         ConnectorStateInfo s = connect.connectorStatus(NAME);
         if (s.tasks().isEmpty()) {
             return null;

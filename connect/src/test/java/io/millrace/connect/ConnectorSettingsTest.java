@@ -108,7 +108,7 @@ class ConnectorSettingsTest {
     @Test
     void valuesMillraceCannotHonourAreRefusedByName() {
         for (Map.Entry<String, String> bad : Map.of("snapshot.mode", "when_needed", "decimal.handling.mode", "precise",
-                "plugin.name", "decoderbufs", "publication.autocreate.mode", "all_tables", "provide.transaction.metadata", "true",
+                "plugin.name", "decoderbufs", "publication.autocreate.mode", "all_tables", "topic.transaction", "tx topic",
                 "table.include.list", "public\\.(a|b)", "skipped.operations", "c", "slot.name", "Bad-Slot", "topic.prefix", "a b",
                 "database.port", "0").entrySet()) {
             Map<String, String> props = debezium();
@@ -118,6 +118,35 @@ class ConnectorSettingsTest {
         Map<String, String> missing = debezium();
         missing.remove("database.hostname");
         assertThat(errors(missing)).containsOnlyKeys("database.hostname");
+    }
+
+    @Test
+    void transactionMetadataGoesToDebeziumsTopic() {
+        Map<String, String> props = debezium();
+        assertThat(new ConnectorSettings(props).transactionTopic()).as("off by default, as Debezium's").isNull();
+        props.put("provide.transaction.metadata", "true");
+        assertThat(errors(props)).isEmpty();
+        assertThat(new ConnectorSettings(props).transactionTopic()).isEqualTo("shop.transaction");
+        props.put("topic.transaction", "tx-meta");
+        assertThat(new ConnectorSettings(props).transactionTopic()).isEqualTo("shop.tx-meta");
+    }
+
+    @Test
+    void anAlteredOffsetMayCarryAnOpenTransactionsCountsAndTheyAreChecked() {
+        String checkpoint = io.millrace.api.Checkpoints.toJson(new io.millrace.core.change.Checkpoint(
+                io.millrace.core.change.Checkpoint.VERSION, new io.millrace.core.change.Identity("1", "shop", "shop_slot", "shop_pub",
+                "connect"), io.millrace.core.Lsn.of(100), new io.millrace.core.Position(io.millrace.core.Lsn.of(200), 3),
+                io.millrace.core.change.SnapshotProgress.skipped(io.millrace.core.Lsn.of(50))));
+        String counts = "{\"xid\":7,\"commit_lsn\":200,\"ts_ms\":1,\"event_count\":3,\"data_collections\":{\"public.orders\":3}}";
+        MillraceSourceConnector connector = new MillraceSourceConnector();
+        Map<String, String> props = debezium();
+        Map<String, ?> partition = Map.of("server", "shop");
+        assertThat(connector.alterOffsets(props, Map.of(partition, Map.of("checkpoint", checkpoint)))).isTrue();
+        assertThat(connector.alterOffsets(props, Map.of(partition, Map.of("checkpoint", checkpoint, "transaction", counts)))).isTrue();
+        assertThatThrownBy(() -> connector.alterOffsets(props, Map.of(partition, Map.of("checkpoint", checkpoint, "transaction",
+                "{\"xid\":7}")))).hasMessageContaining("commit_lsn");
+        assertThatThrownBy(() -> connector.alterOffsets(props, Map.of(partition, Map.of("checkpoint", checkpoint, "other", "1"))))
+                .hasMessageContaining("not {");
     }
 
     @Test

@@ -70,7 +70,7 @@ class RecordMakerTest {
     }
 
     private final EnvelopeWriter envelope = new EnvelopeWriter(META, CLOCK, "9.9.9");
-    private final RecordMaker maker = new RecordMaker("shop", new EnvelopeWriter(META, CLOCK, "9.9.9"), true, true);
+    private final RecordMaker maker = new RecordMaker("shop", new EnvelopeWriter(META, CLOCK, "9.9.9"), true, true, null);
     private final JsonConverter plain = converter(false);
     private final JsonConverter withSchemas = converter(true);
 
@@ -212,9 +212,195 @@ class RecordMakerTest {
     @Test
     void aValueWithoutAConnectFormIsRefusedNamingTheField() {
         RelationInfo dates = new RelationInfo(16391, new TableRef("public", "dates"), 'd', List.of(col("id", 23, true),
-                col("d", 1082, false)), TypeResolver.builtinsOnly());
-        ChangeEvent e = event(Op.CREATE, dates, null, row(dates, "1", "infinity"));
-        assertThatThrownBy(() -> records(e)).hasMessageContaining("field d").hasMessageContaining("\"infinity\"");
+                col("ts", 1114, false)), TypeResolver.builtinsOnly());
+        ChangeEvent e = event(Op.CREATE, dates, null, row(dates, "1", "294276-12-31 23:59:59")); // past int64 microseconds
+        assertThatThrownBy(() -> records(e)).hasMessageContaining("field ts").hasMessageContaining("int64 microseconds");
+    }
+
+    /** date, timestamp, timestamptz (and their arrays) of ±infinity as Debezium's connector writes them when it streams. */
+    private static final RelationInfo INFINITE = new RelationInfo(16392, new TableRef("public", "infinite"), 'd', List.of(
+            col("id", 23, true), col("d", 1082, false), col("ts", 1114, false), col("tz", 1184, false), col("da", 1182, false),
+            col("tsa", 1115, false)), TypeResolver.builtinsOnly());
+
+    @Test
+    void infiniteDatesAndTimestampsAreDebeziumsValues() throws Exception {
+        // Debezium: PostgresValueConverter.POSITIVE_INFINITY_LOCAL_DATE / NEGATIVE_INFINITY_LOCAL_DATE as io.debezium.time.Date,
+        // pgjdbc's PGStatement.DATE_POSITIVE_INFINITY / DATE_NEGATIVE_INFINITY as MicroTimestamp, "infinity" as ZonedTimestamp.
+        int datePlus = (int) java.time.LocalDate.parse("-5877611-06-21").toEpochDay();
+        int dateMinus = (int) java.time.LocalDate.parse("-5877611-06-22").toEpochDay();
+        long tsPlus = org.postgresql.PGStatement.DATE_POSITIVE_INFINITY;
+        long tsMinus = org.postgresql.PGStatement.DATE_NEGATIVE_INFINITY;
+        ChangeEvent e = event(Op.CREATE, INFINITE, null, row(INFINITE, "1", "infinity", "infinity", "infinity", "{infinity,-infinity}",
+                "{-infinity,2024-01-02 03:04:05}"));
+        SourceRecord r = records(e).get(0);
+        Struct after = ((Struct) r.value()).getStruct("after");
+        assertThat(after.getInt32("d")).isEqualTo(datePlus).isEqualTo(-2147472692);
+        assertThat(after.getInt64("ts")).isEqualTo(tsPlus).isEqualTo(9223372036825200000L);
+        assertThat(after.getString("tz")).isEqualTo("infinity");
+        assertThat(after.getArray("da")).containsExactly(datePlus, dateMinus);
+        assertThat(after.getArray("tsa")).containsExactly(tsMinus, 1704164645000000L);
+        JsonNode plainAfter = value(r, plain).get("after");
+        assertThat(plainAfter).isEqualTo(JSON.readTree("{\"id\":1,\"d\":-2147472692,\"ts\":9223372036825200000,\"tz\":\"infinity\","
+                + "\"da\":[-2147472692,-2147472691],\"tsa\":[-9223372036832400000,1704164645000000]}"));
+        assertThat(value(r, withSchemas).get("payload").get("after")).isEqualTo(plainAfter);
+
+        ChangeEvent neg = event(Op.CREATE, INFINITE, null, row(INFINITE, "2", "-infinity", "-infinity", "-infinity", null, null));
+        Struct negAfter = ((Struct) records(neg).get(0).value()).getStruct("after");
+        assertThat(negAfter.getInt32("d")).isEqualTo(dateMinus);
+        assertThat(negAfter.getInt64("ts")).isEqualTo(tsMinus);
+        assertThat(negAfter.getString("tz")).isEqualTo("-infinity");
+        // Millrace's own JSON keeps the strings (docs/TYPES.md); only the Connect records take Debezium's numbers.
+        assertThat(millraceValue(neg).get("after").get("d").textValue()).isEqualTo("-infinity");
+    }
+
+    @Test
+    void aMultiDimensionalArrayIsRefusedNamingTheFieldAndWhy() {
+        ChangeEvent e = event(Op.CREATE, ALL, null, row(ALL, "7", null, null, null, null, null, null, null, null, null, null, null, null,
+                null, null, null, "{{1,2},{3,4}}", null));
+        assertThatThrownBy(() -> records(e)).hasMessageContaining("field ia").hasMessageContaining("[[1,2],[3,4]]")
+                .hasMessageContaining("multi-dimensional").hasMessageContaining("Debezium");
+        ChangeEvent flat = event(Op.CREATE, ALL, null, row(ALL, "7", null, null, null, null, null, null, null, null, null, null, null, null,
+                null, null, null, "{}", "{}"));
+        assertThat(((Struct) records(flat).get(0).value()).getStruct("after").getArray("ia")).isEmpty();
+    }
+
+    // ---- transaction metadata (provide.transaction.metadata=true)
+
+    private static final RelationInfo OTHER = new RelationInfo(16393, new TableRef("public", "other"), 'd', List.of(col("id", 23, true)),
+            TypeResolver.builtinsOnly());
+
+    private static ChangeEvent tx(Op op, RelationInfo rel, Object[] before, Object[] after, long xid, long lsn, long commit, long ordinal) {
+        return new ChangeEvent(op, rel, before, after, Lsn.of(lsn), new Position(Lsn.of(commit), ordinal), xid, COMMIT_MICROS, false);
+    }
+
+    private static RecordMaker txMaker(boolean truncates) {
+        return new RecordMaker("shop", new EnvelopeWriter(META, CLOCK, "9.9.9"), true, truncates, "shop.transaction");
+    }
+
+    private static List<String> shapes(List<SourceRecord> rs) {
+        List<String> out = new ArrayList<>();
+        for (SourceRecord r : rs) {
+            Struct v = (Struct) r.value();
+            if (r.topic().equals("shop.transaction")) {
+                out.add(v.getString("status") + " " + v.getString("id"));
+            } else if (v == null) {
+                out.add("tombstone");
+            } else {
+                Struct b = v.getStruct("transaction");
+                out.add(v.getString("op") + (b == null ? " -" : " " + b.getString("id") + " " + b.getInt64("total_order") + "/"
+                        + b.getInt64("data_collection_order")));
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void transactionMetadataIsDebeziumsBeginBlocksAndEnd() throws Exception {
+        RecordMaker m = txMaker(false);
+        List<SourceRecord> out = new ArrayList<>();
+        Object[] old = new Object[ALL.columnCount()];
+        old[0] = 6;
+        m.add(tx(Op.CREATE, ALL, null, ROW, 770, 1000, 1100, 1), OFFSET, out);
+        m.add(tx(Op.UPDATE, ALL, old, ROW, 770, 1010, 1100, 2), OFFSET, out); // a key change: two events, as Debezium counts
+        m.add(tx(Op.CREATE, OTHER, null, new Object[] {1}, 770, 1020, 1100, 3), OFFSET, out);
+        m.add(tx(Op.TRUNCATE, OTHER, null, null, 770, 1030, 1100, 4), OFFSET, out); // skipped (skipped.operations=t): not counted
+        m.add(tx(Op.CREATE, OTHER, null, new Object[] {2}, 771, 1150, 1200, 1), OFFSET, out);
+        m.transactions().complete(Lsn.of(1210), OFFSET, out);
+        assertThat(shapes(out)).containsExactly("BEGIN 770:1000", "c 770:1000 1/1", "d 770:1010 2/2", "tombstone", "c 770:1010 3/3",
+                "c 770:1020 4/1", "END 770:1100", "BEGIN 771:1150", "c 771:1150 1/1", "END 771:1200");
+        assertThat(m.transactions().state()).isNull();
+
+        SourceRecord begin = out.get(0);
+        SourceRecord end = out.get(6);
+        assertThat(begin.sourcePartition()).isEqualTo(Map.of("server", "shop"));
+        assertThat(begin.sourceOffset()).isEqualTo(OFFSET);
+        assertThat(key(begin)).isEqualTo(JSON.readTree("{\"id\":\"770:1000\"}"));
+        long ms = COMMIT_MICROS / 1000;
+        assertThat(value(begin, plain)).isEqualTo(JSON.readTree("{\"status\":\"BEGIN\",\"id\":\"770:1000\",\"event_count\":null,"
+                + "\"data_collections\":null,\"ts_ms\":" + ms + "}"));
+        assertThat(key(end)).isEqualTo(JSON.readTree("{\"id\":\"770:1100\"}"));
+        assertThat(value(end, plain)).isEqualTo(JSON.readTree("{\"status\":\"END\",\"id\":\"770:1100\",\"event_count\":4,"
+                + "\"data_collections\":[{\"data_collection\":\"public.all types\",\"event_count\":3},"
+                + "{\"data_collection\":\"public.other\",\"event_count\":1}],\"ts_ms\":" + ms + "}"));
+
+        JsonNode schema = value(end, withSchemas).get("schema");
+        assertThat(schema.get("name").textValue()).isEqualTo("io.debezium.connector.common.TransactionMetadataValue");
+        assertThat(schema.get("version").intValue()).isEqualTo(1);
+        List<String> fields = new ArrayList<>();
+        schema.get("fields").forEach(f -> fields.add(f.get("field").textValue() + ":" + f.get("type").textValue() + ":"
+                + f.get("optional").booleanValue()));
+        assertThat(fields).containsExactly("status:string:false", "id:string:false", "event_count:int64:true",
+                "data_collections:array:true", "ts_ms:int64:false");
+        assertThat(schema.get("fields").get(3).get("items").get("name").textValue()).isEqualTo("event.collection");
+        byte[] keyWithSchema = withSchemas.fromConnectData(end.topic(), end.keySchema(), end.key());
+        assertThat(JSON.readTree(keyWithSchema).get("schema").get("name").textValue())
+                .isEqualTo("io.debezium.connector.common.TransactionMetadataKey");
+
+        // A change record: the block filled, everything else Millrace's JSON; with schemas, Debezium's event.block.
+        SourceRecord change = out.get(1);
+        JsonNode v = value(change, plain);
+        assertThat(v.get("transaction")).isEqualTo(JSON.readTree("{\"id\":\"770:1000\",\"total_order\":1,\"data_collection_order\":1}"));
+        JsonNode expected = millraceValue(tx(Op.CREATE, ALL, null, ROW, 770, 1000, 1100, 1));
+        ((com.fasterxml.jackson.databind.node.ObjectNode) expected).set("transaction", v.get("transaction"));
+        assertThat(v).isEqualTo(expected);
+        JsonNode envelopeSchema = value(change, withSchemas).get("schema");
+        JsonNode block = envelopeSchema.get("fields").get(3);
+        assertThat(block.get("field").textValue()).isEqualTo("transaction");
+        assertThat(block.get("name").textValue()).isEqualTo("event.block");
+        assertThat(value(change, withSchemas).get("payload").get("transaction")).isEqualTo(v.get("transaction"));
+    }
+
+    @Test
+    void aCutTransactionHasOneBeginAndOneEndAcrossBatchesAndARestart() throws Exception {
+        RecordMaker first = txMaker(true);
+        List<SourceRecord> batch1 = new ArrayList<>();
+        first.add(tx(Op.CREATE, OTHER, null, new Object[] {1}, 900, 5000, 9000, 1), OFFSET, batch1);
+        first.add(tx(Op.CREATE, ALL, null, ROW, 900, 5100, 9000, 2), OFFSET, batch1);
+        first.transactions().complete(Lsn.of(4000), OFFSET, batch1); // cut: the flush position is before its commit
+        assertThat(shapes(batch1)).containsExactly("BEGIN 900:5000", "c 900:5000 1/1", "c 900:5100 2/1");
+        String state = first.transactions().state();
+        assertThat(state).isNotNull();
+
+        // The task resumes on another worker from the committed offset, which holds the open transaction's counts.
+        RecordMaker resumed = txMaker(true);
+        resumed.transactions().restore(state);
+        List<SourceRecord> batch2 = new ArrayList<>();
+        resumed.add(tx(Op.CREATE, OTHER, null, new Object[] {2}, 900, 5200, 9000, 3), OFFSET, batch2);
+        resumed.transactions().complete(Lsn.of(4000), OFFSET, batch2);
+        assertThat(shapes(batch2)).containsExactly("c 900:5200 3/2"); // no second BEGIN, the counts go on
+        List<SourceRecord> batch3 = new ArrayList<>(); // its commit arrives in a batch without its changes
+        resumed.transactions().complete(Lsn.of(9100), OFFSET, batch3);
+        assertThat(shapes(batch3)).containsExactly("END 900:9000");
+        Struct end = (Struct) batch3.get(0).value();
+        assertThat(end.getInt64("event_count")).isEqualTo(3L);
+        assertThat(end.getArray("data_collections")).extracting(o -> ((Struct) o).getString("data_collection") + "="
+                + ((Struct) o).getInt64("event_count")).containsExactly("public.other=2", "public.all types=1");
+        assertThat(resumed.transactions().state()).isNull();
+
+        // Without the restored state the resumed task would begin again and under-count: the state is what carries it.
+        RecordMaker fresh = txMaker(true);
+        List<SourceRecord> again = new ArrayList<>();
+        fresh.add(tx(Op.CREATE, OTHER, null, new Object[] {2}, 900, 5200, 9000, 3), OFFSET, again);
+        assertThat(shapes(again)).containsExactly("BEGIN 900:5200", "c 900:5200 1/1");
+        assertThatThrownBy(() -> fresh.transactions().restore("{\"xid\":1}")).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("commit_lsn");
+    }
+
+    @Test
+    void snapshotRowsAreInNoTransactionAndSkippedTruncatesCountNothing() {
+        RecordMaker m = txMaker(false);
+        List<SourceRecord> out = new ArrayList<>();
+        m.add(new ChangeEvent(Op.READ, ALL, null, ROW, Lsn.of(10), Position.START, 0, COMMIT_MICROS, true), OFFSET, out);
+        m.add(new ChangeEvent(Op.READ, ALL, null, ROW, Lsn.of(20), new Position(Lsn.of(30), 1), 55, COMMIT_MICROS, true), OFFSET, out);
+        m.transactions().complete(Lsn.of(40), OFFSET, out);
+        assertThat(shapes(out)).containsExactly("r -", "r -");
+        m.add(tx(Op.TRUNCATE, OTHER, null, null, 60, 100, 200, 1), OFFSET, out);
+        m.transactions().complete(Lsn.of(210), OFFSET, out);
+        assertThat(shapes(out)).containsExactly("r -", "r -", "BEGIN 60:100", "END 60:200"); // as Debezium: BEGIN and END, 0 events
+        assertThat(((Struct) out.get(3).value()).getInt64("event_count")).isEqualTo(0L);
+        List<SourceRecord> off = new ArrayList<>();
+        maker.add(tx(Op.CREATE, OTHER, null, new Object[] {1}, 61, 300, 400, 1), OFFSET, off);
+        assertThat(shapes(off)).containsExactly("c -"); // provide.transaction.metadata=false: the block is null
     }
 
     @Test
