@@ -102,10 +102,10 @@ final class Streaming {
             }
             return null;
         }
-        return (table, keyColumns, range, limit) -> {
+        return (oid, table, keyColumns, range, limit) -> {
             java.util.Set<List<String>> out = new java.util.LinkedHashSet<>(); // the destinations mostly hold the same keys
             for (KeyedSink k : keyed) {
-                List<List<String>> keys = k.keysIn(table, keyColumns, range, limit);
+                List<List<String>> keys = k.keysIn(oid, table, keyColumns, range, limit);
                 if (keys.size() >= limit) {
                     return keys; // a destination over the bound: the caller refuses the chunk (INV: BOUNDED)
                 }

@@ -22,11 +22,13 @@ import java.util.SortedMap;
  *       the destination's values; when the destination has no row to take them from (and the copying rule does not
  *       apply), the destination no longer matches the source: {@link #noRowToTakeFrom}.</li>
  * </ul>
- * Owned by the writer thread.
+ * Owned by the writer thread; {@link #held()} may be read by any.
  */
 public final class DurableTables {
     private Set<String> copying = Set.of();
-    private SortedMap<Integer, TableRef> held = Collections.emptySortedMap();
+    /** Replaced whole, never changed in place: other threads may read it ({@link KeyedSink#keysIn(int, TableRef, java.util.List,
+     * io.millrace.core.change.OnlineTask.KeyRange, int)}). */
+    private volatile SortedMap<Integer, TableRef> held = Collections.emptySortedMap();
 
     /** The checkpoint {@code open()} read (if any) or a batch committed with is durable now. */
     public void durable(Optional<Checkpoint> checkpoint) {
@@ -39,7 +41,7 @@ public final class DurableTables {
         durable(Optional.of(checkpoint));
     }
 
-    /** The source tables held as of the last durable checkpoint. */
+    /** The source tables held as of the last durable checkpoint (by oid; any thread). */
     public SortedMap<Integer, TableRef> held() {
         return held;
     }

@@ -23,4 +23,14 @@ public interface KeyedSink extends Sink {
      * @throws io.millrace.core.MillraceException of kind SINK (or CONNECTION) when the destination fails
      */
     List<List<String>> keysIn(TableRef table, List<String> keyColumns, KeyRange range, int limit);
+
+    /**
+     * {@link #keysIn(TableRef, List, KeyRange, int)} of the source table of {@code oid}, now named {@code table}: a
+     * destination that follows tables by oid looks under the name it holds the table by, which is the old one while the
+     * rename has not reached it (a table renamed while a lost slot was being replaced: the re-copy's first chunks are read
+     * before any of the table's rows under its new name reach the destination). By default, by {@code table}.
+     */
+    default List<List<String>> keysIn(int oid, TableRef table, List<String> keyColumns, KeyRange range, int limit) {
+        return keysIn(table, keyColumns, range, limit);
+    }
 }

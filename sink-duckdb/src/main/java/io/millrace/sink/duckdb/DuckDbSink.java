@@ -186,12 +186,35 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
      * @return the checkpoint the copy holds (what it is up to), or empty before the first batch
      */
     /**
-     * The keys of the target table of {@code table} in {@code range}, as text, on a connection of its own to the file
-     * (committed rows only); none when the table does not exist. Any thread, while the sink is open.
+     * The keys of source table {@code oid}'s target table: under the name this destination holds it by (its last durable
+     * checkpoint's tables) while that target exists, else under {@code table}, its current name.
      */
+    @Override
+    public List<List<String>> keysIn(int oid, io.millrace.core.schema.TableRef table, List<String> keyColumns,
+                                     io.millrace.core.change.OnlineTask.KeyRange range, int limit) {
+        io.millrace.core.schema.TableRef held = durable.held().get(oid);
+        if (held != null && !held.equals(table)) {
+            List<List<String>> keys = keysOrNull(held, keyColumns, range, limit);
+            if (keys != null) {
+                return keys;
+            }
+        }
+        return keysIn(table, keyColumns, range, limit);
+    }
+
     @Override
     public List<List<String>> keysIn(io.millrace.core.schema.TableRef table, List<String> keyColumns,
                                      io.millrace.core.change.OnlineTask.KeyRange range, int limit) {
+        List<List<String>> keys = keysOrNull(table, keyColumns, range, limit);
+        return keys == null ? List.of() : keys;
+    }
+
+    /**
+     * The keys of the target table of {@code table} in {@code range}, as text, on a connection of its own to the file
+     * (committed rows only); null when the table does not exist. Any thread, while the sink is open.
+     */
+    private List<List<String>> keysOrNull(io.millrace.core.schema.TableRef table, List<String> keyColumns,
+                                          io.millrace.core.change.OnlineTask.KeyRange range, int limit) {
         io.millrace.core.schema.TableRef target = config.schema() == null ? table : new io.millrace.core.schema.TableRef(config.schema(), table.table());
         try (Connection c = DriverManager.getConnection("jdbc:duckdb:" + config.file().toAbsolutePath()); Statement s = c.createStatement()) {
             s.execute("SET TimeZone = 'UTC'");
@@ -201,7 +224,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
                     if (rs.getLong(1) == 0) {
-                        return List.of();
+                        return null;
                     }
                 }
             }

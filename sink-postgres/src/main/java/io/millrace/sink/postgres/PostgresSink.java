@@ -181,12 +181,35 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
     }
 
     /**
-     * The keys of the target table of {@code table} in {@code range}, as text, on a connection of its own (committed rows
-     * only); none when the target table does not exist. Any thread: readers take turns on the one connection.
+     * The keys of source table {@code oid}'s target table: under the name this destination holds it by (its last durable
+     * checkpoint's tables) while that target exists, else under {@code table}, its current name.
      */
     @Override
-    public synchronized List<List<String>> keysIn(io.millrace.core.schema.TableRef table, List<String> keyColumns,
+    public synchronized List<List<String>> keysIn(int oid, io.millrace.core.schema.TableRef table, List<String> keyColumns,
                                                   io.millrace.core.change.OnlineTask.KeyRange range, int limit) {
+        io.millrace.core.schema.TableRef held = durable.held().get(oid);
+        if (held != null && !held.equals(table)) {
+            List<List<String>> keys = keysOrNull(held, keyColumns, range, limit);
+            if (keys != null) {
+                return keys;
+            }
+        }
+        return keysIn(table, keyColumns, range, limit);
+    }
+
+    @Override
+    public List<List<String>> keysIn(io.millrace.core.schema.TableRef table, List<String> keyColumns,
+                                     io.millrace.core.change.OnlineTask.KeyRange range, int limit) {
+        List<List<String>> keys = keysOrNull(table, keyColumns, range, limit);
+        return keys == null ? List.of() : keys;
+    }
+
+    /**
+     * The keys of the target table of {@code table} in {@code range}, as text, on a connection of its own (committed rows
+     * only); null when the target table does not exist. Any thread: readers take turns on the one connection.
+     */
+    private synchronized List<List<String>> keysOrNull(io.millrace.core.schema.TableRef table, List<String> keyColumns,
+                                                       io.millrace.core.change.OnlineTask.KeyRange range, int limit) {
         io.millrace.core.schema.TableRef target = config.targetSchema() == null ? table
                 : new io.millrace.core.schema.TableRef(config.targetSchema(), table.table());
         try {
@@ -199,7 +222,7 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
                     if (rs.getBoolean(1)) {
-                        return List.of();
+                        return null;
                     }
                 }
             }

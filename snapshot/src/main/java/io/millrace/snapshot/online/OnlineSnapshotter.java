@@ -305,7 +305,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
      */
     public interface DestinationKeys {
         /** Each key as the text of its columns {@code keyColumns}, in any order, repeats allowed; at most {@code limit} per destination. */
-        List<List<String>> keysIn(TableRef table, List<String> keyColumns, KeyRange range, int limit);
+        List<List<String>> keysIn(int oid, TableRef table, List<String> keyColumns, KeyRange range, int limit);
     }
 
     /** Sets where reconciling tasks read the destinations' keys; call before {@link #start}. */
@@ -964,7 +964,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
         }
         java.util.Map<ValueKey, List<String>> candidates = new java.util.LinkedHashMap<>();
         int limit = Math.max(RECONCILE_MAX_KEYS, 4 * rows.size());
-        List<List<String>> held = destinationKeys.keysIn(task.table, keyColumns, chunk.range(), limit + 1);
+        List<List<String>> held = destinationKeys.keysIn(r.oid(), task.table, keyColumns, chunk.range(), limit + 1);
         if (held.size() > limit) {
             throw new MillraceException(Kind.SINK, "re-copy of " + task.table + " after a lost slot: a destination holds more than "
                     + limit + " rows in the key range of one chunk, where the source has " + rows.size() + "; the"
