@@ -79,7 +79,7 @@ class ConnectBenchIT {
         broker.put("transaction.state.log.replication.factor", "1");
         broker.put("transaction.state.log.min.isr", "1");
         connect = new EmbeddedConnectCluster.Builder().name("millrace-bench").numWorkers(2).numBrokers(1)
-                .workerProps(Map.of("exactly.once.source.support", "enabled")).brokerProps(broker).build();
+                .workerProps(new HashMap<>(Map.of("exactly.once.source.support", "enabled"))).brokerProps(broker).build();
         connect.start();
     }
 
