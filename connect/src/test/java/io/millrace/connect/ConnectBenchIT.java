@@ -42,8 +42,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * <p>Runs only when asked ({@code -Dmillrace.connect.bench.rows=N}; docs/BENCHMARKS.md "Kafka Connect"). Before any
  * connector exists, one slot per contestant and round is created on one publication, then the N rows are inserted in
  * transactions of 10,000 (the bench module's table, {@code bench}); so every contestant drains the same pre-filled WAL
- * from its own slot into its own topic. The rounds are interleaved, the order alternating (Millrace, Debezium, then
- * Debezium, Millrace, ...). Each connector is made through the REST API from the same JSON (both with
+ * from its own slot into its own topic. First a warm-up round, not counted: each contestant drains
+ * {@code millrace.connect.bench.warmup.rows} (default 100,000) rows of a table of its own, so that neither measured
+ * round pays for the JIT compiling the worker's paths they share (converter, producer). Then the rounds, interleaved,
+ * the order alternating (Millrace, Debezium, then Debezium, Millrace, ...). Each connector is made through the REST API from the same JSON (both with
  * {@code snapshot.mode=no_data}, {@code JsonConverter} without schemas, {@code decimal.handling.mode=string}); Millrace
  * with connector-defined transaction boundaries (a Kafka transaction per engine batch), Debezium with Connect's
  * default for it on an exactly-once worker (a transaction per poll). Defaults otherwise, for both.
@@ -51,8 +53,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * <p>Measured per round: seconds from the connector's creation (the REST call) until a {@code read_committed} consumer
  * has seen all N records, and from the first record it saw to the last; the JVM's CPU seconds in that time
  * ({@link OperatingSystemMXBean#getProcessCpuTime()}: the test JVM is the worker, broker and consumer, so this includes
- * the broker's work for the records and the consumer's), and the CPU of the threads started during the round and alive
- * at its end ({@link ThreadMXBean}: the connector's task, its producer, its engine threads; the connector alone runs in
+ * the broker's work for the records and the consumer's), and the CPU of the connector's threads ({@link ThreadMXBean}:
+ * the threads started during the round and alive at its end — its producer, its engine threads — plus the worker's
+ * pooled thread renamed {@code task-thread-<connector>-0}, which polls, converts and sends; the connector alone runs in
  * the round, so these are its threads, less any that ended before the round did); the JVM's peak RSS in the round
  * ({@code VmHWM} after resetting it through {@code /proc/self/clear_refs}; the whole JVM's, broker and workers included).
  * It asserts only that every contestant delivered exactly N records, nothing about speed.
@@ -62,6 +65,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 class ConnectBenchIT {
     private static final long ROWS = Long.getLong("millrace.connect.bench.rows", 0);
     private static final int ROUNDS = Integer.getInteger("millrace.connect.bench.rounds", 2);
+    /** Rows of the warm-up round (each contestant once, not counted), from a table and slots of their own. */
+    private static final long WARMUP_ROWS = Long.getLong("millrace.connect.bench.warmup.rows", 100_000);
     private static final int PER_TX = 10_000;
     private static final String DB = "bench";
     private static final List<String> CONTESTANTS = List.of("millrace", "debezium");
@@ -94,10 +99,10 @@ class ConnectBenchIT {
     }
 
     /** One contestant's round. */
-    record Result(String contestant, int round, double seconds, double firstToLast, double firstAfter, double cpu, double threadCpu,
-                  long peakRssMb, Map<String, Double> topThreads) {
+    record Result(String contestant, int round, long rows, double seconds, double firstToLast, double firstAfter, double cpu,
+                  double threadCpu, long peakRssMb, Map<String, Double> topThreads) {
         double rate() {
-            return ROWS / seconds;
+            return rows / seconds;
         }
     }
 
@@ -126,13 +131,26 @@ class ConnectBenchIT {
             }
             System.out.printf(Locale.ROOT, "inserted %,d rows in %.1f s into %d pre-created slots%n", ROWS, (System.nanoTime() - t0) / 1e9,
                     slots.size());
+            if (WARMUP_ROWS > 0) {
+                // Created after the measured rows: these slots see only the warm-up table's rows (and the measured slots
+                // none of them: their publication is bench's).
+                s.execute("CREATE TABLE warm (id bigint PRIMARY KEY, a int, b text, c timestamptz, d numeric(12,2), e text)");
+                s.execute("CREATE PUBLICATION warm_pub FOR TABLE warm");
+                for (String w : CONTESTANTS) {
+                    s.execute("SELECT pg_create_logical_replication_slot('" + name(w, 0) + "', 'pgoutput')");
+                }
+                s.execute("INSERT INTO warm SELECT * FROM bench WHERE id <= " + WARMUP_ROWS);
+            }
+        }
+        for (String c : WARMUP_ROWS > 0 ? CONTESTANTS : List.<String>of()) {
+            System.out.println("warm-up " + line(round(c, 0, "warm", WARMUP_ROWS), null));
         }
 
         List<Result> results = new ArrayList<>();
         for (int r = 1; r <= ROUNDS; r++) {
             List<String> order = r % 2 == 1 ? CONTESTANTS : List.of(CONTESTANTS.get(1), CONTESTANTS.get(0));
             for (String c : order) {
-                Result res = round(c, r);
+                Result res = round(c, r, "bench", ROWS);
                 results.add(res);
                 System.out.println(line(res, null));
             }
@@ -148,7 +166,7 @@ class ConnectBenchIT {
         return (contestant.equals("millrace") ? "mr" : "dbz") + round;
     }
 
-    private Map<String, String> config(String contestant, String name) {
+    private Map<String, String> config(String contestant, String name, String table) {
         Map<String, String> m = new HashMap<>();
         m.put("connector.class", CLASSES.get(contestant));
         m.put("tasks.max", "1");
@@ -159,10 +177,10 @@ class ConnectBenchIT {
         m.put("database.dbname", DB);
         m.put("topic.prefix", name);
         m.put("slot.name", name);
-        m.put("publication.name", "bench_pub");
+        m.put("publication.name", table + "_pub");
         m.put("publication.autocreate.mode", "disabled");
         m.put("plugin.name", "pgoutput");
-        m.put("table.include.list", "public\\.bench");
+        m.put("table.include.list", "public\\." + table);
         m.put("snapshot.mode", "no_data");
         m.put("decimal.handling.mode", "string");
         m.put("key.converter", "org.apache.kafka.connect.json.JsonConverter");
@@ -175,12 +193,19 @@ class ConnectBenchIT {
             m.put("exactly.once.support", "required");
             m.put("transaction.boundary", "connector");
         }
+        // Settings of one contestant for a what-if run: -Dmillrace.connect.bench.millrace.config=key=value,key=value
+        String extra = System.getProperty("millrace.connect.bench." + contestant + ".config", "");
+        for (String kv : extra.split(",")) {
+            if (!kv.isBlank()) {
+                m.put(kv.substring(0, kv.indexOf('=')).trim(), kv.substring(kv.indexOf('=') + 1).trim());
+            }
+        }
         return m;
     }
 
-    private Result round(String contestant, int round) throws Exception {
+    private Result round(String contestant, int round, String table, long rows) throws Exception {
         String name = name(contestant, round);
-        String topic = name + ".public.bench";
+        String topic = name + ".public." + table;
         connect.kafka().createTopic(topic, 1);
         System.gc();
         Thread.sleep(1000);
@@ -199,12 +224,12 @@ class ConnectBenchIT {
         boolean hwmReset = resetPeakRss();
         long cpu0 = os.getProcessCpuTime();
         long t0 = System.nanoTime();
-        connect.configureConnector(name, config(contestant, name));
-        long deadline = t0 + Duration.ofSeconds(Math.max(600, ROWS / 500)).toNanos();
+        connect.configureConnector(name, config(contestant, name, table));
+        long deadline = t0 + Duration.ofSeconds(Math.max(600, rows / 500)).toNanos();
         long sampledPeak = 0;
-        while (count.get() < ROWS) {
+        while (count.get() < rows) {
             if (System.nanoTime() > deadline) {
-                throw new AssertionError(name + ": " + count.get() + " of " + ROWS + " records in time; " + connect.connectorStatus(name));
+                throw new AssertionError(name + ": " + count.get() + " of " + rows + " records in time; " + connect.connectorStatus(name));
             }
             sampledPeak = Math.max(sampledPeak, rssKb("VmRSS"));
             Thread.sleep(100);
@@ -217,24 +242,31 @@ class ConnectBenchIT {
         for (long id : threads.getAllThreadIds()) {
             var info = threads.getThreadInfo(id);
             long cpu = threads.getThreadCpuTime(id);
-            if (info == null || cpu < 0 || before.containsKey(id) || info.getThreadName().equals(CONSUMER_THREAD)) {
+            if (info == null || cpu < 0 || info.getThreadName().equals(CONSUMER_THREAD)) {
                 continue;
             }
-            threadCpu += cpu / 1e9;
-            top.merge(info.getThreadName().replaceAll("[0-9]+", "#"), cpu / 1e9, Double::sum);
+            // The worker runs tasks on a pooled thread it renames task-thread-<connector>-<n>: an older thread, counted
+            // from the round's start.
+            boolean ours = !before.containsKey(id) || info.getThreadName().startsWith("task-thread-" + name + "-");
+            if (!ours) {
+                continue;
+            }
+            long delta = cpu - before.getOrDefault(id, 0L);
+            threadCpu += delta / 1e9;
+            top.merge(info.getThreadName().replaceAll("[0-9]+", "#"), delta / 1e9, Double::sum);
         }
 
         Thread.sleep(1000); // nothing more may come
         consuming.set(false);
         consumer.join();
-        assertThat(count.get()).as(name + ": records in " + topic).isEqualTo(ROWS);
+        assertThat(count.get()).as(name + ": records in " + topic).isEqualTo(rows);
         connect.deleteConnector(name);
         connect.assertions().assertConnectorDoesNotExist(name, name + " is deleted");
         dropSlot(name);
         Map<String, Double> busiest = new java.util.LinkedHashMap<>();
         top.entrySet().stream().sorted((a, b) -> Double.compare(b.getValue(), a.getValue())).limit(4)
                 .forEach(e -> busiest.put(e.getKey(), e.getValue()));
-        return new Result(contestant, round, (t1 - t0) / 1e9, (last.get() - first.get()) / 1e9, (first.get() - t0) / 1e9,
+        return new Result(contestant, round, rows, (t1 - t0) / 1e9, (last.get() - first.get()) / 1e9, (first.get() - t0) / 1e9,
                 (cpu1 - cpu0) / 1e9, threadCpu, peak / 1024, busiest);
     }
 
