@@ -192,6 +192,7 @@ class ConnectDifferentialIT {
         int compared = 0;
         Map<String, Integer> schemaDifferences = new TreeMap<>();
         List<String> mismatches = new ArrayList<>();
+        Set<String> formsSeen = new TreeSet<>();
         for (String t : TABLES) {
             List<Rec> dbz = awaitRecords("dbz.public." + t, expected.get(t));
             List<Rec> mr = awaitRecords("mr.public." + t, expected.get(t));
@@ -210,14 +211,16 @@ class ConnectDifferentialIT {
             }
             assertThat(mrRead.keySet()).as(t + ": snapshot keys").isEqualTo(dbzRead.keySet()).hasSize(reads);
             for (String key : dbzRead.keySet()) {
-                compared += compare(t + " snapshot " + key, dbzRead.get(key), mrRead.get(key), schemaDifferences, mismatches);
+                compared += compare(t + " snapshot " + key, dbzRead.get(key), mrRead.get(key), schemaDifferences, mismatches, formsSeen);
             }
             // The stream: record by record in order (the key change is delete, tombstone, create in both).
             for (int i = reads; i < dbz.size(); i++) {
-                compared += compare(t + " record " + i, dbz.get(i), mr.get(i), schemaDifferences, mismatches);
+                compared += compare(t + " record " + i, dbz.get(i), mr.get(i), schemaDifferences, mismatches, formsSeen);
             }
         }
         assertThat(mismatches).as("values that differ from Debezium's").isEmpty();
+        assertThat(formsSeen).as("the documented value forms (docs/EVENTS.md), each seen")
+                .containsExactly("interval without its zero parts", "timestamptz without a zero fraction");
         assertThat(compared).isEqualTo(2 * (4 + 14 - 3)); // per table 4 reads, 14 streamed records of which 3 tombstones
         assertThat(schemaDifferences.keySet()).as("the schema differences (deliberate, docs/EVENTS.md)")
                 .isEqualTo(new TreeSet<>(DELIBERATE_SCHEMA_DIFFERENCES));
@@ -234,7 +237,8 @@ class ConnectDifferentialIT {
      * Compares one record of each; adds each schema difference seen (by field) to {@code schemaDifferences}. Returns 1
      * when a value was compared, 0 for a tombstone.
      */
-    private static int compare(String where, Rec dbz, Rec mr, Map<String, Integer> schemaDifferences, List<String> mismatches) {
+    private static int compare(String where, Rec dbz, Rec mr, Map<String, Integer> schemaDifferences, List<String> mismatches,
+                               Set<String> formsSeen) {
         assertThat(mr.keyPayload()).as(where + ": key").isEqualTo(dbz.keyPayload());
         schemaDiffs("key", dbz.key().get("schema"), mr.key().get("schema")).forEach(d -> schemaDifferences.merge(d, 1, Integer::sum));
         if (dbz.value() == null) {
@@ -267,7 +271,7 @@ class ConnectDifferentialIT {
         }
         for (Iterator<String> it = d.fieldNames(); it.hasNext(); ) {
             String f = it.next();
-            sameValueModuloDocumentedForms(where + ": " + f, f, d.get(f), m.get(f), mismatches);
+            sameValueModuloDocumentedForms(where + ": " + f, f, d.get(f), m.get(f), mismatches, formsSeen);
         }
         return 1;
     }
@@ -276,7 +280,8 @@ class ConnectDifferentialIT {
      * Equal values, except where Millrace's form is documented to differ: {@code timestamptz} without fraction digits
      * when the fraction is zero (Debezium writes 6, {@code .000000}); the same instant.
      */
-    private static void sameValueModuloDocumentedForms(String where, String field, JsonNode dbz, JsonNode mr, List<String> mismatches) {
+    private static void sameValueModuloDocumentedForms(String where, String field, JsonNode dbz, JsonNode mr, List<String> mismatches,
+                                                       Set<String> formsSeen) {
         if (dbz.equals(mr)) {
             return;
         }
@@ -284,6 +289,7 @@ class ConnectDifferentialIT {
             assertThat(Instant.parse(mr.textValue())).as(where + ": the same instant").isEqualTo(Instant.parse(dbz.textValue()));
             assertThat(dbz.textValue()).as(where + ": Debezium's form").endsWith(".000000Z");
             assertThat(mr.textValue()).as(where + ": Millrace's form").isEqualTo(dbz.textValue().replace(".000000Z", "Z"));
+            formsSeen.add("timestamptz without a zero fraction");
             return;
         }
         if (field.equals("iv") && dbz.isTextual() && mr.isTextual()) {
@@ -294,6 +300,7 @@ class ConnectDifferentialIT {
             if (!mr.textValue().equals("PT0S")) {
                 assertThat(mr.textValue()).as(where + ": Millrace's form leaves out the zero parts").doesNotContainPattern("(?<![0-9.])0[YMDHS]");
             }
+            formsSeen.add("interval without its zero parts");
             return;
         }
         mismatches.add(where + ": debezium=" + dbz + " millrace=" + mr);
