@@ -42,11 +42,17 @@ final class RecordMaker {
     static final String UNAVAILABLE = EnvelopeWriter.UNAVAILABLE_VALUE;
 
     private static final ObjectMapper MAPPER = new ObjectMapper();
+    /**
+     * The values of {@code source.snapshot} as Debezium's PostgreSQL connector (3.6) declares them in its schema, so that
+     * the source schema is Debezium's (a schema registry sees one subject version for both); Millrace writes
+     * {@code true}, {@code incremental}, and leaves it to the default {@code false} (ConnectDifferentialIT).
+     */
+    static final String SNAPSHOT_VALUES = "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental";
     private static final Schema SOURCE = SchemaBuilder.struct().name("io.debezium.connector.postgresql.Source")
             .field("version", Schema.STRING_SCHEMA).field("connector", Schema.STRING_SCHEMA).field("name", Schema.STRING_SCHEMA)
             .field("ts_ms", Schema.INT64_SCHEMA)
             .field("snapshot", SchemaBuilder.string().optional().name("io.debezium.data.Enum").version(1)
-                    .parameter("allowed", "true,false,incremental").defaultValue("false").build())
+                    .parameter("allowed", SNAPSHOT_VALUES).defaultValue("false").build())
             .field("db", Schema.STRING_SCHEMA).field("sequence", Schema.OPTIONAL_STRING_SCHEMA)
             .field("ts_us", Schema.OPTIONAL_INT64_SCHEMA).field("ts_ns", Schema.OPTIONAL_INT64_SCHEMA)
             .field("schema", Schema.STRING_SCHEMA).field("table", Schema.STRING_SCHEMA)
@@ -171,7 +177,14 @@ final class RecordMaker {
         Struct source = new Struct(SOURCE);
         JsonNode src = json.get("source");
         for (org.apache.kafka.connect.data.Field f : SOURCE.fields()) {
-            source.put(f, convert(f.schema(), src.get(f.name()), s.topic, "source." + f.name()));
+            JsonNode sv = src.get(f.name());
+            if (f.name().equals("snapshot") && sv != null && "false".equals(sv.textValue())) {
+                // As Debezium's connector: a streamed change leaves source.snapshot unset and the schema's default
+                // ("false") stands. The JSON converter writes the default, so the JSON is the same; what reads the field
+                // without its default (ExtractNewRecordState's add.fields=snapshot, Struct.getWithoutDefault) gets null.
+                continue;
+            }
+            source.put(f, convert(f.schema(), sv, s.topic, "source." + f.name()));
         }
         v.put("source", source);
         v.put("transaction", transactions == null ? null : transactions.block(e)); // one per change record, as Debezium counts

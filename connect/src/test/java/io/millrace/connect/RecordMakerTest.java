@@ -138,6 +138,32 @@ class RecordMakerTest {
         assertThat(schema.get("fields").get(2).get("name").textValue()).isEqualTo("io.debezium.connector.postgresql.Source");
     }
 
+    /**
+     * Debezium's connector leaves {@code source.snapshot} unset on a streamed change (its schema's default, "false", stands),
+     * so {@code ExtractNewRecordState} with {@code add.fields=snapshot} gives {@code __snapshot: null} for it;
+     * ConnectDifferentialIT found Millrace's "false" there. The JSON (schemas off and on) is "false" all the same.
+     */
+    @Test
+    void aStreamedChangeLeavesSourceSnapshotToTheSchemaDefaultAsDebezium() throws Exception {
+        SourceRecord streamed = records(event(Op.CREATE, ALL, null, ROW)).get(0);
+        Struct source = ((Struct) streamed.value()).getStruct("source");
+        assertThat(source.getWithoutDefault("snapshot")).isNull();
+        assertThat(source.get("snapshot")).isEqualTo("false");
+        assertThat(source.schema().field("snapshot").schema().parameters()).as("Debezium's allowed values")
+                .isEqualTo(Map.of("allowed", "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"));
+        assertThat(value(streamed, plain).get("source").get("snapshot").textValue()).isEqualTo("false");
+        assertThat(value(streamed, withSchemas).get("payload").get("source").get("snapshot").textValue()).isEqualTo("false");
+        try (io.debezium.transforms.ExtractNewRecordState<SourceRecord> unwrap = new io.debezium.transforms.ExtractNewRecordState<>()) {
+            unwrap.configure(Map.of("add.fields", "snapshot"));
+            assertThat(((Struct) unwrap.apply(streamed).value()).getWithoutDefault("__snapshot")).isNull();
+
+            ChangeEvent read = new ChangeEvent(Op.READ, ALL, null, ROW, Lsn.of(1000), Position.START, 0, COMMIT_MICROS, true);
+            SourceRecord snapshot = records(read).get(0);
+            assertThat(((Struct) snapshot.value()).getStruct("source").getWithoutDefault("snapshot")).isEqualTo("true");
+            assertThat(((Struct) unwrap.apply(snapshot).value()).get("__snapshot")).isEqualTo("true");
+        }
+    }
+
     @Test
     void updateWithoutKeyChangeIsOneRecordAndUnchangedToastKeepsThePlaceholder() throws Exception {
         Object[] after = ROW.clone();
