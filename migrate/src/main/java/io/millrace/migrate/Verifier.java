@@ -384,32 +384,22 @@ final class Verifier {
 
     /** Key text → the row version's {@code xmin}, for one chunk: a new version of a row has the writer's xid. */
     private static Map<String, String> rowVersions(Connection c, Table t, Chunk ch) throws SQLException {
-        Map<String, String> out = new LinkedHashMap<>();
-        String sql = "SELECT " + keyText(t) + ", r.xmin::text FROM " + t.ref().sql() + " r" + where(t, ch, "r");
-        try (PreparedStatement ps = c.prepareStatement(sql)) {
-            bindRange(ps, ch);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    out.put(rs.getString(1), rs.getString(2));
-                }
-            }
-        }
-        return out;
-    }
-
-    /** The key's text as re-checks name it: the columns' text joined by commas. */
-    private static String keyText(Table t) {
-        StringBuilder key = new StringBuilder();
-        for (int i = 0; i < t.key().size(); i++) {
-            key.append(i == 0 ? "" : " || ',' || ").append("r.").append(Ident.quote(t.key().get(i))).append("::text");
-        }
-        return key.toString();
+        return byKey(c, t, ch, "r.xmin::text");
     }
 
     /** Key text → md5 of the row, for one chunk. */
     private static Map<String, String> rowHashes(Connection c, Table t, Chunk ch) throws SQLException {
+        return byKey(c, t, ch, "md5(r::text)");
+    }
+
+    /** Key text (the columns' text joined by commas, as re-checks name keys) → {@code value} of the row, in key order. */
+    private static Map<String, String> byKey(Connection c, Table t, Chunk ch, String value) throws SQLException {
+        StringBuilder key = new StringBuilder();
+        for (int i = 0; i < t.key().size(); i++) {
+            key.append(i == 0 ? "" : " || ',' || ").append("r.").append(Ident.quote(t.key().get(i))).append("::text");
+        }
         Map<String, String> out = new LinkedHashMap<>();
-        String sql = "SELECT " + keyText(t) + ", md5(r::text) FROM " + t.ref().sql() + " r" + where(t, ch, "r") + " ORDER BY " + keyOf(t, "r");
+        String sql = "SELECT " + key + ", " + value + " FROM " + t.ref().sql() + " r" + where(t, ch, "r") + " ORDER BY " + keyOf(t, "r");
         try (PreparedStatement ps = c.prepareStatement(sql)) {
             bindRange(ps, ch);
             try (ResultSet rs = ps.executeQuery()) {

@@ -33,4 +33,25 @@ public interface KeyedSink extends Sink {
     default List<List<String>> keysIn(int oid, TableRef table, List<String> keyColumns, KeyRange range, int limit) {
         return keysIn(table, keyColumns, range, limit);
     }
+
+    /** Keys of one target table, or null when the destination has no table of that name. */
+    @FunctionalInterface
+    interface Lookup {
+        List<List<String>> keysOrNull(TableRef table);
+    }
+
+    /**
+     * What {@link #keysIn(int, TableRef, List, KeyRange, int)} answers for a destination that follows tables by oid:
+     * the keys under {@code held}, the name it holds the table by, while that target exists; else under {@code table}.
+     */
+    static List<List<String>> underHeldName(TableRef held, TableRef table, Lookup lookup) {
+        if (held != null && !held.equals(table)) {
+            List<List<String>> keys = lookup.keysOrNull(held);
+            if (keys != null) {
+                return keys;
+            }
+        }
+        List<List<String>> keys = lookup.keysOrNull(table);
+        return keys == null ? List.of() : keys;
+    }
 }

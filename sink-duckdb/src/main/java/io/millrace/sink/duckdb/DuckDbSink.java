@@ -192,14 +192,8 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
     @Override
     public List<List<String>> keysIn(int oid, io.millrace.core.schema.TableRef table, List<String> keyColumns,
                                      io.millrace.core.change.OnlineTask.KeyRange range, int limit) {
-        io.millrace.core.schema.TableRef held = durable.held().get(oid);
-        if (held != null && !held.equals(table)) {
-            List<List<String>> keys = keysOrNull(held, keyColumns, range, limit);
-            if (keys != null) {
-                return keys;
-            }
-        }
-        return keysIn(table, keyColumns, range, limit);
+        return io.millrace.core.sink.KeyedSink.underHeldName(durable.held().get(oid), table,
+                t -> keysOrNull(t, keyColumns, range, limit));
     }
 
     @Override
