@@ -15,6 +15,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -101,15 +103,21 @@ class DdlTriggerIT {
         E2e.exec(src, "TRUNCATE public.load", "INSERT INTO public.load (v) VALUES (-1)");
     }
 
-    @Test
-    void withTheTriggerEveryDestinationFollowsEachDdlExactly(@TempDir Path dir) throws Exception {
-        String db = db("trig");
+    /**
+     * With {@code linger_ms} 20 the DDL mostly lands in batches of its own; with 1500 one batch holds all of it, so a
+     * destination meets a column renamed and its table renamed after it in one batch (CI once ran into that by chance).
+     */
+    @ParameterizedTest(name = "linger_ms {0}")
+    @ValueSource(ints = {20, 1500})
+    void withTheTriggerEveryDestinationFollowsEachDdlExactly(int lingerMs, @TempDir Path dir) throws Exception {
+        String db = db("trig" + lingerMs);
         try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
             DdlTrigger.install(src);
             assertThat(DdlTrigger.installed(src)).isTrue();
             E2e.exec(src, TABLES);
             String yaml = Ddl.yaml(pg, db, List.of("public.*"), dir, "")
                     .replace("    type: duckdb\n", "    type: duckdb\n    drop_tables: true\n")
+                    .replace("linger_ms: 20", "linger_ms: " + lingerMs).replace("name: e2e\n", "name: " + db + "\n")
                     .replace("pipeline:\n", "  - {name: bus, type: kafka, bootstrap_servers: '" + kafka.bootstrapServers() + "'}\npipeline:\n");
             AtomicBoolean stop = new AtomicBoolean();
             AtomicReference<Throwable> failed = new AtomicReference<>();
@@ -140,8 +148,10 @@ class DdlTriggerIT {
                         .isZero();
                 assertThat(E2e.queryLong(dst, "SELECT count(*) FROM public.t2 WHERE e = 'dflt'")).as("old rows took the default")
                         .isEqualTo(201);
-                assertThat(log.containing("renamed column public.t.a to a2 (renamed in the source, told by the event trigger)"))
-                        .hasSize(2); // postgres and DuckDB
+                // postgres and DuckDB. A destination follows the renames of tables first in a batch (TableApplier.apply): when
+                // the batch holding t's column rename also holds a change after "RENAME TO t2", the table is t2 by then.
+                assertThat(log.lines()).filteredOn(l -> l.matches(".*renamed column public\\.t2?\\.a to a2 \\(renamed in the source,"
+                        + " told by the event trigger\\)")).hasSize(2);
                 assertThat(log.containing("copying it again")).as("nothing of t was copied again: every change was exact")
                         .noneMatch(l -> l.contains("public.t"));
 
@@ -156,7 +166,7 @@ class DdlTriggerIT {
                 assertThat(log.containing("renamed column public.t2.b to b2 (renamed in the source, told by the event trigger)"))
                         .as("the message came with the streamed transaction").hasSize(2);
                 long deadline = System.nanoTime() + WAIT.toNanos();
-                while (E2e.queryLong(src, "SELECT coalesce(sum(stream_txns), 0) FROM pg_stat_replication_slots WHERE slot_name = 's_trig'") == 0) {
+                while (E2e.queryLong(src, "SELECT coalesce(sum(stream_txns), 0) FROM pg_stat_replication_slots WHERE slot_name = 's_" + db + "'") == 0) {
                     assertThat(System.nanoTime()).as("the server streamed no transaction in progress").isLessThan(deadline);
                     Thread.sleep(100);
                 }
@@ -189,7 +199,7 @@ class DdlTriggerIT {
                 List<JsonNode> events = E2e.events(dir.resolve("events"));
                 List<JsonNode> jsonlChanges = lines(dir.resolve("events").resolve("schema-changes.jsonl"));
                 List<JsonNode> kafkaChanges = new ArrayList<>();
-                for (ConsumerRecord<String, String> r : kafka.readCommitted("e2e.schema_changes")) {
+                for (ConsumerRecord<String, String> r : kafka.readCommitted(db + ".schema_changes")) {
                     kafkaChanges.add(JSON.readTree(r.value()));
                 }
                 for (List<JsonNode> changes : List.of(jsonlChanges, kafkaChanges)) {
