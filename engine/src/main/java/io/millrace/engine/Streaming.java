@@ -20,8 +20,6 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -162,19 +160,22 @@ final class Streaming {
         LOG.info("streaming from {} ({} values{})", start, survey.binary() ? "binary" : "text", survey.binary() ? "" : ": " + survey.textReason());
     }
 
-    /** The key columns of a relation by oid, for relations the stream announces without a key: read once, on one connection. */
+    /**
+     * The key columns of a relation by oid, for relations the stream announces without a key (REPLICA IDENTITY FULL): read
+     * from the catalog at each Relation message of such a table (RelationKeys), on one connection, so that a key changed
+     * while streaming is followed.
+     */
     private java.util.function.IntFunction<List<String>> keyLookup() {
-        Map<Integer, List<String>> keyCache = new ConcurrentHashMap<>();
         AtomicReference<Connection> keyConn = new AtomicReference<>();
-        return oid -> keyCache.computeIfAbsent(oid, o -> {
+        return oid -> {
             try {
-                if (keyConn.get() == null) {
+                if (keyConn.get() == null || keyConn.get().isClosed()) {
                     keyConn.set(ctx.conns.open());
                 }
-                return Catalog.keyColumns(keyConn.get(), o);
+                return Catalog.keyColumns(keyConn.get(), oid);
             } catch (SQLException e) {
-                throw PgErrors.translate("reading the key of relation " + o, e);
+                throw PgErrors.translate("reading the key of relation " + Integer.toUnsignedString(oid), e);
             }
-        });
+        };
     }
 }

@@ -406,17 +406,18 @@ final class Assembler {
     }
 
     /**
-     * The relation a Relation message described, carrying the event trigger's account of the DDL since the table's last
-     * Relation message when there is one; {@code f}'s relation cache then holds that (the relation cache follows the DDL).
+     * The relation a Relation message described, with the key Millrace uses for it ({@link RelationKeys}) and carrying the
+     * event trigger's account of the DDL since the table's last Relation message when there is one; {@code f}'s relation
+     * cache then holds that (the relation cache follows the DDL and the key).
      */
     private RelationInfo described(PgOutputFramer f, RelationInfo rel) {
+        RelationInfo keyed = keys.described(rel); // its key read now, before its rows are framed (REPLICA IDENTITY FULL)
         SchemaChange c = ddl.remove(rel.oid());
-        if (c == null) {
-            return rel;
+        RelationInfo out = c == null ? keyed : keyed.withDdl(c);
+        if (out != rel) {
+            f.learn(out);
         }
-        RelationInfo annotated = rel.withDdl(c);
-        f.learn(annotated);
-        return annotated;
+        return out;
     }
 
     /**

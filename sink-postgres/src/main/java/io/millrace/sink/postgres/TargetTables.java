@@ -257,8 +257,52 @@ final class TargetTables {
             }
         }
         if (Runs.keyed(rel) && !keyNames(rel).equals(t.uniqueKey)) {
-            verifyKey(t, regclass(t.target), keyNames(rel));
+            Integer oid = regclass(t.target);
+            if (!hasUniqueIndex(t, oid, keyNames(rel))) {
+                rekey(t, oid, Runs.keyed(t.shape) ? renamedKey(t.shape, change) : null, keyNames(rel));
+            }
         }
+    }
+
+    /** The key columns of {@code shape} under the names {@code change} gives them. */
+    private static Set<String> renamedKey(RelationInfo shape, ShapeChange change) {
+        Set<String> key = new LinkedHashSet<>();
+        keyNames(shape).forEach(k -> key.add(change.renamedTo(k)));
+        return key;
+    }
+
+    /**
+     * The source table's key changed (its primary key, or REPLICA IDENTITY USING INDEX) and no unique index here has the new
+     * one. When this table's primary key is the source's previous key (or it has none and the source had none: a key
+     * added), the primary key moves to the new key, as in the source, inside the batch's transaction: the rows here are
+     * the source's up to this change, so they fit it. A primary key of other columns is the user's: left alone, and the
+     * engine stops naming the fix (verifyKey).
+     */
+    private void rekey(Table t, Integer oid, Set<String> oldKey, Set<String> key) throws SQLException {
+        String pkName = null;
+        Set<String> pk = null;
+        try (PreparedStatement ps = conn.prepareStatement("SELECT c.conname::text, array_agg(a.attname::text) FROM pg_constraint c"
+                + " JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)"
+                + " WHERE c.conrelid = ? AND c.contype = 'p' GROUP BY c.conname")) {
+            ps.setInt(1, oid);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (rs.next()) {
+                    pkName = rs.getString(1);
+                    pk = new HashSet<>(List.of((String[]) rs.getArray(2).getArray()));
+                }
+            }
+        }
+        // no primary key: the source had none, or it went with a key column dropped, there and here (dropColumn)
+        boolean ours = pk == null ? oldKey == null || !t.columns.containsAll(oldKey) : oldKey != null && pk.equals(new HashSet<>(oldKey));
+        if (!ours) {
+            verifyKey(t, oid, key); // throws: no unique index on the new key, and the primary key here is not the old one
+            return;
+        }
+        execute("ALTER TABLE " + t.target.sql() + (pkName == null ? "" : " DROP CONSTRAINT " + Ident.quote(pkName) + ",")
+                + " ADD PRIMARY KEY (" + quoteAll(key) + ")");
+        t.uniqueKey = key;
+        LOG.info("destination '{}': primary key of {} is now ({}){}, as the key of source table {}", destination, t.target,
+                String.join(", ", key), pk == null ? "" : " (was (" + String.join(", ", pk) + "))", t.source);
     }
 
     private void dropColumn(Table t, String name) throws SQLException {
@@ -315,6 +359,16 @@ final class TargetTables {
 
     /** ON CONFLICT (key) needs a unique index on exactly the key columns. */
     private void verifyKey(Table t, Integer oid, Set<String> key) throws SQLException {
+        if (!hasUniqueIndex(t, oid, key)) {
+            throw new MillraceException(MillraceException.Kind.SINK, "destination '" + destination + "': table " + t.target
+                    + " has no primary key or unique index on (" + String.join(", ", key) + "), the key of source table "
+                    + t.source + ", so changes cannot be applied by key. Fix: ALTER TABLE " + t.target.sql()
+                    + " ADD PRIMARY KEY (" + quoteAll(key) + "), or drop the table and let Millrace create it.");
+        }
+    }
+
+    /** Whether a unique index on exactly {@code key} exists here; if so, {@code t} applies by it from now on. */
+    private boolean hasUniqueIndex(Table t, Integer oid, Set<String> key) throws SQLException {
         String sql = "SELECT array_agg(a.attname::text) FROM pg_index i"
                 + " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)"
                 + " WHERE i.indrelid = ? AND i.indisunique AND i.indimmediate AND i.indpred IS NULL"
@@ -326,15 +380,12 @@ final class TargetTables {
                     Set<String> cols = new HashSet<>(List.of((String[]) rs.getArray(1).getArray()));
                     if (cols.equals(key)) {
                         t.uniqueKey = key;
-                        return;
+                        return true;
                     }
                 }
             }
         }
-        throw new MillraceException(MillraceException.Kind.SINK, "destination '" + destination + "': table " + t.target
-                + " has no primary key or unique index on (" + String.join(", ", key) + "), the key of source table "
-                + t.source + ", so changes cannot be applied by key. Fix: ALTER TABLE " + t.target.sql()
-                + " ADD PRIMARY KEY (" + quoteAll(key) + "), or drop the table and let Millrace create it.");
+        return false;
     }
 
     private void ensureSchema(String schema) throws SQLException {
