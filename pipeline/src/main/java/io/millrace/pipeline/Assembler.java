@@ -411,9 +411,9 @@ final class Assembler {
      * cache then holds that (the relation cache follows the DDL and the key).
      */
     private RelationInfo described(PgOutputFramer f, RelationInfo rel) {
-        RelationInfo keyed = keys.described(rel); // its key read now, before its rows are framed (REPLICA IDENTITY FULL)
         SchemaChange c = ddl.remove(rel.oid());
-        RelationInfo out = c == null ? keyed : keyed.withDdl(c);
+        // its key read now, before its rows are framed (REPLICA IDENTITY FULL), from the DDL's message when it tells it
+        RelationInfo out = keys.described(c == null ? rel : rel.withDdl(c));
         if (out != rel) {
             f.learn(out);
         }

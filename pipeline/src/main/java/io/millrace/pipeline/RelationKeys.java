@@ -2,6 +2,7 @@ package io.millrace.pipeline;
 
 import io.millrace.core.schema.ColumnInfo;
 import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.SchemaChange;
 import io.millrace.core.schema.TypeResolver;
 
 import org.slf4j.Logger;
@@ -20,9 +21,10 @@ import java.util.function.IntFunction;
  *
  * <p>The key is read when the Relation message arrives ({@link #described}), before the rows it describes are framed,
  * and it is versioned with the relation: pgoutput describes a table again after its primary key changed, so a key
- * changed while streaming takes effect at the Relation message after the change, for the rows after it. The catalog
- * holds the key of now, not of the message's position: a stream behind a key change of a REPLICA IDENTITY FULL table
- * keys the rows before the change by the new key (docs/ARCHITECTURE.md). What the catalog says is checked against the
+ * changed while streaming takes effect at the Relation message after the change, for the rows after it. With the DDL
+ * event trigger the key comes with the DDL, in stream order ({@link SchemaChange#key}): exact at any lag. Otherwise it
+ * is read from the catalog, which holds the key of now, not of the message's position: a stream behind a key change of
+ * a REPLICA IDENTITY FULL table keys the rows before the change by the new key (docs/ARCHITECTURE.md). What the catalog says is checked against the
  * message: a key naming a column the message does not have (added since) is not used; the relation is keyless then,
  * which REPLICA IDENTITY FULL allows (its old rows are whole).
  *
@@ -49,7 +51,8 @@ final class RelationKeys {
         if (streamed.replicaIdentity() != 'f' || given.get(streamed.oid()) == streamed) {
             return streamed;
         }
-        List<String> keys = keyLookup.apply(streamed.oid());
+        SchemaChange told = streamed.ddl();
+        List<String> keys = told != null && told.key() != null ? told.key() : keyLookup.apply(streamed.oid());
         List<String> missing = keys.stream().filter(k -> streamed.columns().stream().noneMatch(c -> c.name().equals(k))).toList();
         if (!missing.isEmpty()) {
             LOG.warn("{}: the catalog's key ({}) names column(s) {} the stream does not show yet (added since): its rows are"

@@ -70,7 +70,13 @@ public final class DdlTrigger {
                         SELECT s.nspname, s.relname, s.columns INTO prev FROM millrace.ddl_shape s WHERE s.relid = rel;
                         PERFORM pg_logical_emit_message(true, %s, jsonb_build_object('command', tag, 'oid', rel::bigint,
                             'schema', nsp, 'table', rname, 'old_schema', prev.nspname, 'old_table', prev.relname,
-                            'before', prev.columns, 'columns', cols, 'dropped', false, 'ddl', left(current_query(), 65536))::text);
+                            'before', prev.columns, 'columns', cols, 'dropped', false, 'ddl', left(current_query(), 65536),
+                            'key', (SELECT coalesce(jsonb_agg(a.attname::text ORDER BY k.ord), '[]') FROM pg_index i
+                                JOIN pg_class c ON c.oid = i.indrelid
+                                CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+                                JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+                                WHERE i.indrelid = rel AND CASE WHEN c.relreplident = 'i' THEN i.indisreplident ELSE i.indisprimary END)
+                            )::text);
                         INSERT INTO millrace.ddl_shape VALUES (rel, nsp, rname, millrace.ddl_names(rel)) ON CONFLICT (relid)
                             DO UPDATE SET nspname = EXCLUDED.nspname, relname = EXCLUDED.relname, columns = EXCLUDED.columns;
                     END LOOP;

@@ -35,9 +35,13 @@ import java.util.Map;
  * @param exact    true when the event trigger told it; false for one read from two Relation messages
  *                 ({@link #guessed}): no DDL, no command, attribute numbers by position, renames as {@link ShapeChange}
  *                 reads them
+ * @param key      the table's key after the change, as the catalog had it in the DDL's transaction (its primary key, or
+ *                 its {@code REPLICA IDENTITY USING INDEX} index), in index order; empty when it has none; null when not
+ *                 told (a trigger installed by a Millrace before 0.1, or a change {@link #guessed}). The stream's key of a
+ *                 {@code REPLICA IDENTITY FULL} table, whose Relation messages flag every column (RelationKeys)
  */
 public record SchemaChange(String command, int oid, TableRef table, TableRef oldTable, Map<Integer, String> before,
-                           List<Column> columns, boolean dropped, String ddl, boolean exact) {
+                           List<Column> columns, boolean dropped, String ddl, boolean exact, List<String> key) {
 
     /** The logical message prefix of the event trigger's messages. */
     public static final String PREFIX = "millrace.ddl";
@@ -61,6 +65,7 @@ public record SchemaChange(String command, int oid, TableRef table, TableRef old
     public SchemaChange {
         before = before == null ? null : Collections.unmodifiableMap(new LinkedHashMap<>(before));
         columns = List.copyOf(columns);
+        key = key == null ? null : List.copyOf(key);
     }
 
     /** Reads a message's content; a message this version cannot read is a DECODE error naming it. */
@@ -81,10 +86,17 @@ public record SchemaChange(String command, int oid, TableRef table, TableRef old
                 columns.add(new Column(c.path("attnum").asInt(), c.path("name").asText(), c.path("type").asText(),
                         c.path("not_null").asBoolean(), c.path("missing").asBoolean(), v.isNull() || v.isMissingNode() ? null : v.asText()));
             }
+            List<String> key = null;
+            if (n.has("key")) {
+                key = new ArrayList<>();
+                for (JsonNode k : n.path("key")) {
+                    key.add(k.asText());
+                }
+            }
             TableRef oldTable = n.path("old_table").isTextual() ? new TableRef(n.path("old_schema").asText(), n.path("old_table").asText()) : null;
             return new SchemaChange(n.path("command").asText(), (int) n.path("oid").asLong(),
                     new TableRef(n.path("schema").asText(), n.path("table").asText()), oldTable, before, columns,
-                    n.path("dropped").asBoolean(), n.path("ddl").asText(null), true);
+                    n.path("dropped").asBoolean(), n.path("ddl").asText(null), true, key);
         } catch (IOException | RuntimeException e) {
             throw new MillraceException(MillraceException.Kind.DECODE, "cannot read a '" + PREFIX + "' logical message of the event"
                     + " trigger (" + e.getMessage() + "): " + new String(content, java.nio.charset.StandardCharsets.UTF_8), e);
@@ -94,7 +106,8 @@ public record SchemaChange(String command, int oid, TableRef table, TableRef old
     /** The change this one and then {@code next} (of the same table) make together. */
     public SchemaChange then(SchemaChange next) {
         return new SchemaChange(next.command, next.oid, next.table, oldTable, before == null || next.before == null ? null : before,
-                next.columns, next.dropped, ddl == null ? next.ddl : next.ddl == null ? ddl : joined(ddl, next.ddl), exact && next.exact);
+                next.columns, next.dropped, ddl == null ? next.ddl : next.ddl == null ? ddl : joined(ddl, next.ddl), exact && next.exact,
+                next.key != null ? next.key : key);
     }
 
     /** Both statements' text, at most {@value #MAX_JOINED_DDL} characters of it (INV: BOUNDED: a table changed again and again). */
@@ -126,7 +139,7 @@ public record SchemaChange(String command, int oid, TableRef table, TableRef old
             }
             columns.add(new Column(i + 1, c.name(), c.type() == null ? "unknown" : c.type().name(), false, false, null));
         }
-        return new SchemaChange(null, after.oid(), after.table(), before.table(), names, columns, false, null, false);
+        return new SchemaChange(null, after.oid(), after.table(), before.table(), names, columns, false, null, false, null);
     }
 
     /** The column of attribute number {@code attnum} after the change, or null. */

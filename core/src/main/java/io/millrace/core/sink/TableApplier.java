@@ -26,6 +26,17 @@ public abstract class TableApplier {
     /** Tables an online snapshot is copying during the batch being applied (see {@link #apply}). */
     protected Set<String> copying = Set.of();
 
+    /** The source tables this destination held before the batch being applied, by oid (see {@link #apply}). */
+    private SortedMap<Integer, TableRef> held = new java.util.TreeMap<>();
+
+    /**
+     * Whether this destination held a table for the source table of {@code oid} before the batch being applied: one it has
+     * kept as that table's copy, so it may follow a change of the source table's key into it.
+     */
+    protected final boolean holds(int oid) {
+        return held.containsKey(oid);
+    }
+
     /** Whether a table dropped in the source is dropped here too (else the copy is kept). */
     protected final boolean dropTables;
 
@@ -50,6 +61,7 @@ public abstract class TableApplier {
      */
     public final void apply(List<ChangeEvent> events, Set<String> copying, SortedMap<Integer, TableRef> held) {
         this.copying = copying;
+        this.held = held;
         SourceTables.Followed followed = SourceTables.follow(held, events);
         for (SourceTables.Rename r : followed.renames()) {
             try {

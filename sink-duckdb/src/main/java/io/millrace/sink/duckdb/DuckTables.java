@@ -188,6 +188,11 @@ final class DuckTables {
             rebuild(target, rel, ShapeChange.between(rel, rel), "column(s) " + retyped + " retyped: DuckDB cannot change a key in place");
             return;
         }
+        if (Runs.keyed(rel) && !key.isEmpty() && keyChanged(key, rel)) {
+            // the source's key changed while Millrace was stopped (or before the stream's position when it lags)
+            rebuild(target, rel, ShapeChange.between(rel, rel), "primary key changed: DuckDB cannot change a key in place");
+            return;
+        }
         for (String name : retyped) {
             retype(target, rel.columns().stream().filter(c -> c.name().equals(name)).findFirst().orElseThrow());
         }

@@ -101,7 +101,7 @@ final class BatchApplier extends TableApplier {
 
     @Override
     protected void ensure(TableRef target, RelationInfo rel) throws SQLException {
-        tables.ensure(target, rel);
+        tables.ensure(target, rel, holds(rel.oid()));
     }
 
     @Override

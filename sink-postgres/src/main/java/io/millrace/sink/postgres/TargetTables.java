@@ -147,10 +147,10 @@ final class TargetTables {
      * Makes the destination table match {@code rel}: creates it, or adds the columns it lacks, or
      * follows a shape change since the last relation seen. Runs inside the caller's transaction.
      */
-    Table ensure(TableRef target, RelationInfo rel) throws SQLException {
+    Table ensure(TableRef target, RelationInfo rel, boolean held) throws SQLException {
         Table t = tables.get(target);
         if (t == null) {
-            t = load(target, rel);
+            t = load(target, rel, held);
             tables.put(target, t);
         } else if (t.shape != rel && !t.shape.sameShape(rel)) {
             try {
@@ -166,7 +166,11 @@ final class TargetTables {
         return t;
     }
 
-    private Table load(TableRef target, RelationInfo rel) throws SQLException {
+    /**
+     * @param held whether this destination holds the table as the copy of {@code rel}'s source table (its checkpoint
+     *             lists it): then its primary key follows the source's key when that changed while Millrace was stopped
+     */
+    private Table load(TableRef target, RelationInfo rel, boolean held) throws SQLException {
         ensureSchema(target.schema());
         Integer oid = regclass(target);
         boolean keyed = Runs.keyed(rel);
@@ -198,8 +202,12 @@ final class TargetTables {
                     target, rel.table(), extra);
         }
         Table t = new Table(target, rel.table(), rel, columns, null);
-        if (keyed) {
-            verifyKey(t, oid, keyNames(rel));
+        if (keyed && !hasUniqueIndex(t, oid, keyNames(rel))) {
+            if (held) {
+                rekey(t, oid, null, keyNames(rel), true);
+            } else {
+                verifyKey(t, oid, keyNames(rel));
+            }
         }
         return t;
     }
@@ -259,7 +267,7 @@ final class TargetTables {
         if (Runs.keyed(rel) && !keyNames(rel).equals(t.uniqueKey)) {
             Integer oid = regclass(t.target);
             if (!hasUniqueIndex(t, oid, keyNames(rel))) {
-                rekey(t, oid, Runs.keyed(t.shape) ? renamedKey(t.shape, change) : null, keyNames(rel));
+                rekey(t, oid, Runs.keyed(t.shape) ? renamedKey(t.shape, change) : null, keyNames(rel), false);
             }
         }
     }
@@ -276,9 +284,10 @@ final class TargetTables {
      * one. When this table's primary key is the source's previous key (or it has none and the source had none: a key
      * added), the primary key moves to the new key, as in the source, inside the batch's transaction: the rows here are
      * the source's up to this change, so they fit it. A primary key of other columns is the user's: left alone, and the
-     * engine stops naming the fix (verifyKey).
+     * engine stops naming the fix (verifyKey). {@code held}: the first sight of a table this destination holds for the
+     * source table after a restart, whose old key is not known here: its primary key, whatever it is, follows.
      */
-    private void rekey(Table t, Integer oid, Set<String> oldKey, Set<String> key) throws SQLException {
+    private void rekey(Table t, Integer oid, Set<String> oldKey, Set<String> key, boolean held) throws SQLException {
         String pkName = null;
         Set<String> pk = null;
         try (PreparedStatement ps = conn.prepareStatement("SELECT c.conname::text, array_agg(a.attname::text) FROM pg_constraint c"
@@ -293,7 +302,7 @@ final class TargetTables {
             }
         }
         // no primary key: the source had none, or it went with a key column dropped, there and here (dropColumn)
-        boolean ours = pk == null ? oldKey == null || !t.columns.containsAll(oldKey) : oldKey != null && pk.equals(new HashSet<>(oldKey));
+        boolean ours = held || (pk == null ? oldKey == null || !t.columns.containsAll(oldKey) : oldKey != null && pk.equals(new HashSet<>(oldKey)));
         if (!ours) {
             verifyKey(t, oid, key); // throws: no unique index on the new key, and the primary key here is not the old one
             return;
