@@ -163,10 +163,9 @@ final class Streaming {
     /**
      * The key columns of a relation by oid, for relations the stream announces without a key (REPLICA IDENTITY FULL): read
      * from the catalog at each Relation message of such a table (RelationKeys), on one connection, so that a key changed
-     * while streaming is followed.
+     * while streaming is followed. Closed by the teardown ({@link #close}).
      */
     private java.util.function.IntFunction<List<String>> keyLookup() {
-        AtomicReference<Connection> keyConn = new AtomicReference<>();
         return oid -> {
             try {
                 if (keyConn.get() == null || keyConn.get().isClosed()) {
@@ -177,5 +176,20 @@ final class Streaming {
                 throw PgErrors.translate("reading the key of relation " + Integer.toUnsignedString(oid), e);
             }
         };
+    }
+
+    /** The connection the key lookup opened, if any; set on the assembler thread, closed by the teardown. */
+    private final AtomicReference<Connection> keyConn = new AtomicReference<>();
+
+    /** Closes what streaming opened for itself; after the pipeline's threads ended (Teardown). */
+    void close() {
+        Connection c = keyConn.getAndSet(null);
+        if (c != null) {
+            try {
+                c.close();
+            } catch (SQLException ignored) {
+                // closing: nothing is left to do with it
+            }
+        }
     }
 }

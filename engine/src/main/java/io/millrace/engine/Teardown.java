@@ -55,6 +55,9 @@ final class Teardown {
         if (readerThread != null) {
             readerThread.join(10_000);
         }
+        if (streaming != null) {
+            streaming.close();
+        }
         for (Sink s : sinks) {
             try {
                 s.close();

@@ -382,6 +382,14 @@ class DdlTriggerIT {
                             .containsExactly("{\"a\":3}", "{\"b\":100}", "{\"b\":100}", "{\"b\":2}", "{\"b\":1}");
                 }
             }
+            // the engine stopped: no connection of it to the source database is left (the key lookup's is closed too)
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            String others = "SELECT count(*) FROM pg_stat_activity WHERE datname = '" + db + "' AND pid <> pg_backend_pid()"
+                    + " AND backend_type = 'client backend'";
+            while (E2e.queryLong(src, others) > 0 && System.nanoTime() < deadline) {
+                Thread.sleep(100);
+            }
+            assertThat(E2e.queryLong(src, others)).as("connections left to the source database").isZero();
         }
     }
 
