@@ -151,6 +151,28 @@ public final class DdlTrigger {
         }
     }
 
+    /**
+     * Whether the trigger's functions on {@code c}'s database are the ones {@link #sql} installs: a trigger installed by an
+     * older Millrace writes less (no key: RelationKeys then reads a REPLICA IDENTITY FULL table's key from the catalog),
+     * and {@code millrace setup} replaces it.
+     */
+    public static boolean upToDate(Connection c) throws SQLException {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("FUNCTION millrace\\.(\\w+)\\(\\) RETURNS event_trigger.*?AS \\$fn\\$(.*?)\\$fn\\$",
+                java.util.regex.Pattern.DOTALL).matcher(sql());
+        try (PreparedStatement ps = c.prepareStatement("SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+                + " WHERE n.nspname = 'millrace' AND p.proname = ?")) {
+            while (m.find()) {
+                ps.setString(1, m.group(1));
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (!rs.next() || !m.group(2).equals(rs.getString(1))) {
+                        return false;
+                    }
+                }
+            }
+        }
+        return true;
+    }
+
     /** Whether both event triggers are installed and enabled on {@code c}'s database. */
     public static boolean installed(Connection c) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM pg_event_trigger WHERE evtname IN (?, ?) AND evtenabled <> 'D'")) {

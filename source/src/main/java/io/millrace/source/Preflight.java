@@ -146,7 +146,11 @@ public final class Preflight {
         if (version < 140000) {
             return; // no logical messages in the stream before 14
         }
-        if (DdlTrigger.installed(c)) {
+        if (DdlTrigger.installed(c) && !DdlTrigger.upToDate(c)) {
+            warn(DDL_TRIGGER, "installed by an older Millrace: its messages do not tell a table's key, so a key changed on a table"
+                    + " with REPLICA IDENTITY FULL is read from the catalog (exact only when the stream is not behind the change)",
+                    "run 'millrace setup CONFIG' again with source.user a superuser, or the SQL of 'millrace setup --print-sql CONFIG'");
+        } else if (DdlTrigger.installed(c)) {
             ok(DDL_TRIGGER, "installed: schema changes reach the destinations exactly, in order with the data");
         } else {
             warn(DDL_TRIGGER, "not installed (optional): schema changes are read from Relation messages, which cannot always tell"

@@ -200,6 +200,23 @@ class RunBadInputIT {
         assertThat(ok.exitCode()).as(ok.out() + ok.err()).isZero();
         assertThat(ok.out()).contains("installed the DDL event trigger");
         assertThat(millrace("preflight", su.toString()).out()).contains("OK    ddl trigger");
+        // a trigger an older Millrace installed (its function differs from this version's) is named, with the fix
+        try (Connection c = pg.connect("src")) {
+            String body;
+            try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT prosrc FROM pg_proc WHERE proname = 'ddl_command_end'"
+                    + " AND pronamespace = 'millrace'::regnamespace")) {
+                rs.next();
+                body = rs.getString(1);
+            }
+            try (Statement st = c.createStatement()) {
+                st.execute("CREATE OR REPLACE FUNCTION millrace.ddl_command_end() RETURNS event_trigger LANGUAGE plpgsql SECURITY DEFINER"
+                        + " SET search_path = pg_catalog, pg_temp AS $fn$" + body.replace("'key',", "'key_was_not_here',") + "$fn$");
+            }
+        }
+        assertThat(millrace("preflight", su.toString()).out()).contains("WARN  ddl trigger").contains("installed by an older Millrace")
+                .contains("run 'millrace setup CONFIG' again");
+        assertThat(millrace("setup", su.toString()).exitCode()).isZero();
+        assertThat(millrace("preflight", su.toString()).out()).contains("OK    ddl trigger");
         assertThat(millrace("setup", "--print-sql", su.toString()).out()).contains("CREATE EVENT TRIGGER millrace_ddl_command_end");
         assertThat(millrace("setup", "--uninstall", su.toString()).exitCode()).isZero();
         assertThat(millrace("preflight", su.toString()).out()).contains("WARN  ddl trigger");
