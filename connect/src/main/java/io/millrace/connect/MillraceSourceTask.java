@@ -5,11 +5,7 @@ import io.millrace.api.Checkpoints;
 import io.millrace.api.Millrace;
 import io.millrace.api.TransactionalConsumer;
 import io.millrace.core.change.Checkpoint;
-import io.millrace.api.Status;
 import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.common.MetricName;
-import org.apache.kafka.common.metrics.Gauge;
-import org.apache.kafka.common.metrics.PluginMetrics;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.apache.kafka.connect.source.SourceTask;
@@ -19,7 +15,6 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -48,6 +43,7 @@ public final class MillraceSourceTask extends SourceTask {
     private Handoff handoff;
     private TransactionContext transactions;
     private Millrace millrace;
+    private TaskMetrics metrics;
     private volatile boolean stopping;
     private volatile boolean started;
     /** The pipeline ended without an error (an initial_only snapshot is done). Task thread only. */
@@ -69,45 +65,15 @@ public final class MillraceSourceTask extends SourceTask {
                 .pipeline(settings.pipeline()).transactionalConsumer("connect", new Consumer()).build();
         LOG.info("Millrace task for {} starts (slot {}, {} transaction boundaries)", settings.topicPrefix(), settings.slot(),
                 transactions != null ? "connector-defined" : "worker-defined");
+        metrics = new TaskMetrics(context.pluginMetrics(), millrace::status);
         millrace.start();
         started = true;
-        metrics(context.pluginMetrics());
-    }
-
-    /**
-     * Millrace's status as the task's plugin metrics (KIP-877), so that the worker's metrics reporters (JMX, ...)
-     * carry them with the connector and task tags: {@code millrace-lag-bytes}, {@code millrace-lag-ms},
-     * {@code millrace-events-written}, {@code millrace-durable-lsn} and {@code millrace-state}. Removed by the worker
-     * when the task stops.
-     */
-    private void metrics(PluginMetrics metrics) {
-        if (metrics == null) {
-            return;
-        }
-        gauge(metrics, "millrace-lag-bytes", "bytes of WAL between the source's end and the durable position", s -> s.lagBytes());
-        gauge(metrics, "millrace-lag-ms", "time since the durable change was committed at the source, ms", s -> s.lagMillis());
-        gauge(metrics, "millrace-events-written", "changes handed to Connect and committed since the pipeline started",
-                s -> s.eventsWritten());
-        gauge(metrics, "millrace-durable-lsn", "the position up to which the slot may be confirmed, as a number",
-                s -> s.durable() == null ? 0L : s.durable().value());
-        gauge(metrics, "millrace-state", "the pipeline's state (snapshotting, streaming, ...)", s -> s.state());
-    }
-
-    private <T> void gauge(PluginMetrics metrics, String name, String description, java.util.function.Function<Status, T> value) {
-        Millrace pipeline = millrace;
-        Gauge<T> gauge = (config, now) -> value.apply(pipeline.status());
-        MetricName metric = metrics.metricName(name, description, new LinkedHashMap<>());
-        try {
-            metrics.addMetric(metric, gauge);
-        } catch (IllegalArgumentException e) {
-            // The task's previous instance, abandoned by a fast restart, has not closed yet: its metric goes, this one's stays.
-            metrics.removeMetric(metric);
-            metrics.addMetric(metric, gauge);
-        }
+        metrics.addPending(); // never throws: a start that failed after the engine's would leave the engine running
     }
 
     @Override
     public List<SourceRecord> poll() throws InterruptedException {
+        metrics.addPending();
         List<SourceRecord> records = handoff.take(POLL_WAIT_MS);
         if (records == null) {
             ended();
