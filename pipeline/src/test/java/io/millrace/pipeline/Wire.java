@@ -70,6 +70,41 @@ final class Wire {
         });
     }
 
+    /**
+     * Table public.{@code name} with REPLICA IDENTITY FULL (pgoutput flags every column as key then): "id" int8, "v" text,
+     * and "m" of the type {@code typeOid} (a user type: an enum, say).
+     */
+    static byte[] fullRelation(int oid, String name, int typeOid) {
+        return msg('R', o -> {
+            o.writeInt(oid);
+            cstring(o, "public");
+            cstring(o, name);
+            o.writeByte('f');
+            o.writeShort(3);
+            for (Object[] c : new Object[][]{{"id", INT8}, {"v", TEXT}, {"m", typeOid}}) {
+                o.writeByte(1);
+                cstring(o, (String) c[0]);
+                o.writeInt((Integer) c[1]);
+                o.writeInt(-1);
+            }
+        });
+    }
+
+    /** An insert of (id, v, m) in text format, for {@link #fullRelation}. */
+    static byte[] insert3(int oid, long id, String v, String m) {
+        return msg('I', o -> {
+            o.writeInt(oid);
+            o.writeByte('N');
+            o.writeShort(3);
+            for (String s : new String[]{Long.toString(id), v, m}) {
+                byte[] b = s.getBytes(StandardCharsets.UTF_8);
+                o.writeByte('t');
+                o.writeInt(b.length);
+                o.write(b);
+            }
+        });
+    }
+
     /** An insert of (id, v) in text format; {@code id} is written as given, so a non-number fails to decode. */
     static byte[] insert(int oid, String id, String v) {
         return msg('I', o -> {
@@ -110,6 +145,13 @@ final class Wire {
             o.writeLong(commitLsn);
             o.writeLong(endLsn);
             o.writeLong(0);
+        });
+    }
+
+    static byte[] streamAbort(long xid) {
+        return msg('A', o -> {
+            o.writeInt((int) xid);
+            o.writeInt((int) xid);
         });
     }
 
