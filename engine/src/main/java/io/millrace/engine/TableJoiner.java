@@ -45,7 +45,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>The source's own writes come first: a table without a replica identity never joins the publication (its UPDATEs
  * and DELETEs would fail, see {@link Preflight#replicaIdentity}); it is logged and shown in the status
- * ({@code not_captured}) with the fix, and joins once fixed. A partition needs nothing: a captured root publishes it.
+ * ({@code not_captured}) with the fix, and joins once fixed. A partition joins with its root, which publishes it; one
+ * without a replica identity under a keyless root is shown with the fix ({@link #partitionsWithoutIdentity}).
  * A publication Millrace does not manage ({@code source.create_publication: false}) is not altered: the table is
  * shown with the ALTER PUBLICATION to run, and is copied once the publication has it. A publication FOR ALL TABLES
  * publishes a new table from its creation: the table is copied all the same (its rows arrive as reads after the
@@ -89,6 +90,8 @@ final class TableJoiner {
 
     /** Tables the selection takes that are not captured, and why, by oid. */
     private final Map<Integer, Refusal> notCaptured = new ConcurrentHashMap<>();
+    /** Partitions of captured tables without a replica identity, by oid ({@link #partitionsWithoutIdentity}). */
+    private final Map<Integer, EngineStatus.NotCaptured> exposed = new ConcurrentHashMap<>();
     /** Join messages written and not seen yet, by oid: when. */
     private final Map<Integer, Long> asked = new ConcurrentHashMap<>();
     private volatile long lastPoll;
@@ -101,6 +104,7 @@ final class TableJoiner {
     /** For the status: tables selected and not captured, by name. Any thread. */
     List<EngineStatus.NotCaptured> notCaptured() {
         List<EngineStatus.NotCaptured> out = new ArrayList<>(notCaptured.values().stream().map(Refusal::shown).toList());
+        out.addAll(exposed.values());
         out.sort(Comparator.comparing(EngineStatus.NotCaptured::table));
         return out;
     }
@@ -286,10 +290,14 @@ final class TableJoiner {
         long every = src.newTablesPoll().toNanos();
         long now = System.nanoTime();
         SourceWatch watch = ctx.watch;
-        if (every == 0 || watch == null || ctx.online == null || (lastPoll != 0 && now - lastPoll < every)) {
+        if (every == 0 || watch == null || (lastPoll != 0 && now - lastPoll < every)) {
             return;
         }
         lastPoll = now;
+        partitionsWithoutIdentity(c, watch);
+        if (ctx.online == null) {
+            return;
+        }
         TableSelection sel = ctx.selection;
         List<TableRef> published = Catalog.publicationTables(c, src.publication());
         for (Map.Entry<Integer, TableRef> e : Catalog.userTablesByOid(c).entrySet()) {
@@ -302,6 +310,44 @@ final class TableJoiner {
             ask(c, oid); // INV: RESUME — the table joins where the stream reaches this message, recorded with its batch
             asked.put(oid, now);
         }
+    }
+
+    /**
+     * The partitions of captured tables that have no replica identity, found at each poll (a partition does not take its
+     * root's REPLICA IDENTITY FULL, so one created or attached under a keyless root has none): its root publishes it, so
+     * every UPDATE and DELETE of its rows fails on the source. Nothing here can prevent that (the DDL event trigger does,
+     * in the CREATE's transaction: {@link io.millrace.source.DdlTrigger}); the partition is shown with the fix and logged
+     * once, until it has one. Its inserts are captured all the same.
+     */
+    private void partitionsWithoutIdentity(Connection c, SourceWatch watch) throws SQLException {
+        if (Catalog.serverVersion(c) < 120000) {
+            return; // no pg_partition_root; and no partitioned table is captured before 13
+        }
+        Map<Integer, EngineStatus.NotCaptured> found = new java.util.HashMap<>();
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT c.oid, n.nspname, c.relname, r.oid, rn.nspname,"
+                + " r.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_class r ON r.oid = pg_partition_root(c.oid)"
+                + " JOIN pg_namespace rn ON rn.oid = r.relnamespace WHERE c.relispartition AND c.relkind = 'r' AND NOT "
+                + Preflight.HAS_IDENTITY)) {
+            while (rs.next()) {
+                int oid = rs.getInt(1);
+                TableRef part = new TableRef(rs.getString(2), rs.getString(3));
+                TableRef root = new TableRef(rs.getString(5), rs.getString(6));
+                if (!watch.captures(rs.getInt(4))) {
+                    continue;
+                }
+                EngineStatus.NotCaptured n = new EngineStatus.NotCaptured(part.toString(), "a partition of " + root + ", which is captured,"
+                        + " with no replica identity (no primary key; a partition does not take its root's REPLICA IDENTITY FULL):"
+                        + " every UPDATE and DELETE of its rows fails on the source (\"cannot update table ... because it does not have"
+                        + " a replica identity and publishes updates\"); its inserts are captured",
+                        "ALTER TABLE " + part.sql() + " REPLICA IDENTITY FULL; (the DDL event trigger, 'millrace setup CONFIG', does"
+                        + " this for each partition as it is created)");
+                found.put(oid, n);
+                if (exposed.put(oid, n) == null) {
+                    LOG.error("table {}: {}. Fix: {}", n.table(), n.reason(), n.fix()); // once per partition
+                }
+            }
+        }
+        exposed.keySet().retainAll(found.keySet()); // given an identity since, or dropped
     }
 
     /** The xid every transaction running now is older than ({@code pg_snapshot_xmax(pg_current_snapshot())}, PostgreSQL 13+). */

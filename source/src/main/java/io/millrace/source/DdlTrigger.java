@@ -28,6 +28,14 @@ import java.sql.Statement;
  * which the first DDL of each table is read as without the trigger). The functions are {@code SECURITY DEFINER}, so a
  * DDL by any role can write the message and that table.
  *
+ * <p>It also keeps the source's writes working on a keyless partitioned table: PostgreSQL gives a new partition no
+ * replica identity of its own (it does not take its root's), so once its root is published every UPDATE and DELETE of
+ * the partition's rows fails ("cannot update table ... because it does not have a replica identity and publishes
+ * updates"). A partition created or attached under a root with REPLICA IDENTITY FULL, and with no primary key of its
+ * own, is given REPLICA IDENTITY FULL in the same transaction (the fix preflight prints for the partitions that exist).
+ * Without the trigger the engine finds such a partition at its next look at the catalog and names it with the fix
+ * ({@code not_captured} in the status); until then the source's UPDATEs of it fail.
+ *
  * <p>PostgreSQL lets only a superuser create an event trigger: {@link #install} refuses another role naming that.
  */
 public final class DdlTrigger {
@@ -54,7 +62,7 @@ public final class DdlTrigger {
                 CREATE OR REPLACE FUNCTION millrace.ddl_command_end() RETURNS event_trigger LANGUAGE plpgsql SECURITY DEFINER
                     SET search_path = pg_catalog, pg_temp AS $fn$
                 DECLARE
-                    rel oid; tag text; nsp text; rname text; cols jsonb; prev record;
+                    rel oid; tag text; nsp text; rname text; cols jsonb; prev record; part regclass;
                 BEGIN
                     FOR rel, tag IN SELECT DISTINCT d.objid, d.command_tag FROM pg_event_trigger_ddl_commands() d
                             WHERE d.classid = 'pg_class'::regclass AND d.object_type IN ('table', 'table column') LOOP
@@ -62,6 +70,16 @@ public final class DdlTrigger {
                             WHERE c.oid = rel AND c.relkind IN ('r', 'p') AND c.relpersistence = 'p';
                         IF NOT FOUND OR %s THEN
                             CONTINUE;
+                        END IF;
+                        -- a partition created or attached under a REPLICA IDENTITY FULL root, with no key of its own: FULL too
+                        IF current_setting('server_version_num')::int >= 120000 THEN
+                            FOR part IN SELECT t.relid FROM pg_partition_tree(rel) t JOIN pg_class p ON p.oid = t.relid
+                                    WHERE p.relispartition AND p.relreplident = 'd'
+                                    AND NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = p.oid AND x.indisprimary)
+                                    AND (SELECT r.relreplident FROM pg_class r WHERE r.oid = pg_partition_root(p.oid)) = 'f'
+                                    ORDER BY t.level LOOP
+                                EXECUTE format('ALTER TABLE %%s REPLICA IDENTITY FULL', part);
+                            END LOOP;
                         END IF;
                         SELECT coalesce(jsonb_agg(jsonb_build_object('attnum', a.attnum, 'name', a.attname::text,
                                 'type', format_type(a.atttypid, a.atttypmod), 'not_null', a.attnotnull, 'missing', a.atthasmissing,

@@ -147,8 +147,10 @@ public final class Preflight {
             return; // no logical messages in the stream before 14
         }
         if (DdlTrigger.installed(c) && !DdlTrigger.upToDate(c)) {
-            warn(DDL_TRIGGER, "installed by an older Millrace: its messages do not tell a table's key, so a key changed on a table"
-                    + " with REPLICA IDENTITY FULL is read from the catalog (exact only when the stream is not behind the change)",
+            warn(DDL_TRIGGER, "installed by an older Millrace, whose trigger does less than this version's: its messages may not tell"
+                    + " a table's key (a key changed on a table with REPLICA IDENTITY FULL is then read from the catalog, exact only"
+                    + " when the stream is not behind the change), and it may not give a new partition of a keyless partitioned table"
+                    + " REPLICA IDENTITY FULL",
                     "run 'millrace setup CONFIG' again with source.user a superuser, or the SQL of 'millrace setup --print-sql CONFIG'");
         } else if (DdlTrigger.installed(c)) {
             ok(DDL_TRIGGER, "installed: schema changes reach the destinations exactly, in order with the data");
@@ -299,6 +301,14 @@ public final class Preflight {
             Check identity = replicaIdentity(c, info, config.publication(), published);
             if (identity != null) {
                 checks.add(identity);
+            } else if (info.partitioned() && !info.hasPrimaryKey() && !DdlTrigger.installed(c)) {
+                warn(name, "replica identity FULL, partitioned, no primary key: a partition created or attached later has no replica"
+                        + " identity (it does not take its root's), and every UPDATE and DELETE of its rows fails on the source until"
+                        + " it has one (\"cannot update table ... because it does not have a replica identity\")",
+                        "install the DDL event trigger ('millrace setup CONFIG' with source.user a superuser), which gives each new"
+                        + " partition of " + t.sql() + " REPLICA IDENTITY FULL as it is created; or run ALTER TABLE <partition>"
+                        + " REPLICA IDENTITY FULL where partitions are created, in the same transaction; or give " + t.sql()
+                        + " a primary key");
             } else {
                 ok(name, "replica identity " + switch (info.replicaIdentity()) {
                     case 'f' -> "FULL";
@@ -313,6 +323,14 @@ public final class Preflight {
     private List<TableRef> unnamed(Connection c, List<TableRef> tables) throws SQLException {
         return Catalog.publicationTables(c, config.publication()).stream().filter(p -> !tables.contains(p)).toList();
     }
+
+    /**
+     * SQL: whether the {@code pg_class} row {@code c} has a replica identity (FULL; DEFAULT with a primary key; USING INDEX
+     * of an index that exists): without one, a published table's UPDATEs and DELETEs fail on the source.
+     */
+    public static final String HAS_IDENTITY = "(c.relreplident = 'f'"
+            + " OR (c.relreplident = 'd' AND EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = c.oid AND x.indisprimary))"
+            + " OR (c.relreplident = 'i' AND EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = c.oid AND x.indisreplident)))";
 
     /**
      * Refuses a table that PostgreSQL would stop updating once it is published: when a published table (or, for a
@@ -331,10 +349,7 @@ public final class Preflight {
         List<TableRef> lacking = new ArrayList<>();
         String sql = "WITH RECURSIVE tree(oid) AS (SELECT ?::oid UNION SELECT i.inhrelid FROM pg_inherits i JOIN tree t ON i.inhparent = t.oid)"
                 + " SELECT n.nspname, c.relname FROM tree JOIN pg_class c ON c.oid = tree.oid JOIN pg_namespace n ON n.oid = c.relnamespace"
-                + " WHERE (c.oid = ?::oid OR c.relkind = 'r') AND NOT (c.relreplident = 'f'"
-                + " OR (c.relreplident = 'd' AND EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = c.oid AND x.indisprimary))"
-                + " OR (c.relreplident = 'i' AND EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = c.oid AND x.indisreplident)))"
-                + " ORDER BY c.oid <> ?::oid, 1, 2";
+                + " WHERE (c.oid = ?::oid OR c.relkind = 'r') AND NOT " + HAS_IDENTITY + " ORDER BY c.oid <> ?::oid, 1, 2";
         try (PreparedStatement ps = c.prepareStatement(sql)) {
             ps.setInt(1, table.oid());
             ps.setInt(2, table.oid());
