@@ -20,7 +20,10 @@ public final class Keyless {
 
     /** How one database names a row and casts a parameter (given as text) to a column's type. */
     public interface Dialect {
-        /** The pseudo-column that identifies a row ({@code ctid}, {@code rowid}). */
+        /**
+         * The pseudo-columns that identify a row, comma-separated ({@code rowid}; {@code tableoid, ctid}: a {@code ctid} is
+         * unique only within one partition, or one table of an inheritance tree).
+         */
         String rowId();
 
         /** The expression that sets column {@code i} from one text parameter ({@code ?}). */
@@ -31,7 +34,7 @@ public final class Keyless {
     }
 
     /**
-     * {@code UPDATE … SET <columns not unchanged TOAST> … WHERE <rowId> = (SELECT <rowId> … one row whose columns
+     * {@code UPDATE … SET <columns not unchanged TOAST> … WHERE (<rowId>) = (SELECT <rowId> … one row whose columns
      * (those not unchanged TOAST in before) all match)}, or the {@code DELETE} of that row when {@code after} is null.
      * Parameters: the values of {@code after} set, then those of {@code before} matched, in column order.
      */
@@ -50,7 +53,7 @@ public final class Keyless {
             }
         }
         String rowId = dialect.rowId();
-        sql.append(" WHERE ").append(rowId).append(" = (SELECT ").append(rowId).append(" FROM ").append(target.sql()).append(" WHERE ");
+        sql.append(" WHERE (").append(rowId).append(") = (SELECT ").append(rowId).append(" FROM ").append(target.sql()).append(" WHERE ");
         boolean first = true;
         for (int i = 0; i < rel.columnCount(); i++) {
             if (before[i] == UnchangedToast.INSTANCE) {

@@ -502,7 +502,11 @@ final class BatchApplier extends TableApplier {
         }
     }
 
-    /** The keyless path's SQL here: rows by {@code ctid}, values cast from text to the column's type. */
+    /**
+     * The keyless path's SQL here: rows by {@code (tableoid, ctid)}, values cast from text to the column's type. A
+     * {@code ctid} alone names a row in each partition of a partitioned table (planned as a TID scan of each partition,
+     * filtered by {@code tableoid}).
+     */
     private static Keyless.Dialect keylessDialect(RelationInfo rel) {
         String[] types = new String[rel.columnCount()];
         for (int i = 0; i < types.length; i++) {
@@ -511,7 +515,7 @@ final class BatchApplier extends TableApplier {
         return new Keyless.Dialect() {
             @Override
             public String rowId() {
-                return "ctid";
+                return "tableoid, ctid";
             }
 
             @Override
