@@ -55,6 +55,8 @@ public final class Millrace implements AutoCloseable {
     private final AtomicReference<Phase> phase = new AtomicReference<>(Phase.CREATED);
     private final CountDownLatch ended = new CountDownLatch(1);
     private final AtomicReference<Throwable> error = new AtomicReference<>();
+    /** Whether {@link #await} has thrown the error to the caller. */
+    private volatile boolean reported;
 
     private Millrace(EngineConfig config) {
         this.config = config;
@@ -132,6 +134,9 @@ public final class Millrace implements AutoCloseable {
 
     private void rethrow() {
         Throwable t = error.get();
+        if (t != null) {
+            reported = true;
+        }
         if (t instanceof RuntimeException r) {
             throw r;
         }
@@ -143,12 +148,19 @@ public final class Millrace implements AutoCloseable {
         }
     }
 
-    /** Stops the pipeline and waits for it to end (see {@link #stop()}); throws the error that ended it, if any. */
+    /**
+     * Stops the pipeline and waits for it to end (see {@link #stop()}); throws the error that ended it, if any, unless
+     * {@link #await} threw it already (in try-with-resources, the same exception thrown again by {@code close} would be
+     * added to itself as suppressed, which Java refuses with an IllegalArgumentException that hides it).
+     */
     @Override
     public void close() throws InterruptedException {
         stop();
         if (phase.get() != Phase.CREATED) {
-            await();
+            ended.await();
+            if (!reported) {
+                rethrow();
+            }
         }
     }
 

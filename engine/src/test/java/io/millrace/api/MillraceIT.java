@@ -337,10 +337,17 @@ class MillraceIT {
         // The same consumer state, but another slot: another pipeline's checkpoint (INV: IDENTITY).
         SourceSettings other = SourceSettings.builder().host(pg.host()).port(pg.port()).database("idsrc").user("postgres").slot("idsrc_b")
                 .publication("idsrc").tables("public.orders").build();
-        Millrace m = Millrace.builder().source(other).transactionalConsumer("mirror", new MirrorConsumer("iddst", new AtomicBoolean())).build();
-        m.start();
-        MillraceException e = catchThrowableOfType(MillraceException.class, () -> m.await(WAIT));
+        // In try-with-resources, as a user writes it: close() must not throw again the error await() threw (Java would add
+        // it to itself as suppressed: "IllegalArgumentException: Self-suppression not permitted", hiding it).
+        MillraceException e = catchThrowableOfType(MillraceException.class, () -> {
+            try (Millrace m = Millrace.builder().source(other).transactionalConsumer("mirror", new MirrorConsumer("iddst",
+                    new AtomicBoolean())).build()) {
+                m.start();
+                m.await(WAIT);
+            }
+        });
         assertThat(e).isNotNull();
+        assertThat(e.getSuppressed()).isEmpty();
         assertThat(e.kind()).isEqualTo(MillraceException.Kind.IDENTITY);
         assertThat(e.getMessage()).contains("destination 'mirror' holds a checkpoint of another pipeline");
     }
