@@ -380,8 +380,9 @@ public final class Migration {
         for (SourceCatalog.Table t : tables) {
             String name = t.ref().toString();
             String phase = !started ? "waiting" : copying.contains(name) ? "copying" : "copied";
-            String est = Planner.oneOrNull(tgt, "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = to_regclass("
-                    + io.millrace.core.schema.Ident.literal(t.ref().sql()) + ")");
+            String est = Planner.oneOrNull(tgt, "SELECT sum(greatest(c.reltuples, 0))::bigint FROM pg_class c WHERE c.relkind = 'r'"
+                    + " AND c.oid IN (SELECT x.relid FROM pg_partition_tree(to_regclass(" + io.millrace.core.schema.Ident.literal(t.ref().sql())
+                    + ")) x UNION SELECT to_regclass(" + io.millrace.core.schema.Ident.literal(t.ref().sql()) + "))"); // a partitioned table's: its partitions'
             PassStore.Pass pass = passes.load(tgt, name);
             out.add(new TableStatus(name, phase, est == null ? 0 : Long.parseLong(est), pass == null ? null : pass.at(),
                     pass == null ? 0 : pass.chunks().size(), pass == null ? 0 : pass.differed()));

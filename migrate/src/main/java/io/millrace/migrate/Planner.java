@@ -93,14 +93,23 @@ final class Planner {
                 problems.add(new Problem(Kind.PERMISSION, "source role " + srcUser + " cannot read " + t.ref(),
                         "GRANT SELECT ON " + t.ref().sql() + " TO " + Ident.quote(srcUser)));
             }
-            if (!t.hasKey() && (t.replicaIdentity() == 'd' || t.replicaIdentity() == 'n')) {
+            List<SourceCatalog.Partition> lacking = t.partitions().stream().filter(p -> p.partitionKey() == null && !p.hasIdentity())
+                    .toList();
+            if (!lacking.isEmpty()) {
+                problems.add(new Problem(Kind.SOURCE_SETUP, "table " + t.ref() + " is partitioned, and its partition(s) "
+                        + lacking.stream().map(p -> p.ref().toString()).collect(java.util.stream.Collectors.joining(", "))
+                        + " have no replica identity (a partition does not take its root's): once published, their UPDATEs and"
+                        + " DELETEs would fail on the source", lacking.stream().map(p -> "ALTER TABLE " + p.ref().sql()
+                        + " REPLICA IDENTITY FULL;").collect(java.util.stream.Collectors.joining(" "))));
+            } else if (!t.hasKey() && (t.replicaIdentity() == 'd' || t.replicaIdentity() == 'n')) {
                 problems.add(new Problem(Kind.SOURCE_SETUP, "table " + t.ref() + " has no primary key and no replica identity:"
                         + " once published, its UPDATEs and DELETEs would fail on the source", "ALTER TABLE " + t.ref().sql()
                         + " ADD PRIMARY KEY (...), or ALTER TABLE " + t.ref().sql() + " REPLICA IDENTITY FULL"));
             } else if (!t.hasKey()) {
                 notes.add(t.ref() + " has no primary key: followed by its replica identity; verify compares it as one chunk");
             }
-            copy.add(t.ref() + " (" + t.columns().size() + " columns, " + mb(t.bytes()) + ")");
+            copy.add(t.ref() + " (" + t.columns().size() + " columns, " + (t.partitionKey() == null ? ""
+                    : "partitioned by " + t.partitionKey() + " into " + t.partitions().size() + " partitions, ") + mb(t.bytes()) + ")");
         }
 
         if (!tables.isEmpty()) {

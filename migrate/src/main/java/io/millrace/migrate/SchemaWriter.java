@@ -18,7 +18,8 @@ import java.util.Set;
 
 /**
  * Creates on the target what the tables need, from the source catalog, in two transactions: {@link #beforeCopy} (schemas,
- * sequences, tables with exact types, defaults, NOT NULL, CHECK, primary keys, identity columns) and {@link #afterCopy}
+ * sequences, tables with exact types, defaults, NOT NULL, CHECK, primary keys, identity columns; a partitioned table with
+ * its partition key and its partitions, with their bounds, at every depth) and {@link #afterCopy}
  * (secondary indexes, unique, exclusion and foreign-key constraints, the foreign keys validated), so the copy loads into
  * tables without secondary indexes. Each commits together with its step in the state table, so a crash leaves either
  * all of a step or none of it.
@@ -75,7 +76,16 @@ final class SchemaWriter {
                     defs.add("CONSTRAINT " + Ident.quote(k.name()) + " " + k.definition());
                 }
             }
-            ddl.add("CREATE TABLE " + t.ref().sql() + " (" + String.join(", ", defs) + ")");
+            ddl.add("CREATE TABLE " + t.ref().sql() + " (" + String.join(", ", defs) + ")"
+                    + (t.partitionKey() == null ? "" : " PARTITION BY " + t.partitionKey()));
+            // Each partition after its parent; it takes the parent's columns, defaults, NOT NULL, CHECK and primary key.
+            for (SourceCatalog.Partition p : t.partitions()) {
+                ddl.add("CREATE TABLE " + p.ref().sql() + " PARTITION OF " + p.parent().sql() + " " + p.bound()
+                        + (p.partitionKey() == null ? "" : " PARTITION BY " + p.partitionKey()));
+                for (Constraint k : p.checks()) {
+                    ddl.add("ALTER TABLE " + p.ref().sql() + " ADD CONSTRAINT " + Ident.quote(k.name()) + " " + k.definition());
+                }
+            }
         }
         for (Sequence s : sequences) {
             if (!s.identity() && s.ownerTable() != null && tables.stream().anyMatch(t -> t.ref().equals(s.ownerTable()))) {
@@ -89,9 +99,8 @@ final class SchemaWriter {
     static List<String> afterCopy(List<Table> tables) {
         List<String> ddl = new ArrayList<>();
         for (Table t : tables) {
-            for (String idx : t.indexes()) {
-                ddl.add(idx);
-            }
+            ddl.addAll(t.indexes()); // a partitioned table's on each of its partitions too
+            t.partitions().forEach(p -> ddl.addAll(p.indexes()));
         }
         for (Table t : tables) {
             for (Constraint k : t.constraints()) {
@@ -105,10 +114,20 @@ final class SchemaWriter {
                 // as on the source: a keyless table's UPDATE and DELETE then work once the target publishes it (--reverse)
                 ddl.add("ALTER TABLE " + t.ref().sql() + " REPLICA IDENTITY FULL");
             }
+            for (SourceCatalog.Partition p : t.partitions()) {
+                if (p.replicaIdentity() == 'f') { // each partition's own: it does not take its root's
+                    ddl.add("ALTER TABLE " + p.ref().sql() + " REPLICA IDENTITY FULL");
+                }
+            }
         }
         for (Table t : tables) {
             for (Constraint k : t.of('f')) {
                 boolean notValid = k.definition().endsWith("NOT VALID");
+                if (t.partitionKey() != null) { // PostgreSQL takes no NOT VALID foreign key on a partitioned table: checked as added
+                    ddl.add("ALTER TABLE " + t.ref().sql() + " ADD CONSTRAINT " + Ident.quote(k.name()) + " "
+                            + k.definition().replaceFirst(" NOT VALID$", ""));
+                    continue;
+                }
                 ddl.add("ALTER TABLE " + t.ref().sql() + " ADD CONSTRAINT " + Ident.quote(k.name()) + " " + k.definition()
                         + (notValid ? "" : " NOT VALID"));
                 if (!notValid) {

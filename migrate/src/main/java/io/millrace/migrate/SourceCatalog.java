@@ -36,14 +36,36 @@ final class SourceCatalog {
     }
 
     /**
+     * A partition of a partitioned table, at any depth.
+     *
+     * @param parent          the table it is a partition of
+     * @param bound           {@code pg_get_expr(relpartbound)}: {@code FOR VALUES ...} or {@code DEFAULT}
+     * @param partitionKey    {@code pg_get_partkeydef} when it is partitioned itself, else null
+     * @param replicaIdentity its own {@code relreplident} (a partition does not take its root's)
+     * @param hasIdentity     whether it has a replica identity (FULL, a primary key, USING INDEX): without one, once its
+     *                        root is published, its UPDATEs and DELETEs fail on the source
+     * @param checks          CHECK constraints of its own (not inherited), as {@code CONSTRAINT name CHECK (...)}
+     * @param indexes         {@code pg_get_indexdef} of its own indexes: not a partition of its parent's index, backing no
+     *                        constraint
+     */
+    record Partition(TableRef ref, TableRef parent, String bound, String partitionKey, char replicaIdentity, boolean hasIdentity,
+                     List<Constraint> checks, List<String> indexes) {
+    }
+
+    /**
      * One table.
      *
      * @param key             the primary key's columns in key order; empty when it has none
      * @param replicaIdentity {@code relreplident}: d (default: the primary key), f (full), i (an index), n (nothing)
-     * @param indexes         {@code pg_get_indexdef} of each index that backs no constraint
+     * @param indexes         {@code pg_get_indexdef} of each index that backs no constraint; a partitioned table's are made
+     *                        on its partitions too
+     * @param partitionKey    for a partitioned table, {@code pg_get_partkeydef} (e.g. {@code RANGE (at)}); null otherwise
+     * @param partitions      for a partitioned table, its partitions at every depth, each after its parent; empty otherwise
+     * @param bytes           its size on disk, its partitions' for a partitioned table
      */
     record Table(long oid, TableRef ref, boolean unlogged, char replicaIdentity, List<Column> columns, List<String> key,
-                 List<String> keyTypes, List<Constraint> constraints, List<String> indexes, long bytes) {
+                 List<String> keyTypes, List<Constraint> constraints, List<String> indexes, long bytes, String partitionKey,
+                 List<Partition> partitions) {
 
         boolean hasKey() {
             return !key.isEmpty();
@@ -57,11 +79,17 @@ final class SourceCatalog {
     private SourceCatalog() {
     }
 
-    /** The tables of {@code patterns} (every user table when empty), regular ones; partitioned ones are in {@code skipped}. */
+    /**
+     * The tables of {@code patterns} (every user table when empty): regular ones and partitioned ones (with their
+     * partitions, which are not matched on their own: the root carries their rows); a partitioned table with a partition
+     * the stream cannot carry (unlogged, foreign) is in {@code skipped}, with the reason.
+     */
     static List<Table> tables(Connection c, List<TableRef> patterns, List<TableRef> exclude, List<String> skipped) throws SQLException {
         List<Table> out = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement("SELECT c.oid, n.nspname, c.relname, c.relkind, c.relpersistence,"
-                + " c.relreplident, pg_total_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                + " c.relreplident, CASE WHEN c.relkind = 'p' THEN (SELECT coalesce(sum(pg_total_relation_size(t.relid)), 0)"
+                + " FROM pg_partition_tree(c.oid) t)::bigint ELSE pg_total_relation_size(c.oid) END"
+                + " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
                 + " WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'millrace')"
                 + " AND n.nspname NOT LIKE 'pg_toast%' AND n.nspname NOT LIKE 'pg_temp%' AND c.relpersistence <> 't'"
                 + " ORDER BY n.nspname, c.relname")) {
@@ -74,21 +102,97 @@ final class SourceCatalog {
                     if (exclude.stream().anyMatch(p -> TableRef.matches(p, ref))) {
                         continue;
                     }
-                    if (rs.getString(4).equals("p")) {
-                        skipped.add(ref + ": a partitioned table (not migrated by this version: create it on the target by hand"
-                                + " and migrate its partitions)");
-                        continue;
-                    }
                     out.add(new Table(rs.getLong(1), ref, rs.getString(5).equals("u"), rs.getString(6).charAt(0),
-                            null, null, null, null, null, rs.getLong(7)));
+                            null, null, null, null, null, rs.getLong(7), rs.getString(4).equals("p") ? "" : null, List.of()));
                 }
             }
         }
         List<Table> full = new ArrayList<>();
         for (Table t : out) {
-            full.add(read(c, t));
+            String refused = t.partitionKey() == null ? null : refusedPartition(c, t);
+            if (refused != null) {
+                skipped.add(refused);
+            } else {
+                full.add(read(c, t));
+            }
         }
         return full;
+    }
+
+    /** Why a partitioned table cannot be migrated (a partition whose changes the stream does not carry), or null. */
+    private static String refusedPartition(Connection c, Table t) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT n.nspname, p.relname, p.relkind, p.relpersistence FROM pg_partition_tree(?::oid) x"
+                + " JOIN pg_class p ON p.oid = x.relid JOIN pg_namespace n ON n.oid = p.relnamespace"
+                + " WHERE p.relkind NOT IN ('r', 'p') OR p.relpersistence <> 'p' ORDER BY x.level, 1, 2 LIMIT 1")) {
+            ps.setLong(1, t.oid());
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    return null;
+                }
+                TableRef part = new TableRef(rs.getString(1), rs.getString(2));
+                return t.ref() + ": its partition " + part + (rs.getString(3).equals("f")
+                        ? " is a foreign table, whose rows are on another server (detach it, or migrate that server too)"
+                        : " is unlogged: its changes are not in the WAL, so none would reach the target (ALTER TABLE " + part.sql()
+                        + " SET LOGGED)");
+            }
+        }
+    }
+
+    /** A partitioned table's partitions at every depth, each after its parent. */
+    private static List<Partition> partitions(Connection c, long root) throws SQLException {
+        List<Partition> out = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement("SELECT p.oid, n.nspname, p.relname, pn.nspname, pp.relname,"
+                + " pg_get_expr(p.relpartbound, p.oid), CASE WHEN p.relkind = 'p' THEN pg_get_partkeydef(p.oid) END, p.relreplident,"
+                + " (SELECT " + io.millrace.source.Preflight.HAS_IDENTITY + " FROM pg_class c WHERE c.oid = p.oid)"
+                + " FROM pg_partition_tree(?::oid) x JOIN pg_class p ON p.oid = x.relid JOIN pg_namespace n ON n.oid = p.relnamespace"
+                + " JOIN pg_class pp ON pp.oid = x.parentrelid JOIN pg_namespace pn ON pn.oid = pp.relnamespace"
+                + " WHERE x.level > 0 ORDER BY x.level, n.nspname, p.relname")) {
+            ps.setLong(1, root);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    long oid = rs.getLong(1);
+                    out.add(new Partition(new TableRef(rs.getString(2), rs.getString(3)), new TableRef(rs.getString(4), rs.getString(5)),
+                            rs.getString(6), rs.getString(7), rs.getString(8).charAt(0), rs.getBoolean(9),
+                            constraints(c, oid, " AND coninhcount = 0 AND contype = 'c'"),
+                            indexes(c, oid, " AND NOT EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid)")));
+                }
+            }
+        }
+        return out;
+    }
+
+    private static List<Constraint> constraints(Connection c, long oid, String and) throws SQLException {
+        List<Constraint> constraints = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement("SELECT conname, contype, pg_get_constraintdef(oid) FROM pg_constraint"
+                + " WHERE conrelid = ? AND contype IN ('p', 'u', 'f', 'c', 'x')" + and + " ORDER BY contype, conname")) {
+            ps.setLong(1, oid);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    constraints.add(new Constraint(rs.getString(1), rs.getString(2).charAt(0), rs.getString(3)));
+                }
+            }
+        }
+        return List.copyOf(constraints);
+    }
+
+    /**
+     * {@code pg_get_indexdef} of the relation's indexes that back no constraint. A partitioned table's index is written
+     * {@code ON ONLY}, which would make it on the table alone, invalid until each partition's is attached: made without
+     * {@code ONLY}, it is made on every partition too, as on the source.
+     */
+    private static List<String> indexes(Connection c, long oid, String and) throws SQLException {
+        List<String> indexes = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_get_indexdef(i.indexrelid) FROM pg_index i"
+                + " WHERE i.indrelid = ? AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid"
+                + " AND k.conrelid = i.indrelid)" + and + " ORDER BY i.indexrelid")) {
+            ps.setLong(1, oid);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    indexes.add(rs.getString(1).replaceFirst(" ON ONLY ", " ON "));
+                }
+            }
+        }
+        return List.copyOf(indexes);
     }
 
     private static Table read(Connection c, Table t) throws SQLException {
@@ -124,29 +228,20 @@ final class SourceCatalog {
                 }
             }
         }
-        List<Constraint> constraints = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement("SELECT conname, contype, pg_get_constraintdef(oid) FROM pg_constraint"
-                + " WHERE conrelid = ? AND contype IN ('p', 'u', 'f', 'c', 'x') ORDER BY contype, conname")) {
-            ps.setLong(1, t.oid());
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    constraints.add(new Constraint(rs.getString(1), rs.getString(2).charAt(0), rs.getString(3)));
-                }
-            }
-        }
-        List<String> indexes = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement("SELECT pg_get_indexdef(i.indexrelid) FROM pg_index i"
-                + " WHERE i.indrelid = ? AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid"
-                + " AND k.conrelid = i.indrelid) ORDER BY i.indexrelid")) {
-            ps.setLong(1, t.oid());
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    indexes.add(rs.getString(1));
-                }
-            }
-        }
+        String partitionKey = t.partitionKey() == null ? null : one(c, "SELECT pg_get_partkeydef(?::oid)", t.oid());
         return new Table(t.oid(), t.ref(), t.unlogged(), t.replicaIdentity(), List.copyOf(columns), List.copyOf(key),
-                List.copyOf(keyTypes), List.copyOf(constraints), List.copyOf(indexes), t.bytes());
+                List.copyOf(keyTypes), constraints(c, t.oid(), ""), indexes(c, t.oid(), ""), t.bytes(), partitionKey,
+                partitionKey == null ? List.of() : partitions(c, t.oid()));
+    }
+
+    private static String one(Connection c, String sql, long oid) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setLong(1, oid);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getString(1);
+            }
+        }
     }
 
     /**

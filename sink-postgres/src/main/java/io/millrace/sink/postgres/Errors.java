@@ -31,6 +31,12 @@ final class Errors {
             return new MillraceException(Kind.PERMISSION, what + ". Grant the destination user the privileges"
                     + " it needs on that schema and table (CREATE, INSERT, UPDATE, DELETE, TRUNCATE).", e);
         }
+        if ("23514".equals(e.getSQLState()) && message(e).contains("no partition of relation")) {
+            // a partition the source has and the destination's copy of the partitioned table lacks (created since)
+            return new MillraceException(Kind.SINK, what + ". Fix: create the partition these rows belong to on the destination"
+                    + " too (as on the source: CREATE TABLE ... PARTITION OF " + target.sql() + " FOR VALUES ...), then start again:"
+                    + " nothing of this batch was applied, and the stream goes on from it", e);
+        }
         return new MillraceException(Kind.SINK, what, e);
     }
 
