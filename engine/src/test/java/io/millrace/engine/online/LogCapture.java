@@ -28,11 +28,13 @@ public final class LogCapture implements AutoCloseable {
     }
 
     /**
-     * The lines containing {@code text}, once there is one (up to 10 s): a reader logs a copy as landed after the
+     * The lines containing {@code text}, once there is one (up to 30 s): a reader logs a copy as landed after the
      * assembler emitted its last chunk, which is when the copy leaves {@code onlineSnapshots()}.
      */
     public List<String> awaitContaining(String text) throws InterruptedException {
-        long deadline = System.nanoTime() + 10_000_000_000L;
+        // 30 s: what a test waits for may come with the engine's next look at the catalog, every 10 s by default
+        // (source.new_tables_poll_s), and the stream's round trip after it (CI's DdlIT missed one by 0.3 s at 10 s)
+        long deadline = System.nanoTime() + 30_000_000_000L;
         List<String> found = containing(text);
         while (found.isEmpty() && System.nanoTime() < deadline) {
             Thread.sleep(10);
