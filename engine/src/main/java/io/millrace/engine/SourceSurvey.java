@@ -109,6 +109,7 @@ final class SourceSurvey {
         w.connections(ctx.conns::open);
         w.loadColumns(meta);
         ctx.watch = w;
+        ctx.joiner.partitionsAtStart(meta, w); // one attached from now on holds rows the stream does not carry
     }
 
     /** The preflight's report, its warnings logged; null to look again (a table a pattern listed is gone); throws on a failure. */

@@ -153,6 +153,135 @@ final class TableJoiner {
         }
     }
 
+    /**
+     * A partition attached to a captured table while streaming, with the rows it held as a table of its own: those rows
+     * are in the root from the ATTACH on, and no change in the stream brings them (pgoutput publishes changes, and they
+     * were made before the table was a partition). They are copied online, as a copy of the root limited to the
+     * partition's constraint ({@code pg_get_partition_constraintdef}: the copy's queries read that partition only), once
+     * every transaction open now has ended. Assembler thread, in stream order (INV: RESUME: the copy is recorded with the
+     * batch that holds the message; a crash before replays the message). A copy of the root under way is not replaced
+     * (that would drop its remaining chunks): the next poll asks again once it is done.
+     */
+    private void attached(Connection c, int oid, TableRef part, OnlineSnapshotter online, SourceWatch watch) throws SQLException {
+        int root;
+        String constraint;
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_partition_root(?::oid)::oid::int, pg_get_partition_constraintdef(?::oid)")) {
+            ps.setLong(1, Integer.toUnsignedLong(oid));
+            ps.setLong(2, Integer.toUnsignedLong(oid));
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                root = rs.getInt(1);
+                constraint = rs.getString(2);
+            }
+        }
+        if (attachDone.contains(oid) || !watch.captures(root) || constraint == null) {
+            return; // copied in this run already; or not under a captured table (detached again meanwhile)
+        }
+        boolean keyed = !Catalog.keyColumns(c, root).isEmpty();
+        // keyed, rows of the attaching transaction are copied too (a copy of rows the stream has is harmless: upserts);
+        // keyless, only rows surely older than the attach are named as missing
+        if (!heldBeforeAttach(c, part, keyed)) {
+            attachDone.add(oid);
+            return; // created as a partition (the DDL trigger tells every CREATE TABLE), or attached empty: its rows come from the stream
+        }
+        TableRef rootName = Catalog.tablesByOid(c, List.of(root)).get(root);
+        if (!keyed) {
+            attachDone.add(oid);
+            LOG.error("partition {} was attached to captured table {} while streaming: the rows it held before are not in the stream,"
+                    + " and a table without a key cannot be copied online, so the destinations do not have them. Fix: copy {} again"
+                    + " (millrace snapshot CONFIG --table {} after giving it a primary key, or a new initial snapshot)", part, rootName,
+                    rootName, rootName);
+            return;
+        }
+        if (online.copying(root)) {
+            return; // asked again by the next poll
+        }
+        online.submit(root, constraint);
+        attachDone.add(oid);
+        LOG.info("partition {} was attached to captured table {} while streaming: copying the rows it held online ({})", part, rootName,
+                constraint);
+    }
+
+    /** Partitions attached while streaming whose rows are copied (or cannot be), by oid. Any thread. */
+    private final java.util.Set<Integer> attachDone = ConcurrentHashMap.newKeySet();
+
+    /**
+     * The leaf partitions of captured tables at the last poll, by oid; first those at the start's look at the source
+     * (before the snapshot: one attached after it is new, also when the snapshot read it). Poll thread only, after that.
+     */
+    private volatile Map<Integer, Partition> partitions;
+
+    /** The partitions of the captured tables as the start finds them ({@link SourceSurvey}); a failure is only logged. */
+    void partitionsAtStart(Connection c, SourceWatch watch) {
+        try {
+            partitions = partitions(c, watch);
+        } catch (SQLException e) {
+            LOG.warn("could not read the partitions of the captured tables: {} (a partition attached before the first look at"
+                    + " the catalog is not copied)", e.getMessage());
+        }
+    }
+
+    /** A leaf partition of a captured table: its root, its partition constraint, whether it has a replica identity. */
+    private record Partition(TableRef name, int rootOid, TableRef root, String constraint, boolean hasIdentity) {
+    }
+
+    /**
+     * Each poll: a leaf partition of a captured table that was not one at the last poll (attached, or created) and holds
+     * rows written before it was a partition ({@link #heldBeforeAttach}) gets a join message, which brings it to
+     * {@link #attached} in stream order; one created as a partition has its rows in the stream. A partition gone (detached or dropped) is logged once: its rows stay in the
+     * destinations, which no change in the stream removes. Compared with the partitions at the start: one attached while
+     * Millrace was stopped is not seen (README, "Tables that appear and disappear while running").
+     */
+    private void partitionsChanged(Connection c, SourceWatch watch, Map<Integer, Partition> found, long now) throws SQLException {
+        Map<Integer, Partition> before = partitions;
+        if (before == null) {
+            partitions = found; // no look at the start (it failed): as they are now
+            return;
+        }
+        for (Map.Entry<Integer, Partition> e : before.entrySet()) {
+            Partition p = e.getValue();
+            if (!found.containsKey(e.getKey()) && watch.captures(p.rootOid())) { // (not when the root itself left the pipeline)
+                LOG.warn("partition {} of captured table {} was detached or dropped: the rows it held stay in the destinations"
+                        + " (no change in the stream removes them). If they should go there too: DELETE FROM the destination's"
+                        + " copy of {} WHERE {}", p.name(), p.root(), p.root(), p.constraint());
+            }
+        }
+        Map<Integer, Partition> next = new java.util.HashMap<>(found);
+        for (Map.Entry<Integer, Partition> e : found.entrySet()) {
+            int oid = e.getKey();
+            if (before.containsKey(oid) || attachDone.contains(oid)) {
+                continue;
+            }
+            Long at = asked.get(oid);
+            if (at == null && !heldBeforeAttach(c, e.getValue().name(), true)) {
+                continue; // created as a partition, or attached empty: its rows come from the stream
+            }
+            next.remove(oid); // new until its rows are copied: looked at again by the next poll
+            if (at == null || now - at >= ASK_AGAIN_NANOS) { // seen, the message is no longer asked: deferred ones ask again
+                ask(c, oid); // INV: RESUME — handled where the stream reaches it, recorded with its batch
+                asked.put(oid, now);
+            }
+        }
+        partitions = next;
+    }
+
+    /**
+     * Whether the partition {@code t} holds rows written before it became a partition (a table loaded, then attached):
+     * rows whose {@code xmin} is older than the youngest {@code pg_inherits} row between it and its root, which the
+     * ATTACH (or the CREATE ... PARTITION OF) that joined it to the root wrote. Rows written since went through the
+     * root, and the stream has them. {@code sameTransaction}:
+     * rows of the attaching transaction count too (written before the ATTACH, or after a CREATE ... PARTITION OF: they
+     * cannot be told apart).
+     */
+    private static boolean heldBeforeAttach(Connection c, TableRef t, boolean sameTransaction) throws SQLException {
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT EXISTS (SELECT 1 FROM ONLY " + t.sql()
+                + " r WHERE age(r.xmin) " + (sameTransaction ? ">=" : ">") + " (SELECT min(age(i.xmin)) FROM pg_inherits i"
+                + " WHERE i.inhrelid IN (SELECT relid FROM pg_partition_ancestors(" + Ident.literal(t.sql()) + "::regclass))))")) {
+            rs.next();
+            return rs.getBoolean(1);
+        }
+    }
+
     /** The tables that joined in this run, by oid. */
     private final java.util.Set<Integer> joined = ConcurrentHashMap.newKeySet();
 
@@ -172,8 +301,12 @@ final class TableJoiner {
         TableRef name = null;
         try (Connection c = ctx.conns.open()) {
             Found f = lookUp(c, oid);
-            if (f == null || f.partition()) {
-                return false; // dropped since; or a partition, which a captured root publishes
+            if (f != null && f.partition()) {
+                attached(c, oid, f.name(), online, watch);
+                return false; // a partition joins with its root, which publishes it
+            }
+            if (f == null) {
+                return false; // dropped since
             }
             name = f.name();
             List<TableRef> published = Catalog.publicationTables(c, src.publication());
@@ -294,10 +427,12 @@ final class TableJoiner {
             return;
         }
         lastPoll = now;
-        partitionsWithoutIdentity(c, watch);
+        Map<Integer, Partition> captured = partitions(c, watch);
+        partitionsWithoutIdentity(captured);
         if (ctx.online == null) {
             return;
         }
+        partitionsChanged(c, watch, captured, now);
         TableSelection sel = ctx.selection;
         List<TableRef> published = Catalog.publicationTables(c, src.publication());
         for (Map.Entry<Integer, TableRef> e : Catalog.userTablesByOid(c).entrySet()) {
@@ -319,35 +454,48 @@ final class TableJoiner {
      * in the CREATE's transaction: {@link io.millrace.source.DdlTrigger}); the partition is shown with the fix and logged
      * once, until it has one. Its inserts are captured all the same.
      */
-    private void partitionsWithoutIdentity(Connection c, SourceWatch watch) throws SQLException {
-        if (Catalog.serverVersion(c) < 120000) {
-            return; // no pg_partition_root; and no partitioned table is captured before 13
-        }
+    private void partitionsWithoutIdentity(Map<Integer, Partition> captured) {
         Map<Integer, EngineStatus.NotCaptured> found = new java.util.HashMap<>();
-        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT c.oid, n.nspname, c.relname, r.oid, rn.nspname,"
-                + " r.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_class r ON r.oid = pg_partition_root(c.oid)"
-                + " JOIN pg_namespace rn ON rn.oid = r.relnamespace WHERE c.relispartition AND c.relkind = 'r' AND NOT "
-                + Preflight.HAS_IDENTITY)) {
-            while (rs.next()) {
-                int oid = rs.getInt(1);
-                TableRef part = new TableRef(rs.getString(2), rs.getString(3));
-                TableRef root = new TableRef(rs.getString(5), rs.getString(6));
-                if (!watch.captures(rs.getInt(4))) {
-                    continue;
-                }
-                EngineStatus.NotCaptured n = new EngineStatus.NotCaptured(part.toString(), "a partition of " + root + ", which is captured,"
-                        + " with no replica identity (no primary key; a partition does not take its root's REPLICA IDENTITY FULL):"
-                        + " every UPDATE and DELETE of its rows fails on the source (\"cannot update table ... because it does not have"
-                        + " a replica identity and publishes updates\"); its inserts are captured",
-                        "ALTER TABLE " + part.sql() + " REPLICA IDENTITY FULL; (the DDL event trigger, 'millrace setup CONFIG', does"
-                        + " this for each partition as it is created)");
-                found.put(oid, n);
-                if (exposed.put(oid, n) == null) {
-                    LOG.error("table {}: {}. Fix: {}", n.table(), n.reason(), n.fix()); // once per partition
-                }
+        for (Map.Entry<Integer, Partition> e : captured.entrySet()) {
+            Partition p = e.getValue();
+            if (p.hasIdentity()) {
+                continue;
+            }
+            EngineStatus.NotCaptured n = new EngineStatus.NotCaptured(p.name().toString(), "a partition of " + p.root() + ", which is"
+                    + " captured, with no replica identity (no primary key; a partition does not take its root's REPLICA IDENTITY"
+                    + " FULL): every UPDATE and DELETE of its rows fails on the source (\"cannot update table ... because it does not"
+                    + " have a replica identity and publishes updates\"); its inserts are captured",
+                    "ALTER TABLE " + p.name().sql() + " REPLICA IDENTITY FULL; (the DDL event trigger, 'millrace setup CONFIG', does"
+                    + " this for each partition as it is created)");
+            found.put(e.getKey(), n);
+            if (exposed.put(e.getKey(), n) == null) {
+                LOG.error("table {}: {}. Fix: {}", n.table(), n.reason(), n.fix()); // once per partition
             }
         }
         exposed.keySet().retainAll(found.keySet()); // given an identity since, or dropped
+    }
+
+    /**
+     * The leaf partitions of the captured partitioned tables now, by oid (none before PostgreSQL 12: no
+     * {@code pg_partition_root}; and no partitioned table is captured before 13).
+     */
+    private static Map<Integer, Partition> partitions(Connection c, SourceWatch watch) throws SQLException {
+        Map<Integer, Partition> found = new java.util.HashMap<>();
+        if (Catalog.serverVersion(c) < 120000) {
+            return found;
+        }
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT c.oid, n.nspname, c.relname, r.oid, rn.nspname,"
+                + " r.relname, pg_get_partition_constraintdef(c.oid), " + Preflight.HAS_IDENTITY + " FROM pg_class c"
+                + " JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_class r ON r.oid = pg_partition_root(c.oid)"
+                + " JOIN pg_namespace rn ON rn.oid = r.relnamespace WHERE c.relispartition AND c.relkind = 'r'")) {
+            while (rs.next()) {
+                if (watch.captures(rs.getInt(4))) {
+                    found.put(rs.getInt(1), new Partition(new TableRef(rs.getString(2), rs.getString(3)), rs.getInt(4),
+                            new TableRef(rs.getString(5), rs.getString(6)), rs.getString(7), rs.getBoolean(8)));
+                }
+            }
+        }
+        return found;
     }
 
     /** The xid every transaction running now is older than ({@code pg_snapshot_xmax(pg_current_snapshot())}, PostgreSQL 13+). */

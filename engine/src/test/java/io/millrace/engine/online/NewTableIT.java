@@ -11,6 +11,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
@@ -287,6 +288,56 @@ class NewTableIT {
         while (!e.engine().onlineSnapshots().isEmpty()) {
             assertThat(System.nanoTime()).as("online copies land: %s", e.engine().onlineSnapshots()).isLessThan(deadline);
             Thread.sleep(50);
+        }
+    }
+
+    /**
+     * Partitions that come and go under a captured partitioned table while streaming, as a user adds and retires them: a
+     * table loaded on its own and then attached (the usual way to add a partition without a long lock) holds rows no change
+     * in the stream carries, so without a copy the destinations silently lack them; they are copied online, limited to the
+     * partition, while changes to them go on. A partition detached (or dropped) takes its rows out of the root with no change
+     * in the stream: the destinations keep them, and the log says so with the statement that would remove them.
+     */
+    @Test
+    void aPartitionAttachedWithRowsIsCopiedAndOneDetachedIsNamed(@TempDir Path dir) throws Exception {
+        String db = "attach";
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        List<TableRef> ev = E2e.refs(List.of("shop.ev"));
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.exec(src, "CREATE SCHEMA shop",
+                    "CREATE TABLE shop.ev (id int, at date, v text, PRIMARY KEY (id, at)) PARTITION BY RANGE (at)",
+                    "CREATE TABLE shop.ev_2024 PARTITION OF shop.ev FOR VALUES FROM ('2024-01-01') TO ('2025-01-01')",
+                    "INSERT INTO shop.ev SELECT g, date '2024-01-01' + g % 300, 'a' FROM generate_series(1, 1000) g");
+            try (LogCapture log = new LogCapture(); RunningEngine e = RunningEngine.start(yaml(db, dir), dir).awaitStreaming(WAIT)) {
+                E2e.exec(src, "CREATE TABLE shop.ev_2025 (LIKE shop.ev)",
+                        "INSERT INTO shop.ev_2025 SELECT g, date '2025-01-01' + g % 300, 'loaded' FROM generate_series(1, 3000) g",
+                        "ALTER TABLE shop.ev ATTACH PARTITION shop.ev_2025 FOR VALUES FROM ('2025-01-01') TO ('2026-01-01')",
+                        // changes to its rows right after, through the root, and to the other partition
+                        "UPDATE shop.ev SET v = 'changed' WHERE id % 10 = 0 AND at >= '2025-01-01'",
+                        "DELETE FROM shop.ev WHERE id % 7 = 0", "INSERT INTO shop.ev VALUES (5000, '2025-06-06', 'new')");
+                E2e.awaitSame(src, dst, ev, WAIT);
+                assertThat(E2e.queryLong(dst, "SELECT count(*) FROM shop.ev WHERE v = 'loaded'")).as("the attached rows untouched since")
+                        .isEqualTo(3000 - 300 - 428 + 42);
+                assertThat(log.containing("partition shop.ev_2025 was attached to captured table shop.ev while streaming")).hasSize(1);
+                // A partition created empty: its rows come from the stream, nothing is copied.
+                E2e.exec(src, "CREATE TABLE shop.ev_2026 PARTITION OF shop.ev FOR VALUES FROM ('2026-01-01') TO ('2027-01-01')");
+                Thread.sleep(2500); // two polls
+                E2e.exec(src, "INSERT INTO shop.ev VALUES (6000, '2026-02-02', 'streamed')");
+                E2e.awaitSame(src, dst, ev, WAIT);
+                assertThat(log.containing("partition shop.ev_2026 was attached")).isEmpty();
+
+                long before2025 = E2e.queryLong(src, "SELECT count(*) FROM shop.ev WHERE at < '2025-01-01'");
+                E2e.exec(src, "ALTER TABLE shop.ev DETACH PARTITION shop.ev_2024");
+                long deadline = System.nanoTime() + WAIT.toNanos();
+                while (log.containing("partition shop.ev_2024 of captured table shop.ev was detached or dropped").isEmpty()
+                        && System.nanoTime() < deadline) {
+                    Thread.sleep(100);
+                }
+                assertThat(log.containing("partition shop.ev_2024 of captured table shop.ev was detached or dropped")).singleElement()
+                        .satisfies(line -> assertThat(line).contains("WHERE ((at IS NOT NULL) AND (at >= '2024-01-01'::date)"));
+                assertThat(E2e.queryLong(dst, "SELECT count(*) FROM shop.ev WHERE at < '2025-01-01'")).as("kept").isEqualTo(before2025);
+            }
         }
     }
 }

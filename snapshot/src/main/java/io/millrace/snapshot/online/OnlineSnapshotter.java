@@ -489,6 +489,16 @@ public final class OnlineSnapshotter implements AutoCloseable {
         }
     }
 
+    /** Whether a copy of the table of {@code oid} (whole or filtered, not a re-read of keys) is under way. Any thread. */
+    public boolean copying(int oid) {
+        for (Task t : tasks) {
+            if (!t.finished && !t.reread && t.target.relation().oid() == oid) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     private boolean copying(TableRef table) {
         for (Task t : tasks) {
             if (!t.finished && t.table.equals(table)) {
