@@ -205,7 +205,12 @@ public final class ReplicationReader implements Runnable {
             Thread.currentThread().interrupt();
         } catch (SQLException e) {
             if (!stopping) {
-                onFailure.accept(PgErrors.translate("streaming from slot '" + slot + "' on " + connections.where(), e));
+                // pgjdbc ends the copy when a read of it fails (the network lost the rest of a message, and the wait for it
+                // timed out), and the next status update finds it "inactive" (55000): the connection is gone, and a new
+                // one goes on from the checkpoints. Not a setup error, which the supervisor does not retry.
+                SQLException lost = "55000".equals(e.getSQLState()) && String.valueOf(e.getMessage()).contains("inactive copy")
+                        ? new SQLException("the replication connection was lost (" + e.getMessage() + ")", "08006", e) : e;
+                onFailure.accept(PgErrors.translate("streaming from slot '" + slot + "' on " + connections.where(), lost));
             }
         } catch (Throwable t) {
             if (!stopping) {

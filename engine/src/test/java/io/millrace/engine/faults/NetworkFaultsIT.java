@@ -154,6 +154,38 @@ class NetworkFaultsIT {
     }
 
     /**
+     * The same stall, cut in the middle of a message (the network lost the rest of a frame the walsender wrote whole):
+     * pgjdbc then ends the copy, and the reader's next status update failed with "Tried to write to an inactive copy
+     * operation" (SQLSTATE 55000), which was taken for a setup error: the supervisor gave up and the pipeline ended for
+     * good (CI's aConnectionThatStallsForGoodIsGivenUpAndReconnected hit it when its blackhole fell inside a message).
+     * It is a lost connection now, and the engine reconnects.
+     */
+    @Test
+    void aConnectionThatStallsInTheMiddleOfAMessageIsGivenUpAndReconnected() throws Exception {
+        databases("half");
+        System.setProperty("millrace.receive_timeout_ms", "3000");
+        try (TcpProxy proxy = new TcpProxy(pg.port());
+             FaultRig.Running run = new FaultRig.Running(FaultRig.yaml("half", proxy.port(), "half_src", pg.port(), "half_dst",
+                     dir.resolve("events"), "{initial_ms: 50, max_ms: 400}"), dir)) {
+            run.awaitState("streaming", Duration.ofSeconds(60));
+            FaultRig.Load load = new FaultRig.Load(pg.jdbcUrl("half_src"), 2, 1);
+            Thread.sleep(1000);
+            int before = proxy.accepted();
+            proxy.blackholeExistingMidMessage();
+            long deadline = System.currentTimeMillis() + 30_000;
+            while (proxy.accepted() == before) {
+                assertThat(run.thread.isAlive()).as("the pipeline is still supervised: %s", run.error.get()).isTrue();
+                assertThat(System.currentTimeMillis()).as("the engine reconnects after the receive timeout").isLessThan(deadline);
+                Thread.sleep(100);
+            }
+            run.awaitState("streaming", Duration.ofSeconds(30));
+            assertEqualAndOnce("half", load);
+        } finally {
+            System.clearProperty("millrace.receive_timeout_ms");
+        }
+    }
+
+    /**
      * A regular source connection (catalog, snapshot reads, slot monitor, key lookups) blackholed by the network is
      * given up after {@code source.socket_timeout_s} as a lost connection (the supervisor then reconnects), instead of
      * waiting for TCP keepalive for hours; the replication connection keeps its own receive timeout.

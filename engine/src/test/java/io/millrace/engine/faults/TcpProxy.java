@@ -75,6 +75,16 @@ final class TcpProxy implements AutoCloseable {
         blackholed.addAll(pairs);
     }
 
+    private final java.util.Set<Socket[]> cutMidway = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /**
+     * As {@link #blackholeExisting}, but the next bytes from the server are passed on all but the last one first: the
+     * client is left with part of a message (a frame the server wrote whole ends one byte short), and then nothing.
+     */
+    void blackholeExistingMidMessage() {
+        cutMidway.addAll(pairs);
+    }
+
     /** Holds (true) or releases (false) every byte in both directions; sockets stay open. */
     void stall(boolean on) {
         synchronized (stallLock) {
@@ -116,6 +126,12 @@ final class TcpProxy implements AutoCloseable {
                 while ((n = in.read(buf)) >= 0) {
                     if (blackholed.contains(pair)) {
                         continue; // lost on the way
+                    }
+                    if (n > 1 && from == pair[1] && cutMidway.remove(pair)) {
+                        out.write(buf, 0, n - 1); // the server's last frame in this read arrives one byte short
+                        out.flush();
+                        blackholed.add(pair);
+                        continue;
                     }
                     synchronized (stallLock) {
                         while (stalled && !from.isClosed()) {
