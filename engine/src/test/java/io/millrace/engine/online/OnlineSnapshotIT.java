@@ -345,6 +345,10 @@ class OnlineSnapshotIT {
             assertThat(e.engine().onlineSnapshotter().chunksRead()).isZero();
             assertThat(e.engine().onlineSnapshots()).hasSize(1);
             assertThat(E2e.queryLong(dst, "SELECT count(*) FROM public.t")).isZero();
+            // A filtered copy asked for meanwhile would replace the whole one and leave the other rows uncopied: refused.
+            assertThatThrownBy(() -> e.engine().snapshot(t, "id <= 10")).hasMessageContaining("a copy of public.t is under way")
+                    .hasMessageContaining("copy the whole table");
+            assertThat(e.engine().onlineSnapshots()).hasSize(1);
             e.engine().pauseSnapshots(false);
             awaitOnlineDone(e);
             E2e.awaitSame(src, dst, t, WAIT);

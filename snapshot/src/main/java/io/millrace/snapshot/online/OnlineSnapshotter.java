@@ -364,8 +364,9 @@ public final class OnlineSnapshotter implements AutoCloseable {
 
     /**
      * Copies {@code table} (again) while the stream runs, limited to rows matching {@code filter} (an SQL
-     * condition, or null). A task already under way for the table is replaced (its remaining chunks are
-     * dropped; the new copy covers them). Recorded in the checkpoint with the next batch.
+     * condition, or null). A whole copy replaces a task already under way for the table (its remaining chunks are
+     * dropped; the new copy covers them); a filtered one is refused (CONFIG) while a copy of other rows is under way,
+     * which it would not cover. Recorded in the checkpoint with the next batch.
      */
     public void submit(TableRef table, String filter) {
         enqueue(table, catalog.resolve(table), filter);
@@ -390,10 +391,20 @@ public final class OnlineSnapshotter implements AutoCloseable {
     }
 
     private void enqueue(TableRef table, Target target, String filter, long notBefore) {
+        int oid = target.relation().oid();
         if (filter != null) {
+            // A copy limited by a filter would replace one under way of other rows and drop its remaining chunks: refused.
+            for (Task t : tasks) {
+                if (!t.reread && !t.finished && !t.reconcile && !filter.equals(t.filter)
+                        && (t.table.equals(table) || oid != 0 && t.target.relation().oid() == oid)) {
+                    throw new MillraceException(Kind.CONFIG, "a copy of " + table + (t.filter == null ? "" : " where " + t.filter)
+                            + " is under way: a copy limited to '" + filter + "' would replace it and leave the rest of it"
+                            + " uncopied. Ask again once it has landed (status: online_snapshots), or copy the whole table (no"
+                            + " filter), which replaces it");
+                }
+            }
             validateFilter(table, target, filter);
         }
-        int oid = target.relation().oid();
         // A whole copy asked for while a lost slot's re-copy of the table is under way goes on reconciling: it replaces it.
         boolean reconcile = filter == null && tasks.stream().anyMatch(t -> t.reconcile && !t.finished && (t.table.equals(table)
                 || oid != 0 && t.target.relation().oid() == oid));
