@@ -140,14 +140,12 @@ final class TableJoiner {
             return;
         }
         asked.remove(oid);
-        if (!joined.add(oid)) {
-            return; // joined in this run already (two messages asked)
-        }
+        boolean added = joined.add(oid); // false: joined in this run already (two messages asked; or attached since)
         boolean done = false;
         try {
-            done = join(oid, sel, online, watch);
+            done = join(oid, sel, online, watch, !added);
         } finally {
-            if (!done) {
+            if (!done && added) {
                 joined.remove(oid);
             }
         }
@@ -158,9 +156,10 @@ final class TableJoiner {
      * are in the root from the ATTACH on, and no change in the stream brings them (pgoutput publishes changes, and they
      * were made before the table was a partition). They are copied online, as a copy of the root limited to the
      * partition's constraint ({@code pg_get_partition_constraintdef}: the copy's queries read that partition only), once
-     * every transaction open now has ended. Assembler thread, in stream order (INV: RESUME: the copy is recorded with the
-     * batch that holds the message; a crash before replays the message). A copy of the root under way is not replaced
-     * (that would drop its remaining chunks): the next poll asks again once it is done.
+     * ATTACH held an ACCESS EXCLUSIVE lock on the table, so no transaction writing it directly is still open. Assembler
+     * thread, in stream order (INV: RESUME: the copy is recorded with the batch that holds the message; a crash before
+     * replays the message). During a copy of the root the whole root is copied again (a filtered copy would drop the
+     * remaining chunks of the one under way).
      */
     private void attached(Connection c, int oid, TableRef part, OnlineSnapshotter online, SourceWatch watch) throws SQLException {
         int root;
@@ -178,9 +177,9 @@ final class TableJoiner {
             return; // copied in this run already; or not under a captured table (detached again meanwhile)
         }
         boolean keyed = !Catalog.keyColumns(c, root).isEmpty();
-        // keyed, rows of the attaching transaction are copied too (a copy of rows the stream has is harmless: upserts);
-        // keyless, only rows surely older than the attach are named as missing
-        if (!heldBeforeAttach(c, part, keyed)) {
+        // Keyed: any rows are copied (rows the stream has too come again as reads, which destinations apply as upserts).
+        // Keyless: named as missing only when some are older than the attach (heldBeforeAttach), since none can be copied.
+        if (keyed ? !holdsRows(c, part) : !heldBeforeAttach(c, part)) {
             attachDone.add(oid);
             return; // created as a partition (the DDL trigger tells every CREATE TABLE), or attached empty: its rows come from the stream
         }
@@ -194,12 +193,17 @@ final class TableJoiner {
             return;
         }
         if (online.copying(root)) {
-            return; // asked again by the next poll
+            // A filtered copy would replace the one under way and drop its remaining chunks: the whole table again instead,
+            // recorded in the checkpoint like the other (a crash after this batch goes on with it).
+            online.submit(root, null);
+            LOG.info("partition {} was attached to captured table {} while streaming, during a copy of it: copying {} again whole",
+                    part, rootName, rootName);
+        } else {
+            online.submit(root, constraint);
+            LOG.info("partition {} was attached to captured table {} while streaming: copying the rows it held online ({})", part,
+                    rootName, constraint);
         }
-        online.submit(root, constraint);
         attachDone.add(oid);
-        LOG.info("partition {} was attached to captured table {} while streaming: copying the rows it held online ({})", part, rootName,
-                constraint);
     }
 
     /** Partitions attached while streaming whose rows are copied (or cannot be), by oid. Any thread. */
@@ -240,6 +244,9 @@ final class TableJoiner {
         }
         for (Map.Entry<Integer, Partition> e : before.entrySet()) {
             Partition p = e.getValue();
+            if (!found.containsKey(e.getKey())) {
+                attachDone.remove(e.getKey()); // attached again later, it is copied again
+            }
             if (!found.containsKey(e.getKey()) && watch.captures(p.rootOid())) { // (not when the root itself left the pipeline)
                 LOG.warn("partition {} of captured table {} was detached or dropped: the rows it held stay in the destinations"
                         + " (no change in the stream removes them). If they should go there too: DELETE FROM the destination's"
@@ -253,8 +260,8 @@ final class TableJoiner {
                 continue;
             }
             Long at = asked.get(oid);
-            if (at == null && !heldBeforeAttach(c, e.getValue().name(), true)) {
-                continue; // created as a partition, or attached empty: its rows come from the stream
+            if (at == null && !holdsRows(c, e.getValue().name())) {
+                continue; // attached empty, or created as a partition and not written yet: its rows come from the stream
             }
             next.remove(oid); // new until its rows are copied: looked at again by the next poll
             if (at == null || now - at >= ASK_AGAIN_NANOS) { // seen, the message is no longer asked: deferred ones ask again
@@ -265,17 +272,24 @@ final class TableJoiner {
         partitions = next;
     }
 
+    private static boolean holdsRows(Connection c, TableRef t) throws SQLException {
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT EXISTS (SELECT 1 FROM ONLY " + t.sql() + ")")) {
+            rs.next();
+            return rs.getBoolean(1);
+        }
+    }
+
     /**
      * Whether the partition {@code t} holds rows written before it became a partition (a table loaded, then attached):
      * rows whose {@code xmin} is older than the youngest {@code pg_inherits} row between it and its root, which the
      * ATTACH (or the CREATE ... PARTITION OF) that joined it to the root wrote. Rows written since went through the
-     * root, and the stream has them. {@code sameTransaction}:
-     * rows of the attaching transaction count too (written before the ATTACH, or after a CREATE ... PARTITION OF: they
-     * cannot be told apart).
+     * root, and the stream has them. Rows of the attaching transaction count too (written before the ATTACH, or after a
+     * CREATE ... PARTITION OF: they cannot be told apart). A guess (a row written in a subtransaction of the attaching
+     * transaction, before it, looks newer): used only to name rows of a keyless table as missing.
      */
-    private static boolean heldBeforeAttach(Connection c, TableRef t, boolean sameTransaction) throws SQLException {
+    private static boolean heldBeforeAttach(Connection c, TableRef t) throws SQLException {
         try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT EXISTS (SELECT 1 FROM ONLY " + t.sql()
-                + " r WHERE age(r.xmin) " + (sameTransaction ? ">=" : ">") + " (SELECT min(age(i.xmin)) FROM pg_inherits i"
+                + " r WHERE age(r.xmin) >= (SELECT min(age(i.xmin)) FROM pg_inherits i"
                 + " WHERE i.inhrelid IN (SELECT relid FROM pg_partition_ancestors(" + Ident.literal(t.sql()) + "::regclass))))")) {
             rs.next();
             return rs.getBoolean(1);
@@ -297,16 +311,17 @@ final class TableJoiner {
     }
 
     /** Lets the table of {@code oid} join when {@code sel} takes it; true when it joined. */
-    private boolean join(int oid, TableSelection sel, OnlineSnapshotter online, SourceWatch watch) {
+    private boolean join(int oid, TableSelection sel, OnlineSnapshotter online, SourceWatch watch, boolean joinedBefore) {
         TableRef name = null;
         try (Connection c = ctx.conns.open()) {
             Found f = lookUp(c, oid);
             if (f != null && f.partition()) {
+                // also a table that joined on its own and was attached since: its rows are the root's now
                 attached(c, oid, f.name(), online, watch);
-                return false; // a partition joins with its root, which publishes it
+                return joinedBefore; // a partition joins with its root, which publishes it
             }
-            if (f == null) {
-                return false; // dropped since
+            if (f == null || joinedBefore) {
+                return joinedBefore; // dropped since; or joined in this run already
             }
             name = f.name();
             List<TableRef> published = Catalog.publicationTables(c, src.publication());

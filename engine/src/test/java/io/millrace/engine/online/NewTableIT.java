@@ -326,6 +326,15 @@ class NewTableIT {
                 E2e.exec(src, "INSERT INTO shop.ev VALUES (6000, '2026-02-02', 'streamed')");
                 E2e.awaitSame(src, dst, ev, WAIT);
                 assertThat(log.containing("partition shop.ev_2026 was attached")).isEmpty();
+                // A table loaded slowly, so that it joins on its own first (shop.* selects it), then attached: its rows are
+                // the root's now, and copied into it.
+                E2e.exec(src, "CREATE TABLE shop.ev_2027 (LIKE shop.ev INCLUDING ALL)",
+                        "INSERT INTO shop.ev_2027 SELECT g, date '2027-01-01' + g % 300, 'joined first' FROM generate_series(1, 500) g");
+                assertThat(log.awaitContaining("table shop.ev_2027 joined the pipeline while streaming")).hasSize(1);
+                E2e.exec(src, "ALTER TABLE shop.ev ATTACH PARTITION shop.ev_2027 FOR VALUES FROM ('2027-01-01') TO ('2028-01-01')");
+                E2e.awaitSame(src, dst, ev, WAIT);
+                assertThat(E2e.queryLong(dst, "SELECT count(*) FROM shop.ev WHERE v = 'joined first'")).isEqualTo(500);
+                assertThat(log.containing("partition shop.ev_2027 was attached to captured table shop.ev while streaming")).hasSize(1);
 
                 long before2025 = E2e.queryLong(src, "SELECT count(*) FROM shop.ev WHERE at < '2025-01-01'");
                 E2e.exec(src, "ALTER TABLE shop.ev DETACH PARTITION shop.ev_2024");
