@@ -34,7 +34,10 @@ final class SchemaWriter {
     static List<String> beforeCopy(List<Table> tables, List<Sequence> sequences) {
         List<String> ddl = new ArrayList<>();
         Set<String> schemas = new LinkedHashSet<>();
-        tables.forEach(t -> schemas.add(t.ref().schema()));
+        tables.forEach(t -> {
+            schemas.add(t.ref().schema());
+            t.partitions().forEach(p -> schemas.add(p.ref().schema())); // a partition may live in another schema
+        });
         sequences.forEach(s -> schemas.add(s.ref().schema()));
         for (String s : schemas) {
             ddl.add("CREATE SCHEMA IF NOT EXISTS " + Ident.quote(s));
@@ -82,8 +85,10 @@ final class SchemaWriter {
             for (SourceCatalog.Partition p : t.partitions()) {
                 ddl.add("CREATE TABLE " + p.ref().sql() + " PARTITION OF " + p.parent().sql() + " " + p.bound()
                         + (p.partitionKey() == null ? "" : " PARTITION BY " + p.partitionKey()));
-                for (Constraint k : p.checks()) {
-                    ddl.add("ALTER TABLE " + p.ref().sql() + " ADD CONSTRAINT " + Ident.quote(k.name()) + " " + k.definition());
+                for (Constraint k : p.constraints()) {
+                    if (k.type() == 'c' || k.type() == 'p') { // its own CHECK and primary key before the copy, as a table's
+                        ddl.add("ALTER TABLE " + p.ref().sql() + " ADD CONSTRAINT " + Ident.quote(k.name()) + " " + k.definition());
+                    }
                 }
             }
         }
@@ -101,6 +106,15 @@ final class SchemaWriter {
         for (Table t : tables) {
             ddl.addAll(t.indexes()); // a partitioned table's on each of its partitions too
             t.partitions().forEach(p -> ddl.addAll(p.indexes()));
+        }
+        for (Table t : tables) { // a partition's own unique, exclusion and foreign-key constraints (not its root's)
+            for (SourceCatalog.Partition p : t.partitions()) {
+                for (Constraint k : p.constraints()) {
+                    if (k.type() == 'u' || k.type() == 'x' || k.type() == 'f') {
+                        ddl.add("ALTER TABLE " + p.ref().sql() + " ADD CONSTRAINT " + Ident.quote(k.name()) + " " + k.definition());
+                    }
+                }
+            }
         }
         for (Table t : tables) {
             for (Constraint k : t.constraints()) {

@@ -44,12 +44,13 @@ final class SourceCatalog {
      * @param replicaIdentity its own {@code relreplident} (a partition does not take its root's)
      * @param hasIdentity     whether it has a replica identity (FULL, a primary key, USING INDEX): without one, once its
      *                        root is published, its UPDATEs and DELETEs fail on the source
-     * @param checks          CHECK constraints of its own (not inherited), as {@code CONSTRAINT name CHECK (...)}
+     * @param constraints     its own constraints (not inherited from its parent: CHECK, primary key, unique, exclusion,
+     *                        foreign key)
      * @param indexes         {@code pg_get_indexdef} of its own indexes: not a partition of its parent's index, backing no
      *                        constraint
      */
     record Partition(TableRef ref, TableRef parent, String bound, String partitionKey, char replicaIdentity, boolean hasIdentity,
-                     List<Constraint> checks, List<String> indexes) {
+                     List<Constraint> constraints, List<String> indexes) {
     }
 
     /**
@@ -153,7 +154,7 @@ final class SourceCatalog {
                     long oid = rs.getLong(1);
                     out.add(new Partition(new TableRef(rs.getString(2), rs.getString(3)), new TableRef(rs.getString(4), rs.getString(5)),
                             rs.getString(6), rs.getString(7), rs.getString(8).charAt(0), rs.getBoolean(9),
-                            constraints(c, oid, " AND coninhcount = 0 AND contype = 'c'"),
+                            constraints(c, oid, " AND coninhcount = 0"),
                             indexes(c, oid, " AND NOT EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid)")));
                 }
             }

@@ -26,6 +26,8 @@ class MigratePartitionedIT extends TwoServers {
             "CREATE TABLE shop.events_2025 PARTITION OF shop.events FOR VALUES FROM ('2025-01-01') TO ('2026-01-01') PARTITION BY HASH (id)",
             "CREATE TABLE shop.events_2025_0 PARTITION OF shop.events_2025 FOR VALUES WITH (MODULUS 2, REMAINDER 0)",
             "CREATE TABLE shop.events_2025_1 PARTITION OF shop.events_2025 FOR VALUES WITH (MODULUS 2, REMAINDER 1)",
+            "CREATE SCHEMA archive", // a partition in another schema
+            "CREATE TABLE archive.events_2023 PARTITION OF shop.events FOR VALUES FROM ('2023-01-01') TO ('2024-01-01')",
             "CREATE TABLE shop.events_other PARTITION OF shop.events DEFAULT",
             "CREATE INDEX events_v ON shop.events (v)",
             "CREATE INDEX events_2024_at ON shop.events_2024 (at, v)",
@@ -37,6 +39,7 @@ class MigratePartitionedIT extends TwoServers {
             "ALTER TABLE shop.readings REPLICA IDENTITY FULL",
             "CREATE TABLE shop.readings_low PARTITION OF shop.readings FOR VALUES IN (1, 2)",
             "CREATE TABLE shop.readings_high PARTITION OF shop.readings FOR VALUES IN (3)",
+            "ALTER TABLE shop.readings_high ADD CONSTRAINT high_at UNIQUE (at)", // a partition's own constraint
             "INSERT INTO shop.readings SELECT 1 + g % 3, timestamptz '2024-01-01' + g * interval '1 minute', g / 3.0"
                     + " FROM generate_series(1, 600) g",
     };
@@ -76,7 +79,7 @@ class MigratePartitionedIT extends TwoServers {
         Migration m = Migration.of(Servers.source(src, db, "shop.*"), Servers.target(tgt, db));
         plan = m.plan();
         assertThat(plan.ok()).as(plan.render()).isTrue();
-        assertThat(plan.render()).contains("shop.events (4 columns, partitioned by RANGE (at) into 5 partitions")
+        assertThat(plan.render()).contains("shop.events (4 columns, partitioned by RANGE (at) into 6 partitions")
                 .doesNotContain("events_2024 (");
         CutoverReport report;
         try (Millrace following = m.follow(Duration.ofSeconds(30))) {
@@ -84,7 +87,7 @@ class MigratePartitionedIT extends TwoServers {
             assertThat(Servers.text(tgt, db, MigrateFollowIT.INDEXES)).isEqualTo(Servers.text(src, db, MigrateFollowIT.INDEXES))
                     .contains("CREATE INDEX events_2024_at ON shop.events_2024").contains("events_2025_0_v_idx");
             assertThat(Servers.text(tgt, db, MigrateFollowIT.CONSTRAINTS)).isEqualTo(Servers.text(src, db, MigrateFollowIT.CONSTRAINTS))
-                    .contains("events_other other_short CHECK");
+                    .contains("events_other other_short CHECK").contains("readings_high high_at UNIQUE (at)");
             // A load on every partition: inserts into each range, rows moved to another partition, deletes; the keyless one too.
             for (int round = 0; round < 20; round++) {
                 src.execute(db, "BEGIN",
@@ -101,7 +104,8 @@ class MigratePartitionedIT extends TwoServers {
         for (String t : new String[] {"shop.events", "shop.readings", "shop.customer"}) {
             assertThat(byPartition(tgt, db, t)).as(t).isEqualTo(byPartition(src, db, t));
         }
-        assertThat(byPartition(tgt, db, "shop.events")).contains("shop.events_2025_0").contains("shop.events_other");
+        assertThat(byPartition(tgt, db, "shop.events")).contains("shop.events_2025_0").contains("shop.events_other")
+                .contains("archive.events_2023");
         assertThat(Servers.count(tgt, db, "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid"
                 + " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'shop' AND NOT (i.indisvalid AND i.indisready)")).isZero();
         long srcLast = Servers.count(src, db, "SELECT last_value FROM shop.events_id_seq");

@@ -301,7 +301,7 @@ public final class Preflight {
             Check identity = replicaIdentity(c, info, config.publication(), published);
             if (identity != null) {
                 checks.add(identity);
-            } else if (info.partitioned() && !info.hasPrimaryKey() && !DdlTrigger.installed(c)) {
+            } else if (info.partitioned() && !info.hasPrimaryKey() && info.replicaIdentity() == 'f' && !DdlTrigger.installed(c)) {
                 warn(name, "replica identity FULL, partitioned, no primary key: a partition created or attached later has no replica"
                         + " identity (it does not take its root's), and every UPDATE and DELETE of its rows fails on the source until"
                         + " it has one (\"cannot update table ... because it does not have a replica identity\")",
