@@ -156,7 +156,8 @@ final class TableJoiner {
      * are in the root from the ATTACH on, and no change in the stream brings them (pgoutput publishes changes, and they
      * were made before the table was a partition). They are copied online, as a copy of the root limited to the
      * partition's constraint ({@code pg_get_partition_constraintdef}: the copy's queries read that partition only). The
-     * ATTACH held an ACCESS EXCLUSIVE lock on the table, so no transaction writing it directly is still open. Assembler
+     * ATTACH held an ACCESS EXCLUSIVE lock on the table, so no transaction writing it directly is still open. INV:
+     * HANDOVER — the rows before the attach come from the copy, the changes after it from the stream: no gap. Assembler
      * thread, in stream order (INV: RESUME: the copy is recorded with the batch that holds the message; a crash before
      * replays the message). During a copy of the root the whole root is copied again (a filtered copy would drop the
      * remaining chunks of the one under way).

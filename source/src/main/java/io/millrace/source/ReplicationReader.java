@@ -207,7 +207,8 @@ public final class ReplicationReader implements Runnable {
             if (!stopping) {
                 // pgjdbc ends the copy when a read of it fails (the network lost the rest of a message, and the wait for it
                 // timed out), and the next status update finds it "inactive" (55000): the connection is gone, and a new
-                // one goes on from the checkpoints. Not a setup error, which the supervisor does not retry.
+                // one goes on from the checkpoints. Not a setup error, which the supervisor does not retry (INV:
+                // NO-SILENT-ERROR: the error reaches the owner as what it is, and the pipeline retries).
                 SQLException lost = "55000".equals(e.getSQLState()) && String.valueOf(e.getMessage()).contains("inactive copy")
                         ? new SQLException("the replication connection was lost (" + e.getMessage() + ")", "08006", e) : e;
                 onFailure.accept(PgErrors.translate("streaming from slot '" + slot + "' on " + connections.where(), lost));

@@ -131,26 +131,7 @@ class NetworkFaultsIT {
      */
     @Test
     void aConnectionThatStallsForGoodIsGivenUpAndReconnected() throws Exception {
-        databases("hole");
-        System.setProperty("millrace.receive_timeout_ms", "3000");
-        try (TcpProxy proxy = new TcpProxy(pg.port());
-             FaultRig.Running run = new FaultRig.Running(FaultRig.yaml("hole", proxy.port(), "hole_src", pg.port(), "hole_dst",
-                     dir.resolve("events"), "{initial_ms: 50, max_ms: 400}"), dir)) {
-            run.awaitState("streaming", Duration.ofSeconds(60));
-            FaultRig.Load load = new FaultRig.Load(pg.jdbcUrl("hole_src"), 2, 1);
-            Thread.sleep(1000);
-            int before = proxy.accepted();
-            proxy.blackholeExisting();
-            long deadline = System.currentTimeMillis() + 30_000;
-            while (proxy.accepted() == before) {
-                assertThat(System.currentTimeMillis()).as("the engine reconnects after the receive timeout").isLessThan(deadline);
-                Thread.sleep(100);
-            }
-            run.awaitState("streaming", Duration.ofSeconds(30));
-            assertEqualAndOnce("hole", load);
-        } finally {
-            System.clearProperty("millrace.receive_timeout_ms");
-        }
+        stallAndReconnect("hole", TcpProxy::blackholeExisting);
     }
 
     /**
@@ -162,16 +143,21 @@ class NetworkFaultsIT {
      */
     @Test
     void aConnectionThatStallsInTheMiddleOfAMessageIsGivenUpAndReconnected() throws Exception {
-        databases("half");
+        stallAndReconnect("half", TcpProxy::blackholeExistingMidMessage);
+    }
+
+    /** Streams under a load through a proxy, stalls its connections with {@code stall}; the engine reconnects, nothing lost. */
+    private void stallAndReconnect(String name, java.util.function.Consumer<TcpProxy> stall) throws Exception {
+        databases(name);
         System.setProperty("millrace.receive_timeout_ms", "3000");
         try (TcpProxy proxy = new TcpProxy(pg.port());
-             FaultRig.Running run = new FaultRig.Running(FaultRig.yaml("half", proxy.port(), "half_src", pg.port(), "half_dst",
+             FaultRig.Running run = new FaultRig.Running(FaultRig.yaml(name, proxy.port(), name + "_src", pg.port(), name + "_dst",
                      dir.resolve("events"), "{initial_ms: 50, max_ms: 400}"), dir)) {
             run.awaitState("streaming", Duration.ofSeconds(60));
-            FaultRig.Load load = new FaultRig.Load(pg.jdbcUrl("half_src"), 2, 1);
+            FaultRig.Load load = new FaultRig.Load(pg.jdbcUrl(name + "_src"), 2, 1);
             Thread.sleep(1000);
             int before = proxy.accepted();
-            proxy.blackholeExistingMidMessage();
+            stall.accept(proxy);
             long deadline = System.currentTimeMillis() + 30_000;
             while (proxy.accepted() == before) {
                 assertThat(run.thread.isAlive()).as("the pipeline is still supervised: %s", run.error.get()).isTrue();
@@ -179,7 +165,7 @@ class NetworkFaultsIT {
                 Thread.sleep(100);
             }
             run.awaitState("streaming", Duration.ofSeconds(30));
-            assertEqualAndOnce("half", load);
+            assertEqualAndOnce(name, load);
         } finally {
             System.clearProperty("millrace.receive_timeout_ms");
         }

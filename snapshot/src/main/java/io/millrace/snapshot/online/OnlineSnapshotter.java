@@ -177,6 +177,11 @@ public final class OnlineSnapshotter implements AutoCloseable {
         }
 
         /** Whether this re-read task still has to read the row of {@code tuple}. */
+        /** Whether this task copies {@code table}, named so or (when known, not 0) by its oid: renamed since. */
+        boolean copies(TableRef table, int oid) {
+            return this.table.equals(table) || oid != 0 && target.relation().oid() == oid;
+        }
+
         boolean rereads(String tuple) {
             String f = filter;
             // Tuples are "(" + quoted literals + ")": inside a literal a quote is doubled, so "('" + … + "')" matches whole tuples only.
@@ -393,10 +398,10 @@ public final class OnlineSnapshotter implements AutoCloseable {
     private void enqueue(TableRef table, Target target, String filter, long notBefore) {
         int oid = target.relation().oid();
         if (filter != null) {
-            // A copy limited by a filter would replace one under way of other rows and drop its remaining chunks: refused.
+            // INV: COVER — a copy limited by a filter would replace one under way of other rows and drop its remaining
+            // chunks, which no chunk would then read: refused.
             for (Task t : tasks) {
-                if (!t.reread && !t.finished && !t.reconcile && !filter.equals(t.filter)
-                        && (t.table.equals(table) || oid != 0 && t.target.relation().oid() == oid)) {
+                if (!t.reread && !t.finished && !t.reconcile && !filter.equals(t.filter) && t.copies(table, oid)) {
                     throw new MillraceException(Kind.CONFIG, "a copy of " + table + (t.filter == null ? "" : " where " + t.filter)
                             + " is under way: a copy limited to '" + filter + "' would replace it and leave the rest of it"
                             + " uncopied. Ask again once it has landed (status: online_snapshots), or copy the whole table (no"
@@ -406,11 +411,10 @@ public final class OnlineSnapshotter implements AutoCloseable {
             validateFilter(table, target, filter);
         }
         // A whole copy asked for while a lost slot's re-copy of the table is under way goes on reconciling: it replaces it.
-        boolean reconcile = filter == null && tasks.stream().anyMatch(t -> t.reconcile && !t.finished && (t.table.equals(table)
-                || oid != 0 && t.target.relation().oid() == oid));
+        boolean reconcile = filter == null && tasks.stream().anyMatch(t -> t.reconcile && !t.finished && t.copies(table, oid));
         // Re-reads stay: a filtered copy need not read their keys, and their updates were left to them.
         // A filtered copy beside a reconciling one leaves it: the reconciliation must cover the whole table.
-        tasks.removeIf(t -> !t.reread && (filter == null || !t.reconcile) && (t.table.equals(table) || oid != 0 && t.target.relation().oid() == oid));
+        tasks.removeIf(t -> !t.reread && (filter == null || !t.reconcile) && t.copies(table, oid));
         Task t = new Task(table, filter, target, List.of(KeyRange.ALL), 0, reconcile);
         t.notBefore = notBefore;
         add(t, false);
