@@ -67,6 +67,28 @@ final class DateTimeCodecs {
         }
 
         @Override
+        public boolean encodesBinary() {
+            return true;
+        }
+
+        /** Days since 2000-01-01 (int32); infinity and -infinity as int32's largest and smallest. */
+        @Override
+        public byte[] encodeBinary(Object value) {
+            int days;
+            if (value instanceof PgInfinity i) {
+                days = i == PgInfinity.POSITIVE ? Integer.MAX_VALUE : Integer.MIN_VALUE;
+            } else if (value instanceof LocalDate d) {
+                days = Math.toIntExact(d.toEpochDay() - PG_EPOCH_DAY);
+            } else {
+                throw wrongValue(value);
+            }
+            byte[] b = new byte[4];
+            BinaryOut.int2(b, 0, days >>> 16);
+            BinaryOut.int2(b, 2, days);
+            return b;
+        }
+
+        @Override
         public String toPgText(Object value) {
             if (value instanceof LocalDate d) {
                 StringBuilder sb = new StringBuilder(13);
@@ -263,6 +285,20 @@ final class DateTimeCodecs {
             } catch (ArithmeticException e) {
                 throw new IllegalArgumentException(name + " value out of PostgreSQL's range: " + value, e);
             }
+        }
+
+        @Override
+        public boolean encodesBinary() {
+            return true;
+        }
+
+        /** Microseconds since 2000-01-01 (int64; UTC for timestamptz); infinity and -infinity as int64's largest and smallest. */
+        @Override
+        public byte[] encodeBinary(Object value) {
+            if (value instanceof PgInfinity i) {
+                return BinaryOut.int8(i == PgInfinity.POSITIVE ? Long.MAX_VALUE : Long.MIN_VALUE);
+            }
+            return BinaryOut.int8(pgMicros(value));
         }
 
         @Override

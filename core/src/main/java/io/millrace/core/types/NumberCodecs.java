@@ -50,6 +50,19 @@ final class NumberCodecs {
         }
 
         @Override
+        public boolean encodesBinary() {
+            return true;
+        }
+
+        @Override
+        public byte[] encodeBinary(Object value) {
+            if (value instanceof Boolean b) {
+                return new byte[]{(byte) (b ? 1 : 0)};
+            }
+            throw wrongValue(value);
+        }
+
+        @Override
         public String toPgText(Object value) {
             if (value instanceof Boolean b) {
                 return b ? "t" : "f";
@@ -190,6 +203,22 @@ final class NumberCodecs {
             throw wrongValue(value);
         }
 
+        /** int2, int4 and int8 (oid-like types keep the text form). */
+        @Override
+        public boolean encodesBinary() {
+            return min < 0;
+        }
+
+        @Override
+        public byte[] encodeBinary(Object value) {
+            long v = value(value);
+            byte[] b = new byte[width];
+            for (int i = width - 1; i >= 0; i--, v >>= 8) {
+                b[i] = (byte) v;
+            }
+            return b;
+        }
+
         @Override
         public String toPgText(Object value) {
             return Long.toString(value(value));
@@ -234,6 +263,20 @@ final class NumberCodecs {
         public Object decodeBinary(byte[] buf, int off, int len) {
             checkLen(buf, off, len, 4);
             return Float.intBitsToFloat(i32(buf, off));
+        }
+
+        @Override
+        public boolean encodesBinary() {
+            return true;
+        }
+
+        @Override
+        public byte[] encodeBinary(Object value) {
+            if (!(value instanceof Float f)) {
+                throw wrongValue(value);
+            }
+            int v = Float.floatToRawIntBits(f);
+            return new byte[]{(byte) (v >>> 24), (byte) (v >>> 16), (byte) (v >>> 8), (byte) v};
         }
 
         @Override
@@ -300,6 +343,19 @@ final class NumberCodecs {
         public Object decodeBinary(byte[] buf, int off, int len) {
             checkLen(buf, off, len, 8);
             return Double.longBitsToDouble(i64(buf, off));
+        }
+
+        @Override
+        public boolean encodesBinary() {
+            return true;
+        }
+
+        @Override
+        public byte[] encodeBinary(Object value) {
+            if (!(value instanceof Double d)) {
+                throw wrongValue(value);
+            }
+            return BinaryOut.int8(Double.doubleToRawLongBits(d));
         }
 
         @Override
@@ -460,6 +516,79 @@ final class NumberCodecs {
                 throw badBinary(buf, off, len, "base-10000 digit out of range: " + d);
             }
             return d;
+        }
+
+        @Override
+        public boolean encodesBinary() {
+            return true;
+        }
+
+        /**
+         * numeric's send format: ndigits, weight, sign, dscale (int16 each), then base-10000 digits, most significant
+         * first, without leading or trailing zero digits; dscale is the value's scale (0 for a negative one).
+         */
+        @Override
+        public byte[] encodeBinary(Object value) {
+            if (value instanceof PgNumericSpecial s) {
+                int sign = s == PgNumericSpecial.NAN ? NUMERIC_NAN : s == PgNumericSpecial.POSITIVE_INFINITY ? NUMERIC_PINF : NUMERIC_NINF;
+                // the display scale the server sends with them (its receive function ignores it): 0 for NaN, 32 for the infinities
+                return new byte[]{0, 0, 0, 0, (byte) (sign >>> 8), (byte) sign, 0, (byte) (s == PgNumericSpecial.NAN ? 0 : 32)};
+            }
+            BigDecimal d;
+            if (value instanceof BigDecimal b) {
+                d = b;
+            } else if (value instanceof BigInteger b) {
+                d = new BigDecimal(b);
+            } else if (value instanceof Long || value instanceof Integer || value instanceof Short) {
+                d = BigDecimal.valueOf(((Number) value).longValue());
+            } else {
+                throw wrongValue(value);
+            }
+            if (d.scale() < 0) {
+                d = d.setScale(0);
+            }
+            int dscale = d.scale();
+            if (dscale > 0x3FFF) {
+                throw new IllegalArgumentException("numeric value with a scale above " + 0x3FFF + ": " + d);
+            }
+            String s = d.unscaledValue().abs().toString();
+            int intLen = s.length() - dscale; // digits before the decimal point (<= 0: none)
+            // zeros put before and after the digits so that groups of 4 start at the decimal point
+            int lead = Math.floorMod(-intLen, 4);
+            int groups = (lead + s.length() + Math.floorMod(-(lead + s.length()), 4)) / 4;
+            int weight = Math.floorDiv(lead + intLen, 4) - 1; // of the first group: base-10000 digits before the point, - 1
+            int[] digits = new int[groups];
+            for (int g = 0, p = -lead; g < groups; g++) {
+                int v = 0;
+                for (int k = 0; k < 4; k++, p++) {
+                    v = v * 10 + (p >= 0 && p < s.length() ? s.charAt(p) - '0' : 0);
+                }
+                digits[g] = v;
+            }
+            int first = 0;
+            while (first < groups && digits[first] == 0) {
+                first++;
+                weight--;
+            }
+            int last = groups;
+            while (last > first && digits[last - 1] == 0) {
+                last--;
+            }
+            int n = last - first;
+            int sign = d.signum() < 0 ? NUMERIC_NEG : NUMERIC_POS;
+            if (n == 0) {
+                weight = 0;
+                sign = NUMERIC_POS;
+            }
+            byte[] out = new byte[8 + 2 * n];
+            BinaryOut.int2(out, 0, n);
+            BinaryOut.int2(out, 2, weight);
+            BinaryOut.int2(out, 4, sign);
+            BinaryOut.int2(out, 6, dscale);
+            for (int i = 0; i < n; i++) {
+                BinaryOut.int2(out, 8 + 2 * i, digits[first + i]);
+            }
+            return out;
         }
 
         @Override

@@ -34,6 +34,19 @@ public interface TypeCodec {
      */
     String toPgText(Object value);
 
+    /**
+     * Whether {@link #encodeBinary} writes this type's binary (send) format, the one {@link #decodeBinary} reads; when
+     * false a writer uses {@link #toPgText} (a COPY into PostgreSQL then goes in text format).
+     */
+    default boolean encodesBinary() {
+        return false;
+    }
+
+    /** The value in the type's binary (send) format, as {@code COPY ... (FORMAT binary)} and {@link #decodeBinary} read it. */
+    default byte[] encodeBinary(Object value) {
+        throw new UnsupportedOperationException(typeName() + " has no binary encoder");
+    }
+
     /** Writes the value's JSON representation (docs/TYPES.md). */
     void writeJson(JsonGenerator gen, Object value) throws IOException;
 }

@@ -390,7 +390,8 @@ class CodecsIT {
     // ------------------------------------------------------------------ the check
 
     /**
-     * For each value: decodeText(v::text) equals decodeBinary(typsend(v)); decodeText(toPgText(value))
+     * For each value: decodeText(v::text) equals decodeBinary(typsend(v)), and encodeBinary of it is typsend(v) byte for
+     * byte where the codec encodes binary; decodeText(toPgText(value))
      * equals the value; the server, given toPgText(value), prints v::text again; writeJson writes
      * valid JSON. Returns the number of values checked.
      */
@@ -444,6 +445,11 @@ class CodecsIT {
                         Object fromBinary = codec.decodeBinary(bytes, 0, bytes.length);
                         if (!Objects.deepEquals(fromText, fromBinary)) {
                             failures.add(where + ": text gives " + show(fromText) + " but binary gives " + show(fromBinary));
+                        }
+                        // what the postgres destination COPYs in binary: exactly the server's own send form
+                        if (codec.encodesBinary() && !java.util.Arrays.equals(bytes, codec.encodeBinary(fromText))) {
+                            failures.add(where + ": encodeBinary gives " + show(codec.encodeBinary(fromText)) + ", the server sends "
+                                    + show(bytes));
                         }
                     } catch (RuntimeException ex) {
                         failures.add(where + ": decodeBinary failed: " + ex);

@@ -262,4 +262,19 @@ class TextAndBinaryFormsTest {
         assertThat(bin("_int4", send)).isEqualTo(new PgArray(new int[] {2, 1}, new int[] {0, 1}, new Object[] {7, null}));
         assertThat(bin("_int4", "00000000" + "00000000" + "00000017")).isEqualTo(PgArray.EMPTY);
     }
+
+    /** The types the postgres destination COPYs in binary (CodecsIT checks each encoder byte for byte against the server). */
+    @Test
+    void theTypesThatEncodeBinary() {
+        java.util.Set<String> encoding = new java.util.TreeSet<>();
+        for (int oid = 1; oid < 10000; oid++) {
+            var t = Codecs.builtin(oid);
+            if (t != null && Codecs.forType(t, Codecs.builtins()).encodesBinary()) {
+                encoding.add(t.name());
+            }
+        }
+        assertThat(encoding).containsExactlyInAnyOrder("bool", "int2", "int4", "int8", "float4", "float8", "numeric", "date",
+                "timestamp", "timestamptz", "text", "varchar", "bpchar", "name", "json", "jsonb", "bytea", "uuid");
+        assertThat(c("numeric").encodeBinary(new BigDecimal("-12.340"))).isEqualTo(hex("0002000040000003000c0d48"));
+    }
 }
