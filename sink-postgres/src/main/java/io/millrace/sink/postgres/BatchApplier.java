@@ -62,6 +62,11 @@ final class BatchApplier extends TableApplier {
     private int stageCounter;
     /** Tables where a direct COPY of inserts met keys already present; they are upserted from then on. */
     private final Set<TableRef> conflicted = new HashSet<>();
+    /** Per destination table, the shape it was checked for and whether its keyed runs are COPYed in binary format. */
+    private final Map<TableRef, Map.Entry<RelationInfo, Boolean>> binaryTables = new HashMap<>();
+    /** Rows COPYed by keyed runs in binary and in text format, since this applier began (for tests and the debug log). */
+    private long binaryChanges;
+    private long textChanges;
     private static final String UNIQUE_VIOLATION = "23505";
 
     BatchApplier(Connection conn, String destination, String where, String targetSchema, boolean dropTables) throws SQLException {
@@ -72,6 +77,11 @@ final class BatchApplier extends TableApplier {
         this.tables = new TargetTables(conn, destination, targetSchema);
     }
 
+    /** Changes of keyed runs reduced for a COPY in binary format and in text format, since this applier began. */
+    long[] copyFormats() {
+        return new long[]{binaryChanges, textChanges};
+    }
+
     /** After commit: staging tables are empty again (ON COMMIT DELETE ROWS). */
     void committed() {
         usedInTransaction.clear();
@@ -79,6 +89,7 @@ final class BatchApplier extends TableApplier {
 
     /** After rollback: DDL and staging tables of the transaction are gone. */
     void rolledBack() {
+        binaryTables.clear();
         tables.forget();
         stages.clear();
         usedInTransaction.clear();
@@ -86,6 +97,7 @@ final class BatchApplier extends TableApplier {
 
     @Override
     protected void rename(SourceTables.Rename r) throws SQLException {
+        binaryTables.clear();
         tables.rename(r);
     }
 
@@ -114,6 +126,7 @@ final class BatchApplier extends TableApplier {
         execute("DROP TABLE IF EXISTS " + target.sql());
         tables.dropped(target);
         stages.remove(target);
+        binaryTables.remove(target);
         LOG.info("destination '{}': dropped table {} (dropped in the source; drop_tables: true)", destination, target);
     }
 
@@ -137,7 +150,12 @@ final class BatchApplier extends TableApplier {
     @Override
     protected void applyKeyed(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
         long t0 = System.nanoTime();
-        KeyedReduction red = new KeyedReduction(rel, target, run.size());
+        KeyedReduction red = new KeyedReduction(rel, target, run.size(), binary(target, rel));
+        if (red.binary()) {
+            binaryChanges += run.size();
+        } else {
+            textChanges += run.size();
+        }
         for (ChangeEvent e : run) {
             red.add(e);
         }
@@ -168,34 +186,44 @@ final class BatchApplier extends TableApplier {
         List<Integer> maskCounts = new ArrayList<>();
         int deletes = 0;
         int upserts = 0;
-        CopyText out = new CopyText(copy.copyIn(stage.copySql));
+        boolean binary = red.binary();
+        CopyText out = new CopyText(copy.copyIn(stage.copySql + CopyText.option(binary)), binary);
         try {
             for (KeyedReduction.Row row : red.rows().values()) {
+                out.startRow(n + 2 + keyIdx.length);
                 if (row.delete) {
                     deletes++;
                     for (int i = 0; i < n; i++) {
-                        out.field(keyPos[i] >= 0 ? row.vals[keyPos[i]] : CopyText.NULL);
+                        if (keyPos[i] >= 0) {
+                            out.value(row.vals[keyPos[i]]);
+                        } else {
+                            out.nul();
+                        }
                     }
-                    out.field("t");
-                    out.field("0");
+                    out.bool(true);
+                    out.int4(0);
                     for (int j = 0; j < keyIdx.length; j++) {
-                        out.field(CopyText.NULL);
+                        out.nul();
                     }
                 } else if (row.line != null) {
                     upserts++;
                     out.fields(row.line);
-                    out.field("f");
-                    out.field("0");
+                    out.bool(false);
+                    out.int4(0);
                     for (int j = 0; j < keyIdx.length; j++) {
-                        out.field(CopyText.NULL);
+                        out.nul();
                     }
                 } else {
                     upserts++;
                     for (int i = 0; i < n; i++) {
-                        String v = row.vals[i];
-                        out.field(v == null ? CopyText.NULL : v);
+                        Object v = row.vals[i];
+                        if (v == null) {
+                            out.nul();
+                        } else {
+                            out.value(v);
+                        }
                     }
-                    out.field("f");
+                    out.bool(false);
                     StringBuilder sig = new StringBuilder();
                     for (int i = 0; i < n; i++) {
                         if (row.vals[i] == null) {
@@ -216,9 +244,9 @@ final class BatchApplier extends TableApplier {
                         maskCounts.add(0);
                     }
                     maskCounts.set(id - 1, maskCounts.get(id - 1) + 1);
-                    out.field(Integer.toString(id));
-                    for (String k : row.from) {
-                        out.field(k);
+                    out.int4(id);
+                    for (Object k : row.from) {
+                        out.value(k);
                     }
                 }
                 out.endRow();
@@ -291,9 +319,11 @@ final class BatchApplier extends TableApplier {
             names.add(Ident.quote(c.name()));
         }
         execute("SAVEPOINT millrace_direct");
-        CopyText out = new CopyText(copy.copyIn("COPY " + target.sql() + " (" + String.join(", ", names) + ") FROM STDIN"));
+        CopyText out = new CopyText(copy.copyIn("COPY " + target.sql() + " (" + String.join(", ", names) + ") FROM STDIN"
+                + CopyText.option(red.binary())), red.binary());
         try {
             for (KeyedReduction.Row row : red.rows().values()) {
+                out.startRow(names.size());
                 out.fields(row.line); // inserts only: every row is complete
                 out.endRow();
             }
@@ -315,6 +345,46 @@ final class BatchApplier extends TableApplier {
         }
         execute("RELEASE SAVEPOINT millrace_direct");
         return true;
+    }
+
+    /**
+     * Whether a keyed run of {@code rel} into {@code target} is COPYed in binary format: every column's codec writes its
+     * send form, and the destination column of each has the source column's type (a binary value is read only by its
+     * own type's receive function; the staging table's columns have those types too). Else text, which the server
+     * casts to whatever a user gave the destination column.
+     */
+    private boolean binary(TableRef target, RelationInfo rel) throws SQLException {
+        Map.Entry<RelationInfo, Boolean> known = binaryTables.get(target);
+        if (known != null && (known.getKey() == rel || known.getKey().sameShape(rel))) {
+            return known.getValue();
+        }
+        boolean ok = true;
+        Map<String, Integer> want = new HashMap<>();
+        for (int i = 0; i < rel.columnCount() && ok; i++) {
+            ColumnInfo c = rel.column(i);
+            ok = c.type() != null && rel.codec(i).encodesBinary();
+            want.put(c.name(), ok ? c.type().oid() : 0);
+        }
+        if (ok) {
+            try (PreparedStatement ps = conn.prepareStatement("SELECT attname, atttypid::int FROM pg_attribute WHERE attrelid = to_regclass(?)"
+                    + " AND attnum > 0 AND NOT attisdropped")) {
+                ps.setString(1, target.sql());
+                int matched = 0;
+                try (java.sql.ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        Integer oid = want.get(rs.getString(1));
+                        if (oid != null) {
+                            ok &= oid == rs.getInt(2);
+                            matched++;
+                        }
+                    }
+                }
+                ok &= matched == want.size();
+            }
+        }
+        binaryTables.put(target, Map.entry(rel, ok));
+        LOG.debug("destination '{}': keyed changes to {} are copied in {} format", destination, target, ok ? "binary" : "text");
+        return ok;
     }
 
     private Stage stage(TableRef target, RelationInfo rel) throws SQLException {

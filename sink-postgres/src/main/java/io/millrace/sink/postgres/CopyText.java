@@ -6,22 +6,100 @@ import java.nio.charset.StandardCharsets;
 import java.sql.SQLException;
 
 /**
- * Writes rows in COPY text format ({@code COPY ... FROM STDIN}, default delimiter tab, {@code \N}
- * for NULL) to a {@link CopyIn}, buffered. Fields are passed already escaped ({@link #escape}).
- * Not thread-safe; one instance per COPY.
+ * Writes rows in COPY text format ({@code COPY ... FROM STDIN}, default delimiter tab, {@code \N} for NULL; fields
+ * passed already escaped, {@link #escape}) or binary format ({@code COPY ... FROM STDIN (FORMAT binary)}: the
+ * signature, then per row its field count ({@link #startRow}) and each field's length and send-form bytes) to a
+ * {@link CopyIn}, buffered. Not thread-safe; one instance per COPY.
  */
 final class CopyText {
     static final String NULL = "\\N";
+    /** SQL NULL in binary format (compared by identity; an empty value is another array). */
+    static final byte[] BINARY_NULL = new byte[0];
+    private static final byte[] SIGNATURE = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', (byte) 0xFF, '\r', '\n', 0, 0, 0, 0, 0, 0, 0, 0, 0};
     private static final int FLUSH_AT = 1 << 20;
 
     private final CopyIn copy;
+    private final boolean binary;
     private byte[] buf = new byte[FLUSH_AT + 4096];
     private int pos;
     private boolean firstField = true;
     private long rows;
 
+    /** Text format. */
     CopyText(CopyIn copy) {
+        this(copy, false);
+    }
+
+    CopyText(CopyIn copy, boolean binary) {
         this.copy = copy;
+        this.binary = binary;
+        if (binary) {
+            System.arraycopy(SIGNATURE, 0, buf, 0, SIGNATURE.length); // signature, flags 0, header extension length 0
+            pos = SIGNATURE.length;
+        }
+    }
+
+    /** The COPY statement's option for this format: {@code ""} or {@code " (FORMAT binary)"}. */
+    static String option(boolean binary) {
+        return binary ? " (FORMAT binary)" : "";
+    }
+
+    /** Begins a row of {@code fields} fields (binary format: its field count). */
+    void startRow(int fields) throws SQLException {
+        if (binary) {
+            ensure(2);
+            buf[pos++] = (byte) (fields >>> 8);
+            buf[pos++] = (byte) fields;
+        }
+    }
+
+    /** Appends one field as a reduction keeps it: escaped text or {@link #NULL}; send-form bytes or {@link #BINARY_NULL}. */
+    void value(Object kept) throws SQLException {
+        if (!binary) {
+            field((String) kept);
+        } else if (kept == BINARY_NULL || kept == NULL) {
+            int4Raw(-1);
+        } else {
+            byte[] b = (byte[]) kept;
+            int4Raw(b.length);
+            ensure(b.length);
+            System.arraycopy(b, 0, buf, pos, b.length);
+            pos += b.length;
+        }
+    }
+
+    void nul() throws SQLException {
+        if (binary) {
+            int4Raw(-1);
+        } else {
+            field(NULL);
+        }
+    }
+
+    void bool(boolean v) throws SQLException {
+        if (binary) {
+            int4Raw(1);
+            put((byte) (v ? 1 : 0));
+        } else {
+            field(v ? "t" : "f");
+        }
+    }
+
+    void int4(int v) throws SQLException {
+        if (binary) {
+            int4Raw(4);
+            int4Raw(v);
+        } else {
+            field(Integer.toString(v));
+        }
+    }
+
+    private void int4Raw(int v) throws SQLException {
+        ensure(4);
+        buf[pos++] = (byte) (v >>> 24);
+        buf[pos++] = (byte) (v >>> 16);
+        buf[pos++] = (byte) (v >>> 8);
+        buf[pos++] = (byte) v;
     }
 
     /** Escapes a value for COPY text format: backslash, newline, carriage return and tab. */
@@ -75,9 +153,9 @@ final class CopyText {
         }
     }
 
-    /** Appends already encoded fields: escaped values separated by tabs, UTF-8. */
+    /** Appends already encoded fields: escaped values separated by tabs, UTF-8; binary: each field's length and bytes. */
     void fields(byte[] encoded) throws SQLException {
-        if (!firstField) {
+        if (!firstField && !binary) {
             put((byte) '\t');
         }
         firstField = false;
@@ -87,7 +165,9 @@ final class CopyText {
     }
 
     void endRow() throws SQLException {
-        put((byte) '\n');
+        if (!binary) {
+            put((byte) '\n');
+        }
         firstField = true;
         rows++;
         if (pos >= FLUSH_AT) {
@@ -97,6 +177,10 @@ final class CopyText {
 
     /** Ends the COPY; returns the number of rows the server took. */
     long finish() throws SQLException {
+        if (binary) {
+            put((byte) 0xFF); // the trailer: a field count of -1
+            put((byte) 0xFF);
+        }
         flush();
         return copy.endCopy();
     }

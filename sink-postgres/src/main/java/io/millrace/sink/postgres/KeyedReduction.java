@@ -4,57 +4,59 @@ import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.KeyedReducer;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.util.Arrays;
 
 /**
  * The keyed reduction ({@link KeyedReducer}: its rules) as the postgres destination keeps it: values already rendered
- * for COPY ({@link CopyText#escape}, SQL NULL as {@link CopyText#NULL}, an unchanged TOAST value as {@code null}); a
- * complete row is kept as one encoded COPY line, so a large batch holds few objects (the garbage collector copies live
- * objects, and a 100k-row batch is live until it is applied).
+ * for COPY — in text format escaped ({@link CopyText#escape}, SQL NULL as {@link CopyText#NULL}), in binary format each
+ * column's send form ({@link io.millrace.core.types.TypeCodec#encodeBinary}, SQL NULL as {@link CopyText#BINARY_NULL}) —
+ * and an unchanged TOAST value as {@code null}; a complete row is kept as one encoded COPY line, so a large batch holds
+ * few objects (the garbage collector copies live objects, and a 100k-row batch is live until it is applied).
  */
 final class KeyedReduction extends KeyedReducer<KeyedReduction.Row> {
     /** One key's outcome. */
     static final class Row {
-        /** A complete row: its columns as a COPY text line (UTF-8, tab-separated, no newline); else null. */
+        /**
+         * A complete row: its columns as a COPY line (text: UTF-8, tab-separated, no newline; binary: each field's int32
+         * length and bytes, without the field count); else null.
+         */
         final byte[] line;
         /** Delete: the key values (key order). Partial row: all columns, null = unchanged TOAST. Else null. */
-        final String[] vals;
+        final Object[] vals;
         /** Key (key order) of the pre-run destination row holding the unchanged values; null unless partial. */
-        final String[] from;
+        final Object[] from;
         final boolean delete;
 
-        private Row(byte[] line, String[] vals, String[] from, boolean delete) {
+        private Row(byte[] line, Object[] vals, Object[] from, boolean delete) {
             this.line = line;
             this.vals = vals;
             this.from = from;
             this.delete = delete;
         }
-
-        /** The row's column values, escaped; null entries are unchanged TOAST values. Not for deletes. */
-        String[] values() {
-            if (vals != null) {
-                return vals;
-            }
-            // Escaped values contain no raw tab: splitting the line gives them back.
-            return new String(line, StandardCharsets.UTF_8).split("\t", -1);
-        }
     }
 
+    private final boolean binary;
     private final LineBuffer buf = new LineBuffer();
 
-    KeyedReduction(RelationInfo rel, TableRef target, int expected) {
+    /** {@code binary}: every column's codec {@link io.millrace.core.types.TypeCodec#encodesBinary encodes binary}. */
+    KeyedReduction(RelationInfo rel, TableRef target, int expected, boolean binary) {
         super(rel, target, expected);
+        this.binary = binary;
+    }
+
+    boolean binary() {
+        return binary;
     }
 
     @Override
     protected Object encode(int i, Object value) {
-        return CopyText.escape(rel.codec(i).toPgText(value));
+        return binary ? rel.codec(i).encodeBinary(value) : CopyText.escape(rel.codec(i).toPgText(value));
     }
 
     @Override
     protected Object sqlNull() {
-        return CopyText.NULL;
+        return binary ? CopyText.BINARY_NULL : CopyText.NULL;
     }
 
     @Override
@@ -64,22 +66,23 @@ final class KeyedReduction extends KeyedReducer<KeyedReduction.Row> {
 
     @Override
     protected String keyText(int j, Object kept) {
-        return (String) kept; // escaped text denotes the value exactly
+        // escaped text denotes the value exactly; so do the send form's bytes, one char each
+        return binary ? new String((byte[]) kept, StandardCharsets.ISO_8859_1) : (String) kept;
     }
 
     @Override
     protected Row complete(Object[] vals) {
-        return new Row(buf.line(vals), null, null, false);
+        return new Row(binary ? binaryLine(vals) : buf.line(vals), null, null, false);
     }
 
     @Override
     protected Row partial(Object[] vals, Object[] from) {
-        return new Row(null, strings(vals), strings(from), false);
+        return new Row(null, vals, from, false);
     }
 
     @Override
     protected Row delete(Object[] key) {
-        return new Row(null, strings(key), null, true);
+        return new Row(null, key, null, true);
     }
 
     @Override
@@ -87,9 +90,29 @@ final class KeyedReduction extends KeyedReducer<KeyedReduction.Row> {
         return row.delete;
     }
 
+    /** The row's column values as kept; null entries are unchanged TOAST values. Not for deletes. */
     @Override
     protected Object[] values(Row row) {
-        return row.values();
+        if (row.vals != null) {
+            return row.vals;
+        }
+        if (!binary) {
+            // Escaped values contain no raw tab: splitting the line gives them back.
+            return new String(row.line, StandardCharsets.UTF_8).split("\t", -1);
+        }
+        Object[] out = new Object[rel.columnCount()];
+        ByteBuffer b = ByteBuffer.wrap(row.line);
+        for (int i = 0; i < out.length; i++) {
+            int n = b.getInt();
+            if (n < 0) {
+                out[i] = CopyText.BINARY_NULL;
+            } else {
+                byte[] v = new byte[n];
+                b.get(v);
+                out[i] = v;
+            }
+        }
+        return out;
     }
 
     @Override
@@ -97,8 +120,21 @@ final class KeyedReduction extends KeyedReducer<KeyedReduction.Row> {
         return row.from;
     }
 
-    private static String[] strings(Object[] vals) {
-        return vals instanceof String[] s ? s : Arrays.copyOf(vals, vals.length, String[].class);
+    private static byte[] binaryLine(Object[] vals) {
+        int n = 0;
+        for (Object v : vals) {
+            n += 4 + (v == CopyText.BINARY_NULL ? 0 : ((byte[]) v).length);
+        }
+        ByteBuffer b = ByteBuffer.allocate(n);
+        for (Object v : vals) {
+            if (v == CopyText.BINARY_NULL) {
+                b.putInt(-1);
+            } else {
+                byte[] bytes = (byte[]) v;
+                b.putInt(bytes.length).put(bytes);
+            }
+        }
+        return b.array();
     }
 
     /** Encodes escaped values as one tab-separated UTF-8 line, reusing one scratch buffer. */

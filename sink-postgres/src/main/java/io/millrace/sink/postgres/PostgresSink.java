@@ -485,4 +485,9 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
         }
         return "the host in jdbcUrl";
     }
+
+    /** Keyed changes applied through a COPY in binary and in text format since open (tests). Writer thread. */
+    long[] copyFormats() {
+        return applier == null ? new long[]{0, 0} : applier.copyFormats();
+    }
 }

@@ -7,9 +7,11 @@
  *   <li>{@code BatchApplier} — one batch inside the sink's transaction: per table, runs of one shape;
  *       keyed runs through {@code KeyedReduction} + COPY into a temporary staging table + one
  *       {@code DELETE ... USING} + one {@code INSERT ... ON CONFLICT DO UPDATE} (runs of new rows only are
- *       COPYed straight into the table); runs without key by COPY and single-row matches on the old row;</li>
+ *       COPYed straight into the table), in COPY binary format when every column's codec writes its send form and
+ *       the destination columns have the source's types, else in text; runs without key by COPY and single-row
+ *       matches on the old row;</li>
  *   <li>{@code TargetTables} — creates and follows the destination tables (DDL in the same transaction);</li>
- *   <li>{@code TypeMapping} — destination column types; {@code CopyText} — COPY text format;</li>
+ *   <li>{@code TypeMapping} — destination column types; {@code CopyText} — COPY text and binary format;</li>
  *   <li>{@code Errors} — driver errors to {@link io.millrace.core.MillraceException} kinds with the fix;</li>
  *   <li>{@code FaultPoints} — hooks around the commit for crash tests.</li>
  * </ul>
