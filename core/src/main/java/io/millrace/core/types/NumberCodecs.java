@@ -551,6 +551,12 @@ final class NumberCodecs {
             if (dscale > 0x3FFF) {
                 throw new IllegalArgumentException("numeric value with a scale above " + 0x3FFF + ": " + d);
             }
+            if (d.precision() <= 18) {
+                byte[] fast = encodeSmall(Math.abs(d.unscaledValue().longValueExact()), dscale, d.signum() < 0);
+                if (fast != null) {
+                    return fast;
+                }
+            }
             String s = d.unscaledValue().abs().toString();
             int intLen = s.length() - dscale; // digits before the decimal point (<= 0: none)
             // zeros put before and after the digits so that groups of 4 start at the decimal point
@@ -587,6 +593,38 @@ final class NumberCodecs {
             BinaryOut.int2(out, 6, dscale);
             for (int i = 0; i < n; i++) {
                 BinaryOut.int2(out, 8 + 2 * i, digits[first + i]);
+            }
+            return out;
+        }
+
+        /**
+         * {@link #encodeBinary} of {@code u × 10^-dscale} ({@code 0 <= u < 10^18}) in long arithmetic: the fraction padded
+         * to whole base-10000 digits, then the digits taken least significant first; null when the padding overflows.
+         */
+        private static byte[] encodeSmall(long u, int dscale, boolean negative) {
+            int fracPad = Math.floorMod(-dscale, 4);
+            if (u > Long.MAX_VALUE / LONG_POW10[fracPad]) {
+                return null;
+            }
+            long v = u * LONG_POW10[fracPad];
+            int[] groups = new int[6]; // 10^18 * 10^3 < 10000^6
+            int n = 0;
+            for (; v != 0; v /= 10000) {
+                groups[n++] = (int) (v % 10000);
+            }
+            int weight = n - (dscale + fracPad) / 4 - 1;
+            int low = 0;
+            while (low < n && groups[low] == 0) {
+                low++;
+            }
+            int digits = n - low;
+            byte[] out = new byte[8 + 2 * digits];
+            BinaryOut.int2(out, 0, digits);
+            BinaryOut.int2(out, 2, digits == 0 ? 0 : weight);
+            BinaryOut.int2(out, 4, negative && digits > 0 ? NUMERIC_NEG : NUMERIC_POS);
+            BinaryOut.int2(out, 6, dscale);
+            for (int i = 0; i < digits; i++) {
+                BinaryOut.int2(out, 8 + 2 * i, groups[n - 1 - i]);
             }
             return out;
         }

@@ -123,18 +123,21 @@ final class KeyedReduction extends KeyedReducer<KeyedReduction.Row> {
     private static byte[] binaryLine(Object[] vals) {
         int n = 0;
         for (Object v : vals) {
-            n += 4 + (v == CopyText.BINARY_NULL ? 0 : ((byte[]) v).length);
+            n += 4 + ((byte[]) v).length; // BINARY_NULL is empty
         }
-        ByteBuffer b = ByteBuffer.allocate(n);
+        byte[] out = new byte[n];
+        int p = 0;
         for (Object v : vals) {
-            if (v == CopyText.BINARY_NULL) {
-                b.putInt(-1);
-            } else {
-                byte[] bytes = (byte[]) v;
-                b.putInt(bytes.length).put(bytes);
-            }
+            byte[] b = (byte[]) v;
+            int len = v == CopyText.BINARY_NULL ? -1 : b.length;
+            out[p] = (byte) (len >>> 24);
+            out[p + 1] = (byte) (len >>> 16);
+            out[p + 2] = (byte) (len >>> 8);
+            out[p + 3] = (byte) len;
+            System.arraycopy(b, 0, out, p + 4, b.length);
+            p += 4 + b.length;
         }
-        return b.array();
+        return out;
     }
 
     /** Encodes escaped values as one tab-separated UTF-8 line, reusing one scratch buffer. */
