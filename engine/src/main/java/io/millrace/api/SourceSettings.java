@@ -37,6 +37,18 @@ public final class SourceSettings {
         RESNAPSHOT
     }
 
+    /** Which server the slot is on and the changes and the initial snapshot are read from ({@code capture_from}). */
+    public enum CaptureFrom {
+        /** The primary among {@code hosts} (the default). */
+        PRIMARY,
+        /**
+         * A standby among {@code hosts} (PostgreSQL 16+ logical decoding on a standby): the slot, the decoding and the initial
+         * snapshot are on the standby, sparing the primary; what must write (the publication, online-snapshot watermarks,
+         * the pipeline lock) goes to the primary, and online-snapshot chunks are read there.
+         */
+        STANDBY
+    }
+
     private final String host;
     private final int port;
     private final String database;
@@ -56,6 +68,7 @@ public final class SourceSettings {
     private final int newTablesPollS;
     private final List<String> hosts;
     private final boolean failover;
+    private final CaptureFrom captureFrom;
 
     private SourceSettings(Builder b, Secret password) {
         this.host = b.host;
@@ -77,6 +90,7 @@ public final class SourceSettings {
         this.newTablesPollS = b.newTablesPollS;
         this.hosts = b.hosts != null ? b.hosts : List.of(hostPort(b.host, b.port));
         this.failover = b.failover;
+        this.captureFrom = b.captureFrom;
     }
 
     private static String hostPort(String host, int port) {
@@ -100,6 +114,11 @@ public final class SourceSettings {
     /** Whether the slot is a failover slot synchronised to standbys ({@code failover}, PostgreSQL 17+; default false). */
     public boolean failover() {
         return failover;
+    }
+
+    /** Which server the slot is on and the stream and the initial snapshot are read from ({@code capture_from}, default primary). */
+    public CaptureFrom captureFrom() {
+        return captureFrom;
     }
 
     /** The server's host name or address ({@code host}, default 127.0.0.1; with {@code hosts}, the first of them). */
@@ -220,6 +239,7 @@ public final class SourceSettings {
         private List<String> hosts;
         private boolean hostOrPortSet;
         private boolean failover;
+        private CaptureFrom captureFrom = CaptureFrom.PRIMARY;
 
         private Builder() {
         }
@@ -283,6 +303,15 @@ public final class SourceSettings {
         /** A failover slot (PostgreSQL 17+): created with {@code FAILOVER}, so that standbys synchronise it. */
         public Builder failover(boolean failover) {
             this.failover = failover;
+            return this;
+        }
+
+        /**
+         * {@link CaptureFrom#STANDBY}: the slot and the snapshot on a standby listed in {@link #hosts} (PostgreSQL 16+), the
+         * writes on the primary listed beside it.
+         */
+        public Builder captureFrom(CaptureFrom from) {
+            this.captureFrom = Check.given("source.capture_from", from);
             return this;
         }
 
@@ -417,6 +446,15 @@ public final class SourceSettings {
             if (hosts != null && hostOrPortSet) {
                 throw Check.error("source.hosts", "and source.host / source.port are both given: list every server under source.hosts"
                         + " (host:port) and remove source.host and source.port");
+            }
+            if (captureFrom == CaptureFrom.STANDBY && (hosts == null || hosts.size() < 2)) {
+                throw Check.error("source.capture_from", "is standby, which needs source.hosts to list the primary and the standby"
+                        + " (e.g. hosts: [db1:5432, db2:5432]): the slot and the snapshot are on the standby, while the publication,"
+                        + " the online-snapshot watermarks and the pipeline lock are written on the primary");
+            }
+            if (captureFrom == CaptureFrom.STANDBY && failover) {
+                throw Check.error("source.capture_from", "is standby together with source.failover: true; PostgreSQL makes no failover"
+                        + " slot on a standby. Remove one: a slot on a standby already survives that standby's promotion");
             }
             if (passwordEnv != null && passwordFile != null) {
                 throw Secrets.both("source.password_env", "source.password_file");

@@ -8,7 +8,8 @@ import java.util.List;
  *
  * @param name            the pipeline's name
  * @param state           the engine's lifecycle state
- * @param source          {@code host:port/database} of the source
+ * @param source          {@code host:port/database} of the server the stream is read from (the standby the slot is on with
+ *                        {@code source.capture_from: standby})
  * @param slot            replication slot
  * @param publication     publication
  * @param durableLsn      the position every destination has made durable (what the slot may be confirmed to)

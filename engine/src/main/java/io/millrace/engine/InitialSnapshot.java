@@ -121,7 +121,10 @@ final class InitialSnapshot {
             restart(r);
         }
         claim(found);
-        SlotManager.CreatedSlot created = slots.createSlot(repl, snapshot);
+        SlotManager.CreatedSlot created;
+        try (var nudge = ctx.conns.standbySnapshots()) { // on a standby the creation waits for the primary's running xacts
+            created = slots.createSlot(repl, snapshot);
+        }
         Lsn cp = created.consistentPoint();
         LOG.info("created slot '{}' at {}{}{}", created.name(), cp, ctx.config.source().failover() ? " (a failover slot)" : "",
                 snapshot ? " with exported snapshot " + created.snapshotName() : "");
@@ -140,7 +143,7 @@ final class InitialSnapshot {
         LOG.warn("the initial snapshot was interrupted before it landed; restarting it from the beginning:"
                 + " dropping slot '{}', re-creating it and copying every table again (destination tables are truncated first)",
                 ctx.config.source().slot());
-        try (Connection c = ctx.conns.open()) {
+        try (Connection c = ctx.conns.openCapture()) {
             slots.dropSlot(c);
         }
     }

@@ -96,9 +96,9 @@ public final class Reset implements AutoCloseable {
         try {
             SlotMonitor.Sample slot;
             Preflight.Report report;
-            try (Connection c = conns.open()) {
-                new SlotManager(src).requireFree(c);
-                slot = SlotMonitor.sample(c, src.slot());
+            try (Connection c = conns.open(); Connection at = conns.openCapture()) { // at: the server the slot is on
+                new SlotManager(src).requireFree(at);
+                slot = SlotMonitor.sample(at, src.slot());
                 report = Preflight.run(src, c);
             } catch (SQLException e) {
                 throw PgErrors.translate("reading the slot and tables of " + src.where(), e);
@@ -180,9 +180,9 @@ public final class Reset implements AutoCloseable {
     public void apply() {
         SlotManager slots = new SlotManager(config.source());
         if (claimed && (slot != null || options.dropPublication() && publicationExists)) {
-            try (Connection c = conns.open()) {
+            try (Connection c = conns.open(); Connection at = conns.openCapture()) {
                 if (slot != null) {
-                    slots.dropSlot(c); // refused by the server while a process reads it
+                    slots.dropSlot(at); // refused by the server while a process reads it
                     LOG.info("reset: dropped replication slot '{}'", config.source().slot());
                 }
                 if (options.dropPublication() && publicationExists) {

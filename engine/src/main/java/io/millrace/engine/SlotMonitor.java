@@ -41,14 +41,18 @@ final class SlotMonitor {
 
     private static void loop(PgConnections conns, String slot, EngineConfig.Operations ops, Consumer<Sample> out, Check check) {
         boolean warned = false;
-        Connection c = null;
+        Connection c = null; // the primary's: the checks read its catalog and may write (a table joining the publication)
+        Connection at = null; // the slot's server: the primary, or the standby with source.capture_from: standby
         try {
             while (!Thread.currentThread().isInterrupted()) {
                 try {
                     if (c == null || c.isClosed()) {
                         c = conns.open();
                     }
-                    Sample s = sample(c, slot);
+                    if (at == null || at.isClosed()) {
+                        at = conns.config().fromStandby() ? conns.openCapture() : c;
+                    }
+                    Sample s = sample(at, slot);
                     out.accept(s);
                     if (s.retainedBytes() >= ops.retainedWalWarnBytes() && !warned) {
                         LOG.warn("slot '{}' retains {} MiB of WAL on the source (warning threshold {} MiB): the destination is behind,"
@@ -62,27 +66,28 @@ final class SlotMonitor {
                     check.run(c);
                 } catch (Exception e) {
                     LOG.debug("slot monitor sample failed: {}", e.getMessage());
-                    try {
-                        if (c != null) {
-                            c.close();
-                        }
-                    } catch (Exception ignored) {
-                        // reconnect next time
-                    }
+                    close(at);
+                    close(c);
                     c = null;
+                    at = null;
                 }
                 Thread.sleep(ops.monitorIntervalMillis());
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } finally {
-            try {
-                if (c != null) {
-                    c.close();
-                }
-            } catch (Exception ignored) {
-                // closing
+            close(at);
+            close(c);
+        }
+    }
+
+    private static void close(Connection c) {
+        try {
+            if (c != null) {
+                c.close();
             }
+        } catch (Exception ignored) {
+            // reconnect next time, or closing
         }
     }
 

@@ -72,13 +72,16 @@ final class SlotReplacement {
         write(sinks, plan.replacing(), found); // 1. REPLACING, before the slot changes
         SlotManager slots = new SlotManager(ctx.config.source());
         if (plan.dropSlot()) {
-            try (Connection c = ctx.conns.open()) {
+            try (Connection c = ctx.conns.openCapture()) {
                 slots.dropSlot(c); // 2. the lost slot, or the one an interrupted replacement made (its mark says so)
             } catch (SQLException e) {
                 throw PgErrors.translate("dropping slot '" + slot + "'", e);
             }
         }
-        SlotManager.CreatedSlot created = slots.createSlot(repl, false); // 3.
+        SlotManager.CreatedSlot created;
+        try (var nudge = ctx.conns.standbySnapshots()) { // on a standby the creation waits for the primary's running xacts
+            created = slots.createSlot(repl, false); // 3.
+        }
         Faults.hit(FaultPoint.ENGINE_SLOT_REPLACED);
         List<Checkpoint> next = new ArrayList<>();
         for (Checkpoint cp : plan.replacing()) {

@@ -115,9 +115,11 @@ final class StartUp {
         SlotManager.SlotState slot;
         boolean signalPublished;
         boolean lost;
+        try (Connection at = ctx.conns.openCapture()) { // the server the slot is on: the primary, or the standby
+            slot = new SlotManager(src).state(at);
+            lost = slot.exists() && SlotReplacement.lost(at, src.slot(), survey.report().serverVersion());
+        }
         try (Connection c = ctx.conns.open()) {
-            slot = new SlotManager(src).state(c);
-            lost = slot.exists() && SlotReplacement.lost(c, src.slot(), survey.report().serverVersion());
             signalPublished = signal != null && survey.report().publicationExists()
                     && Catalog.publicationTables(c, src.publication()).contains(signal);
         }

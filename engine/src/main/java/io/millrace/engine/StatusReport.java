@@ -35,7 +35,7 @@ final class StatusReport {
         EngineStatus.Slow slow = w != null && now - w.sinceMillis() >= 1000 ? new EngineStatus.Slow(w.sink(), now - w.sinceMillis()) : null;
         var src = ctx.config.source();
         // with several source.hosts: the one this engine found the primary (all of them until it has looked)
-        return new EngineStatus(ctx.config.name(), shown, ctx.conns.where(), src.slot(), src.publication(), durable,
+        return new EngineStatus(ctx.config.name(), shown, ctx.conns.captureWhere(), src.slot(), src.publication(), durable,
                 m == null ? null : m.serverLsn().toString(), m == null || m.confirmedLsn() == null ? null : m.confirmedLsn().toString(),
                 m == null ? -1 : m.retainedBytes(), lagBytes, st == null ? -1 : st.lagMillis(now), st == null ? 0 : st.eventsWritten(),
                 p == null ? 0 : p.inflightBytes(), ctx.config.pipeline().budgetBytes(), tables(ctx, st, s), ctx.lastError,

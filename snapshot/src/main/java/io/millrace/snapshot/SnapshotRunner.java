@@ -174,7 +174,7 @@ public final class SnapshotRunner {
 
     private List<Chunk> plan() {
         List<Chunk> all = new ArrayList<>();
-        try (Connection c = connections.open(); PreparedStatement ps = c.prepareStatement(
+        try (Connection c = connections.openCapture(); PreparedStatement ps = c.prepareStatement(
                 "SELECT pg_relation_size(?) / current_setting('block_size')::bigint")) {
             for (Table t : tables) {
                 long pages = 0;
@@ -201,7 +201,7 @@ public final class SnapshotRunner {
     }
 
     private void read(ConcurrentLinkedQueue<Chunk> queue) {
-        try (Connection c = connections.open()) {
+        try (Connection c = connections.openCapture()) { // where the slot exported the snapshot: the standby with capture_from
             c.setAutoCommit(false);
             try (Statement s = c.createStatement()) {
                 s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");

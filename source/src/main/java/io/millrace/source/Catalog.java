@@ -20,6 +20,12 @@ import java.util.Map;
 
 /** Reads what Millrace needs from the source catalog. Every method takes the connection to use. */
 public final class Catalog {
+    /**
+     * The server's current WAL position as SQL: written ({@code pg_current_wal_lsn()}) on a primary, replayed on a standby,
+     * where the other raises "recovery is in progress" (the slot is there with source.capture_from: standby).
+     */
+    public static final String WAL_NOW = "(CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END)";
+
     private Catalog() {
     }
 

@@ -120,7 +120,8 @@ final class FailoverChecks {
         }
     }
 
-    private static boolean recovering(Connection c) throws SQLException {
+    /** Whether {@code c}'s server is a standby ({@code pg_is_in_recovery()}). */
+    static boolean recovering(Connection c) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("SELECT pg_is_in_recovery()"); ResultSet rs = ps.executeQuery()) {
             rs.next();
             return rs.getBoolean(1);

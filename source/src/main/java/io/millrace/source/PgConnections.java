@@ -27,14 +27,22 @@ import java.util.Properties;
  * After a failover the attempt fails on the lost connection and the supervisor's next attempt, with a new instance,
  * finds the promoted server. A replication connection that reaches a standby is refused (the synchronised slot on a
  * standby cannot be read, and the stream must come from the primary whose catalog the engine read).
+ *
+ * <p>With {@code source.capture_from: standby} ({@link SourceConfig#fromStandby()}) the slot is on a standby among the
+ * hosts: {@link #openReplication()} and {@link #openCapture()} (the initial snapshot, the slot's state) go to the
+ * {@link #capture()} server, {@link #open()} still to the primary, where everything that writes goes (the publication,
+ * watermarks, the pipeline lock) and the catalog is read.
  */
 public final class PgConnections {
     /** Session settings every source connection gets. */
     static final String SESSION_OPTIONS = "-c TimeZone=UTC -c IntervalStyle=postgres -c extra_float_digits=3 -c lc_monetary=C"
             + " -c standard_conforming_strings=on"; // Ident.literal quotes for it
 
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(PgConnections.class);
+
     private final SourceConfig config;
     private volatile HostPort primary;
+    private volatile HostPort capture;
 
     public PgConnections(SourceConfig config) {
         this.config = config;
@@ -117,6 +125,143 @@ public final class PgConnections {
                 + ". During a failover this lasts until a standby is promoted; otherwise check that one of the hosts is the primary");
     }
 
+    /**
+     * The server the slot is on, which the stream and the initial snapshot are read from: the primary, or with
+     * {@link SourceConfig#fromStandby()} the host of {@code source.hosts} that has the slot (a standby, or the standby since
+     * promoted, which kept it), else the first standby, where the slot is made. Found at the first call and kept for this
+     * instance's life. While a host does not answer and none that does has the slot, a {@link Kind#CONNECTION} error
+     * (retried): the slot may be on the silent one, and a new slot elsewhere would lose the changes it holds.
+     */
+    public HostPort capture() {
+        if (!config.fromStandby()) {
+            return primary();
+        }
+        HostPort c = capture;
+        if (c != null) {
+            return c;
+        }
+        synchronized (this) {
+            if (capture == null) {
+                capture = findCapture();
+            }
+            return capture;
+        }
+    }
+
+    /** Whether the slot is on a server other than the primary (capture_from: standby, and that standby not promoted). */
+    public boolean captureIsStandby() {
+        return config.fromStandby() && !capture().equals(primary());
+    }
+
+    private HostPort findCapture() {
+        List<String> seen = new ArrayList<>();
+        HostPort withSlot = null;
+        boolean slotOnStandby = false;
+        HostPort firstStandby = null;
+        boolean silent = false;
+        for (HostPort h : config.hosts()) {
+            try (Connection c = DriverManager.getConnection(url(h), baseProperties());
+                 java.sql.PreparedStatement ps = c.prepareStatement("SELECT pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_replication_slots"
+                         + " WHERE slot_name = ? AND slot_type = 'logical')")) {
+                ps.setString(1, config.slot());
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    boolean standby = rs.getBoolean(1);
+                    boolean hasSlot = rs.getBoolean(2);
+                    seen.add(h + " (" + (standby ? "a standby" : "the primary") + (hasSlot ? ", has slot '" + config.slot() + "'" : "") + ")");
+                    if (hasSlot && withSlot == null) {
+                        withSlot = h;
+                        slotOnStandby = standby;
+                    }
+                    if (standby && firstStandby == null) {
+                        firstStandby = h;
+                    }
+                }
+            } catch (SQLException e) {
+                silent = true;
+                seen.add(h + " (unreachable: " + firstLine(e.getMessage()) + ")");
+            }
+        }
+        if (withSlot != null) {
+            if (!slotOnStandby) {
+                LOG.warn("source.capture_from is standby, but slot '{}' is on {}, which is not in recovery (a promoted standby, or a"
+                        + " slot made while capturing from the primary): the pipeline reads it there", config.slot(), withSlot);
+            }
+            return withSlot;
+        }
+        if (silent) {
+            throw new MillraceException(Kind.CONNECTION, "source.capture_from is standby and no reachable host has slot '" + config.slot()
+                    + "': " + String.join(", ", seen) + ". The slot may be on the unreachable one: Millrace waits for it rather than"
+                    + " make a new slot elsewhere");
+        }
+        if (firstStandby == null) {
+            throw new MillraceException(Kind.CONNECTION, "source.capture_from is standby, but no host of source.hosts is a standby: "
+                    + String.join(", ", seen) + ". Start the standby (or list it under source.hosts), or set source.capture_from: primary");
+        }
+        return firstStandby;
+    }
+
+    /** {@code host:port/database} of the server the slot is on (see {@link #capture()}), for messages. */
+    public String captureWhere() {
+        if (!config.fromStandby()) {
+            return where();
+        }
+        HostPort c = capture;
+        return c == null ? config.where() : c + "/" + config.database();
+    }
+
+    /** A regular connection to the {@link #capture()} server: the slot's state, the initial snapshot's reads. */
+    public Connection openCapture() {
+        if (!config.fromStandby()) {
+            return open();
+        }
+        HostPort h = capture();
+        try {
+            return DriverManager.getConnection(url(h), baseProperties());
+        } catch (SQLException e) {
+            throw PgErrors.translate("connecting to the source " + h + "/" + config.database() + " as '" + config.user() + "'", e);
+        }
+    }
+
+    /**
+     * While open, with the slot on a standby: asks the primary every half second to log its running transactions
+     * ({@code pg_log_standby_snapshot()}, PostgreSQL 16+), which a slot being created on a standby waits for (otherwise up
+     * to the primary's next checkpoint or 15 s of bgwriter). Nothing without a standby. A role that may not call it is
+     * told once in the log; the creation then just waits.
+     */
+    public Nudge standbySnapshots() {
+        if (!captureIsStandby()) {
+            return () -> { };
+        }
+        java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
+        Thread t = new Thread(() -> {
+            try (Connection c = open(); Statement s = c.createStatement()) {
+                while (!done.get()) {
+                    s.execute("SELECT pg_log_standby_snapshot()");
+                    Thread.sleep(500);
+                }
+            } catch (SQLException | RuntimeException e) {
+                LOG.info("could not ask the primary to log its running transactions ({}): creating the slot on the standby waits"
+                        + " for the primary's next record of them (up to 15 s; GRANT EXECUTE ON FUNCTION pg_log_standby_snapshot()"
+                        + " TO the role speeds it up)", firstLine(e.getMessage()));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "millrace-standby-snapshot");
+        t.setDaemon(true);
+        t.start();
+        return () -> {
+            done.set(true);
+            t.interrupt();
+        };
+    }
+
+    /** What {@link #standbySnapshots()} starts; {@link #close()} ends it. */
+    public interface Nudge extends AutoCloseable {
+        @Override
+        void close();
+    }
+
     private static String firstLine(String msg) {
         if (msg == null) {
             return "no message";
@@ -168,11 +313,11 @@ public final class PgConnections {
         PGProperty.PREFER_QUERY_MODE.set(p, "simple");
         Connection c;
         try {
-            c = DriverManager.getConnection(url(), p);
+            c = DriverManager.getConnection(url(capture()), p);
         } catch (SQLException e) {
-            throw PgErrors.translate("opening a replication connection to " + where() + " as '" + config.user() + "'", e);
+            throw PgErrors.translate("opening a replication connection to " + captureWhere() + " as '" + config.user() + "'", e);
         }
-        if (config.hosts().size() > 1) {
+        if (config.hosts().size() > 1 && !config.fromStandby()) {
             requirePrimary(c);
         }
         return c;

@@ -57,6 +57,13 @@ public final class PgErrors {
             return new MillraceException(Kind.CONNECTION, what + " failed: " + msg
                     + ". Check that the server is running and reachable at that host and port.", e);
         }
+        if ((state.equals("40001") || state.equals("40P01")) && msg.contains("conflict with recovery")) {
+            // source.capture_from: standby — a lock, or the removal of rows or a whole table, replayed from the primary
+            return new MillraceException(Kind.CONNECTION, what + " failed: the standby cancelled it to replay a change from the"
+                    + " primary that conflicts with it (" + msg + "): a lock such as TRUNCATE, ALTER TABLE, or VACUUM truncating a table,"
+                    + " which waits at most max_standby_streaming_delay for the read. Retried; if it recurs, raise"
+                    + " max_standby_streaming_delay on the standby (-1: replay waits for the read) while the snapshot runs", e);
+        }
         if (state.equals("57P01") || state.equals("57P02") || state.equals("57P03")) {
             return new MillraceException(Kind.CONNECTION, what + " failed: the server is shutting down or starting up (" + msg + ")", e);
         }

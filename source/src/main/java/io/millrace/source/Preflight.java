@@ -114,7 +114,16 @@ public final class Preflight {
             }
         }
 
-        boolean slotExists = checkSlot(c);
+        boolean slotExists;
+        if (config.fromStandby()) { // the slot is on the standby: its checks and the slot's there
+            PgConnections conns = new PgConnections(config);
+            try (Connection standby = conns.openCapture()) {
+                checks.addAll(StandbyChecks.run(conns.capture(), standby));
+                slotExists = checkSlot(standby);
+            }
+        } else {
+            slotExists = checkSlot(c);
+        }
         boolean pubExists = publicationExists(c);
         List<TableRef> tables = expand(c, config.tables());
         if (config.tables().isEmpty()) {
@@ -192,7 +201,7 @@ public final class Preflight {
         boolean pg13 = Catalog.serverVersion(c) >= 130000;
         String sql = "SELECT plugin, slot_type, database, active, active_pid, confirmed_flush_lsn::text, "
                 + (pg13 ? "wal_status, " : "NULL, ")
-                + "pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint FROM pg_replication_slots WHERE slot_name = ?";
+                + "pg_wal_lsn_diff(" + Catalog.WAL_NOW + ", restart_lsn)::bigint FROM pg_replication_slots WHERE slot_name = ?";
         try (PreparedStatement ps = c.prepareStatement(sql)) {
             ps.setString(1, config.slot());
             try (ResultSet rs = ps.executeQuery()) {

@@ -108,9 +108,9 @@ public final class SlotManager {
 
     /** Reads {@code slot}'s {@link Retention} in one query. */
     public static Retention retention(Connection c, String slot) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT pg_current_wal_lsn()::text,"
+        try (PreparedStatement ps = c.prepareStatement("SELECT " + Catalog.WAL_NOW + "::text,"
                 + " (SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = ?),"
-                + " (SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint FROM pg_replication_slots WHERE slot_name = ?)")) {
+                + " (SELECT pg_wal_lsn_diff(" + Catalog.WAL_NOW + ", restart_lsn)::bigint FROM pg_replication_slots WHERE slot_name = ?)")) {
             ps.setString(1, slot);
             ps.setString(2, slot);
             try (ResultSet rs = ps.executeQuery()) {

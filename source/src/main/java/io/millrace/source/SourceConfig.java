@@ -29,11 +29,13 @@ import java.util.Map;
  * @param hosts             the servers that may be the primary, in the order they are tried ({@code source.hosts}); one
  *                          ({@code host:port}) when a single server is configured. {@code host} and {@code port} are the first.
  * @param failover          the slot is a failover slot (PostgreSQL 17+), synchronised to standbys ({@code source.failover})
+ * @param fromStandby       the slot, the stream and the initial snapshot are on a standby among {@code hosts}, the writes on
+ *                          the primary among them ({@code source.capture_from: standby}, PostgreSQL 16+)
  */
 public record SourceConfig(String host, int port, String database, String user, Secret password, String slot,
                            String publication, List<TableRef> tables, List<TableRef> excludeTables, boolean createPublication, BinaryMode binary,
                            Duration statusInterval, Map<String, String> jdbcProperties, OnSlotLost onSlotLost, Duration newTablesPoll,
-                           List<HostPort> hosts, boolean failover) {
+                           List<HostPort> hosts, boolean failover, boolean fromStandby) {
 
     /** {@code source.on_slot_lost}. */
     public enum OnSlotLost {
@@ -56,21 +58,21 @@ public record SourceConfig(String host, int port, String database, String user, 
                         List<TableRef> tables, List<TableRef> excludeTables, boolean createPublication, BinaryMode binary,
                         Duration statusInterval, Map<String, String> jdbcProperties) {
         this(host, port, database, user, password, slot, publication, tables, excludeTables, createPublication, binary, statusInterval,
-                jdbcProperties, OnSlotLost.STOP, null, null, false);
+                jdbcProperties, OnSlotLost.STOP, null, null, false, false);
     }
 
     public SourceConfig(String host, int port, String database, String user, Secret password, String slot, String publication,
                         List<TableRef> tables, List<TableRef> excludeTables, boolean createPublication, BinaryMode binary,
                         Duration statusInterval, Map<String, String> jdbcProperties, OnSlotLost onSlotLost) {
         this(host, port, database, user, password, slot, publication, tables, excludeTables, createPublication, binary, statusInterval,
-                jdbcProperties, onSlotLost, null, null, false);
+                jdbcProperties, onSlotLost, null, null, false, false);
     }
 
     public SourceConfig(String host, int port, String database, String user, Secret password, String slot, String publication,
                         List<TableRef> tables, List<TableRef> excludeTables, boolean createPublication, BinaryMode binary,
                         Duration statusInterval, Map<String, String> jdbcProperties, List<HostPort> hosts, boolean failover) {
         this(host, port, database, user, password, slot, publication, tables, excludeTables, createPublication, binary, statusInterval,
-                jdbcProperties, OnSlotLost.STOP, null, hosts, failover);
+                jdbcProperties, OnSlotLost.STOP, null, hosts, failover, false);
     }
 
     public enum BinaryMode {
@@ -92,7 +94,7 @@ public record SourceConfig(String host, int port, String database, String user, 
     /** This configuration selecting {@code tables} less {@code excludeTables} (a reload of the table selection). */
     public SourceConfig withTables(List<TableRef> tables, List<TableRef> excludeTables) {
         return new SourceConfig(host, port, database, user, password, slot, publication, tables, excludeTables, createPublication,
-                binary, statusInterval, jdbcProperties, onSlotLost, newTablesPoll, hosts, failover);
+                binary, statusInterval, jdbcProperties, onSlotLost, newTablesPoll, hosts, failover, fromStandby);
     }
 
     /** {@code host:port/database} ({@code h1:p1,h2:p2/database} with several hosts), for messages (never the password). */

@@ -47,7 +47,7 @@ public final class ConfigLoader {
     private static final String[] SECTIONS = {"name", "source", "snapshot", "pipeline", "operations", "destinations", "transforms"};
     private static final String[] SOURCE_KEYS = {"host", "port", "database", "user", "password", "password_env", "password_file", "slot",
             "publication", "tables", "exclude_tables", "create_publication", "binary", "status_interval_ms", "ssl", "socket_timeout_s",
-            "on_slot_lost", "new_tables_poll_s", "hosts", "failover"};
+            "on_slot_lost", "new_tables_poll_s", "hosts", "failover", "capture_from"};
     /** The types built into the distribution, each in its own module: named when a configuration asks for one that is missing. */
     private static final List<String> BUILT_IN_MODULES = List.of("postgres", "jsonl", "duckdb", "kafka");
 
@@ -336,6 +336,7 @@ public final class ConfigLoader {
             b.hosts(s.strings("hosts"));
         }
         b.failover(s.bool("failover", false));
+        b.captureFrom(s.choice("capture_from", SourceSettings.CaptureFrom.PRIMARY, SourceSettings.CaptureFrom.class));
         s.done();
         return b.build();
     }

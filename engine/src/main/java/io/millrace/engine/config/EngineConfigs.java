@@ -75,7 +75,8 @@ public final class EngineConfigs {
         return new SourceConfig(s.host(), s.port(), s.database(), s.user(), s.password(), s.slot(), s.publication(), s.tables(),
                 s.excludeTables(), s.createPublication(), SourceConfig.BinaryMode.valueOf(s.binary().name()),
                 Duration.ofMillis(s.statusIntervalMs()), jdbc, SourceConfig.OnSlotLost.valueOf(s.onSlotLost().name()),
-                Duration.ofSeconds(s.newTablesPollS()), s.hosts().stream().map(EngineConfigs::hostPort).toList(), s.failover());
+                Duration.ofSeconds(s.newTablesPollS()), s.hosts().stream().map(EngineConfigs::hostPort).toList(), s.failover(),
+                s.captureFrom() == SourceSettings.CaptureFrom.STANDBY);
     }
 
     /** {@code host:port} or {@code [v6]:port}, as {@link SourceSettings#hosts()} gives them (checked there). */

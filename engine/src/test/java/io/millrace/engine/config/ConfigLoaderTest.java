@@ -446,4 +446,22 @@ class ConfigLoaderTest {
                 .contains("source.hosts and source.host / source.port are both given");
         assertThat(fail(HOSTS.replace("  database:", "  failover: maybe\n  database:") + FILES)).contains("source.failover");
     }
+
+    @Test
+    void captureFromAStandbyNeedsThePrimaryBesideItAndNoFailoverSlot() {
+        EngineConfig c = parse(HOSTS.replace("  database:", "  hosts: [db1:5432, db2:5432]\n  capture_from: standby\n  database:") + FILES);
+        assertThat(c.source().fromStandby()).isTrue();
+        assertThat(parse(SOURCE + FILES).source().fromStandby()).as("the default").isFalse();
+
+        assertThat(fail(HOSTS.replace("  database:", "  hosts: [db2:5432]\n  capture_from: standby\n  database:") + FILES))
+                .contains("source.capture_from is standby, which needs source.hosts to list the primary and the standby")
+                .contains("hosts: [db1:5432, db2:5432]");
+        assertThat(fail(SOURCE.replace("  database:", "  capture_from: standby\n  database:") + FILES))
+                .contains("source.capture_from is standby, which needs source.hosts");
+        assertThat(fail(HOSTS.replace("  database:", "  hosts: [db1:5432, db2:5432]\n  capture_from: standby\n  failover: true\n"
+                + "  database:") + FILES)).contains("source.capture_from is standby together with source.failover: true")
+                .contains("PostgreSQL makes no failover slot on a standby");
+        assertThat(fail(HOSTS.replace("  database:", "  capture_from: replica\n  database:") + FILES)).contains("source.capture_from")
+                .contains("primary").contains("standby");
+    }
 }

@@ -6,7 +6,6 @@ import io.millrace.embedded.EmbeddedPg;
 import io.millrace.engine.config.ConfigLoader;
 import io.millrace.engine.e2e.E2e;
 import io.millrace.source.Preflight;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -40,25 +39,14 @@ import static org.assertj.core.api.Assertions.assertThat;
  * -Dsurefire.failIfNoSpecifiedTests=false}.
  */
 class FailoverIT {
-    private final List<EmbeddedPg> servers = new ArrayList<>();
+    @org.junit.jupiter.api.extension.RegisterExtension
+    final Servers servers = new Servers();
 
     @TempDir
     Path dir;
 
-    @AfterEach
-    void stop() {
-        for (EmbeddedPg pg : servers) {
-            try {
-                pg.close();
-            } catch (RuntimeException ignored) {
-                // killed
-            }
-        }
-    }
-
     private EmbeddedPg keep(EmbeddedPg pg) {
-        servers.add(pg);
-        return pg;
+        return servers.keep(pg);
     }
 
     /** A free port in 61000-64999, above the ephemeral range: a standby started later on a killed server's port finds it free. */
@@ -284,7 +272,7 @@ class FailoverIT {
         int p2 = quietPort(p1);
         Path oldData = dir.resolve("old-primary");
         EmbeddedPg primary = EmbeddedPg.builder().major(17).dataDirectory(oldData, false).port(p1).start();
-        servers.add(primary);
+        servers.keep(primary);
         EmbeddedPg dst = keep(EmbeddedPg.builder().major(17).start());
         primary.createDatabase("fo_src");
         dst.createDatabase("fo_dst");
@@ -305,7 +293,7 @@ class FailoverIT {
             int restarts = run.supervisor.restarts();
             // the former primary comes back on its own data directory, a primary again on its old timeline (no rewind)
             primary.close();
-            servers.remove(primary);
+            servers.forget(primary);
             EmbeddedPg former = keep(EmbeddedPg.builder().major(17).dataDirectory(oldData, false).port(p1).start());
             standby.execute("postgres", "SELECT pg_terminate_backend(pid) FROM pg_stat_replication WHERE application_name = 'millrace'");
             String retrying = null;
@@ -321,7 +309,7 @@ class FailoverIT {
                     .contains("127.0.0.1:" + p2 + " (the primary)").contains("pg_rewind");
             assertThat(run.supervisor.restarts()).isGreaterThan(restarts);
             former.close(); // fenced: the pipeline goes on with the promoted one
-            servers.remove(former);
+            servers.forget(former);
             run.awaitState("streaming", Duration.ofSeconds(90));
             Thread.sleep(500);
             try (Connection s = standby.connect("fo_src"); Connection d = dst.connect("fo_dst")) {

@@ -113,9 +113,9 @@ class InterruptedSnapshotIT {
 
             // 1. The initial snapshot, stopped once s1 and s2 landed in both destinations, before big did.
             Engine.State stateAtStop;
-            // big's batches slowed (50 ms each), so that its copy is still running when s1 and s2 are seen landed: on a fast
+            // big's batches slowed (300 ms each), so that its copy is still running when s1 and s2 are seen landed: on a fast
             // machine big landed within the second the stop took (CI: "snapshot interrupted" expected RUNNING, was DONE)
-            try (Faults.Armed slow = Faults.arm("snapshot.mid-chunk:delay:50"); RunningEngine e = RunningEngine.start(yaml(db, dir), dir)) {
+            try (Faults.Armed slow = Faults.arm("snapshot.mid-chunk:delay:300"); RunningEngine e = RunningEngine.start(yaml(db, dir), dir)) {
                 long deadline = System.nanoTime() + WAIT.toNanos();
                 while (true) {
                     Checkpoint p = postgresCheckpoint(dst);
