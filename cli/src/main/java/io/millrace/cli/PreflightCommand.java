@@ -32,7 +32,7 @@ final class PreflightCommand implements Callable<Integer> {
         EngineConfig cfg = loader.load(config);
         PgConnections conns = new PgConnections(cfg.source());
         try (Connection c = conns.open()) {
-            Preflight.Report r = Preflight.run(cfg.source(), c);
+            Preflight.Report r = Preflight.run(conns, c);
             out.println(r.render());
             for (String d : loader.deferred()) {
                 out.println(new Preflight.Check("configuration", Preflight.Status.WARN, d.replaceFirst("^config: ", "")

@@ -99,7 +99,7 @@ public final class Reset implements AutoCloseable {
             try (Connection c = conns.open(); Connection at = conns.openCapture()) { // at: the server the slot is on
                 new SlotManager(src).requireFree(at);
                 slot = SlotMonitor.sample(at, src.slot());
-                report = Preflight.run(src, c);
+                report = Preflight.run(conns, c);
             } catch (SQLException e) {
                 throw PgErrors.translate("reading the slot and tables of " + src.where(), e);
             }

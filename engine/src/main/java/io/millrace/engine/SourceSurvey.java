@@ -114,7 +114,7 @@ final class SourceSurvey {
 
     /** The preflight's report, its warnings logged; null to look again (a table a pattern listed is gone); throws on a failure. */
     private Preflight.Report preflight(Connection meta, int attempt) {
-        Preflight.Report report = Preflight.run(src, meta);
+        Preflight.Report report = Preflight.run(ctx.conns, meta);
         for (Preflight.Check c : report.checks()) {
             if (c.status() == Preflight.Status.WARN && c.name().equals(Preflight.DDL_TRIGGER)) {
                 LOG.info("preflight: {} — {} (fix: {})", c.name(), c.detail(), c.fix()); // optional: not a warning at every start

@@ -189,7 +189,7 @@ public final class PgConnections {
             }
             return withSlot;
         }
-        if (silent) {
+        if (silent) { // INV: RESUME — a new slot elsewhere would begin after the changes the silent host's slot holds
             throw new MillraceException(Kind.CONNECTION, "source.capture_from is standby and no reachable host has slot '" + config.slot()
                     + "': " + String.join(", ", seen) + ". The slot may be on the unreachable one: Millrace waits for it rather than"
                     + " make a new slot elsewhere");
@@ -212,15 +212,7 @@ public final class PgConnections {
 
     /** A regular connection to the {@link #capture()} server: the slot's state, the initial snapshot's reads. */
     public Connection openCapture() {
-        if (!config.fromStandby()) {
-            return open();
-        }
-        HostPort h = capture();
-        try {
-            return DriverManager.getConnection(url(h), baseProperties());
-        } catch (SQLException e) {
-            throw PgErrors.translate("connecting to the source " + h + "/" + config.database() + " as '" + config.user() + "'", e);
-        }
+        return config.fromStandby() ? openTo(capture()) : open();
     }
 
     /**

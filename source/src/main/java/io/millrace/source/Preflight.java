@@ -68,8 +68,14 @@ public final class Preflight {
 
     /** Runs every check on {@code c}, a regular connection to the source. */
     public static Report run(SourceConfig config, Connection c) {
+        return run(new PgConnections(config), c);
+    }
+
+    /** Runs every check on {@code c}, a regular connection to the primary of {@code conns} (whose standby it checks too). */
+    public static Report run(PgConnections conns, Connection c) {
+        SourceConfig config = conns.config();
         try {
-            return new Preflight(config).check(c);
+            return new Preflight(config).check(conns, c);
         } catch (SQLException e) {
             throw PgErrors.translate("checking the source " + config.where(), e);
         }
@@ -87,7 +93,7 @@ public final class Preflight {
         checks.add(new Check(name, Status.FAIL, detail, fix, kind));
     }
 
-    private Report check(Connection c) throws SQLException {
+    private Report check(PgConnections conns, Connection c) throws SQLException {
         int version = Catalog.serverVersion(c);
         if (version < 100000) {
             fail("server version", Kind.SOURCE_SETUP, "PostgreSQL " + version + " is too old", "use PostgreSQL 10 or newer (14+ recommended)");
@@ -116,7 +122,6 @@ public final class Preflight {
 
         boolean slotExists;
         if (config.fromStandby()) { // the slot is on the standby: its checks and the slot's there
-            PgConnections conns = new PgConnections(config);
             try (Connection standby = conns.openCapture()) {
                 checks.addAll(StandbyChecks.run(conns.capture(), standby));
                 slotExists = checkSlot(standby);
