@@ -167,12 +167,22 @@ public final class ReplicationReader implements Runnable {
                         // Sleep in the kernel until the walsender sends something (a message or a keepalive),
                         // at most waitMillis: then readPending sends a status if one is due, and the loop sees
                         // a new durable position or a stop.
-                        boolean arrived;
+                        int next;
                         try {
-                            arrived = socket.await(waitMillis);
+                            next = socket.await(waitMillis);
                         } catch (java.io.IOException e) {
                             throw new SQLException("the replication connection failed while waiting for data: " + e, "08006", e);
                         }
+                        if (next == 'C') {
+                            // CommandComplete: the walsender ended the stream (a clean shutdown or restart of the server,
+                            // or pg_terminate_backend). pgjdbc's readPending leaves it unread until the client ends the
+                            // copy itself, so it returned null and the wait sees the same byte at once, every time:
+                            // without this the reader spun on a CPU, unaware, until a status update failed to be written,
+                            // up to two status intervals later (found by the soak; RestartFaultsIT).
+                            throw new SQLException("the server ended the replication stream (it was shut down or restarted,"
+                                    + " or its walsender was terminated)", "08006");
+                        }
+                        boolean arrived = next >= 0;
                         long now = System.nanoTime();
                         if (arrived) {
                             lastByte = now;

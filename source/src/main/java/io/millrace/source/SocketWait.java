@@ -63,17 +63,17 @@ final class SocketWait {
     /**
      * Blocks until at least one byte can be read or {@code millis} passed.
      *
-     * @return true when a byte is buffered (the next {@code readPending()} reads a message), false on timeout
+     * @return the next byte, left in the buffer (the type of the message the next {@code readPending()} reads), or -1 on
+     *         timeout
      * @throws IOException when the connection failed or was closed by the server
      */
-    boolean await(int millis) throws IOException {
+    int await(int millis) throws IOException {
         int before = stream.getNetworkTimeout();
         stream.setNetworkTimeout(Math.max(1, millis)); // 0 would mean "forever"
         try {
-            stream.peekChar(); // EOFException when the server closed the connection
-            return true;
+            return stream.peekChar(); // EOFException when the server closed the connection
         } catch (SocketTimeoutException e) {
-            return false; // nothing was consumed: a timed-out read leaves pgjdbc's buffer as it was
+            return -1; // nothing was consumed: a timed-out read leaves pgjdbc's buffer as it was
         } finally {
             stream.setNetworkTimeout(before);
         }

@@ -105,6 +105,42 @@ class RestartFaultsIT {
         }
     }
 
+    /**
+     * A source shut down cleanly (what an operator's restart does) ends the replication connection; the reader must see
+     * that when it happens, not when its next status update fails to be written (up to two status intervals later, 20 s
+     * at the default; found by the soak, docs/RELIABILITY.md). The status interval here is 30 s, the bound 10 s.
+     */
+    @Test
+    void aCleanSourceShutdownIsNoticedAtOnceNotAtTheNextStatusUpdate() throws Exception {
+        databases("srcstop");
+        String yaml = FaultRig.yaml("srcstop", src.port(), "srcstop_src", dst.port(), "srcstop_dst", dir.resolve("events"),
+                "{initial_ms: 200, max_ms: 1000, attempts: 0}").replace("status_interval_ms: 500", "status_interval_ms: 30000");
+        try (FaultRig.Running run = new FaultRig.Running(yaml, dir)) {
+            run.awaitState("streaming", Duration.ofSeconds(60));
+            src.execute("srcstop_src", "INSERT INTO txlog VALUES (1, 'before')");
+            try (Connection d = dst.connect("srcstop_dst")) {
+                E2e.awaitRow(d, "SELECT count(*) FROM txlog WHERE tx_id = 1", Duration.ofSeconds(30));
+            }
+            Thread.sleep(500);
+            long before = System.nanoTime();
+            src = restart(src, srcData, 0);
+            long noticed = -1;
+            while (System.nanoTime() - before < 40_000_000_000L && noticed < 0) {
+                if (run.supervisor.restarts() > 0) {
+                    noticed = (System.nanoTime() - before) / 1_000_000;
+                }
+                Thread.sleep(20);
+            }
+            System.out.println("RestartFaultsIT: a clean source shutdown noticed after " + noticed + " ms");
+            assertThat(noticed).as("ms until the reader saw the connection end (-1: not within 40 s)").isBetween(0L, 10_000L);
+            run.awaitState("streaming", Duration.ofSeconds(60));
+            src.execute("srcstop_src", "INSERT INTO txlog VALUES (2, 'after')");
+            try (Connection d = dst.connect("srcstop_dst")) {
+                E2e.awaitRow(d, "SELECT count(*) FROM txlog WHERE tx_id = 2", Duration.ofSeconds(30));
+            }
+        }
+    }
+
     @Test
     void theDestinationDownFor20SecondsIsRetriedWithBackoffAndResumes() throws Exception {
         databases("dstdown");
