@@ -183,6 +183,8 @@ public final class EmbeddedPg implements AutoCloseable {
             try {
                 Path dir = own ? Files.createTempDirectory("millrace-standby") : dataDir;
                 baseBackup(primary, primarySlot, dir);
+                // PostgreSQL refuses a data directory others may read (a temporary one is 0700 already, a given one not)
+                Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
                 Builder b = new Builder().major(major).dataDirectory(dir, false).port(port);
                 b.settings.putAll(settings);
                 EmbeddedPg standby = b.start();
@@ -342,6 +344,55 @@ public final class EmbeddedPg implements AutoCloseable {
 
     public int major() {
         return major;
+    }
+
+    /**
+     * Makes the standby replicating through physical slot {@code standbySlot} this primary's synchronous standby, and the
+     * one whose slot logical decoding waits for before it sends a change ({@code synchronized_standby_slots}, PostgreSQL
+     * 17+), so that a failover slot on the standby is never behind what a logical consumer got; waits up to 60 s until
+     * the standby streams as synchronous.
+     */
+    public void makeSynchronous(String standbySlot) {
+        String q = standbySlot.replace("'", "''");
+        execute("postgres", "ALTER SYSTEM SET synchronized_standby_slots = '" + q + "'",
+                "ALTER SYSTEM SET synchronous_standby_names = '" + q + "'", "SELECT pg_reload_conf()");
+        awaitTrue("SELECT count(*) = 1 FROM pg_stat_replication WHERE application_name = '" + q
+                + "' AND state = 'streaming' AND sync_state = 'sync'", "standby " + standbySlot + " streaming as synchronous", false);
+    }
+
+    /**
+     * Waits up to 60 s until this standby holds logical slot {@code slot} synchronised and persistent (a promotion now
+     * keeps it). The standby's slot sync worker naps up to 30 s while nothing changes; a configuration reload wakes it.
+     */
+    public void awaitSyncedSlot(String slot) {
+        awaitTrue("SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name = '" + slot.replace("'", "''")
+                + "' AND synced AND NOT temporary AND invalidation_reason IS NULL", "slot " + slot + " synchronised", true);
+    }
+
+    private void awaitTrue(String sql, String what, boolean reload) {
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        try (Connection c = connect("postgres"); Statement s = c.createStatement()) {
+            while (true) {
+                try (var rs = s.executeQuery(sql)) {
+                    rs.next();
+                    if (rs.getBoolean(1)) {
+                        return;
+                    }
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException(what + ": not so on the server on port " + port() + " after 60 s");
+                }
+                if (reload) {
+                    s.execute("SELECT pg_reload_conf()");
+                }
+                Thread.sleep(300);
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException(what + ": " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
     }
 
     public int port() {

@@ -58,10 +58,19 @@ final class KafkaCheck {
 
     /** What differs between the topics and the source, and every change repeated, lost or out of order; empty when none. */
     List<String> differences(Connection src) throws Exception {
+        Map<String, String[]> keyed = new java.util.LinkedHashMap<>();
+        keyed.put("accounts", new String[] {"owner", "balance", "payload"});
+        keyed.put("small", new String[] {"v"});
+        return differences(src, keyed);
+    }
+
+    /** As {@link #differences(Connection)}, for these keyed tables (key column {@code id}) and their columns, and txlog. */
+    List<String> differences(Connection src, Map<String, String[]> keyedTables) throws Exception {
         List<String> out = new ArrayList<>();
         unavailable = 0;
-        keyed(src, "accounts", out, "owner", "balance", "payload");
-        keyed(src, "small", out, "v");
+        for (Map.Entry<String, String[]> t : keyedTables.entrySet()) {
+            keyed(src, t.getKey(), out, t.getValue());
+        }
         txlog(src, out);
         return out;
     }

@@ -103,34 +103,6 @@ class FailoverIT {
                 "");
     }
 
-    /** Makes {@code standby} the synchronous standby whose slot {@code primary} waits for before logical decoding sends a change. */
-    private static void synchronous(EmbeddedPg primary, String standbySlot) throws Exception {
-        primary.execute("postgres", "ALTER SYSTEM SET synchronized_standby_slots = '" + standbySlot + "'",
-                "ALTER SYSTEM SET synchronous_standby_names = '" + standbySlot + "'", "SELECT pg_reload_conf()");
-        try (Connection c = primary.connect("postgres")) {
-            E2e.awaitRow(c, "SELECT count(*) FROM pg_stat_replication WHERE application_name = '" + standbySlot
-                    + "' AND state = 'streaming' AND sync_state = 'sync'", Duration.ofSeconds(60));
-        }
-    }
-
-    /**
-     * Waits until the standby holds {@code slot} synchronised and persistent (a promotion now keeps it). The standby's slot
-     * sync worker naps up to 30 s while nothing changes; a configuration reload wakes it, so the wait is short.
-     */
-    private static void awaitSynced(EmbeddedPg standby, String slot) throws Exception {
-        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-        try (Connection c = standby.connect("postgres")) {
-            while (!"1".equals(E2e.queryString(c, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '" + slot
-                    + "' AND synced AND NOT temporary AND invalidation_reason IS NULL"))) {
-                if (System.nanoTime() > deadline) {
-                    throw new AssertionError("slot " + slot + " not synchronised to the standby on port " + standby.port() + " after 60 s");
-                }
-                E2e.queryString(c, "SELECT pg_reload_conf()::text");
-                Thread.sleep(300);
-            }
-        }
-    }
-
     @Test
     void thePipelineContinuesOnThePromotedStandbyWithNothingLostOrRepeated() throws Exception {
         E2e.init();
@@ -148,7 +120,7 @@ class FailoverIT {
             FaultRig.schema(c, 2000);
         }
         EmbeddedPg standby = keep(EmbeddedPg.builder().major(17).port(ports[1]).standbyOf(primary, "standby_1").start());
-        synchronous(primary, "standby_1");
+        primary.makeSynchronous("standby_1");
         Load load = new Load("jdbc:postgresql://127.0.0.1:" + primary.port() + "/fo_src", seed);
         Path duck = dir.resolve("mirror.duckdb");
         List<String> expectedItems;
@@ -156,7 +128,7 @@ class FailoverIT {
         try (FaultRig.Running run = new FaultRig.Running(yaml("fo", ports[0], ports[1], dst.port(), duck), dir)) {
             run.awaitState("streaming", Duration.ofSeconds(60));
             for (int i = 1; i <= promotions; i++) {
-                awaitSynced(standby, "fo");
+                standby.awaitSyncedSlot("fo");
                 Thread.sleep(500 + rnd.nextInt(2000)); // the load runs: the kill comes at a random moment of it
                 primary.killPostmaster();
                 standby.promote();
@@ -167,7 +139,7 @@ class FailoverIT {
                 if (i < promotions) { // the next standby, on the killed server's port, from the promoted one
                     String slot = "standby_" + (i + 1);
                     standby = keep(EmbeddedPg.builder().major(17).port(freed).standbyOf(primary, slot).start());
-                    synchronous(primary, slot);
+                    primary.makeSynchronous(slot);
                 }
             }
             Thread.sleep(1000); // the load writes on the last primary
@@ -280,11 +252,11 @@ class FailoverIT {
             FaultRig.schema(c, 500);
         }
         EmbeddedPg standby = keep(EmbeddedPg.builder().major(17).port(p2).standbyOf(primary, "standby_1").start());
-        synchronous(primary, "standby_1");
+        primary.makeSynchronous("standby_1");
         Load load = new Load("jdbc:postgresql://127.0.0.1:" + p1 + "/fo_src", 7);
         try (FaultRig.Running run = new FaultRig.Running(yaml("brain", p1, p2, dst.port()), dir)) {
             run.awaitState("streaming", Duration.ofSeconds(60));
-            awaitSynced(standby, "brain");
+            standby.awaitSyncedSlot("brain");
             Thread.sleep(500);
             primary.killPostmaster();
             standby.promote();
