@@ -5,6 +5,8 @@ import io.millrace.core.MillraceException.Kind;
 import io.millrace.embedded.EmbeddedPg;
 import io.millrace.engine.config.ConfigLoader;
 import io.millrace.engine.e2e.E2e;
+import io.millrace.sink.kafka.testing.KafkaBroker;
+import io.millrace.sink.kafka.testing.TopicState;
 import io.millrace.source.Preflight;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -30,8 +32,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * hot_standby_feedback}, the primary's {@code synchronized_standby_slots} = the standby's physical slot), a write load,
  * the primary's postmaster killed (SIGKILL) and the standby promoted; Millrace, given both hosts, reconnects to the
  * promoted one and continues from the destination's checkpoint on the synchronised slot (INV: RESUME, IDENTITY). At the
- * end the postgres and DuckDB destinations equal the new primary and no transaction was applied twice; the jsonl one has
- * each of the new primary's transactions, no other, and any repeat at the same position.
+ * end the postgres and DuckDB destinations equal the new primary and no transaction was applied twice; a Kafka
+ * {@code read_committed} consumer rebuilds items equal to it with each change once and in order, and finds each of its
+ * transactions once; the jsonl one has each of the new primary's transactions, no other, and any repeat at the same
+ * position.
  *
  * <p>CI runs one promotion. More, each on a standby built from the last promoted server (on the killed one's port):
  * {@code -Dmillrace.failover.promotions=5} (with a seed: {@code -Dmillrace.failover.seed=N}), e.g.
@@ -76,6 +80,11 @@ class FailoverIT {
      * one: the writer gives them each batch first, so they hold all once the postgres one does.
      */
     private static String yaml(String name, int p1, int p2, int dstPort, Path duckdb) {
+        return yaml(name, p1, p2, dstPort, duckdb, null);
+    }
+
+    /** As {@link #yaml(String, int, int, int, Path)}, with a Kafka destination ({@code bus}, topics {@code <name>.public.*}) too. */
+    private static String yaml(String name, int p1, int p2, int dstPort, Path duckdb, String kafka) {
         return String.join("\n",
                 "name: " + name,
                 "source:",
@@ -90,6 +99,7 @@ class FailoverIT {
                 "destinations:",
                 duckdb == null ? "" : "  - {name: mirror, type: duckdb, file: '" + duckdb.toAbsolutePath() + "'}",
                 duckdb == null ? "" : "  - {name: files, type: jsonl, directory: '" + duckdb.resolveSibling("events").toAbsolutePath() + "'}",
+                kafka == null ? "" : "  - {name: bus, type: kafka, bootstrap_servers: '" + kafka + "'}",
                 "  - name: replica",
                 "    type: postgres",
                 "    host: 127.0.0.1",
@@ -125,7 +135,9 @@ class FailoverIT {
         Path duck = dir.resolve("mirror.duckdb");
         List<String> expectedItems;
         List<String> expectedTx;
-        try (FaultRig.Running run = new FaultRig.Running(yaml("fo", ports[0], ports[1], dst.port(), duck), dir)) {
+        KafkaBroker kafka = KafkaBroker.start();
+        servers.keep(kafka);
+        try (FaultRig.Running run = new FaultRig.Running(yaml("fo", ports[0], ports[1], dst.port(), duck, kafka.bootstrapServers()), dir)) {
             run.awaitState("streaming", Duration.ofSeconds(60));
             for (int i = 1; i <= promotions; i++) {
                 standby.awaitSyncedSlot("fo");
@@ -165,6 +177,26 @@ class FailoverIT {
             assertThat(rows(d, "SELECT id || '|' || v || '|' || n FROM public.items ORDER BY id")).isEqualTo(expectedItems);
             assertThat(rows(d, "SELECT tx_id FROM public.txlog ORDER BY tx_id")).as("txlog: none lost, none twice").isEqualTo(expectedTx);
         }
+        // Kafka, read_committed: the topics rebuild items as the new primary has them, each change once and in order
+        // (TopicState), and carry each of its transactions' txlog row in one create event (or the initial copy's read)
+        TopicState items = TopicState.rebuild(kafka.readCommitted("fo.public.items"), null);
+        assertThat(items.problems()).as("Kafka items: each change once and in order").isEmpty();
+        assertThat(items.rows().values().stream().map(a -> a.get("id").asText() + "|" + a.get("v").asText() + "|" + a.get("n").asText())
+                .sorted(java.util.Comparator.comparingLong(x -> Long.parseLong(x.substring(0, x.indexOf('|'))))).toList())
+                .as("Kafka items rebuilt = the new primary").isEqualTo(expectedItems);
+        java.util.Map<String, Integer> created = new java.util.TreeMap<>();
+        for (var r : kafka.readCommitted("fo.public.txlog")) {
+            if (r.value() != null) {
+                var e = new com.fasterxml.jackson.databind.ObjectMapper().readTree(r.value());
+                if (e.path("op").asText().equals("c") || e.path("op").asText().equals("r")) {
+                    created.merge(e.path("after").path("tx_id").asText(), 1, Integer::sum);
+                }
+            }
+        }
+        assertThat(created.keySet()).as("Kafka txlog: the new primary's transactions, none lost, none it lacks")
+                .containsExactlyInAnyOrderElementsOf(expectedTx);
+        assertThat(created.entrySet().stream().filter(x -> x.getValue() > 1).map(Object::toString).toList())
+                .as("Kafka txlog: no transaction twice").isEmpty();
         // jsonl, at least once: every transaction of the new primary is there, none other, and a repeat has the same position
         java.util.Map<String, java.util.Set<String>> positions = new java.util.TreeMap<>();
         for (var e : E2e.events(dir.resolve("events"))) {

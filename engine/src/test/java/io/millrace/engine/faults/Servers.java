@@ -1,6 +1,5 @@
 package io.millrace.engine.faults;
 
-import io.millrace.embedded.EmbeddedPg;
 import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
@@ -8,29 +7,29 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The servers a test started, closed after it ({@code @RegisterExtension final Servers servers = new Servers();}); a
+ * The servers (PostgreSQL, Kafka) a test started, closed after it ({@code @RegisterExtension final Servers servers = new Servers();}); a
  * server the test killed closes quietly.
  */
 final class Servers implements AfterEachCallback {
-    private final List<EmbeddedPg> started = new ArrayList<>();
+    private final List<AutoCloseable> started = new ArrayList<>();
 
-    /** {@code pg}, closed after the test. */
-    EmbeddedPg keep(EmbeddedPg pg) {
-        started.add(pg);
-        return pg;
+    /** {@code server} (a PostgreSQL, a Kafka broker), closed after the test. */
+    <T extends AutoCloseable> T keep(T server) {
+        started.add(server);
+        return server;
     }
 
     /** No longer closed after the test (the test closed it). */
-    void forget(EmbeddedPg pg) {
+    void forget(AutoCloseable pg) {
         started.remove(pg);
     }
 
     @Override
     public void afterEach(ExtensionContext context) {
-        for (EmbeddedPg pg : started) {
+        for (AutoCloseable server : started) {
             try {
-                pg.close();
-            } catch (RuntimeException ignored) {
+                server.close();
+            } catch (Exception ignored) {
                 // killed
             }
         }
