@@ -76,8 +76,26 @@ class SoakIT {
             return new Node(dir, port, EmbeddedPg.builder().major(17).dataDirectory(dir, false).port(port).standbyOf(primary.pg, slot).start());
         }
 
-        void restart() {
+        /**
+         * A clean shutdown; returns how long it took. A fast shutdown waits for each walsender to send the WAL up to the
+         * shutdown checkpoint and its client to confirm it, which can outlast the 5 s pg_ctl is given here, so the wait is
+         * for the postmaster's pid file to go (up to 120 s).
+         */
+        long stop() throws InterruptedException {
+            long t0 = System.currentTimeMillis();
             pg.close();
+            Path pid = dir.resolve("postmaster.pid");
+            while (Files.exists(pid)) {
+                if (System.currentTimeMillis() - t0 > 120_000) {
+                    throw new AssertionError("the server on port " + port + " did not shut down within 120 s");
+                }
+                Thread.sleep(50);
+            }
+            return System.currentTimeMillis() - t0;
+        }
+
+        /** Starts the stopped server again on its directory and port. */
+        void start() {
             pg = EmbeddedPg.builder().major(17).dataDirectory(dir, false).port(port).start();
         }
 
@@ -134,6 +152,7 @@ class SoakIT {
             Sampler sampler = new Sampler(work.resolve("samples.tsv"), events.resolve("checkpoint.json"), new KafkaCheck(kafka, "soak"));
             DuckCheck duck = new DuckCheck(duckFile, DUCK_DEST);
             Map<Fault, Integer> faults = new TreeMap<>();
+            List<Long> shutdowns = new ArrayList<>();
             long t0 = System.currentTimeMillis();
             long end = t0 + seconds * 1000;
             long nextFault = t0 + faultEvery;
@@ -163,15 +182,20 @@ class SoakIT {
                             sampler.duckDurable(primary, duck);
                             engine = EngineProcess.startWith(config, work.resolve(String.format("engine-%02d.log", ++run)), jvm);
                         }
-                        case SOURCE_RESTART -> primary.restart();
+                        case SOURCE_RESTART -> {
+                            long took = primary.stop();
+                            primary.start();
+                            shutdowns.add(took);
+                            System.out.printf("SoakIT: the source's clean shutdown took %d ms%n", took);
+                        }
                         case CONNECTIONS_CUT -> {
                             cut(primary.pg, SRC);
                             cut(dst.pg, DST);
                         }
                         case DESTINATION_DOWN -> {
-                            dst.pg.close();
+                            dst.stop();
                             Thread.sleep(outage);
-                            dst.restart();
+                            dst.start();
                         }
                         case FAILOVER -> {
                             standby.pg.awaitSyncedSlot(SLOT);
@@ -227,11 +251,12 @@ class SoakIT {
                 assertThat(sampler.violations).as("INV: DURABLE").isEmpty();
                 String summary = String.format("SoakIT summary: seed %d; %d s, faults %s; %d transactions committed (%d larger of %d rows),"
                                 + " %d engine runs; peak RSS %d MB (first sample after the first minute %d MB); lag max %d ms, p50 %d ms;"
-                                + " retained WAL max %d MB; DURABLE samples %d checked, %d violations; catch-up %d ms; destinations equal"
+                                + " retained WAL max %d MB; source clean shutdowns took %s ms; DURABLE samples %d checked, %d violations;"
+                                + " catch-up %d ms; destinations equal"
                                 + " the last primary (port %d): postgres, DuckDB, Kafka (read_committed), jsonl (%d events replayed)",
                         seed, seconds, faults, committed, load.large.get(), Load.LARGE_ROWS, run, sampler.peakRssKb / 1024,
                         sampler.firstMinuteRssKb / 1024, sampler.maxLagMs, sampler.lagP50(), sampler.maxRetainedBytes >> 20,
-                        sampler.checked, sampler.violations.size(), catchUp, primary.port, replay.events);
+                        shutdowns, sampler.checked, sampler.violations.size(), catchUp, primary.port, replay.events);
                 System.out.println(summary);
                 Files.writeString(work.resolve("summary.txt"), summary + "\n", StandardCharsets.UTF_8);
                 assertThat(faults.keySet()).as("every kind of fault ran").containsExactlyInAnyOrder(Fault.values());
