@@ -7,6 +7,7 @@ import io.millrace.embedded.EmbeddedPg;
 import io.millrace.engine.EngineStatus;
 import io.millrace.engine.RunningEngine;
 import io.millrace.engine.e2e.E2e;
+import io.millrace.sink.kafka.testing.KafkaBroker;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -29,7 +30,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * {@code source.on_slot_lost: resnapshot}: a slot invalidated while Millrace was stopped ({@code max_slot_wal_keep_size}
  * exceeded, {@code wal_status = 'lost'}), with inserts, updates and deletes made meanwhile, is replaced, and every
- * destination ends equal to the source — deletes included — in postgres, DuckDB and the jsonl replay.
+ * destination ends equal to the source — deletes included — in postgres, DuckDB, Kafka (a {@code read_committed} consumer
+ * applying every event) and the jsonl replay.
  *
  * <p>The start that replaces the slot fails right after creating the new one (fault point {@code engine.slot-replaced}):
  * the next start finds checkpoints marked REPLACING under a slot confirmed past them and replaces it again, rather than
@@ -42,6 +44,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 class SlotLostResnapshotIT {
     private static final List<TableRef> REFS = List.of(TableRef.parse("public.items"), TableRef.parse("public.pairs"));
     private static EmbeddedPg pg;
+    private static KafkaBroker kafka;
+    private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper();
 
     @TempDir
     Path dir;
@@ -49,6 +53,7 @@ class SlotLostResnapshotIT {
     @BeforeAll
     static void start() throws Exception {
         E2e.init();
+        kafka = KafkaBroker.start();
         pg = EmbeddedPg.builder().major(17).setting("max_wal_size", "32MB").setting("min_wal_size", "32MB").start();
         pg.createDatabase("rs_src");
         pg.createDatabase("rs_dst");
@@ -82,9 +87,12 @@ class SlotLostResnapshotIT {
     }
 
     @AfterAll
-    static void stop() {
+    static void stop() throws Exception {
         if (pg != null) {
             pg.close();
+        }
+        if (kafka != null) {
+            kafka.close();
         }
     }
 
@@ -115,6 +123,7 @@ class SlotLostResnapshotIT {
                 "  - {name: replica, type: postgres, host: 127.0.0.1, port: " + pg.port() + ", database: " + dst + ", user: postgres}",
                 "  - {name: mirror, type: duckdb, file: " + dir.resolve(name + ".duckdb").toAbsolutePath() + "}",
                 "  - {name: files, type: jsonl, directory: " + dir.resolve(name + "-events").toAbsolutePath() + "}",
+                "  - {name: bus, type: kafka, bootstrap_servers: '" + kafka.bootstrapServers() + "'}",
                 "pipeline:",
                 "  linger_ms: 20",
                 "operations:",
@@ -321,8 +330,19 @@ class SlotLostResnapshotIT {
             List<JsonNode> events = E2e.events(dir.resolve(name + "-events"));
             List<String> jsonItems = replay(events, "items", List.of("id"), List.of("id", "v", "n"));
             List<String> jsonPairs = replay(events, "pairs", List.of("a", "b"), List.of("a", "b", "v"));
-            boolean equal = duckItems.equals(items) && duckPairs.equals(pairs) && jsonItems.equals(items) && jsonPairs.equals(pairs);
+            // Kafka, read_committed, applied as a consumer would: r replaces, d (the reconciling copy's too) deletes
+            List<JsonNode> kafkaItemEvents = kafkaEvents(name + ".public.items");
+            List<JsonNode> kafkaPairEvents = kafkaEvents(name + ".public.pairs");
+            List<String> kafkaItems = replay(kafkaItemEvents, "items", List.of("id"), List.of("id", "v", "n"));
+            List<String> kafkaPairs = replay(kafkaPairEvents, "pairs", List.of("a", "b"), List.of("a", "b", "v"));
+            boolean equal = duckItems.equals(items) && duckPairs.equals(pairs) && jsonItems.equals(items) && jsonPairs.equals(pairs)
+                    && kafkaItems.equals(items) && kafkaPairs.equals(pairs);
             if (equal || System.nanoTime() > deadline) {
+                assertThat(kafkaItems).as("Kafka (read_committed) items, deletes included").isEqualTo(items);
+                assertThat(kafkaPairs).as("Kafka (read_committed) pairs, deletes included").isEqualTo(pairs);
+                // (TopicState's once-and-in-order rules do not hold across a lost slot, as docs/EVENTS.md says: the changes
+                // made while it was lost never come, so the load's re-insert of a key deleted meanwhile is a create of a key
+                // the consumer still holds, and the reconciling copy's delete of a key the stream deleted since is a second one)
                 assertThat(duckItems).as("DuckDB items").isEqualTo(items);
                 assertThat(duckPairs).as("DuckDB pairs").isEqualTo(pairs);
                 assertThat(jsonItems).as("jsonl replay of items").isEqualTo(items);
@@ -410,6 +430,20 @@ class SlotLostResnapshotIT {
     }
 
     /** The table as replaying the events in file order leaves it: r, c, u put the row, d removes its key. */
+    /** The values of {@code topic} for a {@code read_committed} consumer, tombstones left out. */
+    private static List<JsonNode> kafkaEvents(String topic) throws Exception {
+        List<JsonNode> out = new ArrayList<>();
+        if (!kafka.topics().contains(topic)) {
+            return out;
+        }
+        for (var r : kafka.readCommitted(topic)) {
+            if (r.value() != null) {
+                out.add(JSON.readTree(r.value()));
+            }
+        }
+        return out;
+    }
+
     private static List<String> replay(List<JsonNode> events, String table, List<String> key, List<String> cols) {
         Map<List<String>, String> rows = new TreeMap<>((x, y) -> {
             for (int i = 0; i < x.size(); i++) {
