@@ -130,7 +130,8 @@ public final class PgConnections {
      * {@link SourceConfig#fromStandby()} the host of {@code source.hosts} that has the slot (a standby, or the standby since
      * promoted, which kept it), else the first standby, where the slot is made. Found at the first call and kept for this
      * instance's life. While a host does not answer and none that does has the slot, a {@link Kind#CONNECTION} error
-     * (retried): the slot may be on the silent one, and a new slot elsewhere would lose the changes it holds.
+     * (retried): the slot may be on the silent one, and a new slot elsewhere would lose the changes it holds. A host that
+     * refuses the user or the database is the translated error at once (not retried: the same on every attempt).
      */
     public HostPort capture() {
         if (!config.fromStandby()) {
@@ -159,6 +160,7 @@ public final class PgConnections {
         boolean slotOnStandby = false;
         HostPort firstStandby = null;
         boolean silent = false;
+        MillraceException refused = null;
         for (HostPort h : config.hosts()) {
             try (Connection c = DriverManager.getConnection(url(h), baseProperties());
                  java.sql.PreparedStatement ps = c.prepareStatement("SELECT pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_replication_slots"
@@ -178,9 +180,17 @@ public final class PgConnections {
                     }
                 }
             } catch (SQLException e) {
-                silent = true;
-                seen.add(h + " (unreachable: " + firstLine(e.getMessage()) + ")");
+                MillraceException m = PgErrors.translate("connecting to " + h, e);
+                if (m.kind() == Kind.CONNECTION) {
+                    silent = true;
+                    seen.add(h + " (unreachable: " + firstLine(e.getMessage()) + ")");
+                } else if (refused == null) {
+                    refused = m; // refused the user, or no such database: the same on every attempt
+                }
             }
+        }
+        if (refused != null) {
+            throw refused; // not retried: a set-up error, even if another host has the slot (the stream would not reach it either)
         }
         if (withSlot != null) {
             if (!slotOnStandby) {

@@ -248,4 +248,35 @@ class StandbyCaptureIT {
             locking.set(false);
         }
     }
+
+    /**
+     * A standby that refuses the pipeline's user (here its pg_hba.conf rejects it; a wrong password on a server of its own
+     * is the same) is a set-up error, the same on every attempt: the engine stops at once naming the host and the fix,
+     * instead of retrying as for a silent host, and makes no slot anywhere.
+     */
+    @Test
+    void aStandbyThatRefusesTheUserStopsAtOnceNamingIt() throws Exception {
+        E2e.init();
+        Path hba = dir.resolve("standby_hba.conf");
+        java.nio.file.Files.writeString(hba, String.join("\n", "local all all trust", "host all cap 127.0.0.1/32 reject",
+                "host all postgres 127.0.0.1/32 trust", "host replication postgres 127.0.0.1/32 trust",
+                "host all all 127.0.0.1/32 scram-sha-256", ""));
+        EmbeddedPg[] pair = pair(10, "hba_file", hba.toString());
+        EmbeddedPg primary = pair[0];
+        EmbeddedPg standby = pair[1];
+        primary.execute("postgres", "CREATE ROLE cap LOGIN SUPERUSER REPLICATION PASSWORD 'capture-pw'");
+        java.nio.file.Files.writeString(dir.resolve("pw"), "capture-pw\n");
+        EmbeddedPg dst = keep(EmbeddedPg.builder().major(17).start());
+        dst.createDatabase("sb_dst");
+        String yaml = yaml("refused", primary, standby, dst).replace("  user: postgres\n  slot:", "  user: cap\n  password_file: pw\n  slot:");
+        FaultRig.Running run = new FaultRig.Running(yaml, dir);
+        Throwable end = run.awaitEnd(Duration.ofSeconds(30));
+        assertThat(end).isInstanceOf(MillraceException.class);
+        assertThat(((MillraceException) end).kind()).isEqualTo(Kind.AUTHENTICATION);
+        assertThat(end.getMessage()).contains("127.0.0.1:" + standby.port()).contains("pg_hba.conf");
+        assertThat(run.supervisor.restarts()).as("not retried").isZero();
+        try (Connection c = primary.connect("postgres")) {
+            assertThat(E2e.queryString(c, "SELECT count(*) FROM pg_replication_slots WHERE slot_type = 'logical'")).isEqualTo("0");
+        }
+    }
 }
