@@ -6,6 +6,8 @@ import io.millrace.core.schema.TableRef;
 import io.millrace.embedded.EmbeddedPg;
 import io.millrace.engine.config.ConfigLoader;
 import io.millrace.engine.e2e.E2e;
+import io.millrace.sink.kafka.testing.KafkaBroker;
+import io.millrace.sink.kafka.testing.TopicState;
 import io.millrace.source.Preflight;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -38,6 +40,11 @@ class StandbyCaptureIT {
     }
 
     private String yaml(String name, EmbeddedPg primary, EmbeddedPg standby, EmbeddedPg dst) {
+        return yaml(name, primary, standby, dst, null);
+    }
+
+    /** With {@code kafka}, a DuckDB destination ({@code mirror.duckdb}) and a Kafka one ({@code bus}) as well. */
+    private String yaml(String name, EmbeddedPg primary, EmbeddedPg standby, EmbeddedPg dst, String kafka) {
         return String.join("\n",
                 "name: " + name,
                 "source:",
@@ -51,6 +58,8 @@ class StandbyCaptureIT {
                 "  status_interval_ms: 200",
                 "destinations:",
                 "  - {name: files, type: jsonl, directory: '" + dir.resolve("events").toAbsolutePath() + "'}",
+                kafka == null ? "" : "  - {name: mirror, type: duckdb, file: '" + dir.resolve("mirror.duckdb").toAbsolutePath() + "'}",
+                kafka == null ? "" : "  - {name: bus, type: kafka, bootstrap_servers: '" + kafka + "'}",
                 "  - name: replica",
                 "    type: postgres",
                 "    host: 127.0.0.1",
@@ -102,7 +111,8 @@ class StandbyCaptureIT {
         EmbeddedPg standby = pair[1];
         EmbeddedPg dst = keep(EmbeddedPg.builder().major(17).start());
         dst.createDatabase("sb_dst");
-        String yaml = yaml("sb", primary, standby, dst);
+        KafkaBroker kafka = servers.keep(KafkaBroker.start());
+        String yaml = yaml("sb", primary, standby, dst, kafka.bootstrapServers());
         long seed = System.nanoTime();
         FaultRig.Load load = new FaultRig.Load(primary.jdbcUrl("sb_src"), seed, 1);
         try {
@@ -162,6 +172,41 @@ class StandbyCaptureIT {
         } finally {
             load.close();
         }
+        // DuckDB (its file free once the engine stopped) and Kafka (read_committed) hold what the promoted server has
+        List<String> items;
+        List<String> txIds;
+        try (Connection s = standby.connect("sb_src")) {
+            items = lines(s, "SELECT id || '|' || v || '|' || n FROM items ORDER BY id");
+            txIds = lines(s, "SELECT tx_id::text FROM txlog ORDER BY txlog.tx_id");
+        }
+        try (Connection d = java.sql.DriverManager.getConnection("jdbc:duckdb:" + dir.resolve("mirror.duckdb").toAbsolutePath())) {
+            assertThat(lines(d, "SELECT id || '|' || v || '|' || n FROM public.items ORDER BY id")).as("DuckDB items").isEqualTo(items);
+            assertThat(lines(d, "SELECT CAST(tx_id AS VARCHAR) FROM public.txlog ORDER BY txlog.tx_id")).as("DuckDB txlog, each once").isEqualTo(txIds);
+        }
+        TopicState topic = TopicState.rebuild(kafka.readCommitted("sb.public.items"), null);
+        assertThat(topic.rows().values().stream().map(a -> a.get("id").asText() + "|" + a.get("v").asText() + "|" + a.get("n").asText())
+                .sorted(java.util.Comparator.comparingLong(x -> Long.parseLong(x.substring(0, x.indexOf('|'))))).toList())
+                .as("Kafka items rebuilt").isEqualTo(items);
+        java.util.Map<String, Integer> created = new java.util.TreeMap<>();
+        for (var r : kafka.readCommitted("sb.public.txlog")) {
+            if (r.value() != null) {
+                var e = new com.fasterxml.jackson.databind.ObjectMapper().readTree(r.value());
+                if (!e.path("op").asText().equals("d")) {
+                    created.merge(e.path("after").path("tx_id").asText(), 1, Integer::sum);
+                }
+            }
+        }
+        assertThat(created.keySet()).as("Kafka txlog: every transaction").containsExactlyInAnyOrderElementsOf(txIds);
+    }
+
+    private static List<String> lines(Connection c, String sql) throws java.sql.SQLException {
+        List<String> out = new java.util.ArrayList<>();
+        try (java.sql.Statement st = c.createStatement(); java.sql.ResultSet rs = st.executeQuery(sql)) {
+            while (rs.next()) {
+                out.add(rs.getString(1));
+            }
+        }
+        return out;
     }
 
     @Test
