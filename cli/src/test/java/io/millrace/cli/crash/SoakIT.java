@@ -165,7 +165,7 @@ class SoakIT {
                     throw new AssertionError("the engine ended by itself (exit " + engine.awaitExit(0) + "); log " + engine.log() + ":\n"
                             + engine.logTail(60));
                 }
-                sampler.durable(primary, dst, false);
+                sampler.durable(primary, dst);
                 if (System.currentTimeMillis() >= nextLag) {
                     sampler.lagTick(dst, load);
                     nextLag += 1000;
@@ -416,7 +416,7 @@ class SoakIT {
         }
 
         /** INV: DURABLE: the slot (read first) confirmed no further than the postgres, jsonl and (every 50th call) Kafka checkpoints. */
-        void durable(Node primary, Node dst, boolean withKafka) {
+        void durable(Node primary, Node dst) {
             try (Connection s = primary.pg.connect(SRC)) {
                 Lsn confirmed = DurableSampler.confirmedFlush(s, SLOT);
                 if (confirmed == null) {
@@ -429,7 +429,7 @@ class SoakIT {
                 }
                 DurableSampler.Durable files = DurableSampler.jsonlCheckpoint(jsonlState);
                 checkpoints.add(files == null ? null : files.flushLsn());
-                if (withKafka || ++durableCalls % 50 == 0) {
+                if (++durableCalls % 50 == 0) {
                     checkpoints.add(kafka.flushLsn());
                 }
                 check(confirmed, checkpoints, "postgres, jsonl" + (checkpoints.size() > 2 ? ", kafka" : ""));

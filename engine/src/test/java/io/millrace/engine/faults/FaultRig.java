@@ -58,6 +58,32 @@ final class FaultRig {
                 "");
     }
 
+    /** items as a read_committed consumer rebuilds it from {@code topic} ({@code id|v|n} lines by id), and the rules' breaks. */
+    static io.millrace.sink.kafka.testing.TopicState kafkaItems(io.millrace.sink.kafka.testing.KafkaBroker kafka, String topic) {
+        return io.millrace.sink.kafka.testing.TopicState.rebuild(kafka.readCommitted(topic), null);
+    }
+
+    /** The rebuilt items' rows as {@code id|v|n} lines ordered by id. */
+    static List<String> itemLines(io.millrace.sink.kafka.testing.TopicState items) {
+        return items.rows().values().stream().map(a -> a.get("id").asText() + "|" + a.get("v").asText() + "|" + a.get("n").asText())
+                .sorted(java.util.Comparator.comparingLong(x -> Long.parseLong(x.substring(0, x.indexOf('|'))))).toList();
+    }
+
+    /** How many create or read events of {@code topic} (txlog) carry each tx_id, for a read_committed consumer. */
+    static Map<String, Integer> kafkaTxIds(io.millrace.sink.kafka.testing.KafkaBroker kafka, String topic) throws Exception {
+        Map<String, Integer> created = new java.util.TreeMap<>();
+        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+        for (var r : kafka.readCommitted(topic)) {
+            if (r.value() != null) {
+                var e = json.readTree(r.value());
+                if (e.path("op").asText().equals("c") || e.path("op").asText().equals("r")) {
+                    created.merge(e.path("after").path("tx_id").asText(), 1, Integer::sum);
+                }
+            }
+        }
+        return created;
+    }
+
     static void schema(Connection src, int rows) throws SQLException {
         try (Statement s = src.createStatement()) {
             s.execute("CREATE TABLE items (id bigint PRIMARY KEY, v text, n bigint)");
