@@ -457,7 +457,12 @@ public final class EmbeddedPg implements AutoCloseable {
     public void close() {
         try {
             if (!killed) {
+                // A fast shutdown waits for each logical walsender's client to confirm what it was sent, which can outlast
+                // the 5 s zonky gives pg_ctl: wait for the postmaster itself, so that a start on the same directory and
+                // port right after this finds it gone (RestartFaultsIT, SoakIT).
+                java.util.Optional<ProcessHandle> postmaster = postmaster();
                 pg.close();
+                awaitGone(postmaster);
             } else {
                 try {
                     pg.close(); // pg_ctl stop finds no server; it releases the directory lock
@@ -472,6 +477,29 @@ public final class EmbeddedPg implements AutoCloseable {
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
+        }
+    }
+
+    private java.util.Optional<ProcessHandle> postmaster() {
+        try {
+            return ProcessHandle.of(Long.parseLong(Files.readAllLines(dataDirectory().resolve("postmaster.pid")).get(0).strip()));
+        } catch (IOException | RuntimeException e) {
+            return java.util.Optional.empty(); // not running, or not answering: pg_ctl stop deals with it
+        }
+    }
+
+    private static void awaitGone(java.util.Optional<ProcessHandle> postmaster) {
+        long deadline = System.nanoTime() + 120_000_000_000L;
+        while (postmaster.isPresent() && postmaster.get().isAlive()) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("postmaster " + postmaster.get().pid() + " still running 120 s after a fast shutdown began");
+            }
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted", e);
+            }
         }
     }
 

@@ -133,6 +133,10 @@ final class Streaming {
         p.onShapeChange(controls::onShapeChange);
         p.onTableSeen(ctx.joiner::seen);
         p.idleAdvanceInterval(ctx.config.source().statusInterval().toMillis());
+        p.serverAsked(() -> {
+            ReplicationReader rr = ctx.reader;
+            return rr == null ? 0 : rr.serverAsked();
+        });
         p.startStreaming(survey.types(), keyLookup(), skip, () -> {
             ReplicationReader rr = ctx.reader;
             return rr == null ? Lsn.ZERO : rr.serverCaughtUp();

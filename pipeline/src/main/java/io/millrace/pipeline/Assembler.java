@@ -619,11 +619,21 @@ final class Assembler {
      * before it are durable.
      */
     void idle(Lsn caughtUp) throws Channel.Stopped, InterruptedException {
+        idle(caughtUp, false);
+    }
+
+    /**
+     * As {@link #idle(Lsn)}; {@code serverWaits}: the server asked for our position since the last call (a keepalive
+     * asking for a reply: a shutdown waits until the client confirmed the WAL up to its shutdown checkpoint), so the
+     * throttle does not hold the advance back. The server asks at most once per half {@code wal_sender_timeout} otherwise,
+     * which bounds the loop the throttle is there for.
+     */
+    void idle(Lsn caughtUp, boolean serverWaits) throws Channel.Stopped, InterruptedException {
         if (inTx || streamXid != NO_STREAM || spill.openTransactions() > 0 || caughtUp == null || !caughtUp.isAfter(lastFlush)) {
             return;
         }
         long now = System.nanoTime();
-        if (now - lastIdleAdvanceNanos < idleAdvanceNanos) {
+        if (!serverWaits && now - lastIdleAdvanceNanos < idleAdvanceNanos) {
             return; // at most one idle checkpoint per interval: storing it may itself be WAL the next keepalive reports
         }
         lastIdleAdvanceNanos = now;

@@ -94,6 +94,18 @@ public final class ReplicationReader implements Runnable {
         return serverCaughtUp;
     }
 
+    /** Counts the keepalives that asked for a reply at once, each published after the {@link #serverCaughtUp} it moved. */
+    private volatile long serverAsked;
+
+    /**
+     * How many keepalives so far asked for a reply at once (PostgreSQL asks so while it shuts down, until the client has
+     * confirmed the WAL up to its shutdown checkpoint). Read before {@link #serverCaughtUp}: a new count means the server
+     * waits for a confirmation of at least the position read after it. Any thread.
+     */
+    public long serverAsked() {
+        return serverAsked;
+    }
+
     public void stop() {
         stopping = true;
     }
@@ -132,6 +144,7 @@ public final class ReplicationReader implements Runnable {
             long receiveTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(Long.getLong("millrace.receive_timeout_ms", DEFAULT_RECEIVE_TIMEOUT_MILLIS));
             long lastByte = System.nanoTime();
             boolean probed = false;
+            boolean asked = false; // a keepalive asking for a reply is buffered, or was read by the last readPending
             while (!stopping) {
                 Lsn d = durable.get();
                 if (d.isAfter(reported)) {
@@ -163,6 +176,10 @@ public final class ReplicationReader implements Runnable {
                     // All messages read so far were handed over; keepalives moved lastReceiveLSN to the
                     // server's decoding position (what pg_recvlogical confirms when idle).
                     serverCaughtUp = Lsn.of(stream.getLastReceiveLSN().asLong());
+                    if (asked) {
+                        serverAsked++; // single writer: this thread
+                        asked = false;
+                    }
                     if (socket != null) {
                         // Sleep in the kernel until the walsender sends something (a message or a keepalive),
                         // at most waitMillis: then readPending sends a status if one is due, and the loop sees
@@ -181,6 +198,11 @@ public final class ReplicationReader implements Runnable {
                             // up to two status intervals later (found by the soak; RestartFaultsIT).
                             throw new SQLException("the server ended the replication stream (it was shut down or restarted,"
                                     + " or its walsender was terminated)", "08006");
+                        }
+                        if (next == 'd' && socket.keepaliveAsksReply(waitMillis)) {
+                            // The server waits for our position (a shutdown waits for it): the idle confirmation is
+                            // not held back by its once-per-status-interval throttle (Pipeline.serverAsked).
+                            asked = true;
                         }
                         boolean arrived = next >= 0;
                         long now = System.nanoTime();

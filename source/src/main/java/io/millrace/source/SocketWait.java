@@ -2,6 +2,7 @@ package io.millrace.source;
 
 import org.postgresql.core.BaseConnection;
 import org.postgresql.core.PGStream;
+import org.postgresql.core.VisibleBufferedInputStream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -32,9 +33,23 @@ final class SocketWait {
     private static final Logger LOG = LoggerFactory.getLogger(SocketWait.class);
 
     private final PGStream stream;
+    /** pgjdbc's buffered input of {@link #stream}, to look past the first byte of a message; null when not reachable. */
+    private final VisibleBufferedInputStream input;
 
-    private SocketWait(PGStream stream) {
+    private SocketWait(PGStream stream, VisibleBufferedInputStream input) {
         this.stream = stream;
+        this.input = input;
+    }
+
+    private static VisibleBufferedInputStream inputOf(PGStream ps) {
+        try {
+            Field f = PGStream.class.getDeclaredField("pgInput");
+            f.setAccessible(true);
+            return f.get(ps) instanceof VisibleBufferedInputStream in ? in : null;
+        } catch (Exception | LinkageError e) {
+            LOG.info("cannot look into pgjdbc's input buffer ({}); a shutting-down server waits for the next idle confirmation", e.toString());
+            return null;
+        }
     }
 
     /** A waiter on {@code c}'s socket, or {@code null} when this pgjdbc does not allow it (logged once). */
@@ -47,7 +62,7 @@ final class SocketWait {
                     f.setAccessible(true);
                     Object s = f.get(executor);
                     if (s instanceof PGStream ps) {
-                        return new SocketWait(ps);
+                        return new SocketWait(ps, inputOf(ps));
                     }
                 } catch (NoSuchFieldException e) {
                     // look in the superclass
@@ -77,5 +92,35 @@ final class SocketWait {
         } finally {
             stream.setNetworkTimeout(before);
         }
+    }
+
+    /** CopyData ('d'), its length (4), the keepalive tag ('k'), walEnd (8), the server's clock (8), reply requested (1). */
+    private static final int KEEPALIVE_BYTES = 1 + 4 + 1 + 8 + 8 + 1;
+
+    /**
+     * After {@link #await} returned {@code 'd'}: whether the message it starts is a primary keepalive that asks for a reply
+     * at once. PostgreSQL asks so when it cannot go on without the client's position: a walsender whose server is shutting
+     * down keeps asking until the client has confirmed the WAL up to the shutdown checkpoint (the shutdown waits for it),
+     * and one that heard nothing for half of {@code wal_sender_timeout} asks once. Nothing is consumed; waits at most the
+     * {@code millis} given (the rest of a keepalive comes in the same packet as its first byte).
+     */
+    boolean keepaliveAsksReply(int millis) throws IOException {
+        if (input == null) {
+            return false;
+        }
+        int before = stream.getNetworkTimeout();
+        stream.setNetworkTimeout(Math.max(1, millis));
+        try {
+            if (!input.ensureBytes(KEEPALIVE_BYTES, false)) {
+                return false;
+            }
+        } catch (SocketTimeoutException e) {
+            return false;
+        } finally {
+            stream.setNetworkTimeout(before);
+        }
+        byte[] b = input.getBuffer();
+        int i = input.getIndex();
+        return b[i] == 'd' && b[i + 5] == 'k' && b[i + KEEPALIVE_BYTES - 1] == 1;
     }
 }
