@@ -135,6 +135,9 @@ public final class Engine {
                     });
 
             sinks.addAll(Destinations.of(config));
+            for (Sink s : sinks) {
+                config.transforms().completeToast(s, () -> new SourceToastLookup(ctx.conns));
+            }
             List<Optional<Checkpoint>> found = new ArrayList<>();
             for (Sink s : sinks) {
                 found.add(s.open());

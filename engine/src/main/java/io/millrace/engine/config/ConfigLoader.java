@@ -216,8 +216,11 @@ public final class ConfigLoader {
             rn.done();
             rules.add(new TableRule(rn.key("").replaceAll("\\.$", ""), pattern, include, exclude, masks, filter));
         }
+        Transforms.Toast toast = t.choice("toast", Transforms.Toast.PLACEHOLDER, Transforms.Toast.class);
+        Integer cacheMb = t.integer("toast_cache_mb", Limit.TRANSFORMS_TOAST_CACHE_MB);
         t.done();
-        return new Transforms(rules, salt);
+        return new Transforms(rules, salt, toast, cacheMb == null ? Transforms.DEFAULT_TOAST_CACHE_MB
+                : Limit.TRANSFORMS_TOAST_CACHE_MB.check("transforms.toast_cache_mb", cacheMb));
     }
 
     /** Sets {@code set} from the whole number at {@code key} when present (its bounds are the builder's to check). */

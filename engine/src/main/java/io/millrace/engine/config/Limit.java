@@ -31,7 +31,8 @@ public enum Limit {
     LIVE_MAX_STALL_S(0, 86_400),
     MONITOR_INTERVAL_MS(100, 3_600_000),
     RETAINED_WAL_WARN_MB(1, Integer.MAX_VALUE),
-    HTTP_PORT(0, 65535);
+    HTTP_PORT(0, 65535),
+    TRANSFORMS_TOAST_CACHE_MB(1, 1 << 16);
 
     private final int min;
     private final int max;

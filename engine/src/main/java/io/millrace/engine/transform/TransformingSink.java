@@ -48,9 +48,21 @@ class TransformingSink implements Sink {
     private record Plan(RelationInfo in, RelationInfo out, int[] keep, Mask[] masks) {
     }
 
-    /** The wrapped sink while no rule applies (and none is about to by a reload), else this. */
+    /** {@code transforms.toast: complete}: fills unchanged TOASTed values before the transforms; null when off. */
+    private ToastCompleter completer;
+
+    /** The wrapped sink while no rule applies (and none is about to by a reload) and no value is completed, else this. */
     Sink plainDelegate() {
-        return transforms.isEmpty() && next.get() == null ? sink : this;
+        return transforms.isEmpty() && next.get() == null && completer == null ? sink : this;
+    }
+
+    Sink wrapped() {
+        return sink;
+    }
+
+    /** Completes unchanged TOASTed values from the next write on; before {@link #open}. */
+    void completer(ToastCompleter c) {
+        this.completer = c;
     }
 
     @Override
@@ -80,6 +92,9 @@ class TransformingSink implements Sink {
             transforms = n;
             plans.clear();
             mac = null; // the salt may have changed
+        }
+        if (completer != null) {
+            events = completer.complete(events); // raw values first: a mask then applies to the value, as to any other
         }
         if (transforms.isEmpty()) {
             sink.write(events, checkpoint);
@@ -112,7 +127,13 @@ class TransformingSink implements Sink {
 
     @Override
     public void close() {
-        sink.close();
+        try {
+            sink.close();
+        } finally {
+            if (completer != null) {
+                completer.close();
+            }
+        }
     }
 
     /** The plan of {@code r}, or null when no rule matches its table (the event passes unchanged). */

@@ -28,12 +28,38 @@ public final class Transforms {
 
     private final List<TableRule> rules;
     private final Secret salt;
+    private final Toast toast;
+    private final int toastCacheMb;
+
+    /** {@code transforms.toast}: what a destination that keeps no rows gets for an unchanged TOASTed value. */
+    public enum Toast {
+        /** Debezium's placeholder, {@code __debezium_unavailable_value} (the default). */
+        PLACEHOLDER,
+        /** The value ({@link ToastCompleter}: the old row, a bounded cache, else the source's current row by key). */
+        COMPLETE
+    }
+
+    /** {@code transforms.toast_cache_mb}'s default: the heap the cache of rows of one destination may take. */
+    public static final int DEFAULT_TOAST_CACHE_MB = 32;
 
     /**
      * @param rules the entries of {@code transforms.tables}, in order: a table takes the first whose {@code match} matches it
      * @param salt  the key of {@code hash} masks ({@code transforms.hash_salt_env} / {@code hash_salt_file}); required by them
      */
     public Transforms(List<TableRule> rules, Secret salt) {
+        this(rules, salt, Toast.PLACEHOLDER, DEFAULT_TOAST_CACHE_MB);
+    }
+
+    /**
+     * @param toast        {@code transforms.toast}
+     * @param toastCacheMb {@code transforms.toast_cache_mb}, 1 or more
+     */
+    public Transforms(List<TableRule> rules, Secret salt, Toast toast, int toastCacheMb) {
+        if (toastCacheMb < 1 || toastCacheMb > 1 << 16) {
+            throw error("toast_cache_mb", "must be from 1 to " + (1 << 16) + ", got " + toastCacheMb);
+        }
+        this.toast = java.util.Objects.requireNonNull(toast, "toast");
+        this.toastCacheMb = toastCacheMb;
         this.rules = List.copyOf(rules);
         this.salt = salt == null ? Secret.NONE : salt;
         for (TableRule r : this.rules) {
@@ -65,7 +91,29 @@ public final class Transforms {
     }
 
     static MillraceException error(String key, String message) {
-        return new MillraceException(Kind.CONFIG, "config: " + key + " " + message);
+        return new MillraceException(Kind.CONFIG, "config: " + (key.startsWith("transforms") ? key : "transforms." + key) + " " + message);
+    }
+
+    public Toast toast() {
+        return toast;
+    }
+
+    public int toastCacheMb() {
+        return toastCacheMb;
+    }
+
+    /**
+     * With {@code toast: complete}, gives {@code sink} (made by {@link #wrap}) unchanged TOASTed values filled in before its
+     * transforms, reading the rows it misses through a lookup {@code lookups} makes, when the destination keeps no rows of
+     * its own (not a {@link io.millrace.core.sink.KeyedSink}: Kafka, jsonl; postgres and DuckDB keep the value they hold).
+     * Returns whether it does.
+     */
+    public boolean completeToast(Sink sink, java.util.function.Supplier<ToastLookup> lookups) {
+        if (toast != Toast.COMPLETE || !(sink instanceof TransformingSink t) || t.wrapped() instanceof io.millrace.core.sink.KeyedSink) {
+            return false;
+        }
+        t.completer(new ToastCompleter((long) toastCacheMb << 20, lookups.get()));
+        return true;
     }
 
     public List<TableRule> rules() {
@@ -180,7 +228,7 @@ public final class Transforms {
      */
     @Override
     public boolean equals(Object o) {
-        return o instanceof Transforms t && rules.equals(t.rules) && salt.equals(t.salt);
+        return o instanceof Transforms t && rules.equals(t.rules) && salt.equals(t.salt) && toast == t.toast && toastCacheMb == t.toastCacheMb;
     }
 
     @Override

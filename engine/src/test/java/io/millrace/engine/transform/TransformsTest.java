@@ -67,6 +67,52 @@ class TransformsTest {
             """;
 
     @Test
+    void toastSettingsAreReadAndCheckedWithTheSettingNamed() {
+        assertThat(parse("  toast: complete\n  toast_cache_mb: 8\n").toast()).isEqualTo(Transforms.Toast.COMPLETE);
+        assertThat(parse("  toast: complete\n  toast_cache_mb: 8\n").toastCacheMb()).isEqualTo(8);
+        assertThat(parse("  tables: []\n").toast()).isEqualTo(Transforms.Toast.PLACEHOLDER);
+        assertThat(parse("  toast: complete\n")).isNotEqualTo(parse("  toast: placeholder\n"));
+        assertThat(fail("  toast: full\n")).contains("transforms.toast").contains("placeholder, complete").contains("'full'");
+        assertThat(fail("  toast: complete\n  toast_cache_mb: 0\n")).contains("transforms.toast_cache_mb").contains("from 1 to");
+    }
+
+    @Test
+    void theToastCacheStaysWithinItsBoundAndFollowsKeyChangesAndDeletes() {
+        RelationInfo r = customers();
+        java.util.List<java.util.List<Object[]>> asked = new java.util.ArrayList<>();
+        ToastCompleter c = new ToastCompleter(64 * 1024, (rel, keys) -> {
+            asked.add(keys);
+            return keys.stream().map(k -> (Object[]) null).toList(); // the source has none of them
+        });
+        Object u = io.millrace.core.types.UnchangedToast.INSTANCE;
+        java.util.List<io.millrace.core.change.ChangeEvent> rows = new java.util.ArrayList<>();
+        for (int i = 0; i < 200; i++) {
+            rows.add(event(io.millrace.core.change.Op.READ, r, null, new Object[] {i, "e" + i, "s", "p", "x".repeat(1000), null}));
+        }
+        c.complete(rows);
+        assertThat(c.bytes()).as("INV: BOUNDED").isLessThanOrEqualTo(64 * 1024).isPositive();
+        var out = c.complete(java.util.List.of(
+                event(io.millrace.core.change.Op.UPDATE, r, null, new Object[] {199, "e", "s", "p", u, null}),
+                event(io.millrace.core.change.Op.UPDATE, r, new Object[] {199, null, null, null, null, null},
+                        new Object[] {500, "e", "s", "p", u, null}),
+                event(io.millrace.core.change.Op.UPDATE, r, null, new Object[] {500, "f", "s", "p", u, null}),
+                event(io.millrace.core.change.Op.DELETE, r, new Object[] {500, null, null, null, null, null}, null),
+                event(io.millrace.core.change.Op.UPDATE, r, null, new Object[] {0, "e", "s", "p", u, null})));
+        assertThat(out.get(0).after()[4]).as("from the cache").isEqualTo("x".repeat(1000));
+        assertThat(out.get(1).after()[4]).as("the key changed: the old key's value").isEqualTo("x".repeat(1000));
+        assertThat(out.get(2).after()[4]).as("the new key holds it now").isEqualTo("x".repeat(1000));
+        assertThat(out.get(4).after()[4]).as("pushed out of the cache, and the source has no such row").isSameAs(u);
+        assertThat(asked).hasSize(1);
+        assertThat(asked.get(0)).hasSize(1).allSatisfy(k -> assertThat(k).containsExactly(0));
+        assertThat(c.counts()).containsExactly(0L, 3L, 0L, 1L);
+    }
+
+    private static io.millrace.core.change.ChangeEvent event(io.millrace.core.change.Op op, RelationInfo r, Object[] before, Object[] after) {
+        return new io.millrace.core.change.ChangeEvent(op, r, before, after, io.millrace.core.Lsn.ZERO,
+                io.millrace.core.Position.START, 1, 0, op == io.millrace.core.change.Op.READ);
+    }
+
+    @Test
     void badSectionsNameTheSettingAndTheFix() {
         assertThat(fail("  tables: [{match: public.c, colums: {exclude: [a]}}]\n")).contains("transforms.tables[0].colums").contains("columns");
         assertThat(fail("  tables: [{match: public.c, columns: {include: [a], exclude: [b]}}]\n"))
