@@ -134,43 +134,49 @@ final class ToastCompleter {
                 return e;
             }
             case UPDATE -> {
-                Object[] after = e.after();
-                Key oldKey = cacheable(r) ? key(r, e.before() != null ? e.before() : after, after) : null;
-                Key newKey = cacheable(r) ? key(r, after, e.before()) : null;
-                if (!hasUnchanged(after)) {
-                    move(oldKey, newKey, r, after);
-                    return e;
-                }
-                Entry cached = oldKey == null ? null : cache.get(oldKey);
-                Object[] known = oldKey != null && batch.containsKey(oldKey) ? batch.get(oldKey)
-                        : cached != null && cached.shape().sameShape(r) ? cached.row() : null;
-                Object[] read = oldKey == null ? null : fetched.get(oldKey);
-                Object[] filled = after.clone();
-                for (int i = 0; i < filled.length; i++) {
-                    if (filled[i] != UnchangedToast.INSTANCE) {
-                        continue;
-                    }
-                    Object[] b = e.before();
-                    if (r.replicaIdentity() == 'f' && b != null && i < b.length && b[i] != UnchangedToast.INSTANCE) {
-                        filled[i] = b[i];
-                        fromOldRow++;
-                    } else if (known != null && i < known.length && known[i] != UnchangedToast.INSTANCE) {
-                        filled[i] = known[i];
-                        fromCache++;
-                    } else if (read != null && read[i] != UnchangedToast.INSTANCE) {
-                        filled[i] = read[i];
-                        fromSource++;
-                    } else {
-                        left++;
-                    }
-                }
-                move(oldKey, newKey, r, filled);
-                return new ChangeEvent(e.op(), r, e.before(), filled, e.lsn(), e.position(), e.xid(), e.commitTimeMicros(), e.snapshot());
+                return update(e, fetched);
             }
             default -> {
                 return e;
             }
         }
+    }
+
+    /** Follows the update {@code e} in the cache, and returns it with its unchanged TOASTed values filled in where it can. */
+    private ChangeEvent update(ChangeEvent e, Map<Key, Object[]> fetched) {
+        RelationInfo r = e.relation();
+        Object[] after = e.after();
+        Key oldKey = cacheable(r) ? key(r, e.before() != null ? e.before() : after, after) : null;
+        Key newKey = cacheable(r) ? key(r, after, e.before()) : null;
+        if (!hasUnchanged(after)) {
+            move(oldKey, newKey, r, after);
+            return e;
+        }
+        Entry cached = oldKey == null ? null : cache.get(oldKey);
+        Object[] known = oldKey != null && batch.containsKey(oldKey) ? batch.get(oldKey)
+                : cached != null && cached.shape().sameShape(r) ? cached.row() : null;
+        Object[] read = oldKey == null ? null : fetched.get(oldKey);
+        Object[] filled = after.clone();
+        for (int i = 0; i < filled.length; i++) {
+            if (filled[i] != UnchangedToast.INSTANCE) {
+                continue;
+            }
+            Object[] b = e.before();
+            if (r.replicaIdentity() == 'f' && b != null && i < b.length && b[i] != UnchangedToast.INSTANCE) {
+                filled[i] = b[i];
+                fromOldRow++;
+            } else if (known != null && i < known.length && known[i] != UnchangedToast.INSTANCE) {
+                filled[i] = known[i];
+                fromCache++;
+            } else if (read != null && read[i] != UnchangedToast.INSTANCE) {
+                filled[i] = read[i];
+                fromSource++;
+            } else {
+                left++;
+            }
+        }
+        move(oldKey, newKey, r, filled);
+        return new ChangeEvent(e.op(), r, e.before(), filled, e.lsn(), e.position(), e.xid(), e.commitTimeMicros(), e.snapshot());
     }
 
     private void move(Key oldKey, Key newKey, RelationInfo r, Object[] row) {
@@ -185,8 +191,8 @@ final class ToastCompleter {
 
     /**
      * The source's rows for the keys of {@code events}' updates that neither an old row, the cache nor an earlier event of
-     * the batch can complete: read by key, in one query per table (and the cached rows the batch needs, pinned). A failed read leaves those values as placeholders
-     * (logged): the batch is not held back.
+     * the batch can complete: read by key, in one query per table; and the cached rows the batch needs, pinned. A failed
+     * read leaves those values as placeholders (logged): the batch is not held back.
      */
     private Map<Key, Object[]> fetch(List<ChangeEvent> events) {
         Set<Key> known = new HashSet<>();

@@ -39,8 +39,15 @@ public final class Transforms {
         COMPLETE
     }
 
-    /** {@code transforms.toast_cache_mb}'s default: the heap the cache of rows of one destination may take. */
-    public static final int DEFAULT_TOAST_CACHE_MB = 32;
+    /**
+     * {@code transforms.toast_cache_mb} not set: the cache of rows of one destination may take 32 MB of heap, or a
+     * sixteenth of the heap if less (12 MB at bin/millrace's -Xmx192m), beside the pipeline's memory budget.
+     */
+    public static final int DEFAULT_TOAST_CACHE_MB = 0;
+
+    static long toastCacheBytes(int mb) {
+        return mb > 0 ? (long) mb << 20 : Math.min(32L << 20, Runtime.getRuntime().maxMemory() / 16);
+    }
 
     /**
      * @param rules the entries of {@code transforms.tables}, in order: a table takes the first whose {@code match} matches it
@@ -52,10 +59,10 @@ public final class Transforms {
 
     /**
      * @param toast        {@code transforms.toast}
-     * @param toastCacheMb {@code transforms.toast_cache_mb}, 1 or more
+     * @param toastCacheMb {@code transforms.toast_cache_mb}, 1 or more, or {@link #DEFAULT_TOAST_CACHE_MB}
      */
     public Transforms(List<TableRule> rules, Secret salt, Toast toast, int toastCacheMb) {
-        if (toastCacheMb < 1 || toastCacheMb > 1 << 16) {
+        if (toastCacheMb < 0 || toastCacheMb > 1 << 16) {
             throw error("toast_cache_mb", "must be from 1 to " + (1 << 16) + ", got " + toastCacheMb);
         }
         this.toast = java.util.Objects.requireNonNull(toast, "toast");
@@ -112,7 +119,7 @@ public final class Transforms {
         if (toast != Toast.COMPLETE || !(sink instanceof TransformingSink t) || t.wrapped() instanceof io.millrace.core.sink.KeyedSink) {
             return false;
         }
-        t.completer(new ToastCompleter((long) toastCacheMb << 20, lookups.get()));
+        t.completer(new ToastCompleter(toastCacheBytes(toastCacheMb), lookups.get()));
         return true;
     }
 
