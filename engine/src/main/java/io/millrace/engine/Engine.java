@@ -214,9 +214,13 @@ public final class Engine {
         try {
             if (changed != null) {
                 throw new MillraceException(Kind.CONFIG, "config: " + changed + " changed, which needs a restart (a reload changes only"
-                        + " source.tables and source.exclude_tables); nothing was changed");
+                        + " source.tables, source.exclude_tables and transforms); nothing was changed");
             }
+            Reloader.TransformsPlan transforms = Reloader.planTransforms(ctx, next.transforms()); // checked before anything changes
             String done = Reloader.apply(ctx, TableSelection.of(next.source()));
+            if (transforms != null) {
+                done += "; " + Reloader.applyTransforms(ctx, transforms);
+            }
             ctx.lastReload = new EngineStatus.Reload(java.time.Instant.now().toString(), true, done);
             return done;
         } catch (MillraceException e) {

@@ -29,6 +29,8 @@ final class EngineContext {
     volatile List<TableRef> captured = List.of();
     /** Which tables the pipeline captures: the configuration's, then a reload's ({@link Reloader}). */
     volatile TableSelection selection;
+    /** The transforms in force: the configuration's, then a reload's ({@link Reloader}; the sinks take them at their next write). */
+    volatile io.millrace.engine.transform.Transforms transforms;
     /**
      * Tables the start added to the publication, by oid: the xid below which every transaction must have ended before
      * their copy reads a chunk ({@link OnlineSnapshotter#submitJoined}). Set by the start, read when streaming starts.
@@ -53,6 +55,7 @@ final class EngineContext {
         this.conns = new PgConnections(config.source());
         this.progress = progress;
         this.selection = TableSelection.of(config.source());
+        this.transforms = config.transforms();
         this.joiner = new TableJoiner(this);
     }
 

@@ -60,7 +60,7 @@ final class Reloader {
         }
         for (RecordComponent c : EngineConfig.class.getRecordComponents()) {
             String n = c.getName();
-            if (n.equals("source") || Objects.equals(get(c, running), get(c, next))) {
+            if (n.equals("source") || n.equals("transforms") || Objects.equals(get(c, running), get(c, next))) {
                 continue;
             }
             if (n.equals("destinations")) {
@@ -177,6 +177,125 @@ final class Reloader {
             removed.add(t);
         }
         return removed;
+    }
+
+    /**
+     * What a reload of the transforms changes: the tables whose rules differ (by oid), those whose row filter differs, and
+     * the transforms to use. Made by {@link #planTransforms}, before anything changes.
+     */
+    record TransformsPlan(io.millrace.engine.transform.Transforms next, Map<Integer, TableRef> changed, Map<Integer, TableRef> refiltered) {
+    }
+
+    /**
+     * Checks {@code next} against the tables captured now, as a start would (every column a rule names exists, keys are
+     * kept, row filters PostgreSQL can apply: RowFilters), and what a reload cannot change: {@code transforms.toast} and
+     * {@code toast_cache_mb} (they are set up at start), the mask of a key column (the destinations' keys would change),
+     * and a row filter of a publication Millrace does not manage. Writes nothing; null when the transforms are the same.
+     */
+    static TransformsPlan planTransforms(EngineContext ctx, io.millrace.engine.transform.Transforms next) {
+        io.millrace.engine.transform.Transforms now = ctx.transforms;
+        if (next.equals(now)) {
+            return null;
+        }
+        if (next.toast() != now.toast() || next.toastCacheMb() != now.toastCacheMb()) {
+            throw new MillraceException(Kind.CONFIG, "config: transforms.toast or transforms.toast_cache_mb changed, which needs a restart;"
+                    + " nothing was changed");
+        }
+        SourceWatch watch = ctx.watch;
+        if (ctx.state.get() != State.STREAMING || ctx.online == null || watch == null) {
+            throw new MillraceException(Kind.CONFIG, "the engine is " + ctx.state.get().name().toLowerCase(java.util.Locale.ROOT)
+                    + ": transforms can be reloaded only while it streams (PostgreSQL 14+); try again then, or restart");
+        }
+        SourceConfig src = ctx.config.source();
+        try (Connection c = ctx.conns.open()) {
+            List<io.millrace.core.schema.RelationInfo> tables = new ArrayList<>();
+            Map<Integer, TableRef> changed = new java.util.LinkedHashMap<>();
+            Map<Integer, TableRef> refiltered = new java.util.LinkedHashMap<>();
+            for (Map.Entry<Integer, TableRef> e : new java.util.TreeMap<>(watch.captured()).entrySet()) {
+                io.millrace.core.schema.RelationInfo r = Catalog.relation(c, e.getValue(), ctx.survey.types());
+                if (r == null) {
+                    continue; // dropped meanwhile
+                }
+                tables.add(r);
+                String key = io.millrace.engine.transform.Transforms.keyMaskChanged(now, next, r);
+                if (key != null) {
+                    throw new MillraceException(Kind.CONFIG, "config: transforms would change how key column '" + key + "' of " + r.table()
+                            + " is masked (or the salt of its hash): the destinations hold its rows under the keys they have, and a"
+                            + " reload cannot re-key them. Keep its mask as it is, or restart with a fresh destination; nothing was changed");
+                }
+                if (!io.millrace.engine.transform.Transforms.sameRule(now, next, r.table())) {
+                    changed.put(e.getKey(), r.table());
+                }
+                if (!Objects.equals(filter(now, r.table()), filter(next, r.table()))) {
+                    refiltered.put(e.getKey(), r.table());
+                }
+            }
+            next.check(tables);
+            io.millrace.engine.transform.RowFilters.check(c, next, tables, Catalog.serverVersion(c), src.publication(), false);
+            if (!refiltered.isEmpty() && (!src.createPublication() || ctx.selection.tables().isEmpty() || allTables(c, src.publication()))) {
+                StringBuilder sql = new StringBuilder();
+                for (TableRef t : refiltered.values()) {
+                    String f = filter(next, t);
+                    sql.append(" ALTER PUBLICATION ").append(Ident.quote(src.publication())).append(" DROP TABLE ").append(t.sql())
+                            .append("; ALTER PUBLICATION ").append(Ident.quote(src.publication())).append(" ADD TABLE ").append(t.sql())
+                            .append(f == null ? "" : " WHERE (" + f + ")").append(';');
+                }
+                throw new MillraceException(Kind.CONFIG, "config: transforms change the row filter of " + refiltered.values()
+                        + ", and publication '" + src.publication() + "' is not managed by Millrace (source.create_publication: false,"
+                        + " source.tables empty, or FOR ALL TABLES), so Millrace does not alter it. Run, as the tables' owner: BEGIN;"
+                        + sql + " COMMIT; then reload again; nothing was changed");
+            }
+            return new TransformsPlan(next, changed, refiltered);
+        } catch (SQLException e) {
+            throw PgErrors.translate("checking the reloaded transforms", e);
+        }
+    }
+
+    private static String filter(io.millrace.engine.transform.Transforms t, TableRef table) {
+        io.millrace.engine.transform.TableRule r = t.forTable(table);
+        return r == null ? null : r.filter();
+    }
+
+    /**
+     * Makes the transforms of {@code plan} those of the engine: each changed row filter replaces the table's in the
+     * publication (one transaction: the stream passes the table's changes under the old filter up to its commit, under
+     * the new one after it), every destination takes the new transforms at its next write, and each table whose rules
+     * changed is copied again online, reconciling (INV: WATERMARK, COVER): its rows reach the destinations under the new
+     * rules, and rows the new filter leaves out are deleted from the destinations whose keys can be compared (postgres,
+     * DuckDB; jsonl and Kafka get their deletes from those). Returns what changed.
+     */
+    static String applyTransforms(EngineContext ctx, TransformsPlan plan) {
+        SourceConfig src = ctx.config.source();
+        if (!plan.refiltered().isEmpty()) {
+            try (Connection c = ctx.conns.open(); Statement s = c.createStatement()) {
+                c.setAutoCommit(false);
+                s.execute("SET LOCAL lock_timeout = '" + TableJoiner.LOCK_TIMEOUT + "'");
+                for (TableRef t : plan.refiltered().values()) {
+                    String f = filter(plan.next(), t);
+                    s.execute("ALTER PUBLICATION " + Ident.quote(src.publication()) + " DROP TABLE " + t.sql());
+                    s.execute("ALTER PUBLICATION " + Ident.quote(src.publication()) + " ADD TABLE " + t.sql() + (f == null ? "" : " WHERE (" + f + ")"));
+                }
+                c.commit();
+            } catch (SQLException e) {
+                throw PgErrors.translate("changing the row filters of " + plan.refiltered().values() + " in publication '" + src.publication()
+                        + "' (nothing was changed)", e);
+            }
+        }
+        ctx.transforms = plan.next();
+        for (io.millrace.core.sink.Sink s : ctx.sinks) {
+            io.millrace.engine.transform.Transforms.replace(s, plan.next());
+        }
+        List<TableRef> copied = new ArrayList<>();
+        for (Map.Entry<Integer, TableRef> e : plan.changed().entrySet()) {
+            if (ctx.online.submitReconciling(e.getKey())) {
+                copied.add(e.getValue());
+            }
+        }
+        String done = "transforms reloaded: " + (copied.isEmpty() ? "no captured table's rules changed"
+                : "copying " + copied + " again online under the new rules" + (plan.refiltered().isEmpty() ? ""
+                : " (row filters changed for " + plan.refiltered().values() + ": rows they leave out are deleted from the destinations)"));
+        LOG.info(done);
+        return done;
     }
 
     private static boolean allTables(Connection c, String publication) throws SQLException {

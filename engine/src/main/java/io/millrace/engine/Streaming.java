@@ -74,9 +74,8 @@ final class Streaming {
         }
         OnlineSnapshotter o = new OnlineSnapshotter(ctx.conns, p.watermarks(), new OnlineCatalog(ctx.conns, survey.types()),
                 ctx.config.online(), ctx.progress, p.failure()::report);
-        io.millrace.engine.transform.Transforms transforms = ctx.config.transforms();
         o.rowFilters(t -> {
-            io.millrace.engine.transform.TableRule r = transforms.forTable(t);
+            io.millrace.engine.transform.TableRule r = ctx.transforms.forTable(t); // a reload's from then on
             return r == null ? null : r.filter(); // the rows the publication's row filter passes on
         });
         ctx.online = o;
@@ -90,17 +89,15 @@ final class Streaming {
      * a destination that cannot list its keys (jsonl, Kafka) gets the deletes the others' keys show. Null when none can.
      */
     private OnlineSnapshotter.DestinationKeys destinationKeys() {
-        // Behind the transforms' wrapper; a destination whose rows transforms change keeps its keys to itself (then the
-        // re-copy deletes nothing there: logged).
-        List<KeyedSink> keyed = ctx.sinks.stream().map(io.millrace.engine.transform.Transforms::unwrapPlain)
-                .filter(s -> s instanceof KeyedSink).map(s -> (KeyedSink) s).toList();
-        if (keyed.isEmpty()) {
-            if (!ctx.config.transforms().isEmpty()) {
-                LOG.warn("a lost slot's re-copy deletes no rows the source no longer has: transforms change what the destinations hold");
-            }
+        // Behind the transforms' wrapper. Keys are compared where the table's transforms leave them as they are (a row
+        // filter, masks of other columns); a destination whose keys a hash mask changed keeps them to itself (the re-copy
+        // deletes nothing there).
+        if (ctx.sinks.stream().noneMatch(s -> io.millrace.engine.transform.Transforms.keyed(s) != null)) {
             return null;
         }
         return (oid, table, keyColumns, range, limit) -> {
+            List<KeyedSink> keyed = ctx.sinks.stream().map(s -> ctx.transforms.keysAsTheSourceHas(s, table, keyColumns))
+                    .filter(java.util.Objects::nonNull).toList();
             java.util.Set<List<String>> out = new java.util.LinkedHashSet<>(); // the destinations mostly hold the same keys
             for (KeyedSink k : keyed) {
                 List<List<String>> keys = k.keysIn(oid, table, keyColumns, range, limit);

@@ -358,7 +358,7 @@ final class TableJoiner {
         boolean allTables = allTables(c);
         String filter;
         try {
-            filter = io.millrace.engine.transform.RowFilters.forJoiningTable(c, ctx.config.transforms(),
+            filter = io.millrace.engine.transform.RowFilters.forJoiningTable(c, ctx.transforms,
                     Catalog.relation(c, name, ctx.survey.types()), Catalog.serverVersion(c), src.publication(), member, allTables);
         } catch (MillraceException e) {
             if (e.kind() != MillraceException.Kind.CONFIG) {

@@ -98,6 +98,21 @@ public final class RelationInfo {
         return new RelationInfo(this, cols, cs);
     }
 
+    /** This shape under another name: the name a transform gives the table in the destinations ({@code rename}). */
+    public RelationInfo renamed(TableRef name) {
+        return new RelationInfo(this, name);
+    }
+
+    private RelationInfo(RelationInfo r, TableRef name) {
+        this.oid = r.oid;
+        this.table = Objects.requireNonNull(name, "name");
+        this.replicaIdentity = r.replicaIdentity;
+        this.columns = r.columns;
+        this.codecs = r.codecs;
+        this.keyIndexes = r.keyIndexes;
+        this.ddl = r.ddl;
+    }
+
     /** This shape, carrying the event trigger's account of the DDL that led to it. */
     public RelationInfo withDdl(SchemaChange change) {
         return new RelationInfo(this, change);

@@ -213,8 +213,9 @@ public final class ConfigLoader {
                 masks.put(m.getKey(), mask);
             }
             String filter = rn.string("filter", null);
+            String rename = rn.string("rename", null);
             rn.done();
-            rules.add(new TableRule(rn.key("").replaceAll("\\.$", ""), pattern, include, exclude, masks, filter));
+            rules.add(new TableRule(rn.key("").replaceAll("\\.$", ""), pattern, include, exclude, masks, filter, rename));
         }
         Transforms.Toast toast = t.choice("toast", Transforms.Toast.PLACEHOLDER, Transforms.Toast.class);
         Integer cacheMb = t.integer("toast_cache_mb", Limit.TRANSFORMS_TOAST_CACHE_MB);

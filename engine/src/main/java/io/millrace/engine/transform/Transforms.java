@@ -92,6 +92,15 @@ public final class Transforms {
                         + " variable holding it) or transforms.hash_salt_file (a file holding it); the salt is never written in the configuration");
             }
         }
+        if (r.rename() != null) {
+            String[] parts = r.rename().split("\\.", -1);
+            String rest = r.rename().replace("{schema}", "").replace("{table}", "");
+            if (parts.length != 2 || parts[0].isEmpty() || parts[1].isEmpty() || rest.contains("{") || rest.contains("}")
+                    || rest.contains("\"")) {
+                throw error(r.setting() + ".rename", "must be schema.table, where {schema} and {table} stand for the source table's"
+                        + " (one dot, no quotes), e.g. \"mirror.{table}\" or \"{schema}.{table}_v2\"; got '" + r.rename() + "'");
+            }
+        }
         if (r.filter() != null && r.filter().contains(";")) {
             throw error(r.setting() + ".filter", "contains ';': write one SQL condition on the table's columns, e.g. \"region = 'eu'\"");
         }
@@ -233,6 +242,55 @@ public final class Transforms {
      * The same rules and salt: a configuration read again with unchanged transforms equals the running one (a reload of
      * the table selection compares every other setting; ReloadIT).
      */
+    /** The keyed destination {@code sink} wraps ({@link #wrap}), or null when it is not keyed. */
+    public static io.millrace.core.sink.KeyedSink keyed(Sink sink) {
+        Sink s = sink instanceof TransformingSink t ? t.wrapped() : sink;
+        return s instanceof io.millrace.core.sink.KeyedSink k ? k : null;
+    }
+
+    /**
+     * The keyed destination {@code sink} wraps when it holds the rows of {@code table} under the source's own keys (no mask
+     * on {@code keyColumns}), so its keys compare with the source's; else null.
+     */
+    public io.millrace.core.sink.KeyedSink keysAsTheSourceHas(Sink sink, TableRef table, List<String> keyColumns) {
+        TableRule r = forTable(table);
+        return r != null && (r.rename() != null || keyColumns.stream().anyMatch(k -> r.masks().containsKey(k))) ? null : keyed(sink);
+    }
+
+    /**
+     * The first key column of {@code table} whose mask differs between {@code a} and {@code b} (a hash mask under
+     * another salt included), or null: a reload may not change it, since the destinations' keys would change.
+     */
+    public static String keyMaskChanged(Transforms a, Transforms b, io.millrace.core.schema.RelationInfo table) {
+        TableRule ra = a.forTable(table.table());
+        TableRule rb = b.forTable(table.table());
+        for (int i : table.keyIndexes()) {
+            String k = table.column(i).name();
+            Mask ma = ra == null ? null : ra.masks().get(k);
+            Mask mb = rb == null ? null : rb.masks().get(k);
+            if (!java.util.Objects.equals(ma, mb) || (ma != null && !a.salt.equals(b.salt))) {
+                return k;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Whether {@code table} reaches the destinations the same under {@code a} and {@code b}: the same columns, masks and
+     * row filter (wherever the rule stands in the list), and the same salt when a mask hashes.
+     */
+    public static boolean sameRule(Transforms a, Transforms b, TableRef table) {
+        TableRule ra = a.forTable(table);
+        TableRule rb = b.forTable(table);
+        if (ra == null || rb == null) {
+            return ra == rb;
+        }
+        boolean hashes = ra.masks().values().stream().anyMatch(m -> m instanceof Mask.Hash);
+        return java.util.Objects.equals(ra.include(), rb.include()) && ra.exclude().equals(rb.exclude()) && ra.masks().equals(rb.masks())
+                && java.util.Objects.equals(ra.filter(), rb.filter()) && java.util.Objects.equals(ra.rename(), rb.rename())
+                && (!hashes || a.salt.equals(b.salt));
+    }
+
     @Override
     public boolean equals(Object o) {
         return o instanceof Transforms t && rules.equals(t.rules) && salt.equals(t.salt) && toast == t.toast && toastCacheMb == t.toastCacheMb;

@@ -391,11 +391,30 @@ public final class OnlineSnapshotter implements AutoCloseable {
         return true;
     }
 
+    /**
+     * Copies the whole table of {@code oid} again and reconciles the destinations with it ({@link OnlineTask#reconcile}):
+     * what they hold in each chunk's key range that the source does not have under the table's row filter is deleted. For
+     * a reload that changed the table's transforms (a row filter narrowed: the rows it now leaves out go). False when the
+     * table was dropped meanwhile.
+     */
+    public boolean submitReconciling(int oid) {
+        Target target = resolve(oid);
+        if (target == null) {
+            return false;
+        }
+        enqueue(target.relation().table(), target, null, 0, true);
+        return true;
+    }
+
     private void enqueue(TableRef table, Target target, String filter) {
         enqueue(table, target, filter, 0);
     }
 
     private void enqueue(TableRef table, Target target, String filter, long notBefore) {
+        enqueue(table, target, filter, notBefore, false);
+    }
+
+    private void enqueue(TableRef table, Target target, String filter, long notBefore, boolean reconciling) {
         int oid = target.relation().oid();
         if (filter != null) {
             // INV: COVER — a copy limited by a filter would replace one under way of other rows and drop its remaining
@@ -411,7 +430,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
             validateFilter(table, target, filter);
         }
         // A whole copy asked for while a lost slot's re-copy of the table is under way goes on reconciling: it replaces it.
-        boolean reconcile = filter == null && tasks.stream().anyMatch(t -> t.reconcile && !t.finished && t.copies(table, oid));
+        boolean reconcile = filter == null && (reconciling || tasks.stream().anyMatch(t -> t.reconcile && !t.finished && t.copies(table, oid)));
         // Re-reads stay: a filtered copy need not read their keys, and their updates were left to them.
         // A filtered copy beside a reconciling one leaves it: the reconciliation must cover the whole table.
         tasks.removeIf(t -> !t.reread && (filter == null || !t.reconcile) && t.copies(table, oid));
@@ -1038,8 +1057,12 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 }
                 values.append(')');
             }
+            // Under the table's row filter: a row the filter leaves out is not the source's for the destinations (a reload
+            // that narrowed the filter deletes it there).
+            String rowFilter = rowFilters.apply(task.table);
             try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT EXISTS (SELECT 1 FROM " + task.from()
-                    + " r WHERE " + present + ")" + printed + " FROM (VALUES " + values + ") v(" + names + ")")) {
+                    + " r WHERE " + present + (rowFilter == null ? "" : " AND (" + rowFilter + ")") + ")" + printed + " FROM (VALUES "
+                    + values + ") v(" + names + ")")) {
                 while (rs.next()) {
                     if (rs.getBoolean(1)) {
                         continue; // the source has it: not gone
