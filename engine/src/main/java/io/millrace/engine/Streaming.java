@@ -100,7 +100,8 @@ final class Streaming {
                     .filter(java.util.Objects::nonNull).toList();
             java.util.Set<List<String>> out = new java.util.LinkedHashSet<>(); // the destinations mostly hold the same keys
             for (KeyedSink k : keyed) {
-                List<List<String>> keys = k.keysIn(oid, table, keyColumns, range, limit);
+                // under the name a rename gave it (KeyedSink looks it up by oid first, under the name it holds it as)
+                List<List<String>> keys = k.keysIn(oid, ctx.transforms.destinationName(table), keyColumns, range, limit);
                 if (keys.size() >= limit) {
                     return keys; // a destination over the bound: the caller refuses the chunk (INV: BOUNDED)
                 }

@@ -461,8 +461,10 @@ public final class EnvelopeWriter {
             for (int i = 0; i < columns.length; i++) {
                 columns[i] = new SerializedString(rel.column(i).name());
             }
-            schema = new SerializedString(rel.table().schema());
-            table = new SerializedString(rel.table().table());
+            // the source block names the table in the source, as Debezium's after its topic router: a transform's rename
+            // moves the table in the destinations (its topic, its table) but the event still says where it came from
+            schema = new SerializedString(rel.sourceTable().schema());
+            table = new SerializedString(rel.sourceTable().table());
             keys = rel.keyIndexes();
         }
     }

@@ -17,6 +17,8 @@ import java.util.Objects;
 public final class RelationInfo {
     private final int oid;
     private final TableRef table;
+    /** The table's name in the source: {@link #table} unless a transform {@link #renamed} it for the destinations. */
+    private final TableRef sourceTable;
     private final char replicaIdentity;
     private final List<ColumnInfo> columns;
     private final TypeCodec[] codecs;
@@ -31,6 +33,7 @@ public final class RelationInfo {
     private RelationInfo(RelationInfo r, SchemaChange ddl) {
         this.oid = r.oid;
         this.table = r.table;
+        this.sourceTable = r.sourceTable;
         this.replicaIdentity = r.replicaIdentity;
         this.columns = r.columns;
         this.codecs = r.codecs;
@@ -46,6 +49,7 @@ public final class RelationInfo {
         this.ddl = ddl;
         this.oid = oid;
         this.table = Objects.requireNonNull(table, "table");
+        this.sourceTable = this.table;
         this.replicaIdentity = replicaIdentity;
         this.columns = List.copyOf(columns);
         this.codecs = new TypeCodec[this.columns.size()];
@@ -63,6 +67,7 @@ public final class RelationInfo {
     private RelationInfo(RelationInfo r, List<ColumnInfo> columns, TypeCodec[] codecs) {
         this.oid = r.oid;
         this.table = r.table;
+        this.sourceTable = r.sourceTable;
         this.replicaIdentity = r.replicaIdentity;
         this.columns = List.copyOf(columns);
         this.codecs = codecs;
@@ -106,6 +111,7 @@ public final class RelationInfo {
     private RelationInfo(RelationInfo r, TableRef name) {
         this.oid = r.oid;
         this.table = Objects.requireNonNull(name, "name");
+        this.sourceTable = r.sourceTable;
         this.replicaIdentity = r.replicaIdentity;
         this.columns = r.columns;
         this.codecs = r.codecs;
@@ -129,6 +135,14 @@ public final class RelationInfo {
 
     public TableRef table() {
         return table;
+    }
+
+    /**
+     * The table's name in the source, which {@link #table} is unless a transform gave the table another name in the
+     * destinations ({@link #renamed}): what online copies and the checkpoint's {@code copying} set name it by.
+     */
+    public TableRef sourceTable() {
+        return sourceTable;
     }
 
     /** {@code d} default (primary key), {@code n} nothing, {@code f} full, {@code i} index. */

@@ -55,7 +55,7 @@ public final class DurableTables {
 
     /** Whether updates of {@code rel}'s rows the destination lacks wait for the online copy (the copying rule). */
     public static boolean waitsForCopy(Set<String> copying, RelationInfo rel) {
-        return copying.contains(rel.table().toString());
+        return copying.contains(rel.sourceTable().toString()); // the source's name: a transform may rename the table
     }
 
     /**

@@ -75,9 +75,30 @@ class TransformingSink implements Sink {
         return sink.transactional();
     }
 
+    /**
+     * The destination's checkpoint, its tables under the source's names: a destination holds a renamed table under the
+     * rule's name ({@link #write}); the engine follows tables by their names in the source.
+     */
     @Override
     public Optional<Checkpoint> open() {
-        return sink.open();
+        return sink.open().map(cp -> names(cp, true));
+    }
+
+    /**
+     * {@code cp} with the tables it holds ({@link Checkpoint#tables}) under the names the destination holds them as
+     * ({@code toSource} false), or under the source's ({@code toSource} true). The destination follows a table renamed
+     * in the source, or given another name by a changed rule, by comparing these with the events' names.
+     */
+    private Checkpoint names(Checkpoint cp, boolean toSource) {
+        if (cp == null || cp.tables().isEmpty() || !transforms.renames()) {
+            return cp;
+        }
+        java.util.TreeMap<Integer, TableRef> held = new java.util.TreeMap<>();
+        cp.tables().forEach((oid, t) -> {
+            TableRef n = toSource ? transforms.sourceName(t) : transforms.destinationName(t);
+            held.put(oid, n == null ? t : n);
+        });
+        return cp.withTables(held);
     }
 
     /** Uses {@code t} from the next {@link #write} on (a batch is transformed by one value of the transforms). Any thread. */
@@ -100,6 +121,7 @@ class TransformingSink implements Sink {
             sink.write(events, checkpoint);
             return;
         }
+        checkpoint = names(checkpoint, false);
         List<ChangeEvent> out = events;
         for (int i = 0; i < events.size(); i++) {
             ChangeEvent e = events.get(i);
@@ -122,7 +144,11 @@ class TransformingSink implements Sink {
 
     @Override
     public SinkReset reset(List<TableRef> tables, SinkReset.Data data) {
-        return sink.reset(tables, data);
+        Transforms t = next.get() != null ? next.get() : transforms;
+        return sink.reset(tables.stream().map(x -> {
+            TableRule r = t.forTable(x);
+            return r == null ? x : r.destinationName(x); // the destination holds it under the name a rename gave it
+        }).toList(), data);
     }
 
     @Override
@@ -165,10 +191,38 @@ class TransformingSink implements Sink {
                     masked.add(k[j]);
                 }
             }
-            p = new Plan(r, r.project(k, masked::contains), k, m);
+            RelationInfo out = r.project(k, masked::contains);
+            TableRef to = rule.destinationName(r.table());
+            if (!to.equals(r.table())) {
+                out = out.renamed(to);
+            }
+            p = new Plan(r, out, k, m);
         }
+        claim(rule, p == null ? r.table() : p.out().table(), r);
         plans.put(r, p);
         return p;
+    }
+
+    /** The source table (by oid) each destination name a {@code rename} gave is taken by. */
+    private final Map<TableRef, RelationInfo> names = new java.util.HashMap<>();
+
+    /**
+     * Refuses a {@code rename} that gives two source tables one name, or a table another's own name: their rows would
+     * mix in one destination table (one key space, one schema), and a keyed destination would merge them. The batch is not
+     * written and the checkpoint does not move (fail closed, as for a renamed masked column).
+     */
+    private void claim(TableRule rule, TableRef to, RelationInfo r) {
+        RelationInfo held = names.putIfAbsent(to, r);
+        if (held != null && held.oid() != r.oid()) {
+            if (to.equals(r.table()) && to.equals(held.table())) {
+                names.put(to, r); // no rename involved: the name moved to another table (dropped and created again, renamed)
+                return;
+            }
+            throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, "config: "
+                    + (rule != null && rule.rename() != null ? rule.setting() : "transforms") + ".rename gives " + r.table() + " and "
+                    + held.table() + " one name in the destinations, " + to + ": their rows would mix in one table. Give each table a"
+                    + " name of its own (a rename with {table} in it); this batch was not written");
+        }
     }
 
     /**

@@ -100,6 +100,14 @@ public final class Transforms {
                 throw error(r.setting() + ".rename", "must be schema.table, where {schema} and {table} stand for the source table's"
                         + " (one dot, no quotes), e.g. \"mirror.{table}\" or \"{schema}.{table}_v2\"; got '" + r.rename() + "'");
             }
+            String m = r.match().toString();
+            boolean schemas = r.match().schema().matches(".*[*?].*"), tables = r.match().table().matches(".*[*?].*");
+            if (tables && !r.rename().contains("{table}") || schemas && !r.rename().contains("{schema}")) {
+                // INV: a rename is one-to-one — two tables under one name would mix rows (one key space) in every destination
+                throw error(r.setting() + ".rename", "gives every table '" + m + "' matches the one name '" + r.rename() + "': their"
+                        + " rows would mix in one destination table. Put {table} in the name (e.g. \"" + parts[0] + ".{table}\"; {schema} too when"
+                        + " the schema is a pattern), or match one table");
+            }
         }
         if (r.filter() != null && r.filter().contains(";")) {
             throw error(r.setting() + ".filter", "contains ';': write one SQL condition on the table's columns, e.g. \"region = 'eu'\"");
@@ -182,10 +190,18 @@ public final class Transforms {
                         + " or capture the table");
             }
         }
+        Map<TableRef, TableRef> named = new java.util.HashMap<>();
         for (RelationInfo t : tables) {
             TableRule r = forTable(t.table());
             if (r != null) {
                 check(r, t);
+            }
+            TableRef to = r == null ? t.table() : r.destinationName(t.table());
+            TableRef other = named.putIfAbsent(to, t.table());
+            if (other != null) { // INV: a rename is one-to-one (TransformingSink refuses it too, for tables joining later)
+                TableRule by = r != null && r.rename() != null ? r : forTable(other);
+                throw error(by.setting() + ".rename", "gives tables " + other + " and " + t.table() + " one name in the destinations, " + to
+                        + ": their rows would mix in one table. Give each table a name of its own");
             }
         }
     }
@@ -254,7 +270,71 @@ public final class Transforms {
      */
     public io.millrace.core.sink.KeyedSink keysAsTheSourceHas(Sink sink, TableRef table, List<String> keyColumns) {
         TableRule r = forTable(table);
-        return r != null && (r.rename() != null || keyColumns.stream().anyMatch(k -> r.masks().containsKey(k))) ? null : keyed(sink);
+        return r != null && keyColumns.stream().anyMatch(k -> r.masks().containsKey(k)) ? null : keyed(sink);
+    }
+
+    /** Whether a rule renames tables: the destinations then hold some under other names than the source's. */
+    boolean renames() {
+        return rules.stream().anyMatch(r -> r.rename() != null);
+    }
+
+    /**
+     * The source table a destination holds as {@code name} by a rule's {@code rename}, or null when no rule gives that name
+     * (the destination holds it under its own name, or under one an earlier configuration gave it). Checked both ways: the
+     * table found must be one the rule matches and the rule must give it {@code name}.
+     */
+    TableRef sourceName(TableRef name) {
+        for (TableRule r : rules) {
+            if (r.rename() == null) {
+                continue;
+            }
+            java.util.regex.Matcher m = template(r.rename()).matcher(name.schema() + "." + name.table());
+            if (!m.matches()) {
+                continue;
+            }
+            String schema = r.rename().contains("{schema}") ? m.group("s") : literal(r.match().schema());
+            String table = r.rename().contains("{table}") ? m.group("t") : literal(r.match().table());
+            if (schema == null || table == null) {
+                continue;
+            }
+            TableRef t = new TableRef(schema, table);
+            if (forTable(t) == r && r.destinationName(t).equals(name)) {
+                return t;
+            }
+        }
+        return null;
+    }
+
+    /** {@code name} when it is no pattern, else null. */
+    private static String literal(String name) {
+        return name.contains("*") || name.contains("?") ? null : name;
+    }
+
+    private static java.util.regex.Pattern template(String rename) {
+        StringBuilder re = new StringBuilder();
+        boolean s = false;
+        boolean t = false;
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\{schema}|\\{table}").matcher(rename);
+        int at = 0;
+        while (m.find()) {
+            re.append(java.util.regex.Pattern.quote(rename.substring(at, m.start())));
+            if (m.group().equals("{schema}")) {
+                re.append(s ? "\\k<s>" : "(?<s>[^.]+)");
+                s = true;
+            } else {
+                re.append(t ? "\\k<t>" : "(?<t>[^.]+)");
+                t = true;
+            }
+            at = m.end();
+        }
+        re.append(java.util.regex.Pattern.quote(rename.substring(at)));
+        return java.util.regex.Pattern.compile(re.toString());
+    }
+
+    /** The name the destinations hold {@code table} under: its own, or the one its rule's {@code rename} gives it. */
+    public TableRef destinationName(TableRef table) {
+        TableRule r = forTable(table);
+        return r == null ? table : r.destinationName(table);
     }
 
     /**
@@ -299,15 +379,6 @@ public final class Transforms {
     @Override
     public int hashCode() {
         return rules.hashCode();
-    }
-
-    /**
-     * The sink {@link #wrap} wrapped, when it has no rules (events pass through it unchanged), else {@code sink} itself.
-     * A lost slot's reconciliation compares the keys a destination holds with the source's: only where no transform
-     * can have changed them (a hashed key, a row filter).
-     */
-    public static Sink unwrapPlain(Sink sink) {
-        return sink instanceof TransformingSink t ? t.plainDelegate() : sink;
     }
 
     @Override

@@ -267,4 +267,30 @@ class TransformsTest {
         assertThat(e.getMessage()).contains("transforms.tables[0]").contains("'ssn'").contains("no longer has").doesNotContain("123-45");
         assertThat(rec.got).as("nothing written").isEmpty();
     }
+
+    /**
+     * A rename is read both ways: the name a rule gives a table, and the table a destination holds under such a name (a
+     * destination's checkpoint holds the rule's names; the engine follows tables by the source's). Renames that would put
+     * two tables in one are refused as the configuration is read.
+     */
+    @Test
+    void aRenameGivesEachTableOneNameAndIsReadBack() {
+        Transforms t = parse("  tables:\n    - match: public.*\n      rename: \"mirror.{table}_v2\"\n"
+                + "    - match: app.orders\n      rename: \"archive.old_orders\"\n"
+                + "    - match: \"*.events\"\n      rename: \"{schema}_{table}.{table}\"\n");
+        TableRef orders = TableRef.parse("public.orders");
+        assertThat(t.destinationName(orders)).isEqualTo(TableRef.parse("mirror.orders_v2"));
+        assertThat(t.sourceName(TableRef.parse("mirror.orders_v2"))).isEqualTo(orders);
+        assertThat(t.destinationName(TableRef.parse("app.orders"))).isEqualTo(TableRef.parse("archive.old_orders"));
+        assertThat(t.sourceName(TableRef.parse("archive.old_orders"))).isEqualTo(TableRef.parse("app.orders"));
+        assertThat(t.sourceName(TableRef.parse("sales_events.events"))).isEqualTo(TableRef.parse("sales.events"));
+        assertThat(t.sourceName(TableRef.parse("sales_events.other"))).as("{table} twice: the same value").isNull();
+        assertThat(t.sourceName(TableRef.parse("mirror.orders"))).as("no rule gives that name").isNull();
+        assertThat(t.destinationName(TableRef.parse("other.t"))).isEqualTo(TableRef.parse("other.t"));
+
+        assertThat(fail("  tables:\n    - match: public.*\n      rename: \"mirror.all\"\n")).contains("transforms.tables[0].rename")
+                .contains("would mix in one");
+        assertThat(fail("  tables:\n    - match: \"*.orders\"\n      rename: \"mirror.{table}\"\n")).contains("{schema} too");
+        assertThat(fail("  tables:\n    - match: public.orders\n      rename: \"mirror\"\n")).contains("must be schema.table");
+    }
 }

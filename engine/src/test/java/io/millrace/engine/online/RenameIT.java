@@ -1,0 +1,156 @@
+package io.millrace.engine.online;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.millrace.core.MillraceException;
+import io.millrace.core.schema.TableRef;
+import io.millrace.embedded.EmbeddedPg;
+import io.millrace.engine.RunningEngine;
+import io.millrace.engine.e2e.E2e;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.time.Duration;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Table routing ({@code transforms.tables[].rename}) on a real PostgreSQL 17 into postgres, DuckDB and jsonl: the
+ * initial snapshot, the stream under a write load, an online re-copy and a table renamed in the source all land in the
+ * destinations under the name the rule gives ({@code mirror.{table}_v2}), also after a restart, and no table of the
+ * source's own name is made; the events' source block still names the source table. A rename that would put two tables' rows in one is
+ * refused at start, naming the setting, with nothing published.
+ */
+class RenameIT {
+    private static final Duration WAIT = Duration.ofSeconds(90);
+    private static final String RULE = "\ntransforms:\n  tables:\n    - match: public.*\n      rename: \"mirror.{table}_v2\"\n";
+    private static EmbeddedPg pg;
+
+    @BeforeAll
+    static void start() {
+        E2e.init();
+        pg = EmbeddedPg.builder().major(17).setting("synchronous_commit", "on").start();
+    }
+
+    @AfterAll
+    static void stop() {
+        if (pg != null) {
+            pg.close();
+        }
+    }
+
+    private static String yaml(String db, Path dir, String transforms) {
+        return E2e.yaml(pg, db, "s_" + db, List.of("public.*"), "auto", db + "_dst", dir)
+                .replace("snapshot:\n  mode: initial\n  readers: 2\n", "snapshot:\n  mode: initial\n  readers: 2\n  online: {chunk_rows: 40, min_chunk_rows: 10}\n")
+                .replace("pipeline:\n", "  - {name: mirror, type: duckdb, file: '" + dir.resolve("copy.duckdb").toAbsolutePath() + "'}\npipeline:\n")
+                + transforms;
+    }
+
+    private static void tables(String db) throws Exception {
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        try (Connection c = pg.connect(db)) {
+            for (String t : List.of("orders", "items")) {
+                E2e.exec(c, "CREATE TABLE public." + t + " (id int PRIMARY KEY, v int NOT NULL, note text)",
+                        "INSERT INTO public." + t + " SELECT g, g, 'row ' || g FROM generate_series(1, 200) g");
+            }
+        }
+    }
+
+    /** Every row of {@code table} in one string, the same SQL in PostgreSQL and DuckDB. */
+    private static String rows(Connection c, String table) throws Exception {
+        return E2e.queryString(c, "SELECT coalesce(string_agg(id::varchar || ':' || v::varchar || ':' || coalesce(note, '-'), ','"
+                + " ORDER BY id), '') FROM " + table);
+    }
+
+    private static void awaitEqual(Connection src, String from, Connection dst, String to) throws Exception {
+        String want = rows(src, from);
+        E2e.awaitRow(dst, "SELECT count(*) FROM (SELECT 1 FROM " + to + " HAVING coalesce(string_agg(id::varchar || ':' || v::varchar"
+                + " || ':' || coalesce(note, '-'), ',' ORDER BY id), '') = " + E2e.q(want) + ") x", WAIT);
+    }
+
+    @Test
+    void everyTableLandsUnderTheNameItsRuleGivesInEveryDestination(@TempDir Path dir) throws Exception {
+        String db = "rn";
+        tables(db);
+        String items;
+        String orders;
+        try (RunningEngine e = RunningEngine.start(yaml(db, dir, RULE), dir).awaitStreaming(WAIT);
+             Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            awaitEqual(src, "public.orders", dst, "mirror.orders_v2"); // the initial snapshot
+            try (Writers w = new Writers(pg, db, List.of("public.orders", "public.items"), 7, 2, 300, 2)) {
+                long until = System.nanoTime() + Duration.ofSeconds(3).toNanos();
+                while (System.nanoTime() < until) {
+                    Thread.sleep(100);
+                }
+                E2e.exec(dst, "DELETE FROM mirror.orders_v2 WHERE id % 3 = 0"); // what the online copy must bring back
+                e.engine().snapshot(List.of(TableRef.parse("public.orders")), null);
+                Thread.sleep(3000);
+                assertThat(w.ops()).isPositive();
+            }
+            awaitEqual(src, "public.orders", dst, "mirror.orders_v2");
+            awaitEqual(src, "public.items", dst, "mirror.items_v2");
+
+            // a table renamed in the source: the destinations follow it at its next change, under the rule's name for it
+            E2e.exec(src, "ALTER TABLE public.items RENAME TO goods", "INSERT INTO public.goods VALUES (-1, -1, 'after the rename')");
+            E2e.awaitRow(dst, "SELECT count(*) FROM mirror.goods_v2 WHERE id = -1", WAIT);
+            items = rows(src, "public.goods");
+            orders = rows(src, "public.orders");
+            assertThat(rows(dst, "mirror.goods_v2")).isEqualTo(items);
+            assertThat(E2e.queryString(dst, "SELECT string_agg(n.nspname || '.' || c.relname, ',' ORDER BY c.relname) FROM pg_class c"
+                    + " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND n.nspname IN ('public', 'mirror')"))
+                    .as("no table under the source's own name").isEqualTo("mirror.goods_v2,mirror.orders_v2");
+
+            // the events' source block names the table in the source
+            List<JsonNode> events = E2e.events(dir);
+            assertThat(events).isNotEmpty();
+            assertThat(events.stream().map(x -> x.path("source").path("schema").asText() + "." + x.path("source").path("table").asText())
+                    .distinct().sorted().toList()).containsExactly("public.goods", "public.items", "public.orders");
+        }
+        // a restart: the destinations' checkpoints hold the tables under the rule's names, read back as the source's
+        try (LogCapture log = new LogCapture(); RunningEngine e = RunningEngine.start(yaml(db, dir, RULE), dir).awaitStreaming(WAIT);
+             Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            assertThat(log.containing("in the source: the destinations follow")).as("no rename seen where the rule gave the name").isEmpty();
+            E2e.exec(src, "INSERT INTO public.goods VALUES (-2, -2, 'after the restart')", "UPDATE public.orders SET v = -v WHERE id < 50");
+            awaitEqual(src, "public.goods", dst, "mirror.goods_v2");
+            awaitEqual(src, "public.orders", dst, "mirror.orders_v2");
+            items = rows(src, "public.goods");
+            orders = rows(src, "public.orders");
+            assertThat(E2e.queryLong(dst, "SELECT count(*) FROM pg_tables WHERE schemaname IN ('public', 'mirror')")).isEqualTo(2);
+            assertThat(e.engine().state()).isNotNull();
+        }
+        try (Connection duck = DriverManager.getConnection("jdbc:duckdb:" + dir.resolve("copy.duckdb"))) {
+            assertThat(rows(duck, "mirror.orders_v2")).isEqualTo(orders);
+            assertThat(rows(duck, "mirror.goods_v2")).isEqualTo(items);
+            assertThat(E2e.queryLong(duck, "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('orders', 'items',"
+                    + " 'items_v2', 'goods')")).isZero();
+        }
+    }
+
+    @Test
+    void aRenameThatPutsTwoTablesInOneIsRefusedAtStart(@TempDir Path dir) throws Exception {
+        String db = "rnmix";
+        tables(db);
+        for (String rule : List.of("    - match: public.*\n      rename: \"mirror.all\"\n",
+                "    - match: public.orders\n      rename: \"public.items\"\n")) {
+            Throwable err;
+            try { // the first is refused as the configuration is read, the second once the captured tables are known
+                err = RunningEngine.start(yaml(db, dir, "\ntransforms:\n  tables:\n" + rule), dir).awaitEnd(WAIT);
+            } catch (MillraceException x) {
+                err = x;
+            }
+            assertThat(err).isInstanceOf(MillraceException.class);
+            assertThat(((MillraceException) err).kind()).isEqualTo(MillraceException.Kind.CONFIG);
+            assertThat(err.getMessage()).contains("transforms.tables[0].rename").contains("would mix in one");
+        }
+        try (Connection src = pg.connect(db)) {
+            assertThat(E2e.queryLong(src, "SELECT count(*) FROM pg_publication")).as("nothing published").isZero();
+            assertThat(E2e.queryLong(src, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 's_rnmix'")).as("no slot").isZero();
+        }
+    }
+}
