@@ -22,7 +22,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * Table routing ({@code transforms.tables[].rename}) on a real PostgreSQL 17 into postgres, DuckDB and jsonl: the
  * initial snapshot, the stream under a write load, an online re-copy and a table renamed in the source all land in the
- * destinations under the name the rule gives ({@code mirror.{table}_v2}), also after a restart, and no table of the
+ * destinations under the name the rule gives ({@code mirror.{table}_v2}), also after a restart and after the rule
+ * changed while stopped ({@code _v3}: the tables move), and no table of the
  * source's own name is made; the events' source block still names the source table. A rename that would put two tables' rows in one is
  * refused at start, naming the setting, with nothing published.
  */
@@ -124,11 +125,23 @@ class RenameIT {
             assertThat(E2e.queryLong(dst, "SELECT count(*) FROM pg_tables WHERE schemaname IN ('public', 'mirror')")).isEqualTo(2);
             assertThat(e.engine().state()).isNotNull();
         }
+        // the rule changed while stopped: each destination moves its tables to the new names, as for a rename in the source
+        try (RunningEngine e = RunningEngine.start(yaml(db, dir, RULE.replace("_v2", "_v3")), dir).awaitStreaming(WAIT);
+             Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.exec(src, "INSERT INTO public.goods VALUES (-3, -3, 'under the new rule')", "DELETE FROM public.orders WHERE id < 10");
+            awaitEqual(src, "public.goods", dst, "mirror.goods_v3");
+            awaitEqual(src, "public.orders", dst, "mirror.orders_v3");
+            items = rows(src, "public.goods");
+            orders = rows(src, "public.orders");
+            assertThat(E2e.queryString(dst, "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname IN"
+                    + " ('public', 'mirror')")).isEqualTo("goods_v3,orders_v3");
+            assertThat(e.engine().state()).isNotNull();
+        }
         try (Connection duck = DriverManager.getConnection("jdbc:duckdb:" + dir.resolve("copy.duckdb"))) {
-            assertThat(rows(duck, "mirror.orders_v2")).isEqualTo(orders);
-            assertThat(rows(duck, "mirror.goods_v2")).isEqualTo(items);
+            assertThat(rows(duck, "mirror.orders_v3")).isEqualTo(orders);
+            assertThat(rows(duck, "mirror.goods_v3")).isEqualTo(items);
             assertThat(E2e.queryLong(duck, "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('orders', 'items',"
-                    + " 'items_v2', 'goods')")).isZero();
+                    + " 'items_v2', 'goods', 'goods_v2', 'orders_v2')")).isZero();
         }
     }
 
