@@ -16,11 +16,16 @@ public final class AddColumn {
 
     /** @param value the default's text form, or null for NULL */
     public static List<String> sql(TableRef target, String column, String type, String value) {
-        String add = "ALTER TABLE " + target.sql() + " ADD COLUMN IF NOT EXISTS " + Ident.quote(column) + " " + type;
+        return sql(target.sql(), column, type, value);
+    }
+
+    /** As above, the table as SQL names it ({@code target}: DuckDB's with its catalog). */
+    public static List<String> sql(String target, String column, String type, String value) {
+        String add = "ALTER TABLE " + target + " ADD COLUMN IF NOT EXISTS " + Ident.quote(column) + " " + type;
         if (value == null) {
             return List.of(add);
         }
         return List.of(add + " DEFAULT CAST(" + Ident.literal(value) + " AS " + type + ")",
-                "ALTER TABLE " + target.sql() + " ALTER COLUMN " + Ident.quote(column) + " DROP DEFAULT");
+                "ALTER TABLE " + target + " ALTER COLUMN " + Ident.quote(column) + " DROP DEFAULT");
     }
 }

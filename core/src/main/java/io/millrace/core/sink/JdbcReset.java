@@ -30,9 +30,12 @@ public final class JdbcReset implements SinkReset {
     private final Optional<Checkpoint> checkpoint;
     private final List<TableRef> tables;
     private final Data data;
+    /** Put before each table's SQL name: a catalog and a dot, or nothing. */
+    private final String qualifier;
 
     private JdbcReset(Connection conn, String destination, String where, TableRef checkpointTable, Optional<Checkpoint> checkpoint,
-                      List<TableRef> tables, Data data) {
+                      List<TableRef> tables, Data data, String qualifier) {
+        this.qualifier = qualifier;
         this.conn = conn;
         this.destination = destination;
         this.where = where;
@@ -51,6 +54,15 @@ public final class JdbcReset implements SinkReset {
      */
     public static JdbcReset plan(Connection conn, String destination, String where, String checkpointSchema, List<TableRef> targets,
                                  Data data, CheckpointReader read) {
+        return plan(conn, destination, where, checkpointSchema, targets, data, read, "");
+    }
+
+    /**
+     * As above, each table named in SQL after {@code qualifier} (a catalog and a dot: DuckDB refuses {@code schema.table}
+     * where a catalog has the schema's name).
+     */
+    public static JdbcReset plan(Connection conn, String destination, String where, String checkpointSchema, List<TableRef> targets,
+                                 Data data, CheckpointReader read, String qualifier) {
         try {
             conn.setAutoCommit(false);
             TableRef table = new TableRef(checkpointSchema, "checkpoints");
@@ -62,7 +74,7 @@ public final class JdbcReset implements SinkReset {
                 }
             }
             conn.rollback(); // read only
-            return new JdbcReset(conn, destination, where, table, cp, present, data);
+            return new JdbcReset(conn, destination, where, table, cp, present, data, qualifier);
         } catch (SQLException e) {
             close(conn);
             throw new MillraceException(Kind.SINK, "destination '" + destination + "' (" + where + "): cannot read its checkpoint and"
@@ -133,14 +145,14 @@ public final class JdbcReset implements SinkReset {
             return;
         }
         try {
-            try (PreparedStatement ps = conn.prepareStatement("DELETE FROM " + checkpointTable.sql() + " WHERE destination = ?")) {
+            try (PreparedStatement ps = conn.prepareStatement("DELETE FROM " + qualifier + checkpointTable.sql() + " WHERE destination = ?")) {
                 ps.setString(1, destination);
                 ps.executeUpdate();
             }
             if (!tables.isEmpty() && data != Data.KEEP) {
                 try (Statement s = conn.createStatement()) {
                     for (TableRef t : tables) { // one by one: DuckDB takes one table per statement
-                        s.execute((data == Data.DROP ? "DROP TABLE " : "TRUNCATE TABLE ") + t.sql());
+                        s.execute((data == Data.DROP ? "DROP TABLE " : "TRUNCATE TABLE ") + qualifier + t.sql());
                     }
                 }
             }

@@ -31,6 +31,11 @@ public final class Keyless {
 
         /** The condition that column {@code i} holds what one text parameter ({@code ?}) denotes, NULL included. */
         String matches(int i);
+
+        /** {@code table} in SQL ({@code schema.table}; DuckDB's with its catalog). */
+        default String table(TableRef table) {
+            return table.sql();
+        }
     }
 
     /**
@@ -41,9 +46,9 @@ public final class Keyless {
     public static String sql(TableRef target, RelationInfo rel, Object[] before, Object[] after, Dialect dialect) {
         StringBuilder sql = new StringBuilder();
         if (after == null) {
-            sql.append("DELETE FROM ").append(target.sql());
+            sql.append("DELETE FROM ").append(dialect.table(target));
         } else {
-            sql.append("UPDATE ").append(target.sql()).append(" SET ");
+            sql.append("UPDATE ").append(dialect.table(target)).append(" SET ");
             boolean first = true;
             for (int i = 0; i < rel.columnCount(); i++) {
                 if (after[i] != UnchangedToast.INSTANCE) {
@@ -53,7 +58,7 @@ public final class Keyless {
             }
         }
         String rowId = dialect.rowId();
-        sql.append(" WHERE (").append(rowId).append(") = (SELECT ").append(rowId).append(" FROM ").append(target.sql()).append(" WHERE ");
+        sql.append(" WHERE (").append(rowId).append(") = (SELECT ").append(rowId).append(" FROM ").append(dialect.table(target)).append(" WHERE ");
         boolean first = true;
         for (int i = 0; i < rel.columnCount(); i++) {
             if (before[i] == UnchangedToast.INSTANCE) {

@@ -23,9 +23,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Table routing ({@code transforms.tables[].rename}) on a real PostgreSQL 17 into postgres, DuckDB and jsonl: the
  * initial snapshot, the stream under a write load, an online re-copy and a table renamed in the source all land in the
  * destinations under the name the rule gives ({@code mirror.{table}_v2}), also after a restart and after the rule
- * changed while stopped ({@code _v3}: the tables move), and no table of the
- * source's own name is made; the events' source block still names the source table. A rename that would put two tables' rows in one is
- * refused at start, naming the setting, with nothing published.
+ * changed while stopped ({@code _v3}: the tables move), and no table of the source's own name is made; the events'
+ * source block still names the source table. The DuckDB file is {@code mirror.duckdb}: DuckDB names its catalog as the
+ * schema the rule routes to. A rename that would put two tables' rows in one is refused at start, naming the setting,
+ * with nothing published.
  */
 class RenameIT {
     private static final Duration WAIT = Duration.ofSeconds(90);
@@ -48,7 +49,7 @@ class RenameIT {
     private static String yaml(String db, Path dir, String transforms) {
         return E2e.yaml(pg, db, "s_" + db, List.of("public.*"), "auto", db + "_dst", dir)
                 .replace("snapshot:\n  mode: initial\n  readers: 2\n", "snapshot:\n  mode: initial\n  readers: 2\n  online: {chunk_rows: 40, min_chunk_rows: 10}\n")
-                .replace("pipeline:\n", "  - {name: mirror, type: duckdb, file: '" + dir.resolve("copy.duckdb").toAbsolutePath() + "'}\npipeline:\n")
+                .replace("pipeline:\n", "  - {name: mirror, type: duckdb, file: '" + dir.resolve("mirror.duckdb").toAbsolutePath() + "'}\npipeline:\n")
                 + transforms;
     }
 
@@ -137,9 +138,9 @@ class RenameIT {
                     + " ('public', 'mirror')")).isEqualTo("goods_v3,orders_v3");
             assertThat(e.engine().state()).isNotNull();
         }
-        try (Connection duck = DriverManager.getConnection("jdbc:duckdb:" + dir.resolve("copy.duckdb"))) {
-            assertThat(rows(duck, "mirror.orders_v3")).isEqualTo(orders);
-            assertThat(rows(duck, "mirror.goods_v3")).isEqualTo(items);
+        try (Connection duck = DriverManager.getConnection("jdbc:duckdb:" + dir.resolve("mirror.duckdb"))) {
+            assertThat(rows(duck, "mirror.mirror.orders_v3")).isEqualTo(orders);
+            assertThat(rows(duck, "mirror.mirror.goods_v3")).isEqualTo(items);
             assertThat(E2e.queryLong(duck, "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('orders', 'items',"
                     + " 'items_v2', 'goods', 'goods_v2', 'orders_v2')")).isZero();
         }

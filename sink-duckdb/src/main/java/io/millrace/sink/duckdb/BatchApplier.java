@@ -54,6 +54,8 @@ final class BatchApplier extends TableApplier {
     private final Connection conn;
     private final DuckDBConnection duck;
     private final DuckTables tables;
+    /** Tables in SQL with the file's catalog. */
+    private final DuckNames names;
     /** Staging tables created in the current transaction, per destination table. */
     private final Map<TableRef, Stage> stages = new HashMap<>();
     private int stageCounter;
@@ -62,7 +64,8 @@ final class BatchApplier extends TableApplier {
         super(destination, dropTables);
         this.conn = conn;
         this.duck = conn.unwrap(DuckDBConnection.class);
-        this.tables = new DuckTables(conn, destination, targetSchema);
+        this.names = DuckNames.of(conn);
+        this.tables = new DuckTables(conn, names, destination, targetSchema);
     }
 
 
@@ -103,12 +106,12 @@ final class BatchApplier extends TableApplier {
     @Override
     protected void truncate(TableRef target) throws SQLException {
         tables.changed(target);
-        execute("DELETE FROM " + target.sql());
+        execute("DELETE FROM " + names.of(target));
     }
 
     @Override
     protected void drop(TableRef target) throws SQLException {
-        execute("DROP TABLE IF EXISTS " + target.sql());
+        execute("DROP TABLE IF EXISTS " + names.of(target));
         tables.dropped(target); // its staging table, if any, is dropped before the commit as always
         LOG.info("destination '{}': dropped table {} (dropped in the source; drop_tables: true)", destination, target);
     }
@@ -135,7 +138,7 @@ final class BatchApplier extends TableApplier {
         int[] keyIdx = rel.keyIndexes();
         int n = rel.columnCount();
         long t1 = System.nanoTime();
-        try (DuckDBAppender app = duck.createAppender(DuckDbSink.STATE_SCHEMA, stage.name)) {
+        try (DuckDBAppender app = duck.createAppender(names.catalog(), DuckDbSink.STATE_SCHEMA, stage.name)) {
             Object[] keyOnly = new Object[n];
             for (Reduction.Row row : red.rows().values()) {
                 Object[] vals = row.vals;
@@ -217,7 +220,7 @@ final class BatchApplier extends TableApplier {
         if (s != null) {
             execute("DROP TABLE IF EXISTS " + s.sql);
         }
-        s = new Stage("stage_" + (++stageCounter) + "_" + Long.toHexString(System.nanoTime()), target, rel);
+        s = new Stage("stage_" + (++stageCounter) + "_" + Long.toHexString(System.nanoTime()), target, rel, names);
         execute(s.createSql);
         stages.put(target, s);
         return s;
@@ -238,9 +241,9 @@ final class BatchApplier extends TableApplier {
         final String deleteSql;
         final String insertSql;
 
-        Stage(String name, TableRef target, RelationInfo rel) {
+        Stage(String name, TableRef target, RelationInfo rel, DuckNames dn) {
             this.name = name;
-            this.sql = Ident.qualified(DuckDbSink.STATE_SCHEMA, name);
+            this.sql = dn.state(name);
             this.shape = rel;
             int n = rel.columnCount();
             int[] keyIdx = rel.keyIndexes();
@@ -289,18 +292,18 @@ final class BatchApplier extends TableApplier {
             String conflict = " ON CONFLICT (" + String.join(", ", keyNames) + ") DO "
                     + (set.isEmpty() ? "NOTHING" : "UPDATE SET " + String.join(", ", set));
             String cols = " (" + String.join(", ", names) + ")";
-            upsertSql = "INSERT INTO " + target.sql() + cols + " SELECT " + String.join(", ", plain) + " FROM " + sql
+            upsertSql = "INSERT INTO " + dn.of(target) + cols + " SELECT " + String.join(", ", plain) + " FROM " + sql
                     + " s WHERE NOT s._mr_del" + conflict;
-            upsertToastSql = "INSERT INTO " + target.sql() + cols + " SELECT " + String.join(", ", toast) + " FROM " + sql
-                    + " s LEFT JOIN " + target.sql() + " o ON s._mr_unch IS NOT NULL AND " + String.join(" AND ", fromJoin)
+            upsertToastSql = "INSERT INTO " + dn.of(target) + cols + " SELECT " + String.join(", ", toast) + " FROM " + sql
+                    + " s LEFT JOIN " + dn.of(target) + " o ON s._mr_unch IS NOT NULL AND " + String.join(" AND ", fromJoin)
                     + " WHERE NOT s._mr_del" + conflict;
             missingFromSql = "SELECT count(*) FROM " + sql + " s WHERE s._mr_unch IS NOT NULL AND NOT s._mr_del AND NOT EXISTS"
-                    + " (SELECT 1 FROM " + target.sql() + " o WHERE " + String.join(" AND ", fromJoin) + ")";
+                    + " (SELECT 1 FROM " + dn.of(target) + " o WHERE " + String.join(" AND ", fromJoin) + ")";
             dropMissingSql = "DELETE FROM " + sql + " s WHERE s._mr_unch IS NOT NULL AND NOT s._mr_del AND NOT EXISTS"
-                    + " (SELECT 1 FROM " + target.sql() + " o WHERE " + String.join(" AND ", fromJoin) + ")";
-            deleteSql = "DELETE FROM " + target.sql() + " d USING " + sql + " s WHERE s._mr_del AND "
+                    + " (SELECT 1 FROM " + dn.of(target) + " o WHERE " + String.join(" AND ", fromJoin) + ")";
+            deleteSql = "DELETE FROM " + dn.of(target) + " d USING " + sql + " s WHERE s._mr_del AND "
                     + String.join(" AND ", delJoin);
-            insertSql = "INSERT INTO " + target.sql() + cols + " SELECT " + String.join(", ", plain) + " FROM " + sql + " s";
+            insertSql = "INSERT INTO " + dn.of(target) + cols + " SELECT " + String.join(", ", plain) + " FROM " + sql + " s";
         }
     }
 
@@ -316,7 +319,7 @@ final class BatchApplier extends TableApplier {
         for (int i = 0; i < n; i++) {
             types[i] = DuckTypes.sqlType(rel.column(i));
         }
-        Keyless.Dialect dialect = keylessDialect(rel, types);
+        Keyless.Dialect dialect = keylessDialect(rel, types, names);
         Map<String, PreparedStatement> statements = new HashMap<>();
         DuckDBAppender app = null;
         int missed = 0;
@@ -326,7 +329,7 @@ final class BatchApplier extends TableApplier {
                     case CREATE, READ -> {
                         Object[] after = Keyless.image(e, rel, e.after(), "after");
                         if (app == null) {
-                            app = duck.createAppender(DuckDbSink.STATE_SCHEMA, stage.name);
+                            app = duck.createAppender(names.catalog(), DuckDbSink.STATE_SCHEMA, stage.name);
                         }
                         app.beginRow();
                         for (int i = 0; i < n; i++) {
@@ -410,8 +413,13 @@ final class BatchApplier extends TableApplier {
     }
 
     /** The keyless path's SQL here: rows by {@code rowid}, values read from text as the column's DuckDB type reads it. */
-    private static Keyless.Dialect keylessDialect(RelationInfo rel, String[] types) {
+    private static Keyless.Dialect keylessDialect(RelationInfo rel, String[] types, DuckNames names) {
         return new Keyless.Dialect() {
+            @Override
+            public String table(TableRef table) {
+                return names.of(table);
+            }
+
             @Override
             public String rowId() {
                 return "rowid";

@@ -47,7 +47,8 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
     private static final Logger LOG = LoggerFactory.getLogger(DuckDbSink.class);
     /** Schema of Millrace's own tables in the destination file (checkpoints, staging). */
     static final String STATE_SCHEMA = "millrace";
-    private static final String CHECKPOINTS = Ident.qualified(STATE_SCHEMA, "checkpoints");
+    /** Its checkpoint table, with the file's catalog ({@link DuckNames}); set by {@link #open} and {@link #reset}. */
+    private volatile String checkpoints = Ident.qualified(STATE_SCHEMA, "checkpoints");
 
     private final DuckDbSinkConfig config;
     private final SinkLifecycle state;
@@ -101,10 +102,11 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
                 // INV: BOUNDED — DuckDB's own memory beside the heap; what does not fit spills to <file>.tmp
                 s.execute("SET memory_limit = '" + config.memoryLimitMb() + "MB'");
             }
+            checkpoints = DuckNames.of(conn).state("checkpoints");
             conn.setAutoCommit(false);
             try (Statement s = conn.createStatement()) {
                 s.execute("CREATE SCHEMA IF NOT EXISTS " + Ident.quote(STATE_SCHEMA));
-                s.execute("CREATE TABLE IF NOT EXISTS " + CHECKPOINTS
+                s.execute("CREATE TABLE IF NOT EXISTS " + checkpoints
                         + " (destination VARCHAR PRIMARY KEY, checkpoint VARCHAR NOT NULL)");
             }
             Optional<Checkpoint> cp = readCheckpoint();
@@ -122,7 +124,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
                 throw m;
             }
             throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': cannot prepare "
-                    + CHECKPOINTS + " in " + config.file() + ": " + e.getMessage(), e);
+                    + checkpoints + " in " + config.file() + ": " + e.getMessage(), e);
         }
     }
 
@@ -135,7 +137,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
             applier.apply(events, durable.copyingUntil(checkpoint), durable.held());
             applier.dropStages();
             applier.ended();
-            JdbcCheckpoints.write(conn, "INSERT INTO " + CHECKPOINTS + " (destination, checkpoint) VALUES (?, ?)"
+            JdbcCheckpoints.write(conn, "INSERT INTO " + checkpoints + " (destination, checkpoint) VALUES (?, ?)"
                     + " ON CONFLICT (destination) DO UPDATE SET checkpoint = EXCLUDED.checkpoint", config.name(), checkpoint);
             Faults.hit(FaultPoint.SINK_DUCKDB_BEFORE_COMMIT);
             conn.commit(); // INV: DURABLE — data and checkpoint become durable together, only now
@@ -171,9 +173,17 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
             throw new MillraceException(Kind.CONNECTION, "destination '" + config.name() + "': cannot open DuckDB file "
                     + config.file() + ": " + e.getMessage() + " (is another process holding it open?)", e);
         }
-        DuckTables targets = new DuckTables(conn, config.name(), config.schema());
+        DuckNames names;
+        try {
+            names = DuckNames.of(conn);
+        } catch (SQLException e) {
+            closeConnection();
+            throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': cannot read " + config.file() + ": " + e.getMessage(), e);
+        }
+        checkpoints = names.state("checkpoints");
+        DuckTables targets = new DuckTables(conn, names, config.name(), config.schema());
         return io.millrace.core.sink.JdbcReset.plan(conn, config.name(), config.file().toString(), STATE_SCHEMA,
-                tables.stream().map(targets::targetOf).toList(), data, this::readCheckpoint);
+                tables.stream().map(targets::targetOf).toList(), data, this::readCheckpoint, names.prefix());
     }
 
     /**
@@ -240,7 +250,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
             java.util.function.BiFunction<Integer, String, String> literal = (i, text) -> blobs.contains(keyColumns.get(i))
                     ? "from_hex(substr(" + Ident.literal(text) + ", 3))" : Ident.literal(text);
             List<List<String>> out = new java.util.ArrayList<>();
-            try (ResultSet rs = s.executeQuery("SELECT " + cols + " FROM " + target.sql() + " WHERE "
+            try (ResultSet rs = s.executeQuery("SELECT " + cols + " FROM " + DuckNames.of(c).of(target) + " WHERE "
                     + io.millrace.core.sink.KeyRangeSql.where(keyColumns, range, literal) + " LIMIT " + limit)) {
                 while (rs.next()) {
                     List<String> key = new java.util.ArrayList<>(keyColumns.size());
@@ -282,7 +292,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
             try {
                 c.setAutoCommit(false); // the copy and the checkpoint it reports: one snapshot of the database
                 s.execute("COPY FROM DATABASE " + Ident.quote(db) + " TO " + Ident.quote(alias));
-                try (PreparedStatement ps = c.prepareStatement("SELECT checkpoint FROM " + CHECKPOINTS + " WHERE destination = ?")) {
+                try (PreparedStatement ps = c.prepareStatement("SELECT checkpoint FROM " + checkpoints + " WHERE destination = ?")) {
                     ps.setString(1, config.name());
                     try (ResultSet rs = ps.executeQuery()) {
                         at = rs.next() ? Optional.of(CheckpointJson.read(rs.getString(1))) : Optional.empty();
@@ -322,9 +332,9 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
     }
 
     private Optional<Checkpoint> readCheckpoint() throws SQLException {
-        return JdbcCheckpoints.read(conn, "SELECT checkpoint FROM " + CHECKPOINTS + " WHERE destination = ?", config.name(),
+        return JdbcCheckpoints.read(conn, "SELECT checkpoint FROM " + checkpoints + " WHERE destination = ?", config.name(),
                 e -> new MillraceException(Kind.SINK, "destination '" + config.name() + "': the checkpoint stored in "
-                        + CHECKPOINTS + " of " + config.file() + " is unreadable (" + e.getMessage() + ")", e));
+                        + checkpoints + " of " + config.file() + " is unreadable (" + e.getMessage() + ")", e));
     }
 
     private void rollback() {

@@ -46,11 +46,14 @@ final class DuckTables {
     private final Map<TableRef, Set<String>> columns = new HashMap<>();
     /** Target table → the source table it receives. Configuration-level: survives rollbacks. */
     private final Map<TableRef, TableRef> owners = new HashMap<>();
+    /** Tables in SQL with the file's catalog (DuckDB refuses schema.table where a catalog has the schema's name). */
+    private final DuckNames names;
     /** A type as written → DuckDB's spelling of it. */
     private final Map<String, String> canonicalTypes = new HashMap<>();
 
-    DuckTables(Connection conn, String destination, String targetSchema) {
+    DuckTables(Connection conn, DuckNames names, String destination, String targetSchema) {
         this.conn = conn;
+        this.names = names;
         this.destination = destination;
         this.targetSchema = targetSchema;
     }
@@ -141,15 +144,15 @@ final class DuckTables {
             throw r.occupied(destination, to);
         }
         if (from.schema().equals(to.schema())) {
-            execute("ALTER TABLE " + from.sql() + " RENAME TO " + Ident.quote(to.table()));
+            execute("ALTER TABLE " + names.of(from) + " RENAME TO " + Ident.quote(to.table()));
         } else {
             execute("CREATE SCHEMA IF NOT EXISTS " + Ident.quote(to.schema()));
             List<String> key = primaryKey(from);
-            execute("CREATE TABLE " + to.sql() + " AS SELECT * FROM " + from.sql());
+            execute("CREATE TABLE " + names.of(to) + " AS SELECT * FROM " + names.of(from));
             if (!key.isEmpty()) {
-                execute("ALTER TABLE " + to.sql() + " ADD PRIMARY KEY (" + quoteAll(key) + ")");
+                execute("ALTER TABLE " + names.of(to) + " ADD PRIMARY KEY (" + quoteAll(key) + ")");
             }
-            execute("DROP TABLE " + from.sql());
+            execute("DROP TABLE " + names.of(from));
         }
         if (shape != null) {
             shapes.put(to, shape);
@@ -167,7 +170,7 @@ final class DuckTables {
         Set<String> cols = new LinkedHashSet<>(existing.keySet());
         if (cols.isEmpty()) {
             execute("CREATE SCHEMA IF NOT EXISTS " + Ident.quote(target.schema()));
-            execute("CREATE TABLE " + target.sql() + " (" + String.join(", ", definitions(rel)) + ")");
+            execute("CREATE TABLE " + names.of(target) + " (" + String.join(", ", definitions(rel)) + ")");
             rel.columns().forEach(c -> cols.add(c.name()));
             LOG.info("destination '{}': created table {} for {}", destination, target, rel.table());
             columns.put(target, cols);
@@ -234,7 +237,7 @@ final class DuckTables {
         }
         for (Map.Entry<String, String> r : change.renamed().entrySet()) {
             if (cols.contains(r.getKey()) && !cols.contains(r.getValue())) {
-                execute("ALTER TABLE " + target.sql() + " RENAME COLUMN " + Ident.quote(r.getKey()) + " TO " + Ident.quote(r.getValue()));
+                execute("ALTER TABLE " + names.of(target) + " RENAME COLUMN " + Ident.quote(r.getKey()) + " TO " + Ident.quote(r.getValue()));
                 cols.remove(r.getKey());
                 cols.add(r.getValue());
                 LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source{})", destination, target, r.getKey(),
@@ -268,7 +271,7 @@ final class DuckTables {
     private void dropColumns(TableRef target, Set<String> cols, List<ColumnInfo> dropped) throws SQLException {
         for (ColumnInfo c : dropped) {
             if (cols.remove(c.name())) {
-                execute("ALTER TABLE " + target.sql() + " DROP COLUMN IF EXISTS " + Ident.quote(c.name()));
+                execute("ALTER TABLE " + names.of(target) + " DROP COLUMN IF EXISTS " + Ident.quote(c.name()));
                 LOG.info("destination '{}': dropped column {}.{} (dropped in the source)", destination, target, c.name());
             }
         }
@@ -276,7 +279,7 @@ final class DuckTables {
 
     /** Adds a column that the source added with a constant default: the rows already here take {@code value}, as there. */
     private void addColumn(TableRef target, ColumnInfo c, String value) throws SQLException {
-        for (String sql : io.millrace.core.sink.AddColumn.sql(target, c.name(), DuckTypes.sqlType(c), value)) {
+        for (String sql : io.millrace.core.sink.AddColumn.sql(names.of(target), c.name(), DuckTypes.sqlType(c), value)) {
             execute(sql);
         }
         LOG.info("destination '{}': added column {}.{}{}", destination, target, c.name(),
@@ -285,7 +288,7 @@ final class DuckTables {
 
 
     private void retype(TableRef target, ColumnInfo c) throws SQLException {
-        execute("ALTER TABLE " + target.sql() + " ALTER COLUMN " + Ident.quote(c.name()) + " TYPE " + DuckTypes.sqlType(c));
+        execute("ALTER TABLE " + names.of(target) + " ALTER COLUMN " + Ident.quote(c.name()) + " TYPE " + DuckTypes.sqlType(c));
         LOG.warn("destination '{}': column {}.{} is now {}", destination, target, c.name(), DuckTypes.sqlType(c));
     }
 
@@ -308,8 +311,8 @@ final class DuckTables {
     private void rebuild(TableRef target, RelationInfo rel, ShapeChange change, String why) throws SQLException {
         Set<String> present = readTypes(target).keySet();
         TableRef tmp = new TableRef(target.schema(), target.table() + "__millrace_rebuild");
-        execute("DROP TABLE IF EXISTS " + tmp.sql());
-        execute("CREATE TABLE " + tmp.sql() + " (" + String.join(", ", definitions(rel)) + ")");
+        execute("DROP TABLE IF EXISTS " + names.of(tmp));
+        execute("CREATE TABLE " + names.of(tmp) + " (" + String.join(", ", definitions(rel)) + ")");
         Map<String, String> from = new LinkedHashMap<>();
         change.renamed().forEach((o, n) -> from.put(n, o));
         List<String> into = new ArrayList<>();
@@ -327,11 +330,11 @@ final class DuckTables {
             }
         }
         if (!into.isEmpty()) {
-            execute("INSERT INTO " + tmp.sql() + " (" + String.join(", ", into) + ") SELECT " + String.join(", ", values)
-                    + " FROM " + target.sql());
+            execute("INSERT INTO " + names.of(tmp) + " (" + String.join(", ", into) + ") SELECT " + String.join(", ", values)
+                    + " FROM " + names.of(target));
         }
-        execute("DROP TABLE " + target.sql());
-        execute("ALTER TABLE " + tmp.sql() + " RENAME TO " + Ident.quote(target.table()));
+        execute("DROP TABLE " + names.of(target));
+        execute("ALTER TABLE " + names.of(tmp) + " RENAME TO " + Ident.quote(target.table()));
         Set<String> cols = new LinkedHashSet<>();
         rel.columns().forEach(c -> cols.add(c.name()));
         columns.put(target, cols);
@@ -390,7 +393,7 @@ final class DuckTables {
     }
 
     private void addColumn(TableRef target, ColumnInfo c) throws SQLException {
-        execute("ALTER TABLE " + target.sql() + " ADD COLUMN IF NOT EXISTS " + Ident.quote(c.name()) + " "
+        execute("ALTER TABLE " + names.of(target) + " ADD COLUMN IF NOT EXISTS " + Ident.quote(c.name()) + " "
                 + DuckTypes.sqlType(c));
         LOG.info("destination '{}': added column {}.{}", destination, target, c.name());
     }

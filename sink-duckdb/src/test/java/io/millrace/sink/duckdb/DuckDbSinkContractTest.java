@@ -20,7 +20,8 @@ class DuckDbSinkContractTest extends TableSinkContract {
     @TempDir
     static Path dir;
 
-    private static Path file(String destination) {
+    /** The destination's file. */
+    protected Path file(String destination) {
         return dir.resolve(destination + ".duckdb");
     }
 
@@ -44,7 +45,8 @@ class DuckDbSinkContractTest extends TableSinkContract {
                     + "' AND table_name = '" + table.table() + "'").get(0).get("n").equals("0")) {
                 return List.of();
             }
-            return query(c, "SELECT * FROM " + Ident.qualified(table.schema(), table.table()));
+            String catalog = file(destination).getFileName().toString().replaceAll("\\.duckdb$", ""); // DuckDB's name for the file
+            return query(c, "SELECT * FROM " + Ident.quote(catalog) + "." + Ident.qualified(table.schema(), table.table()));
         } catch (SQLException e) {
             throw new IllegalStateException(e);
         }

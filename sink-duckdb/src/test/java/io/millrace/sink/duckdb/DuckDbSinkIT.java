@@ -218,6 +218,38 @@ class DuckDbSinkIT {
         }
     }
 
+    /**
+     * A file named {@code millrace.duckdb}: DuckDB names its catalog {@code millrace}, as Millrace's own schema is named, and
+     * refused {@code millrace.checkpoints} as ambiguous (the destination could not open). Tables, the checkpoint, a reset
+     * and the key listing of a re-copy all work in such a file.
+     */
+    @Test
+    void aFileNamedLikeMillracesOwnSchemaWorks() throws Exception {
+        Path file = dir.resolve("millrace.duckdb");
+        Checkpoint cp = Events.checkpoint("m1", 0x100L);
+        try (DuckDbSink sink = new DuckDbSink(new DuckDbSinkConfig("m1", file, null))) {
+            assertEquals(Optional.empty(), sink.open());
+            Events ev = Events.transaction(100);
+            sink.write(List.of(ev.insertText(ITEMS, 1, "a", "1.00", null, null, null, null),
+                    ev.insertText(ITEMS, 2, "b", "2.00", null, null, null, null)), cp);
+            assertEquals(java.util.Set.of(List.of("1"), List.of("2")), new java.util.HashSet<>(sink.keysIn(100, ITEMS.table(), List.of("id"),
+                    io.millrace.core.change.OnlineTask.KeyRange.ALL, 10)));
+        }
+        try (Connection c = DriverManager.getConnection("jdbc:duckdb:" + file.toAbsolutePath()); Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("SELECT count(*) FROM \"millrace\".shop.items")) {
+            rs.next();
+            assertEquals(2, rs.getInt(1));
+        }
+        DuckDbSink sink = new DuckDbSink(new DuckDbSinkConfig("m1", file, null));
+        try (io.millrace.core.sink.SinkReset reset = sink.reset(List.of(ITEMS.table()), io.millrace.core.sink.SinkReset.Data.DROP)) {
+            assertEquals(Optional.of(cp), reset.checkpoint());
+            reset.apply();
+        }
+        try (DuckDbSink again = new DuckDbSink(new DuckDbSinkConfig("m1", file, null))) {
+            assertEquals(Optional.empty(), again.open(), "the reset removed the checkpoint");
+        }
+    }
+
     @Test
     void aFailingBatchLeavesNeitherDataNorCheckpoint() throws Exception {
         RelationInfo good = Events.rel(106, "public.good", 'd', "*id:23", "v:25");
