@@ -26,16 +26,16 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 
 /**
- * {@code millrace migrate plan|run|verify|cutover|reverse|status|abort CONFIG}: a PostgreSQL-to-PostgreSQL migration
+ * {@code millrace migrate plan|run|verify|cutover|reverse|rollback|status|abort CONFIG}: a PostgreSQL-to-PostgreSQL migration
  * ({@link Migration}). The configuration is the one {@code millrace run} reads, with one destination of type
  * {@code postgres}: the target. Exit codes as the README's table; {@code verify} exits 12 when chunks differ.
  */
 @Command(name = "migrate", mixinStandardHelpOptions = true,
         description = "Move a database to another PostgreSQL server with seconds of write downtime: plan, run (schema, copy, follow),"
-                + " verify, cutover; the way back (reverse); status and abort.",
+                + " verify, cutover; the way back (reverse, rollback); status and abort.",
         subcommands = {MigrateCommand.PlanCmd.class, MigrateCommand.RunCmd.class, MigrateCommand.VerifyCmd.class,
-                MigrateCommand.CutoverCmd.class, MigrateCommand.ReverseCmd.class, MigrateCommand.StatusCmd.class,
-                MigrateCommand.AbortCmd.class})
+                MigrateCommand.CutoverCmd.class, MigrateCommand.ReverseCmd.class, MigrateCommand.RollbackCmd.class,
+                MigrateCommand.StatusCmd.class, MigrateCommand.AbortCmd.class})
 final class MigrateCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -43,7 +43,7 @@ final class MigrateCommand implements Callable<Integer> {
     /** Without a subcommand: the usage, exit 2. */
     @Override
     public Integer call() {
-        spec.commandLine().getErr().println("millrace migrate: name a step: plan, run, verify, cutover, reverse, status or abort");
+        spec.commandLine().getErr().println("millrace migrate: name a step: plan, run, verify, cutover, reverse, rollback, status or abort");
         spec.commandLine().usage(spec.commandLine().getErr());
         return 2;
     }
@@ -127,25 +127,8 @@ final class MigrateCommand implements Callable<Integer> {
             out().flush();
             Stopping stopping = new Stopping(following);
             // Once cut over (or aborted) there is nothing left to follow: the source is fenced and the target has it all.
-            Thread watch = new Thread(() -> {
-                try {
-                    while (!following.await(Duration.ofSeconds(1))) {
-                        io.millrace.migrate.MigrationState st = m.status().state();
-                        if (st == io.millrace.migrate.MigrationState.CUT_OVER || st == io.millrace.migrate.MigrationState.ABORTED) {
-                            out().println("migrate: the migration is " + st + "; following stops");
-                            out().flush();
-                            following.stop();
-                            return;
-                        }
-                    }
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                } catch (RuntimeException e) {
-                    // the pipeline's own error ends the command below; a status read that failed is tried no more
-                }
-            }, "millrace-migrate-watch");
-            watch.setDaemon(true);
-            watch.start();
+            stopAt(m, following, st -> st == io.millrace.migrate.MigrationState.CUT_OVER
+                    || st == io.millrace.migrate.MigrationState.ABORTED, "migrate: the migration is %s; following stops", out());
             try {
                 following.await();
                 io.millrace.migrate.MigrationState st = m.status().state();
@@ -160,6 +143,33 @@ final class MigrateCommand implements Callable<Integer> {
             }
             return 0;
         }
+    }
+
+    /**
+     * Stops {@code pipeline} once the migration's recorded step is one {@code done} accepts (looked at every second on a
+     * daemon thread), printing {@code message} with the step: a step taken by another command ends this one's stream.
+     */
+    static void stopAt(Migration m, Millrace pipeline, java.util.function.Predicate<io.millrace.migrate.MigrationState> done,
+                       String message, PrintWriter out) {
+        Thread watch = new Thread(() -> {
+            try {
+                while (!pipeline.await(Duration.ofSeconds(1))) {
+                    io.millrace.migrate.MigrationState st = m.status().state();
+                    if (done.test(st)) {
+                        out.println(String.format(message, st));
+                        out.flush();
+                        pipeline.stop();
+                        return;
+                    }
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (RuntimeException e) {
+                // the pipeline's own error ends the command; a status read that failed is tried no more
+            }
+        }, "millrace-migrate-watch");
+        watch.setDaemon(true);
+        watch.start();
     }
 
     /**
@@ -245,13 +255,38 @@ final class MigrateCommand implements Callable<Integer> {
     static final class ReverseCmd extends Sub {
         @Override
         public Integer call() throws Exception {
-            Millrace back = migration().reverse(Duration.ofSeconds(30));
-            out().println("migrate reverse: streaming the target's changes into the source. SIGTERM or Ctrl-C stops.");
+            Migration m = migration();
+            Millrace back = m.reverse(Duration.ofSeconds(30));
+            out().println("migrate reverse: streaming the target's changes into the source. SIGTERM or Ctrl-C stops;"
+                    + " 'millrace migrate rollback " + config + "' makes the source the primary again and stops it.");
             out().flush();
+            // Once rolled back, the source has every write of the target and the target is fenced: nothing left to stream.
+            stopAt(m, back, st -> st == io.millrace.migrate.MigrationState.ROLLED_BACK,
+                    "migrate reverse: the migration is %s; streaming stops", out());
             try (Stopping stopping = new Stopping(back)) {
                 back.await();
+                if (m.status().state() == io.millrace.migrate.MigrationState.ROLLED_BACK && m.releaseReverse(Duration.ofSeconds(10))) {
+                    out().println("migrate reverse: its slot dropped on the target (it retains no WAL for this migration)");
+                    out().flush();
+                }
             }
             return 0;
+        }
+    }
+
+    @Command(name = "rollback", mixinStandardHelpOptions = true,
+            description = "After 'migrate cutover --reverse', with 'migrate reverse' running: make the source the primary again."
+                    + " Fences the target, waits until the reverse stream brought all its writes to the source, sets the source's"
+                    + " sequences past the target's and lifts the source's fence. Run again, it finishes an interrupted rollback.")
+    static final class RollbackCmd extends Sub {
+        @Option(names = "--timeout-s", defaultValue = "60", description = "how long to wait for the reverse stream to bring the"
+                + " target's last writes (default ${DEFAULT-VALUE} s)")
+        long timeoutS;
+
+        @Override
+        public Integer call() throws Exception {
+            io.millrace.migrate.RollbackReport r = migration().rollback(Duration.ofSeconds(timeoutS));
+            return print(r.render(), 0);
         }
     }
 

@@ -55,8 +55,9 @@ final class Endpoints {
             p.setProperty("password", target.password().reveal());
         }
         int q = target.jdbcUrl().indexOf('?');
+        // As on the source: the migration's own sessions write past a rollback's fence of the target (its marker, its steps).
         return open("target " + (q < 0 ? target.jdbcUrl() : target.jdbcUrl().substring(0, q)), target.jdbcUrl(), p,
-                replica ? " -c session_replication_role=replica" : "");
+                " -c default_transaction_read_only=off" + (replica ? " -c session_replication_role=replica" : ""));
     }
 
     private static Connection open(String what, String url, Properties p, String extra) {
@@ -82,12 +83,24 @@ final class Endpoints {
      * in full, INV: DURABLE), read in the caller's transaction; null before the sink stored one (no table or no row yet).
      */
     String targetFlushLsn(Connection tgt) throws SQLException {
+        return flushLsn(tgt, target.name());
+    }
+
+    /** The reverse stream's durable position on the source ({@link #targetFlushLsn} of its sink), or null before one. */
+    String reverseFlushLsn(Connection src) throws SQLException {
+        return flushLsn(src, REVERSE_DESTINATION);
+    }
+
+    /** The destination name of the reverse stream's sink, whose checkpoint is on the source. */
+    static final String REVERSE_DESTINATION = "reverse";
+
+    private String flushLsn(Connection c, String destination) throws SQLException {
         String table = io.millrace.core.schema.Ident.qualified(target.stateSchema(), "checkpoints");
-        if (Planner.oneOrNull(tgt, "SELECT to_regclass(" + io.millrace.core.schema.Ident.literal(table) + ")") == null) {
+        if (Planner.oneOrNull(c, "SELECT to_regclass(" + io.millrace.core.schema.Ident.literal(table) + ")") == null) {
             return null;
         }
-        return Planner.oneOrNull(tgt, "SELECT checkpoint->>'flush_lsn' FROM " + table + " WHERE destination = "
-                + io.millrace.core.schema.Ident.literal(target.name()));
+        return Planner.oneOrNull(c, "SELECT checkpoint->>'flush_lsn' FROM " + table + " WHERE destination = "
+                + io.millrace.core.schema.Ident.literal(destination));
     }
 
     /**

@@ -252,7 +252,7 @@ public final class Migration {
         Planner.Result p = planned();
         try (Connection tgt = ends.target(false)) {
             MigrationState state = store.current(tgt);
-            if (state != MigrationState.CUT_OVER) {
+            if (state != MigrationState.CUT_OVER && state != MigrationState.ROLLING_BACK) { // a rollback waits for this stream
                 throw new MillraceException(Kind.CONFIG, "migrate reverse: the migration is " + state + "; the way back starts"
                         + " after 'millrace migrate cutover --reverse'");
             }
@@ -278,7 +278,7 @@ public final class Migration {
                 .database(url.getProperty("PGDBNAME")).user(ends.target.user()).password(ends.target.password()).slot(slot)
                 .publication(Reverse.publication(ends.source.slot())).createPublication(false)
                 .statusIntervalMs(1000).tables(p.tables().stream().map(t -> t.ref().toString()).toList()).build();
-        PostgresSinkConfig into = new PostgresSinkConfig("reverse", ends.sourceUrl() + ssl(), ends.source.user(), ends.source.password(),
+        PostgresSinkConfig into = new PostgresSinkConfig(Endpoints.REVERSE_DESTINATION, ends.sourceUrl() + ssl(), ends.source.user(), ends.source.password(),
                 null, ends.target.stateSchema()).withReplicaRole(true).withReadWrite(true);
         Millrace engine = Millrace.builder().name("migrate-reverse").source(back)
                 .snapshot(io.millrace.api.SnapshotSettings.builder().mode(io.millrace.api.SnapshotSettings.Mode.NEVER).build())
@@ -286,6 +286,68 @@ public final class Migration {
         engine.start();
         LOG.info("migrate reverse: streaming from the target's slot '{}' into the source", slot);
         return engine;
+    }
+
+    /**
+     * Makes the source the primary again after a cutover with {@code reverse}, while {@link #reverse} streams: fences the
+     * target, waits up to {@code timeout} until the reverse stream has brought every write of the target to the source, sets
+     * the source's sequences past the target's and lifts the source's fence ({@link Rollback}). Run again, it finishes an
+     * interrupted rollback.
+     *
+     * @throws MillraceException of kind CONFIG unless the migration is cut over (or rolling back) with a reverse slot; of kind
+     *                           SINK when the reverse stream does not reach the target's marker in time (both databases are
+     *                           then fenced: the message says how to finish)
+     */
+    public RollbackReport rollback(Duration timeout) throws InterruptedException {
+        Planner.Result p = planned();
+        try {
+            return new Rollback(ends, store).run(p.sequences(), timeout);
+        } catch (SQLException e) {
+            throw Endpoints.failed("migrate rollback", e);
+        }
+    }
+
+    /**
+     * Drops the reverse stream's slot and publication on the target once nothing reads the slot (waiting up to {@code wait}
+     * for {@code migrate reverse} to stop), after a rollback: the target would otherwise retain WAL for it.
+     *
+     * @return whether the slot is gone (false: still read after {@code wait})
+     * @throws MillraceException of kind CONFIG before the migration is rolled back
+     */
+    public boolean releaseReverse(Duration wait) {
+        String slot = Reverse.slot(ends.source.slot());
+        try (Connection tgt = ends.target(false)) {
+            MigrationState state = store.current(tgt);
+            if (state != MigrationState.ROLLED_BACK) {
+                throw new MillraceException(Kind.CONFIG, "migrate: the migration is " + state + "; the reverse slot '" + slot
+                        + "' is dropped only once it is rolled back");
+            }
+            long deadline = System.nanoTime() + wait.toNanos();
+            while (true) {
+                String active = Planner.oneOrNull(tgt, "SELECT active::text FROM pg_replication_slots WHERE slot_name = "
+                        + io.millrace.core.schema.Ident.literal(slot));
+                if (active == null || active.equals("false")) {
+                    if (active != null) {
+                        Planner.oneOrNull(tgt, "SELECT pg_drop_replication_slot(" + io.millrace.core.schema.Ident.literal(slot) + ")");
+                    }
+                    try (java.sql.Statement s = tgt.createStatement()) {
+                        s.execute("DROP PUBLICATION IF EXISTS " + io.millrace.core.schema.Ident.quote(Reverse.publication(ends.source.slot())));
+                    }
+                    LOG.info("migrate: reverse slot '{}' dropped on the target", slot);
+                    return true;
+                }
+                if (System.nanoTime() > deadline) {
+                    LOG.warn("migrate: reverse slot '{}' is still read (is 'millrace migrate reverse' still running?)", slot);
+                    return false;
+                }
+                Thread.sleep(200);
+            }
+        } catch (SQLException e) {
+            throw Endpoints.failed("migrate: dropping the reverse slot", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
     }
 
     /** The source's TLS settings as URL parameters, for the reverse stream's sink (its sessions open from the URL). */
@@ -330,6 +392,9 @@ public final class Migration {
                 b.append("the source is fenced but the migration is not cutting over: 'millrace migrate abort' unfences it\n");
             } else if (state == MigrationState.FENCING || state == MigrationState.FENCED) {
                 b.append("a cutover was interrupted: 'millrace migrate cutover' finishes it, 'millrace migrate abort' unfences the source\n");
+            } else if (state == MigrationState.ROLLING_BACK) {
+                b.append("a rollback was interrupted, the target is fenced: with 'millrace migrate reverse' running, 'millrace migrate"
+                        + " rollback' finishes it\n");
             }
             return b.toString();
         }
@@ -399,6 +464,11 @@ public final class Migration {
     public MigrationStatus abort() {
         try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
             MigrationState state = store.current(tgt);
+            if (state == MigrationState.ROLLING_BACK || state == MigrationState.ROLLED_BACK) {
+                throw new MillraceException(Kind.CONFIG, "migrate abort: the migration is " + state + "; "
+                        + (state == MigrationState.ROLLED_BACK ? "the source is the primary again" : "'millrace migrate rollback'"
+                        + " finishes it"));
+            }
             if (state == MigrationState.CUT_OVER) {
                 throw new MillraceException(Kind.CONFIG, "migrate abort: the migration is cut over, the target is the primary;"
                         + " the source stays fenced. To write to the source again, lift the fence yourself: ALTER DATABASE ..."
@@ -424,7 +494,8 @@ public final class Migration {
     public boolean releaseSource(Duration wait) {
         try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
             MigrationState state = store.current(tgt);
-            if (state != MigrationState.CUT_OVER && state != MigrationState.ABORTED) {
+            if (state != MigrationState.CUT_OVER && state != MigrationState.ABORTED && state != MigrationState.ROLLING_BACK
+                    && state != MigrationState.ROLLED_BACK) {
                 throw new MillraceException(Kind.CONFIG, "migrate: the migration is " + state + "; its slot '" + ends.source.slot()
                         + "' is dropped only once it is cut over or aborted");
             }

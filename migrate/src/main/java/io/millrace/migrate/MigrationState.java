@@ -6,8 +6,8 @@ package io.millrace.migrate;
  * {@code migrate status} names it and {@code migrate cutover} or {@code migrate abort} finishes it.
  *
  * <pre>
- * NONE ─► SCHEMA_CREATED ─► FOLLOWING ─► FENCING ─► FENCED ─► CUT_OVER
- *              │                │           │          │
+ * NONE ─► SCHEMA_CREATED ─► FOLLOWING ─► FENCING ─► FENCED ─► CUT_OVER ─► ROLLING_BACK ─► ROLLED_BACK
+ *              │                │           │          │       (migrate rollback, after cutover --reverse)
  *              └────────────────┴───────────┴──────────┴──► ABORTED  (migrate abort: the source is unfenced)
  * </pre>
  */
@@ -28,7 +28,14 @@ public enum MigrationState {
     /** Set once the target's sequences are past the source's and identity columns are restored: the target is the primary. */
     CUT_OVER(true),
     /** Set by {@code migrate abort}: the source takes writes again. */
-    ABORTED(false);
+    ABORTED(false),
+    /**
+     * Set by {@code migrate rollback} before it fences the target: from here both databases may be read-only until the
+     * reverse stream brought the target's writes to the source; {@code migrate rollback} again finishes it.
+     */
+    ROLLING_BACK(true),
+    /** Set once the source holds every write of the target, its sequences are past the target's and its fence is lifted. */
+    ROLLED_BACK(false);
 
     private final boolean sourceMayBeFenced;
 

@@ -63,6 +63,60 @@ class MigrateReverseIT extends TwoServers {
         assertThat(Servers.count(src, db, "SELECT score FROM shop.customer WHERE id = 7")).isEqualTo(42);
     }
 
+    /**
+     * {@code migrate rollback} under a write load on the new primary: once it returns, the old primary holds every
+     * transaction the new one committed (checked at once, not awaited), takes writes again with its sequences past the new
+     * primary's, and the new primary is read-only; the reverse slot is dropped once the reverse stream stopped. A rollback
+     * before the cutover, or a second one, is refused.
+     */
+    @Test
+    void aRollbackMakesTheOldPrimaryThePrimaryAgainWithEveryWriteOfTheNewOne() throws Exception {
+        String db = "rev3";
+        Migration m = shop(db, WriteLoad.LEDGER, NOTES, "ALTER TABLE shop.notes REPLICA IDENTITY FULL",
+                "INSERT INTO shop.notes SELECT i, 'note ' || i FROM generate_series(1, 50) i");
+        try (Millrace following = m.follow(Duration.ofSeconds(30))) {
+            assertThatThrownBy(() -> m.rollback(Duration.ofSeconds(1))).isInstanceOf(MillraceException.class)
+                    .hasMessageContaining("the migration is FOLLOWING").hasMessageContaining("'millrace migrate abort' does");
+            try (WriteLoad load = new WriteLoad(src, db, 2, 2)) {
+                load.awaitCommitted(200);
+                m.cutover(1 << 20, Duration.ofSeconds(30), 0, true);
+            }
+        }
+        RollbackReport report;
+        WriteLoad load = new WriteLoad(tgt, db, 2, 2);
+        try (Millrace back = m.reverse(Duration.ofSeconds(15))) {
+            load.awaitCommitted(300);
+            // a large transaction just before: the reverse stream is seconds behind when the rollback starts
+            tgt.execute(db, "INSERT INTO shop.notes SELECT i, repeat('x', 100) FROM generate_series(1000, 200000) i");
+            report = m.rollback(Duration.ofSeconds(60)); // under the load: the fence ends its sessions
+            assertThat(m.status().state()).isEqualTo(MigrationState.ROLLED_BACK);
+            // every transaction the new primary committed is on the old one now, with nothing awaited
+            for (String t : TABLES) {
+                assertThat(MigrateFollowIT.rows(src, db, t)).as(t).isEqualTo(MigrateFollowIT.rows(tgt, db, t));
+            }
+        } finally {
+            load.close();
+        }
+        System.out.println(report.render());
+        assertThat(load.committed).isNotEmpty();
+        for (long id : load.committed) {
+            assertThat(Servers.count(src, db, "SELECT count(*) FROM shop.ledger WHERE id = " + id)).as("ledger row " + id).isOne();
+        }
+        assertThat(report.sequences()).isPositive();
+        assertThat(m.status().fenced()).isFalse();
+        // the old primary takes writes again, its sequences past every value the new one handed out
+        src.execute(db, "INSERT INTO shop.customer (email) VALUES ('back@old')");
+        assertThat(Servers.count(src, db, "SELECT count(*) FROM shop.customer WHERE email = 'back@old' AND id > "
+                + Servers.count(tgt, db, "SELECT max(id) FROM shop.customer"))).isOne();
+        assertThatThrownBy(() -> tgt.execute(db, "INSERT INTO shop.customer (email) VALUES ('late@new')"))
+                .hasMessageContaining("read-only transaction");
+        assertThat(m.releaseReverse(Duration.ofSeconds(10))).isTrue();
+        assertThat(Servers.count(tgt, db, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'mig_rev3_reverse'")).isZero();
+        assertThatThrownBy(() -> m.rollback(Duration.ofSeconds(1))).isInstanceOf(MillraceException.class)
+                .hasMessageContaining("rolled back already");
+        assertThatThrownBy(m::abort).isInstanceOf(MillraceException.class).hasMessageContaining("the source is the primary again");
+    }
+
     @Test
     void aTargetThatCannotStreamBackIsRefusedBeforeTheFence() throws Exception {
         String db = "rev2";

@@ -124,6 +124,25 @@ class MigrateCommandIT extends TwoServers {
             back.destroyQuietly();
         }
         assertThat(count("SELECT count(*) FROM items")).isEqualTo(3001);
+
+        // The rollback: reverse started again goes on; 'migrate rollback' makes the old primary the primary again, and
+        // reverse then stops by itself and drops its slot on the new primary.
+        tgt.execute("app", "INSERT INTO items (v) VALUES ('last on the new primary')");
+        EngineProcess again = EngineProcess.startCommand(dir.resolve("reverse2.log"), List.of(java, "-Xmx256m", "-cp",
+                System.getProperty("java.class.path"), "io.millrace.cli.Main", "migrate", "reverse", cfg.toString()));
+        try {
+            Run rollback = millrace("migrate", "rollback", cfg.toString(), "--timeout-s", "60");
+            assertThat(rollback.exitCode()).as(rollback.err() + "\nreverse:\n" + again.logTail(30)).isZero();
+            assertThat(rollback.out()).contains("rollback done: write-unavailable window").contains("switch the applications back");
+            assertThat(count("SELECT count(*) FROM items WHERE v = 'last on the new primary'")).isOne();
+            src.execute("app", "INSERT INTO items (v) VALUES ('the old primary takes writes')");
+            assertThat(again.awaitExit(30_000)).as(again.logTail(30)).isZero();
+            assertThat(again.logText()).contains("the migration is ROLLED_BACK; streaming stops").contains("its slot dropped on the target");
+        } finally {
+            again.destroyQuietly();
+        }
+        Run after = millrace("migrate", "status", cfg.toString());
+        assertThat(after.out()).contains("migration: ROLLED_BACK").contains("source not fenced");
     }
 
     /** On the source. */

@@ -1,0 +1,133 @@
+package io.millrace.migrate;
+
+import io.millrace.core.Lsn;
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.schema.Ident;
+import io.millrace.migrate.SourceCatalog.Sequence;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * The rollback: after {@code migrate cutover --reverse} and with {@code migrate reverse} streaming the new primary's writes
+ * into the old one, makes the old primary (the source) the primary again — the cutover the other way round.
+ *
+ * <p><b>Steps.</b> ROLLING_BACK is recorded on the target; the target is fenced as the cutover fenced the source (INV:
+ * FENCE: its read-only default, its client sessions ended — not the reverse stream's walsender, not Millrace's own), a
+ * marker is written there, and the rollback waits until the reverse stream's checkpoint on the source is past it: the
+ * source then holds every transaction the new primary committed (exactly once: the reverse sink is the postgres
+ * destination). Then the source's sequences are set past the target's, the source's fence is lifted, and ROLLED_BACK is
+ * recorded; {@code migrate reverse} stops by itself when it sees it. Every step is idempotent: a rollback interrupted at any
+ * point is finished by running it again. The target stays fenced (its read-only default), so an application left on it
+ * cannot write where nothing reads any more.
+ */
+final class Rollback {
+    private static final Logger LOG = LoggerFactory.getLogger(Rollback.class);
+
+    private final Endpoints ends;
+    private final StateStore store;
+
+    Rollback(Endpoints ends, StateStore store) {
+        this.ends = ends;
+        this.store = store;
+    }
+
+    RollbackReport run(List<Sequence> sequences, Duration timeout) throws SQLException, InterruptedException {
+        try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
+            MigrationState state = store.current(tgt);
+            if (state != MigrationState.CUT_OVER && state != MigrationState.ROLLING_BACK) {
+                throw new MillraceException(Kind.CONFIG, "migrate rollback: the migration is " + state + "; a rollback makes the"
+                        + " source the primary again after 'millrace migrate cutover --reverse' (before the cutover, 'millrace"
+                        + " migrate abort' does)" + (state == MigrationState.ROLLED_BACK ? " — it is rolled back already" : ""));
+            }
+            String reverseSlot = Reverse.slot(ends.source.slot());
+            String active = Planner.oneOrNull(tgt, "SELECT active::text FROM pg_replication_slots WHERE slot_name = "
+                    + Ident.literal(reverseSlot));
+            if (active == null) {
+                throw new MillraceException(Kind.CONFIG, "migrate rollback: the target has no slot '" + reverseSlot + "' (the cutover"
+                        + " ran without --reverse, or the slot was dropped): the source cannot get the new primary's writes. Nothing"
+                        + " was fenced. To go back, migrate again the other way (source and target swapped)");
+            }
+            long deadline = System.nanoTime() + timeout.toNanos();
+            long start = System.nanoTime();
+            if (state == MigrationState.CUT_OVER) {
+                store.record(tgt, MigrationState.ROLLING_BACK, "reverse slot " + reverseSlot);
+            }
+            String db = Planner.one(tgt, "SELECT current_database()");
+            int ended;
+            Lsn marker;
+            try (Statement s = tgt.createStatement()) {
+                String before = Planner.one(tgt, "SELECT now()::text");
+                s.execute("ALTER DATABASE " + Ident.quote(db) + " SET default_transaction_read_only = on");
+                ended = Cutover.terminate(tgt);
+                List<String> left = Cutover.survivors(tgt, before);
+                for (int round = 0; !left.isEmpty() && round < 5; round++) {
+                    Thread.sleep(50);
+                    ended += Cutover.terminate(tgt);
+                    left = Cutover.survivors(tgt, before);
+                }
+                if (!left.isEmpty()) {
+                    throw new MillraceException(Kind.SINK, "migrate rollback: " + left.size() + " session(s) of the target that began"
+                            + " before its fence did not end after pg_terminate_backend: " + left + ". The target is fenced, the"
+                            + " source too (state ROLLING_BACK): end them, then run 'millrace migrate rollback' again");
+                }
+                s.execute("BEGIN READ WRITE");
+                try (ResultSet rs = s.executeQuery("SELECT pg_logical_emit_message(true, " + Ident.literal(Cutover.MARKER_PREFIX)
+                        + ", 'rollback')")) {
+                    rs.next();
+                    marker = Lsn.parse(rs.getString(1));
+                }
+                s.execute("COMMIT");
+            }
+            LOG.info("migrate rollback: target {} fenced ({} session(s) ended), marker at {}", db, ended, marker);
+            awaitMarker(src, marker, deadline, timeout);
+            int set = sequences(src, tgt, sequences);
+            Cutover.unfence(src);
+            Duration window = state == MigrationState.CUT_OVER ? Duration.ofNanos(System.nanoTime() - start)
+                    : store.since(tgt, MigrationState.ROLLING_BACK);
+            store.record(tgt, MigrationState.ROLLED_BACK, "marker " + marker + ", write-unavailable " + window.toMillis() + " ms");
+            return new RollbackReport(window, marker.toString(), ended, set, reverseSlot);
+        }
+    }
+
+    /** Waits until the reverse stream's durable checkpoint on the source is past {@code marker}. */
+    private void awaitMarker(Connection src, Lsn marker, long deadline, Duration timeout) throws SQLException, InterruptedException {
+        while (true) {
+            String at = ends.reverseFlushLsn(src);
+            if (at != null && Lsn.parse(at).isAfter(marker)) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new MillraceException(Kind.SINK, "migrate rollback: the marker at " + marker + " did not reach the source in "
+                        + timeout.toSeconds() + " s" + (at == null ? " (the reverse stream has stored no checkpoint there)" : " (the"
+                        + " reverse stream is at " + at + ")") + ". Both databases are fenced now (state ROLLING_BACK). Fix: run"
+                        + " 'millrace migrate reverse' (it streams the target's writes into the source), then 'millrace migrate"
+                        + " rollback' again");
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    /** Sets each sequence of the source past the target's value; returns how many. */
+    private static int sequences(Connection src, Connection tgt, List<Sequence> sequences) throws SQLException {
+        int set = 0;
+        try (Statement ss = src.createStatement()) {
+            for (Sequence q : sequences) {
+                try (Statement ts = tgt.createStatement(); ResultSet rs = ts.executeQuery("SELECT last_value, is_called FROM "
+                        + q.ref().sql())) {
+                    rs.next();
+                    ss.execute("SELECT setval(" + Ident.literal(q.ref().sql()) + ", " + rs.getLong(1) + ", " + rs.getBoolean(2) + ")");
+                    set++;
+                }
+            }
+        }
+        return set;
+    }
+}
