@@ -214,8 +214,8 @@ class TransformingSink implements Sink {
     private void claim(TableRule rule, TableRef to, RelationInfo r) {
         RelationInfo held = names.putIfAbsent(to, r);
         if (held != null && held.oid() != r.oid()) {
-            if (to.equals(r.table()) && to.equals(held.table())) {
-                names.put(to, r); // no rename involved: the name moved to another table (dropped and created again, renamed)
+            if (held.table().equals(r.table())) {
+                names.put(to, r); // the source's name moved to another table (dropped and created again, renamed away): its own
                 return;
             }
             throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, "config: "
