@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.millrace.embedded.EmbeddedPg;
 import io.millrace.engine.RunningEngine;
 import io.millrace.engine.e2e.E2e;
+import io.millrace.sink.kafka.testing.KafkaBroker;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -26,7 +27,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * {@code transforms.toast: complete}: a jsonl consumer gets every update's TOASTed value, also where PostgreSQL left it
+ * {@code transforms.toast: complete}: a jsonl and a Kafka consumer get every update's TOASTed value, also where PostgreSQL left it
  * out of the update (the column did not change, and the table has no REPLICA IDENTITY FULL), under concurrent updates of
  * the same rows that change the value and that do not.
  *
@@ -35,22 +36,28 @@ import static org.assertj.core.api.Assertions.assertThat;
  * key's latest earlier event, from the cache the snapshot and the stream fill). After a restart (the cache starts empty,
  * no snapshot: the source is read by key) a value is the row's at that change or a later one, never an earlier one, and
  * always one the row really had. No event carries the placeholder; at the end the last event of each key holds the
- * source's body.
+ * source's body. The Kafka topic (read_committed, its partitions put back in commit order by each event's position) is
+ * checked by the same rule.
  */
 class ToastCompleteIT {
     private static final Duration WAIT = Duration.ofSeconds(90);
     private static final String PLACEHOLDER = "__debezium_unavailable_value";
     private static final int ROWS = 300;
     private static EmbeddedPg pg;
+    private static KafkaBroker kafka;
 
     @BeforeAll
-    static void start() {
+    static void start() throws Exception {
         E2e.init();
         pg = EmbeddedPg.builder().major(17).setting("synchronous_commit", "on").start();
+        kafka = KafkaBroker.start();
     }
 
     @AfterAll
-    static void stop() {
+    static void stop() throws Exception {
+        if (kafka != null) {
+            kafka.close();
+        }
         if (pg != null) {
             pg.close();
         }
@@ -58,24 +65,41 @@ class ToastCompleteIT {
 
     private static String yaml(Path dir, String cacheMb) {
         return E2e.yaml(pg, "toast", "s_toast", List.of("public.docs"), "auto", "toast_dst", dir.resolve("events"))
+                .replace("pipeline:\n", "  - {name: bus, type: kafka, bootstrap_servers: '" + kafka.bootstrapServers() + "'}\npipeline:\n")
                 + "\ntransforms:\n  toast: complete\n  toast_cache_mb: " + cacheMb + "\n";
+    }
+
+    /** The Kafka topic's change events, in commit order (by position; a partition keeps its keys' order). */
+    private static List<JsonNode> kafkaEvents() throws Exception {
+        String topic = kafka.topics().stream().filter(t -> t.endsWith(".public.docs")).findFirst().orElseThrow();
+        List<JsonNode> out = new ArrayList<>();
+        for (var r : kafka.readCommitted(topic)) {
+            if (r.value() != null) {
+                out.add(E2e.JSON.readTree(r.value()));
+            }
+        }
+        out.sort(java.util.Comparator.comparing(E2e.Pos::of)); // stable: snapshot reads keep their order
+        return out;
     }
 
     /** About 3.9 kB stored out of line, uncompressed: always TOASTed. Starts with its version: v<n>-<id>-... */
     private static final String BODY = "'v' || %s || '-' || id || '-' || repeat(md5(random()::text), 120)";
 
     @Test
-    void everyUnchangedToastValueReachesJsonlUnderConcurrentUpdates(@TempDir Path dir) throws Exception {
+    void everyUnchangedToastValueReachesJsonlAndKafkaUnderConcurrentUpdates(@TempDir Path dir) throws Exception {
         pg.createDatabase("toast");
         pg.createDatabase("toast_dst");
         pg.execute("toast", "CREATE TABLE public.docs (id int PRIMARY KEY, n int NOT NULL DEFAULT 0, body text)",
                 "ALTER TABLE public.docs ALTER COLUMN body SET STORAGE EXTERNAL",
                 "INSERT INTO public.docs (id, body) SELECT id, " + String.format(BODY, "0") + " FROM generate_series(1, " + ROWS + ") id");
         int firstRun;
+        E2e.Pos firstRunEnd;
         try (RunningEngine e = RunningEngine.start(yaml(dir, "32"), dir).awaitStreaming(WAIT)) {
             load(Duration.ofSeconds(4));
             awaitCaughtUp(dir);
-            firstRun = unique(E2e.events(dir.resolve("events"))).size();
+            List<JsonNode> first = unique(E2e.events(dir.resolve("events")));
+            firstRun = first.size();
+            firstRunEnd = E2e.Pos.of(first.get(first.size() - 1));
             assertThat(e.engine().state()).isNotNull();
         }
         // Started again: no snapshot, an empty cache, so the first update of each row reads the source.
@@ -85,6 +109,9 @@ class ToastCompleteIT {
         }
         List<JsonNode> events = unique(E2e.events(dir.resolve("events")));
         check(events, firstRun);
+        List<JsonNode> inKafka = unique(kafkaEvents());
+        assertThat(inKafka).as("each change once in Kafka").hasSameSizeAs(events);
+        check(inKafka, (int) inKafka.stream().filter(x -> E2e.Pos.of(x).compareTo(firstRunEnd) <= 0).count());
     }
 
     /** Concurrent updates of random rows: one writer changes only n (the body stays TOASTed and unchanged), one the body. */
