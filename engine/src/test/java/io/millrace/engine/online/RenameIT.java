@@ -6,6 +6,7 @@ import io.millrace.core.schema.TableRef;
 import io.millrace.embedded.EmbeddedPg;
 import io.millrace.engine.RunningEngine;
 import io.millrace.engine.e2e.E2e;
+import io.millrace.sink.kafka.testing.KafkaBroker;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -20,7 +21,7 @@ import java.util.List;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Table routing ({@code transforms.tables[].rename}) on a real PostgreSQL 17 into postgres, DuckDB and jsonl: the
+ * Table routing ({@code transforms.tables[].rename}) on a real PostgreSQL 17 into postgres, DuckDB, Kafka and jsonl: the
  * initial snapshot, the stream under a write load, an online re-copy and a table renamed in the source all land in the
  * destinations under the name the rule gives ({@code mirror.{table}_v2}), also after a restart and after the rule
  * changed while stopped ({@code _v3}: the tables move), and no table of the source's own name is made; the events'
@@ -32,15 +33,20 @@ class RenameIT {
     private static final Duration WAIT = Duration.ofSeconds(90);
     private static final String RULE = "\ntransforms:\n  tables:\n    - match: public.*\n      rename: \"mirror.{table}_v2\"\n";
     private static EmbeddedPg pg;
+    private static KafkaBroker kafka;
 
     @BeforeAll
-    static void start() {
+    static void start() throws Exception {
         E2e.init();
         pg = EmbeddedPg.builder().major(17).setting("synchronous_commit", "on").start();
+        kafka = KafkaBroker.start();
     }
 
     @AfterAll
-    static void stop() {
+    static void stop() throws Exception {
+        if (kafka != null) {
+            kafka.close();
+        }
         if (pg != null) {
             pg.close();
         }
@@ -49,7 +55,8 @@ class RenameIT {
     private static String yaml(String db, Path dir, String transforms) {
         return E2e.yaml(pg, db, "s_" + db, List.of("public.*"), "auto", db + "_dst", dir)
                 .replace("snapshot:\n  mode: initial\n  readers: 2\n", "snapshot:\n  mode: initial\n  readers: 2\n  online: {chunk_rows: 40, min_chunk_rows: 10}\n")
-                .replace("pipeline:\n", "  - {name: mirror, type: duckdb, file: '" + dir.resolve("mirror.duckdb").toAbsolutePath() + "'}\npipeline:\n")
+                .replace("pipeline:\n", "  - {name: mirror, type: duckdb, file: '" + dir.resolve("mirror.duckdb").toAbsolutePath() + "'}\n"
+                        + "  - {name: bus, type: kafka, bootstrap_servers: '" + kafka.bootstrapServers() + "', topic_prefix: " + db + "}\npipeline:\n")
                 + transforms;
     }
 
@@ -138,6 +145,32 @@ class RenameIT {
                     + " ('public', 'mirror')")).isEqualTo("goods_v3,orders_v3");
             assertThat(e.engine().state()).isNotNull();
         }
+        // Kafka: each table's topic is the one its name in the destinations gives, and a read_committed consumer rebuilds
+        // the source's rows from it (the records' source block names the source table)
+        assertThat(kafka.topics().stream().filter(t -> t.startsWith(db + ".") && !t.endsWith("schema_changes")).sorted().toList())
+                .containsExactly(db + ".mirror.goods_v2", db + ".mirror.goods_v3", db + ".mirror.items_v2", db + ".mirror.orders_v2",
+                        db + ".mirror.orders_v3");
+        java.util.Map<String, String> rebuilt = new java.util.TreeMap<>();
+        for (String topic : List.of(db + ".mirror.orders_v2", db + ".mirror.orders_v3")) {
+            for (var r : kafka.readCommitted(topic)) {
+                JsonNode key = E2e.JSON.readTree(r.key());
+                if (r.value() == null) {
+                    rebuilt.remove(key.path("id").asText());
+                    continue;
+                }
+                JsonNode v = E2e.JSON.readTree(r.value());
+                assertThat(v.path("source").path("table").asText()).isEqualTo("orders");
+                JsonNode row = v.path("op").asText().equals("d") ? null : v.path("after");
+                if (row == null) {
+                    rebuilt.remove(key.path("id").asText());
+                } else {
+                    rebuilt.put(key.path("id").asText(), row.path("id").asText() + ":" + row.path("v").asText() + ":"
+                            + (row.path("note").isNull() ? "-" : row.path("note").asText()));
+                }
+            }
+        }
+        assertThat(rebuilt.values().stream().sorted(java.util.Comparator.comparingInt(x -> Integer.parseInt(x.split(":")[0])))
+                .collect(java.util.stream.Collectors.joining(","))).as("orders rebuilt from its topics").isEqualTo(orders);
         try (Connection duck = DriverManager.getConnection("jdbc:duckdb:" + dir.resolve("mirror.duckdb"))) {
             assertThat(rows(duck, "mirror.mirror.orders_v3")).isEqualTo(orders);
             assertThat(rows(duck, "mirror.mirror.goods_v3")).isEqualTo(items);
