@@ -76,29 +76,51 @@ class TransformingSink implements Sink {
     }
 
     /**
+     * The tables the destination holds, by oid, under the names it holds them as (its rule's names), as it follows them
+     * ({@link io.millrace.core.change.SourceTables}) from its last checkpoint through the events it was given. Owned by the
+     * writer thread.
+     */
+    private java.util.SortedMap<Integer, TableRef> held = java.util.Collections.emptySortedMap();
+
+    /**
      * The destination's checkpoint, its tables under the source's names: a destination holds a renamed table under the
      * rule's name ({@link #write}); the engine follows tables by their names in the source.
      */
     @Override
     public Optional<Checkpoint> open() {
-        return sink.open().map(cp -> names(cp, true));
+        Optional<Checkpoint> cp = sink.open();
+        held = cp.map(Checkpoint::tables).orElse(java.util.Collections.emptySortedMap());
+        return cp.map(this::sourceNames);
+    }
+
+    /** {@code cp} with the tables it holds under the source's names where a rule gave the name (else as they are). */
+    private Checkpoint sourceNames(Checkpoint cp) {
+        if (cp.tables().isEmpty() || !transforms.renames()) {
+            return cp;
+        }
+        java.util.TreeMap<Integer, TableRef> names = new java.util.TreeMap<>();
+        cp.tables().forEach((oid, t) -> {
+            TableRef n = transforms.sourceName(t);
+            names.put(oid, n == null ? t : n);
+        });
+        return cp.withTables(names);
     }
 
     /**
-     * {@code cp} with the tables it holds ({@link Checkpoint#tables}) under the names the destination holds them as
-     * ({@code toSource} false), or under the source's ({@code toSource} true). The destination follows a table renamed
-     * in the source, or given another name by a changed rule, by comparing these with the events' names.
+     * {@code cp} (the engine's: source names) with each table under the name the destination holds it as after
+     * {@code out}: followed from its last checkpoint through the events as the destination follows them, so a rename
+     * takes effect where the destination renames the table (a streamed change under the new name) and nowhere else —
+     * a table the batch does not touch keeps the name it has there, also when a reload or a restart changed its rule.
+     * A table the destination never held takes its rule's name.
      */
-    private Checkpoint names(Checkpoint cp, boolean toSource) {
-        if (cp == null || cp.tables().isEmpty() || !transforms.renames()) {
-            return cp;
+    private Checkpoint destinationNames(Checkpoint cp, List<ChangeEvent> out) {
+        java.util.SortedMap<Integer, TableRef> after = io.millrace.core.change.SourceTables.follow(held, out).held();
+        if (cp == null) {
+            return null;
         }
-        java.util.TreeMap<Integer, TableRef> held = new java.util.TreeMap<>();
-        cp.tables().forEach((oid, t) -> {
-            TableRef n = toSource ? transforms.sourceName(t) : transforms.destinationName(t);
-            held.put(oid, n == null ? t : n);
-        });
-        return cp.withTables(held);
+        java.util.TreeMap<Integer, TableRef> names = new java.util.TreeMap<>();
+        cp.tables().forEach((oid, t) -> names.put(oid, after.containsKey(oid) ? after.get(oid) : transforms.destinationName(t)));
+        return cp.withTables(names);
     }
 
     /** Uses {@code t} from the next {@link #write} on (a batch is transformed by one value of the transforms). Any thread. */
@@ -117,11 +139,15 @@ class TransformingSink implements Sink {
         if (completer != null) {
             events = completer.complete(events); // raw values first: a mask then applies to the value, as to any other
         }
-        if (transforms.isEmpty()) {
-            sink.write(events, checkpoint);
-            return;
+        List<ChangeEvent> out = transforms.isEmpty() ? events : transform(events);
+        Checkpoint named = destinationNames(checkpoint, out);
+        sink.write(out, named);
+        if (named != null) {
+            held = named.tables(); // durable now: the destination committed the batch with it
         }
-        checkpoint = names(checkpoint, false);
+    }
+
+    private List<ChangeEvent> transform(List<ChangeEvent> events) {
         List<ChangeEvent> out = events;
         for (int i = 0; i < events.size(); i++) {
             ChangeEvent e = events.get(i);
@@ -139,7 +165,7 @@ class TransformingSink implements Sink {
             out.add(new ChangeEvent(e.op(), p.out, apply(p, e.before()), apply(p, e.after()), e.lsn(), e.position(), e.xid(),
                     e.commitTimeMicros(), e.snapshot()));
         }
-        sink.write(out, checkpoint);
+        return out;
     }
 
     @Override

@@ -24,7 +24,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Table routing ({@code transforms.tables[].rename}) on a real PostgreSQL 17 into postgres, DuckDB, Kafka and jsonl: the
  * initial snapshot, the stream under a write load, an online re-copy and a table renamed in the source all land in the
  * destinations under the name the rule gives ({@code mirror.{table}_v2}), also after a restart and after the rule
- * changed while stopped ({@code _v3}: the tables move), and no table of the source's own name is made; the events'
+ * changed while stopped ({@code _v3}: the tables move) and by a reload ({@code _v4}: moved and copied again online, so
+ * the new Kafka topic alone holds the table), and no table of the source's own name is made; the events'
  * source block still names the source table. The DuckDB file is {@code mirror.duckdb}: DuckDB names its catalog as the
  * schema the rule routes to. A rename that would put two tables' rows in one is refused at start, naming the setting,
  * with nothing published.
@@ -143,15 +144,32 @@ class RenameIT {
             orders = rows(src, "public.orders");
             assertThat(E2e.queryString(dst, "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname IN"
                     + " ('public', 'mirror')")).isEqualTo("goods_v3,orders_v3");
-            assertThat(e.engine().state()).isNotNull();
+
+            // and changed by a reload: the tables move, and each is copied again online, so its new topic holds every row
+            String done = e.engine().reload(new io.millrace.engine.config.ConfigLoader(k -> null)
+                    .parse(yaml(db, dir, RULE.replace("_v2", "_v4")), dir));
+            assertThat(done).contains("transforms reloaded").contains("copying");
+            E2e.exec(src, "UPDATE public.orders SET note = 'after the reload' WHERE id = 100");
+            awaitEqual(src, "public.orders", dst, "mirror.orders_v4");
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (!e.engine().status().online().tasks().isEmpty()) {
+                assertThat(System.nanoTime()).as("the copies land").isLessThan(deadline);
+                Thread.sleep(50);
+            }
+            E2e.exec(src, "INSERT INTO public.goods VALUES (-4, -4, 'after the copies')");
+            awaitEqual(src, "public.goods", dst, "mirror.goods_v4");
+            items = rows(src, "public.goods");
+            orders = rows(src, "public.orders");
+            assertThat(E2e.queryString(dst, "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname IN"
+                    + " ('public', 'mirror')")).isEqualTo("goods_v4,orders_v4");
         }
         // Kafka: each table's topic is the one its name in the destinations gives, and a read_committed consumer rebuilds
         // the source's rows from it (the records' source block names the source table)
         assertThat(kafka.topics().stream().filter(t -> t.startsWith(db + ".") && !t.endsWith("schema_changes")).sorted().toList())
-                .containsExactly(db + ".mirror.goods_v2", db + ".mirror.goods_v3", db + ".mirror.items_v2", db + ".mirror.orders_v2",
-                        db + ".mirror.orders_v3");
+                .containsExactly(db + ".mirror.goods_v2", db + ".mirror.goods_v3", db + ".mirror.goods_v4", db + ".mirror.items_v2",
+                        db + ".mirror.orders_v2", db + ".mirror.orders_v3", db + ".mirror.orders_v4");
         java.util.Map<String, String> rebuilt = new java.util.TreeMap<>();
-        for (String topic : List.of(db + ".mirror.orders_v2", db + ".mirror.orders_v3")) {
+        for (String topic : List.of(db + ".mirror.orders_v4")) { // the reload's copy: the whole table, then its changes
             for (var r : kafka.readCommitted(topic)) {
                 JsonNode key = E2e.JSON.readTree(r.key());
                 if (r.value() == null) {
@@ -172,10 +190,10 @@ class RenameIT {
         assertThat(rebuilt.values().stream().sorted(java.util.Comparator.comparingInt(x -> Integer.parseInt(x.split(":")[0])))
                 .collect(java.util.stream.Collectors.joining(","))).as("orders rebuilt from its topics").isEqualTo(orders);
         try (Connection duck = DriverManager.getConnection("jdbc:duckdb:" + dir.resolve("mirror.duckdb"))) {
-            assertThat(rows(duck, "mirror.mirror.orders_v3")).isEqualTo(orders);
-            assertThat(rows(duck, "mirror.mirror.goods_v3")).isEqualTo(items);
+            assertThat(rows(duck, "mirror.mirror.orders_v4")).isEqualTo(orders);
+            assertThat(rows(duck, "mirror.mirror.goods_v4")).isEqualTo(items);
             assertThat(E2e.queryLong(duck, "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('orders', 'items',"
-                    + " 'items_v2', 'goods', 'goods_v2', 'orders_v2')")).isZero();
+                    + " 'items_v2', 'goods', 'goods_v2', 'orders_v2', 'goods_v3', 'orders_v3')")).isZero();
         }
     }
 
