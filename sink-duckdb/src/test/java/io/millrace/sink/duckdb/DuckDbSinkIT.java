@@ -31,15 +31,18 @@ class DuckDbSinkIT {
     private static final RelationInfo ITEMS = Events.rel(100, "shop.items", 'd', "*id:23", "name:25", "price:1700:" + ((10 << 16 | 2) + 4),
             "big:1700", "tags:1009", "doc:3802", "body:25");
 
+    /** The file {@link #open} and {@link #query} use. */
+    private String fileName = "mirror.duckdb";
+
     private DuckDbSink open(String name) {
-        DuckDbSink sink = new DuckDbSink(new DuckDbSinkConfig(name, dir.resolve("mirror.duckdb"), null));
+        DuckDbSink sink = new DuckDbSink(new DuckDbSinkConfig(name, dir.resolve(fileName), null));
         sink.open();
         return sink;
     }
 
     /** Rows of a query as "a|b|c" strings, in order. Uses a second connection to the same file (same JVM). */
     private List<String> query(String sql) throws SQLException {
-        try (Connection c = DriverManager.getConnection("jdbc:duckdb:" + dir.resolve("mirror.duckdb").toAbsolutePath());
+        try (Connection c = DriverManager.getConnection("jdbc:duckdb:" + dir.resolve(fileName).toAbsolutePath());
              Statement s = c.createStatement()) {
             s.execute("SET TimeZone = 'UTC'");
             try (ResultSet rs = s.executeQuery(sql)) {
@@ -150,16 +153,28 @@ class DuckDbSinkIT {
 
     @Test
     void keylessTableAppendsInsertsAndMatchesOneRowOnAllOldColumns() throws Exception {
+        keylessUpdatesAndDeletes("mirror");
+    }
+
+    /** The same in a file named after the table's schema: its keyless updates and deletes name the catalog (DuckNames). */
+    @Test
+    void keylessUpdatesAndDeletesWorkInAFileNamedLikeTheSchema() throws Exception {
+        keylessUpdatesAndDeletes("public");
+    }
+
+    private void keylessUpdatesAndDeletes(String catalog) throws Exception {
+        fileName = catalog + ".duckdb";
+        String log = "\"" + catalog + "\".public.log"; // DuckDB refuses public.log in public.duckdb: ambiguous
         RelationInfo t = Events.rel(104, "public.log", 'f', "a:23", "b:25", "c:16");
         try (DuckDbSink sink = open("d5")) {
             Events ev = Events.transaction(10);
             sink.write(List.of(ev.insertText(t, 1, "x", "t"), ev.insertText(t, 1, "x", "t"), ev.insertText(t, 2, null, "f"),
                     ev.updateText(t, new Object[] {1, "x", "t"}, 1, "y", "t"),       // one of the two look-alikes
                     ev.deleteText(t, 2, null, "f"), ev.insertText(t, 3, "z", null)), Events.checkpoint("d5", 10));
-            assertEquals(List.of("1|x|true", "1|y|true", "3|z|null"), query("SELECT * FROM public.log ORDER BY a, b"));
+            assertEquals(List.of("1|x|true", "1|y|true", "3|z|null"), query("SELECT * FROM " + log + " ORDER BY a, b"));
             Events ev2 = Events.transaction(20);
             sink.write(List.of(ev2.deleteText(t, 1, "x", "t"), ev2.updateText(t, new Object[] {3, "z", null}, 3, "z", "f")), Events.checkpoint("d5", 20));
-            assertEquals(List.of("1|y|true", "3|z|false"), query("SELECT * FROM public.log ORDER BY a, b"));
+            assertEquals(List.of("1|y|true", "3|z|false"), query("SELECT * FROM " + log + " ORDER BY a, b"));
         }
     }
 
