@@ -56,6 +56,18 @@ final class Rollback {
                         + " was fenced. To go back, migrate again the other way (source and target swapped)");
             }
             long deadline = System.nanoTime() + timeout.toNanos();
+            while (!"true".equals(active)) {
+                // Never fence the target with nothing to bring its last writes over: both databases would be read-only.
+                if (System.nanoTime() > deadline) {
+                    throw new MillraceException(Kind.CONFIG, "migrate rollback: nothing reads the target's slot '" + reverseSlot
+                            + "' (is 'millrace migrate reverse' running?) within " + timeout.toSeconds() + " s, so the source could"
+                            + " not get the target's last writes; nothing " + (state == MigrationState.CUT_OVER ? "was" : "more was")
+                            + " fenced. Fix: start 'millrace migrate reverse', then run 'millrace migrate rollback' again");
+                }
+                Thread.sleep(100);
+                active = Planner.oneOrNull(tgt, "SELECT active::text FROM pg_replication_slots WHERE slot_name = "
+                        + Ident.literal(reverseSlot));
+            }
             long start = System.nanoTime();
             if (state == MigrationState.CUT_OVER) {
                 store.record(tgt, MigrationState.ROLLING_BACK, "reverse slot " + reverseSlot);

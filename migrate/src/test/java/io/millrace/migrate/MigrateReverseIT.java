@@ -82,6 +82,11 @@ class MigrateReverseIT extends TwoServers {
                 m.cutover(1 << 20, Duration.ofSeconds(30), 0, true);
             }
         }
+        // without the reverse stream running, nothing is fenced: both databases would be read-only
+        assertThatThrownBy(() -> m.rollback(Duration.ofSeconds(2))).isInstanceOf(MillraceException.class)
+                .hasMessageContaining("is 'millrace migrate reverse' running?").hasMessageContaining("nothing was fenced");
+        assertThat(m.status().state()).isEqualTo(MigrationState.CUT_OVER);
+        tgt.execute(db, "INSERT INTO shop.customer (email) VALUES ('still@new')"); // the new primary takes writes still
         RollbackReport report;
         WriteLoad load = new WriteLoad(tgt, db, 2, 2);
         try (Millrace back = m.reverse(Duration.ofSeconds(15))) {
