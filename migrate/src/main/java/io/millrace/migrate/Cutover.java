@@ -21,15 +21,9 @@ import java.util.List;
 /**
  * The cutover: wait for a small lag, fence the source, wait for the fence marker on the target, move the sequences.
  *
- * <p><b>The fence (INV: FENCE).</b> {@code ALTER DATABASE <db> SET default_transaction_read_only = on}, so every new
- * session's transactions are read-only ({@code cannot execute INSERT in a read-only transaction}); then every existing
- * client session of the database but Millrace's own ({@code application_name} starting with {@code millrace}) is ended
- * with {@code pg_terminate_backend}, waiting for it to be gone, so its open transaction rolls back and its application
- * reconnects into a read-only session. Then a transactional logical message is written: every transaction committed
- * before the fence has a commit record before the marker's position, so once the target's durable checkpoint is past
- * the marker, the target holds all of them (and the exactly-once sink applied none twice). A session that sets
- * {@code default_transaction_read_only = off} itself, or a superuser's {@code BEGIN READ WRITE}, is not stopped by the
- * fence: that is its limit.
+ * <p><b>The fence (INV: FENCE)</b> is {@link Fence}'s: the source's read-only default, its client sessions ended, then a
+ * marker; once the target's durable checkpoint is past the marker, the target holds every transaction committed before
+ * the fence (and the exactly-once sink applied none twice).
  *
  * <p><b>Steps.</b> FENCING is recorded on the target before the source is touched, FENCED once the marker is durable
  * there, CUT_OVER once the sequences are set; a cutover interrupted at any point is finished by running it again (each
@@ -37,7 +31,6 @@ import java.util.List;
  */
 final class Cutover {
     private static final Logger LOG = LoggerFactory.getLogger(Cutover.class);
-    static final String MARKER_PREFIX = "millrace-migrate";
 
     /** FENCING recorded, the source not touched yet: a crash leaves FENCING with the source writable. */
     static final FaultPoint FENCING_RECORDED = new FaultPoint("migrate.cutover.fencing-recorded");
@@ -90,34 +83,10 @@ final class Cutover {
                 store.record(tgt, MigrationState.FENCING, "lag " + lag + " bytes");
             }
             Faults.hit(FENCING_RECORDED);
-            int ended;
-            Lsn marker;
-            try (Statement s = src.createStatement()) {
-                String before = Planner.one(src, "SELECT now()::text");
-                s.execute("ALTER DATABASE " + Ident.quote(db) + " SET default_transaction_read_only = on");
-                ended = terminate(src);
-                List<String> left = survivors(src, before);
-                // A session still authenticating when the list was read (no database in pg_stat_activity yet) escapes the
-                // first round; it may have read the database's settings before the fence: end it too (MigrateKillIT).
-                for (int round = 0; !left.isEmpty() && round < 5; round++) {
-                    Thread.sleep(50);
-                    ended += terminate(src);
-                    left = survivors(src, before);
-                }
-                if (!left.isEmpty()) {
-                    // a session started before the fence is read-write still: a write of it after the marker would be lost
-                    throw new MillraceException(Kind.SINK, "migrate cutover: " + left.size() + " session(s) that began before the"
-                            + " fence did not end after pg_terminate_backend (a superuser's, or one stuck in I/O): " + left);
-                }
-                Faults.hit(SOURCE_FENCED);
-                s.execute("BEGIN READ WRITE");
-                try (ResultSet rs = s.executeQuery("SELECT pg_logical_emit_message(true, " + Ident.literal(MARKER_PREFIX)
-                        + ", 'fence')")) {
-                    rs.next();
-                    marker = Lsn.parse(rs.getString(1));
-                }
-                s.execute("COMMIT");
-            }
+            int ended = Fence.close(src, "Fix: end them (the source is fenced, state FENCING), then run 'millrace migrate cutover'"
+                    + " again, or 'millrace migrate abort' to unfence it");
+            Faults.hit(SOURCE_FENCED);
+            Lsn marker = Fence.marker(src, "fence");
             Faults.hit(MARKER_WRITTEN);
             LOG.info("migrate cutover: source {} fenced ({} session(s) ended), marker at {}", db, ended, marker);
             while (true) {
@@ -153,19 +122,9 @@ final class Cutover {
                 String at = Reverse.prepare(tgt, reverseSlot, Reverse.publication(ends.source.slot()), tables);
                 LOG.info("migrate cutover: reverse slot '{}' on the target at {}", reverseSlot, at);
             }
-            int set = 0;
+            // Past the source: the target's next value is after every value the source handed out.
+            int set = Sequences.advance(src, tgt, sequences);
             try (Statement ts = tgt.createStatement()) {
-                for (Sequence q : sequences) {
-                    String sql = "SELECT last_value, is_called FROM " + q.ref().sql();
-                    try (Statement ss = src.createStatement(); ResultSet rs = ss.executeQuery(sql)) {
-                        rs.next();
-                        long last = rs.getLong(1);
-                        boolean called = rs.getBoolean(2);
-                        // Past the source: the target's next value is after every value the source handed out.
-                        ts.execute("SELECT setval(" + Ident.literal(q.ref().sql()) + ", " + last + ", " + called + ")");
-                        set++;
-                    }
-                }
                 for (String ddl : SchemaWriter.restoreIdentity(tables)) {
                     ts.execute(ddl);
                 }
@@ -204,7 +163,7 @@ final class Cutover {
             return null;
         }
         try (Connection src = ends.source()) {
-            if (!fenced(src)) {
+            if (!Fence.fenced(src)) {
                 return null;
             }
         } catch (SQLException | RuntimeException unknown) {
@@ -216,35 +175,6 @@ final class Cutover {
                 + " 'millrace migrate abort' to unfence it ('millrace migrate status' says which)", e);
     }
 
-    /** Client sessions (not Millrace's) that began before {@code before} and are still there: pid, user, application, state. */
-    static List<String> survivors(Connection src, String before) throws SQLException {
-        List<String> out = new java.util.ArrayList<>();
-        try (Statement s = src.createStatement(); ResultSet rs = s.executeQuery("SELECT pid, usename, application_name, state"
-                + " FROM pg_stat_activity WHERE datname = current_database()"
-                + " AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
-                + " AND coalesce(application_name, '') NOT LIKE 'millrace%' AND backend_start < " + Ident.literal(before) + "::timestamptz")) {
-            while (rs.next()) {
-                out.add("pid " + rs.getInt(1) + " (user " + rs.getString(2) + ", application '" + rs.getString(3) + "', " + rs.getString(4) + ")");
-            }
-        }
-        return out;
-    }
-
-    /** Ends every client session of this database but Millrace's, waiting for each to be gone; returns how many. */
-    static int terminate(Connection src) throws SQLException {
-        boolean waits = src.getMetaData().getDatabaseMajorVersion() >= 14;
-        int n = 0;
-        try (Statement s = src.createStatement(); ResultSet rs = s.executeQuery("SELECT pg_terminate_backend(pid"
-                + (waits ? ", 10000" : "") + ") FROM pg_stat_activity WHERE datname = current_database()"
-                + " AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
-                + " AND coalesce(application_name, '') NOT LIKE 'millrace%'")) {
-            while (rs.next()) {
-                n += rs.getBoolean(1) ? 1 : 0;
-            }
-        }
-        return n;
-    }
-
     /** WAL between the source's current position and the target's durable checkpoint; {@code Long.MAX_VALUE} before one. */
     long lag(Connection src, Connection tgt) throws SQLException {
         String at = ends.targetFlushLsn(tgt);
@@ -253,20 +183,5 @@ final class Cutover {
         }
         Lsn now = Lsn.parse(Planner.one(src, "SELECT pg_current_wal_lsn()"));
         return Math.max(0, now.value() - Lsn.parse(at).value());
-    }
-
-    /** Whether the source database has the fence's read-only default. */
-    static boolean fenced(Connection src) throws SQLException {
-        return Planner.bool(src, "SELECT EXISTS (SELECT 1 FROM pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase"
-                + " WHERE d.datname = current_database() AND s.setrole = 0"
-                + " AND 'default_transaction_read_only=on' = ANY (s.setconfig))");
-    }
-
-    /** Lifts the fence. */
-    static void unfence(Connection src) throws SQLException {
-        String db = Planner.one(src, "SELECT current_database()");
-        try (Statement s = src.createStatement()) {
-            s.execute("ALTER DATABASE " + Ident.quote(db) + " RESET default_transaction_read_only");
-        }
     }
 }

@@ -370,10 +370,12 @@ public final class Migration {
      * @param state    the last step recorded on the target
      * @param steps    each recorded step with its time and detail, oldest first
      * @param fenced   whether the source database has the fence's read-only default now
+     * @param targetFenced whether the target database has it (from a rollback on: the target is then the one fenced)
      * @param lagBytes WAL between the source's position and the target's durable checkpoint; -1 before the first
      * @param tables   each table's copy phase on the target
      */
-    public record MigrationStatus(MigrationState state, List<String> steps, boolean fenced, long lagBytes, List<TableStatus> tables) {
+    public record MigrationStatus(MigrationState state, List<String> steps, boolean fenced, boolean targetFenced, long lagBytes,
+                                  List<TableStatus> tables) {
         public MigrationStatus {
             steps = List.copyOf(steps);
             tables = List.copyOf(tables);
@@ -382,7 +384,8 @@ public final class Migration {
         /** For the terminal. */
         public String render() {
             StringBuilder b = new StringBuilder("migration: " + state + "; source " + (fenced ? "FENCED (read-only by default)"
-                    : "not fenced (takes writes)") + (lagBytes >= 0 ? "; target " + lagBytes + " bytes behind" : "") + "\n");
+                    : "not fenced (takes writes)") + (targetFenced ? "; target FENCED (read-only by default)" : "")
+                    + (lagBytes >= 0 ? "; target " + lagBytes + " bytes behind" : "") + "\n");
             steps.forEach(s -> b.append("  ").append(s).append('\n'));
             tables.forEach(t -> b.append("  ").append(t.table()).append(": ").append(t.phase()).append(", ~").append(t.rowsEstimate())
                     .append(" row(s) on the target").append(t.verifiedAt() == null ? ", not verified yet" : ", last verify pass "
@@ -393,8 +396,8 @@ public final class Migration {
             } else if (state == MigrationState.FENCING || state == MigrationState.FENCED) {
                 b.append("a cutover was interrupted: 'millrace migrate cutover' finishes it, 'millrace migrate abort' unfences the source\n");
             } else if (state == MigrationState.ROLLING_BACK) {
-                b.append("a rollback was interrupted, the target is fenced: with 'millrace migrate reverse' running, 'millrace migrate"
-                        + " rollback' finishes it\n");
+                b.append("a rollback was interrupted" + (targetFenced ? "" : " before the target was fenced") + ": with 'millrace"
+                        + " migrate reverse' running, 'millrace migrate rollback' finishes it\n");
             }
             return b.toString();
         }
@@ -423,7 +426,7 @@ public final class Migration {
                 steps.add(s.at() + " " + s.state() + (s.detail() == null ? "" : ": " + s.detail()));
             }
             long lag = new Cutover(ends, store).lag(src, tgt);
-            return new MigrationStatus(store.current(tgt), steps, Cutover.fenced(src), lag == Long.MAX_VALUE ? -1 : lag,
+            return new MigrationStatus(store.current(tgt), steps, Fence.fenced(src), Fence.fenced(tgt), lag == Long.MAX_VALUE ? -1 : lag,
                     tables(src, tgt));
         } catch (SQLException e) {
             throw Endpoints.failed("migrate status", e);
@@ -474,7 +477,7 @@ public final class Migration {
                         + " the source stays fenced. To write to the source again, lift the fence yourself: ALTER DATABASE ..."
                         + " RESET default_transaction_read_only");
             }
-            Cutover.unfence(src);
+            Fence.open(src);
             store.record(tgt, MigrationState.ABORTED, "was " + state + "; source unfenced");
         } catch (SQLException e) {
             throw Endpoints.failed("migrate abort", e);

@@ -3,6 +3,8 @@ package io.millrace.migrate;
 import io.millrace.core.Lsn;
 import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.fault.FaultPoint;
+import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.Ident;
 import io.millrace.migrate.SourceCatalog.Sequence;
 import org.slf4j.Logger;
@@ -30,6 +32,15 @@ import java.util.List;
  */
 final class Rollback {
     private static final Logger LOG = LoggerFactory.getLogger(Rollback.class);
+
+    /** ROLLING_BACK recorded, the target not touched yet: a crash leaves ROLLING_BACK with the target writable. */
+    static final FaultPoint ROLLING_BACK_RECORDED = new FaultPoint("migrate.rollback.rolling-back-recorded");
+    /** The target fenced and its sessions ended, no marker yet: both databases are fenced. */
+    static final FaultPoint TARGET_FENCED = new FaultPoint("migrate.rollback.target-fenced");
+    /** The marker committed on the target, the source's sequences not set yet. */
+    static final FaultPoint MARKER_WRITTEN = new FaultPoint("migrate.rollback.marker-written");
+    /** The source's fence lifted, ROLLED_BACK not recorded yet: the source may take writes before the rollback runs again. */
+    static final FaultPoint SOURCE_OPENED = new FaultPoint("migrate.rollback.source-opened");
 
     private final Endpoints ends;
     private final StateStore store;
@@ -72,36 +83,17 @@ final class Rollback {
             if (state == MigrationState.CUT_OVER) {
                 store.record(tgt, MigrationState.ROLLING_BACK, "reverse slot " + reverseSlot);
             }
-            String db = Planner.one(tgt, "SELECT current_database()");
-            int ended;
-            Lsn marker;
-            try (Statement s = tgt.createStatement()) {
-                String before = Planner.one(tgt, "SELECT now()::text");
-                s.execute("ALTER DATABASE " + Ident.quote(db) + " SET default_transaction_read_only = on");
-                ended = Cutover.terminate(tgt);
-                List<String> left = Cutover.survivors(tgt, before);
-                for (int round = 0; !left.isEmpty() && round < 5; round++) {
-                    Thread.sleep(50);
-                    ended += Cutover.terminate(tgt);
-                    left = Cutover.survivors(tgt, before);
-                }
-                if (!left.isEmpty()) {
-                    throw new MillraceException(Kind.SINK, "migrate rollback: " + left.size() + " session(s) of the target that began"
-                            + " before its fence did not end after pg_terminate_backend: " + left + ". The target is fenced, the"
-                            + " source too (state ROLLING_BACK): end them, then run 'millrace migrate rollback' again");
-                }
-                s.execute("BEGIN READ WRITE");
-                try (ResultSet rs = s.executeQuery("SELECT pg_logical_emit_message(true, " + Ident.literal(Cutover.MARKER_PREFIX)
-                        + ", 'rollback')")) {
-                    rs.next();
-                    marker = Lsn.parse(rs.getString(1));
-                }
-                s.execute("COMMIT");
-            }
-            LOG.info("migrate rollback: target {} fenced ({} session(s) ended), marker at {}", db, ended, marker);
+            Faults.hit(ROLLING_BACK_RECORDED);
+            int ended = Fence.close(tgt, "The target is fenced, the source too (state ROLLING_BACK): end them, then run"
+                    + " 'millrace migrate rollback' again");
+            Faults.hit(TARGET_FENCED);
+            Lsn marker = Fence.marker(tgt, "rollback");
+            Faults.hit(MARKER_WRITTEN);
+            LOG.info("migrate rollback: target fenced ({} session(s) ended), marker at {}", ended, marker);
             awaitMarker(src, marker, deadline, timeout);
-            int set = sequences(src, tgt, sequences);
-            Cutover.unfence(src);
+            int set = Sequences.advance(tgt, src, sequences);
+            Fence.open(src);
+            Faults.hit(SOURCE_OPENED);
             Duration window = state == MigrationState.CUT_OVER ? Duration.ofNanos(System.nanoTime() - start)
                     : store.since(tgt, MigrationState.ROLLING_BACK);
             store.record(tgt, MigrationState.ROLLED_BACK, "marker " + marker + ", write-unavailable " + window.toMillis() + " ms");
@@ -125,21 +117,5 @@ final class Rollback {
             }
             Thread.sleep(10);
         }
-    }
-
-    /** Sets each sequence of the source past the target's value; returns how many. */
-    private static int sequences(Connection src, Connection tgt, List<Sequence> sequences) throws SQLException {
-        int set = 0;
-        try (Statement ss = src.createStatement()) {
-            for (Sequence q : sequences) {
-                try (Statement ts = tgt.createStatement(); ResultSet rs = ts.executeQuery("SELECT last_value, is_called FROM "
-                        + q.ref().sql())) {
-                    rs.next();
-                    ss.execute("SELECT setval(" + Ident.literal(q.ref().sql()) + ", " + rs.getLong(1) + ", " + rs.getBoolean(2) + ")");
-                    set++;
-                }
-            }
-        }
-        return set;
     }
 }

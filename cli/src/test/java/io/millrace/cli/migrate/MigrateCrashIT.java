@@ -80,13 +80,7 @@ class MigrateCrashIT extends TwoServers {
             while (committed.size() < 100) {
                 Thread.sleep(20);
             }
-            Path log = dir.resolve(db + "-cutover.log");
-            String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-            Process p = new ProcessBuilder(java, "-Xmx256m", "-XX:+UseSerialGC", "-Dmillrace.fault=" + point + ":crash:1", "-cp",
-                    System.getProperty("java.class.path"), "io.millrace.cli.Main", "migrate", "cutover", cfg.toString(),
-                    "--max-lag-mb", "1", "--timeout-s", "30").redirectErrorStream(true).redirectOutput(log.toFile()).start();
-            assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
-            assertThat(p.exitValue()).as(Files.readString(log)).isEqualTo(io.millrace.core.fault.Faults.CRASH_EXIT);
+            haltedAt(point, dir.resolve(db + "-cutover.log"), "cutover", cfg.toString(), "--max-lag-mb", "1", "--timeout-s", "30");
 
             Migration.MigrationStatus st = m.status();
             System.out.println(point + ": " + st.render().lines().findFirst().orElse(""));
@@ -122,6 +116,21 @@ class MigrateCrashIT extends TwoServers {
         src.execute("postgres", "ALTER DATABASE " + db + " RESET default_transaction_read_only");
     }
 
+    /** Runs {@code millrace migrate ARGS} in a JVM of its own with {@code point} armed to halt it, and awaits the halt. */
+    static void haltedAt(String point, Path log, String... args) throws Exception {
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        List<String> cmd = new ArrayList<>(List.of(java, "-Xmx256m", "-XX:+UseSerialGC", "-Dmillrace.fault=" + point + ":crash:1",
+                "-cp", System.getProperty("java.class.path"), "io.millrace.cli.Main", "migrate"));
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        try {
+            assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+            assertThat(p.exitValue()).as(Files.readString(log)).isEqualTo(io.millrace.core.fault.Faults.CRASH_EXIT);
+        } finally {
+            p.destroyForcibly();
+        }
+    }
+
     /** The configuration file of a migration of {@code tables} of {@code db}, slot and publication named {@code db}. */
     static Path config(Path dir, String db, String... tables) throws java.io.IOException {
         Path cfg = dir.resolve(db + ".yaml");
@@ -137,11 +146,16 @@ class MigrateCrashIT extends TwoServers {
                 .publication(db).tables(tables).build(), PostgresSinkConfig.of("target", tgt.jdbcUrl(db), "postgres", Secret.NONE));
     }
 
-    /** One writer: a ledger row and the account's balance in one transaction; the ledger ids whose COMMIT returned. */
+    /** One writer on the source: a ledger row and the account's balance in one transaction; the ledger ids whose COMMIT returned. */
     static void write(String db, Set<Long> committed, AtomicBoolean stop) {
+        write(src, db, committed, stop);
+    }
+
+    /** One writer on {@code pg}, as {@link #write(String, Set, AtomicBoolean)}. */
+    static void write(EmbeddedPg pg, String db, Set<Long> committed, AtomicBoolean stop) {
         java.util.SplittableRandom rnd = new java.util.SplittableRandom(7);
         while (!stop.get()) {
-            try (Connection c = src.connect(db)) {
+            try (Connection c = pg.connect(db)) {
                 c.setAutoCommit(false);
                 try (PreparedStatement led = c.prepareStatement("INSERT INTO ledger (account, amount) VALUES (?, 1) RETURNING id");
                      PreparedStatement acc = c.prepareStatement("UPDATE account SET balance = balance + 1 WHERE id = ?")) {

@@ -1,0 +1,123 @@
+package io.millrace.migrate;
+
+import io.millrace.core.Lsn;
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.schema.Ident;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The write fence of one database (INV: FENCE), the same for the cutover (the source) and the rollback (the target).
+ *
+ * <p>{@link #close} sets {@code ALTER DATABASE <db> SET default_transaction_read_only = on}, so every new session's
+ * transactions are read-only ({@code cannot execute INSERT in a read-only transaction}); then ends every existing client
+ * session of the database but Millrace's own ({@code application_name} starting with {@code millrace}) with
+ * {@code pg_terminate_backend}, waiting for each to be gone, so its open transaction rolls back and its application
+ * reconnects into a read-only session. {@link #marker} then writes a transactional logical message: every transaction
+ * committed before the fence has a commit record before the marker's position, so once a reader's durable checkpoint is
+ * past the marker, it holds all of them. A session that sets {@code default_transaction_read_only = off} itself, or a
+ * superuser's {@code BEGIN READ WRITE}, is not stopped by the fence: that is its limit. Walsenders are not client
+ * backends, so a stream reading the database keeps reading.
+ */
+final class Fence {
+    /** The prefix of the marker's logical message. */
+    static final String MARKER_PREFIX = "millrace-migrate";
+
+    private Fence() {
+    }
+
+    /**
+     * Fences the database of {@code c} and ends its client sessions; returns how many were ended.
+     *
+     * @param stuck what the error says when a session that began before the fence does not end, after the sessions' list
+     *              (its state and how to go on)
+     */
+    static int close(Connection c, String stuck) throws SQLException, InterruptedException {
+        String db = Planner.one(c, "SELECT current_database()");
+        try (Statement s = c.createStatement()) {
+            String before = Planner.one(c, "SELECT now()::text");
+            s.execute("ALTER DATABASE " + Ident.quote(db) + " SET default_transaction_read_only = on");
+            int ended = terminate(c);
+            List<String> left = survivors(c, before);
+            // A session still authenticating when the list was read (no database in pg_stat_activity yet) escapes the
+            // first round; it may have read the database's settings before the fence: end it too (MigrateKillIT).
+            for (int round = 0; !left.isEmpty() && round < 5; round++) {
+                Thread.sleep(50);
+                ended += terminate(c);
+                left = survivors(c, before);
+            }
+            if (!left.isEmpty()) {
+                // a session started before the fence is read-write still: a write of it after the marker would be lost
+                throw new MillraceException(Kind.SINK, left.size() + " session(s) of database " + db + " that began before"
+                        + " its fence did not end after pg_terminate_backend (a superuser's, or one stuck in I/O): " + left
+                        + ". " + stuck);
+            }
+            return ended;
+        }
+    }
+
+    /** Writes the fence marker (a transactional logical message carrying {@code what}) and returns its position. */
+    static Lsn marker(Connection c, String what) throws SQLException {
+        try (Statement s = c.createStatement()) {
+            s.execute("BEGIN READ WRITE");
+            Lsn at;
+            try (ResultSet rs = s.executeQuery("SELECT pg_logical_emit_message(true, " + Ident.literal(MARKER_PREFIX) + ", "
+                    + Ident.literal(what) + ")")) {
+                rs.next();
+                at = Lsn.parse(rs.getString(1));
+            }
+            s.execute("COMMIT");
+            return at;
+        }
+    }
+
+    /** Whether the database of {@code c} has the fence's read-only default. */
+    static boolean fenced(Connection c) throws SQLException {
+        return Planner.bool(c, "SELECT EXISTS (SELECT 1 FROM pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase"
+                + " WHERE d.datname = current_database() AND s.setrole = 0"
+                + " AND 'default_transaction_read_only=on' = ANY (s.setconfig))");
+    }
+
+    /** Lifts the fence. */
+    static void open(Connection c) throws SQLException {
+        String db = Planner.one(c, "SELECT current_database()");
+        try (Statement s = c.createStatement()) {
+            s.execute("ALTER DATABASE " + Ident.quote(db) + " RESET default_transaction_read_only");
+        }
+    }
+
+    /** Client sessions (not Millrace's) that began before {@code before} and are still there: pid, user, application, state. */
+    private static List<String> survivors(Connection c, String before) throws SQLException {
+        List<String> out = new ArrayList<>();
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT pid, usename, application_name, state"
+                + " FROM pg_stat_activity WHERE datname = current_database()"
+                + " AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+                + " AND coalesce(application_name, '') NOT LIKE 'millrace%' AND backend_start < " + Ident.literal(before) + "::timestamptz")) {
+            while (rs.next()) {
+                out.add("pid " + rs.getInt(1) + " (user " + rs.getString(2) + ", application '" + rs.getString(3) + "', " + rs.getString(4) + ")");
+            }
+        }
+        return out;
+    }
+
+    /** Ends every client session of this database but Millrace's, waiting for each to be gone; returns how many. */
+    private static int terminate(Connection c) throws SQLException {
+        boolean waits = c.getMetaData().getDatabaseMajorVersion() >= 14;
+        int n = 0;
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT pg_terminate_backend(pid"
+                + (waits ? ", 10000" : "") + ") FROM pg_stat_activity WHERE datname = current_database()"
+                + " AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+                + " AND coalesce(application_name, '') NOT LIKE 'millrace%'")) {
+            while (rs.next()) {
+                n += rs.getBoolean(1) ? 1 : 0;
+            }
+        }
+        return n;
+    }
+}

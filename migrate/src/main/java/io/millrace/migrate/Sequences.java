@@ -1,0 +1,45 @@
+package io.millrace.migrate;
+
+import io.millrace.core.schema.Ident;
+import io.millrace.migrate.SourceCatalog.Sequence;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.List;
+
+/** Moving sequences from the database that was the primary to the one that becomes it, at the cutover and the rollback. */
+final class Sequences {
+    private Sequences() {
+    }
+
+    /**
+     * Sets each sequence of {@code to} to the value of the same sequence of {@code from}, unless {@code to}'s is there or
+     * past it already: a sequence only moves forward. A step run again after a crash (the database that becomes the primary
+     * may have handed out values since the first run) must not set it back: its next value would be one already used.
+     *
+     * @return how many were moved
+     */
+    static int advance(Connection from, Connection to, List<Sequence> sequences) throws SQLException {
+        int moved = 0;
+        try (Statement fs = from.createStatement(); Statement ts = to.createStatement()) {
+            for (Sequence q : sequences) {
+                long last;
+                boolean called;
+                try (ResultSet rs = fs.executeQuery("SELECT last_value, is_called FROM " + q.ref().sql())) {
+                    rs.next();
+                    last = rs.getLong(1);
+                    called = rs.getBoolean(2);
+                }
+                // (last_value, is_called) ordered: is_called = true has handed out last_value itself, so it is the later state.
+                try (ResultSet rs = ts.executeQuery("SELECT setval(" + Ident.literal(q.ref().sql()) + ", " + last + ", " + called
+                        + ") FROM " + q.ref().sql() + " WHERE last_value < " + last + " OR (last_value = " + last + " AND NOT is_called"
+                        + " AND " + called + ")")) {
+                    moved += rs.next() ? 1 : 0;
+                }
+            }
+        }
+        return moved;
+    }
+}
