@@ -388,7 +388,8 @@ public final class Migration {
                     + (lagBytes >= 0 ? "; target " + lagBytes + " bytes behind" : "") + "\n");
             steps.forEach(s -> b.append("  ").append(s).append('\n'));
             tables.forEach(t -> b.append("  ").append(t.table()).append(": ").append(t.phase()).append(", ~").append(t.rowsEstimate())
-                    .append(" row(s) on the target").append(t.verifiedAt() == null ? ", not verified yet" : ", last verify pass "
+                    .append(" row(s) on the target").append(t.lagBytes() >= 0 ? ", following " + t.lagBytes() + " bytes behind" : "")
+                    .append(t.verifiedAt() == null ? ", not verified yet" : ", last verify pass "
                     + t.verifiedAt() + ": " + t.verifiedChunks() + " chunk(s), " + (t.differedChunks() == 0 ? "all equal"
                     : t.differedChunks() + " differing when read (re-checked: see that pass's report)")).append('\n'));
             if (fenced && !state.sourceMayBeFenced()) {
@@ -410,12 +411,16 @@ public final class Migration {
      * @param phase        {@code waiting} (no checkpoint on the target yet), {@code copying} or {@code copied} (its copy
      *                     landed in full; it follows the stream)
      * @param rowsEstimate the target's estimate of its rows ({@code pg_class.reltuples}, 0 before the first analyze)
+     * @param lagBytes     WAL between the source's position and the target's durable checkpoint for a copied table; -1
+     *                     while it is not copied yet. One stream carries every table and the target applies it in commit
+     *                     order, so a following table is exactly as far behind as the stream: no table can be behind it
+     *                     or ahead of it
      * @param verifiedAt   when the last full {@link #verify} pass compared it; null before one (or for a table without a key)
      * @param verifiedChunks chunks that pass compared
      * @param differedChunks chunks that differed when that pass first read them (each was then re-checked row by row)
      */
-    public record TableStatus(String table, String phase, long rowsEstimate, java.time.Instant verifiedAt, long verifiedChunks,
-                              long differedChunks) {
+    public record TableStatus(String table, String phase, long rowsEstimate, long lagBytes, java.time.Instant verifiedAt,
+                              long verifiedChunks, long differedChunks) {
     }
 
     /** The migration's recorded step and the source's fence state. */
@@ -427,14 +432,14 @@ public final class Migration {
             }
             long lag = new Cutover(ends, store).lag(src, tgt);
             return new MigrationStatus(store.current(tgt), steps, Fence.fenced(src), Fence.fenced(tgt), lag == Long.MAX_VALUE ? -1 : lag,
-                    tables(src, tgt));
+                    tables(src, tgt, lag == Long.MAX_VALUE ? -1 : lag));
         } catch (SQLException e) {
             throw Endpoints.failed("migrate status", e);
         }
     }
 
     /** Each table's phase, from the sink's checkpoint on the target (its snapshot progress). */
-    private List<TableStatus> tables(Connection src, Connection tgt) throws SQLException {
+    private List<TableStatus> tables(Connection src, Connection tgt, long lag) throws SQLException {
         List<SourceCatalog.Table> tables = new ArrayList<>();
         for (SourceCatalog.Table t : SourceCatalog.tables(src, ends.source.tables(), ends.source.excludeTables(), new ArrayList<>())) {
             if (!t.unlogged()) {
@@ -452,7 +457,8 @@ public final class Migration {
                     + " AND c.oid IN (SELECT x.relid FROM pg_partition_tree(to_regclass(" + io.millrace.core.schema.Ident.literal(t.ref().sql())
                     + ")) x UNION SELECT to_regclass(" + io.millrace.core.schema.Ident.literal(t.ref().sql()) + "))"); // a partitioned table's: its partitions'
             PassStore.Pass pass = passes.load(tgt, name);
-            out.add(new TableStatus(name, phase, est == null ? 0 : Long.parseLong(est), pass == null ? null : pass.at(),
+            out.add(new TableStatus(name, phase, est == null ? 0 : Long.parseLong(est), phase.equals("copied") ? lag : -1,
+                    pass == null ? null : pass.at(),
                     pass == null ? 0 : pass.chunks().size(), pass == null ? 0 : pass.differed()));
         }
         return out;

@@ -66,6 +66,9 @@ class MigrateFollowIT extends TwoServers {
                     org.assertj.core.groups.Tuple.tuple("shop.customer", "copied"), org.assertj.core.groups.Tuple.tuple("shop.invoice", "copied"),
                     org.assertj.core.groups.Tuple.tuple("shop.orders", "copied"));
             assertThat(st.render()).contains("  shop.orders: copied, ~");
+            // one stream, applied in commit order: each following table is as far behind as the stream
+            assertThat(st.tables()).allSatisfy(t -> assertThat(t.lagBytes()).isEqualTo(st.lagBytes()).isNotNegative());
+            assertThat(st.render()).containsPattern("shop.orders: copied, ~\\d+ row\\(s\\) on the target, following \\d+ bytes behind");
             // Identity columns are BY DEFAULT while following: the only difference between the two catalogs.
             assertThat(Servers.text(tgt, db, COLUMNS)).isEqualTo(Servers.text(src, db, COLUMNS).replace("orders.id bigint t  a ",
                     "orders.id bigint t  d "));
