@@ -79,10 +79,16 @@ final class Reverse {
      * write of the new primary: the cutover had not finished, so the applications had not switched).
      */
     static String prepare(Connection tgt, String slot, String publication, List<Table> tables) throws SQLException {
-        if (Planner.oneOrNull(tgt, "SELECT 1 FROM pg_publication WHERE pubname = " + Ident.literal(publication)) == null) {
-            try (Statement s = tgt.createStatement()) {
+        // Through each partitioned table's root, as the reverse stream captures it (and as the forward publication does):
+        // without it, a partition's changes would arrive under the partition's name and the stream would refuse them.
+        String viaRoot = Planner.oneOrNull(tgt, "SELECT pubviaroot::text FROM pg_publication WHERE pubname = " + Ident.literal(publication));
+        try (Statement s = tgt.createStatement()) {
+            if (viaRoot == null) {
                 s.execute("CREATE PUBLICATION " + Ident.quote(publication) + " FOR TABLE "
-                        + tables.stream().map(t -> t.ref().sql()).collect(Collectors.joining(", ")));
+                        + tables.stream().map(t -> t.ref().sql()).collect(Collectors.joining(", "))
+                        + " WITH (publish_via_partition_root = true)");
+            } else if (!viaRoot.equals("true")) {
+                s.execute("ALTER PUBLICATION " + Ident.quote(publication) + " SET (publish_via_partition_root = true)");
             }
         }
         String at = Planner.oneOrNull(tgt, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = "

@@ -98,7 +98,7 @@ class MigratePartitionedIT extends TwoServers {
                         "UPDATE shop.readings SET val = val + 1, sensor = 3 - sensor % 2 WHERE extract(minute FROM at)::int = " + round,
                         "COMMIT");
             }
-            report = m.cutover(1 << 20, Duration.ofSeconds(30), 500);
+            report = m.cutover(1 << 20, Duration.ofSeconds(30), 500, true);
         }
         assertThat(report.verified().equal()).as(report.render()).isTrue();
         for (String t : new String[] {"shop.events", "shop.readings", "shop.customer"}) {
@@ -113,6 +113,24 @@ class MigratePartitionedIT extends TwoServers {
         // The target takes the application's writes, routed to its partitions.
         tgt.execute(db, "INSERT INTO shop.events (at, customer, v) VALUES ('2025-02-02', 1, 'after')",
                 "UPDATE shop.readings SET val = 0 WHERE sensor = 3");
+        // The way back: the new primary's writes to every partition, rows moved between partitions, reach the old one.
+        try (Millrace back = m.reverse(Duration.ofSeconds(15))) {
+            for (int round = 0; round < 10; round++) {
+                tgt.execute(db, "BEGIN",
+                        "INSERT INTO shop.events (at, customer, v) SELECT date '2023-06-01' + (g * 53 % 1000), 1 + g % 20, 'new'"
+                                + " FROM generate_series(1, 20) g",
+                        "UPDATE shop.events SET at = at + 400, v = 'moved' WHERE id % 89 = " + round,
+                        "DELETE FROM shop.events WHERE id % 103 = " + round,
+                        "UPDATE shop.readings SET val = val * 2, sensor = 3 - sensor % 2 WHERE extract(minute FROM at)::int = " + (round + 30),
+                        "COMMIT");
+            }
+            m.rollback(Duration.ofSeconds(60));
+        }
+        assertThat(m.status().state()).isEqualTo(MigrationState.ROLLED_BACK);
+        for (String t : new String[] {"shop.events", "shop.readings", "shop.customer"}) {
+            assertThat(byPartition(src, db, t)).as("after the rollback: " + t).isEqualTo(byPartition(tgt, db, t));
+        }
+        assertThat(Servers.count(src, db, "SELECT count(*) FROM shop.events WHERE v IN ('new', 'moved')")).isGreaterThan(100);
     }
 
     /**
