@@ -59,7 +59,7 @@ class InterruptedSnapshotIT {
     private static String yaml(String db, Path dir) {
         return E2e.yaml(pg, db, "s_" + db, List.of("public.s1", "public.s2", "public.big"), "auto", db + "_dst", dir,
                 "  batch_kb: 32\n").replace(
-                "snapshot:\n  mode: initial\n  readers: 2\n", "snapshot:\n  mode: initial\n  readers: 2\n  chunk_pages: 16\n  online:\n"
+                "snapshot:\n  mode: initial\n  readers: 2\n", "snapshot:\n  mode: initial\n  readers: 2\n  chunk_pages: 512\n  online:\n"
                         + "    readers: 2\n    chunk_rows: 2000\n    min_chunk_rows: 500\n    max_chunk_rows: 5000\n    target_chunk_ms: 50\n");
     }
 
@@ -114,11 +114,13 @@ class InterruptedSnapshotIT {
 
             // 1. The initial snapshot, stopped once s1 and s2 landed in both destinations, before big did.
             Engine.State stateAtStop;
-            // big's batches slowed (20 ms each), so that its copy is still running when s1 and s2 are seen landed. The delay
-            // is at a batch's end (snapshot.mid-chunk), so the batches are small (batch_kb: 32, several per 16-page chunk):
-            // with the default a chunk was one batch, the delay never ran and big landed in 0.8 s, before the stop (CI:
-            // "snapshot interrupted" expected RUNNING, was DONE)
-            try (Faults.Armed slow = Faults.arm("snapshot.mid-chunk:delay:20"); RunningEngine e = RunningEngine.start(yaml(db, dir), dir)) {
+            // big's copy slowed, so that it is still running when s1 and s2 are seen landed in both destinations. The delay
+            // is at the end of a snapshot batch that does not end its chunk (snapshot.mid-chunk), and a snapshot batch is
+            // 4 MB of heap: big's chunks are 512 pages (about 14 MB of rows on the heap, 3 batches), so each chunk of big
+            // waits 1 s. With 16-page chunks (128 KB) a chunk was one batch and the delay never ran: big landed in 0.7 s and
+            // the stop came after it when the writers were slow (CI, twice: 'snapshot interrupted' expected RUNNING, was
+            // DONE). batch_kb 32 (the writers' batches) makes the checkpoints that show s1 and s2 landed come early.
+            try (Faults.Armed slow = Faults.arm("snapshot.mid-chunk:delay:500"); RunningEngine e = RunningEngine.start(yaml(db, dir), dir)) {
                 long deadline = System.nanoTime() + WAIT.toNanos();
                 while (true) {
                     Checkpoint p = postgresCheckpoint(dst);
