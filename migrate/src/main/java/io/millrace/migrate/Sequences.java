@@ -16,7 +16,7 @@ final class Sequences {
 
     /**
      * Sets each sequence of {@code to} to the value of the same sequence of {@code from}, unless {@code to}'s is there or
-     * past it already: a sequence only moves forward. A step run again after a crash (the database that becomes the primary
+     * past it already (in the sequence's direction): a sequence only moves forward. A step run again after a crash (the database that becomes the primary
      * may have handed out values since the first run) must not set it back: its next value would be one already used.
      *
      * @return how many were moved
@@ -32,10 +32,12 @@ final class Sequences {
                     last = rs.getLong(1);
                     called = rs.getBoolean(2);
                 }
-                // (last_value, is_called) ordered: is_called = true has handed out last_value itself, so it is the later state.
+                // Forward is the sequence's direction (a negative increment counts down); at the same last_value,
+                // is_called = true has handed out that value itself, so it is the later state.
                 try (ResultSet rs = ts.executeQuery("SELECT setval(" + Ident.literal(q.ref().sql()) + ", " + last + ", " + called
-                        + ") FROM " + q.ref().sql() + " WHERE last_value < " + last + " OR (last_value = " + last + " AND NOT is_called"
-                        + " AND " + called + ")")) {
+                        + ") FROM " + q.ref().sql() + " s, pg_sequence p WHERE p.seqrelid = " + Ident.literal(q.ref().sql())
+                        + "::regclass AND (CASE WHEN p.seqincrement > 0 THEN s.last_value < " + last + " ELSE s.last_value > " + last
+                        + " END OR (s.last_value = " + last + " AND NOT s.is_called AND " + called + "))")) {
                     moved += rs.next() ? 1 : 0;
                 }
             }

@@ -27,7 +27,10 @@ class MigrateCutoverIT extends TwoServers {
     @Test
     void cutsOverUnderLoadWithNothingLostAndSequencesAhead() throws Exception {
         String db = "cut1";
-        Migration m = shop(db, WriteLoad.LEDGER);
+        Migration m = shop(db, WriteLoad.LEDGER, "CREATE SEQUENCE shop.countdown INCREMENT -5 START -10",
+                "CREATE TABLE shop.ticket (id bigint PRIMARY KEY DEFAULT nextval('shop.countdown'), note text)",
+                "ALTER SEQUENCE shop.countdown OWNED BY shop.ticket.id",
+                "INSERT INTO shop.ticket (note) SELECT 'before' FROM generate_series(1, 20)");
         CutoverReport report;
         WriteLoad load;
         try (Millrace following = m.follow(Duration.ofSeconds(30))) {
@@ -62,6 +65,9 @@ class MigrateCutoverIT extends TwoServers {
             long next = Servers.count(tgt, db, "SELECT nextval('" + seq + "')");
             assertThat(next).as(seq).isGreaterThan(srcLast);
         }
+        // A sequence counting down is past the source's when it is below it.
+        long srcLast = Servers.count(src, db, "SELECT last_value FROM shop.countdown");
+        assertThat(Servers.count(tgt, db, "SELECT nextval('shop.countdown')")).as("shop.countdown").isLessThan(srcLast);
         assertThat(Servers.count(tgt, db, "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid"
                 + " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'shop' AND NOT (i.indisvalid AND i.indisready)")).isZero();
         assertThat(Servers.count(tgt, db, "SELECT count(*) FROM pg_constraint k JOIN pg_namespace n ON n.oid = k.connamespace"
