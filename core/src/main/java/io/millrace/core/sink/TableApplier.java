@@ -70,6 +70,71 @@ public abstract class TableApplier {
                 throw r.failed(destination, message(e), e);
             }
         }
+        // One TRUNCATE of several tables is a barrier: what comes before it is applied first, then its tables are
+        // truncated together, as on the source (a destination with the source's foreign keys, like a migration's target,
+        // refuses to truncate a referenced table alone), then what comes after it.
+        int from = 0;
+        for (int i = 0; i < events.size(); i++) {
+            int end = truncateGroupEnd(events, i);
+            if (end > i + 1) {
+                applyByTable(events.subList(from, i), followed);
+                truncateTogether(events.subList(i, end), followed);
+                from = end;
+                i = end - 1;
+            }
+        }
+        applyByTable(events.subList(from, events.size()), followed);
+    }
+
+    /**
+     * The end (exclusive) of the TRUNCATE events of one source message that start at {@code i}: consecutive, of one
+     * transaction, at one WAL position; {@code i} when there is none there.
+     */
+    private static int truncateGroupEnd(List<ChangeEvent> events, int i) {
+        ChangeEvent first = events.get(i);
+        if (first.op() != Op.TRUNCATE) {
+            return i;
+        }
+        int end = i + 1;
+        while (end < events.size() && events.get(end).op() == Op.TRUNCATE && events.get(end).xid() == first.xid()
+                && java.util.Objects.equals(events.get(end).lsn(), first.lsn())) {
+            end++;
+        }
+        return end;
+    }
+
+    /** The tables of one TRUNCATE message, truncated with one statement ({@link #truncate(List)}). */
+    private void truncateTogether(List<ChangeEvent> group, SourceTables.Followed followed) {
+        List<TableRef> targets = new java.util.ArrayList<>();
+        for (ChangeEvent e : group) {
+            RelationInfo rel = e.relation();
+            TableRef target = targetOf(followed.name(rel));
+            try {
+                if (rel.ddl() != null && rel.ddl().dropped()) {
+                    if (dropTables && held.containsKey(rel.oid())) {
+                        drop(target);
+                    }
+                    continue;
+                }
+                ensure(target, rel);
+            } catch (SQLException ex) {
+                throw failed(target, rel, List.of(e), ex);
+            }
+            if (!targets.contains(target)) {
+                targets.add(target);
+            }
+        }
+        if (targets.isEmpty()) {
+            return;
+        }
+        try {
+            truncate(targets);
+        } catch (SQLException ex) {
+            throw failed(targets.get(0), group.get(0).relation(), group, ex);
+        }
+    }
+
+    private void applyByTable(List<ChangeEvent> events, SourceTables.Followed followed) {
         Map<TableRef, List<ChangeEvent>> byTable = Runs.byTarget(events, e -> targetOf(followed.name(e.relation())));
         for (Map.Entry<TableRef, List<ChangeEvent>> t : byTable.entrySet()) {
             TableRef target = t.getKey();
@@ -111,6 +176,16 @@ public abstract class TableApplier {
     protected abstract void ensure(TableRef target, RelationInfo rel) throws SQLException;
 
     protected abstract void truncate(TableRef target) throws SQLException;
+
+    /**
+     * Truncates the tables of one TRUNCATE of several tables, together where the database can (a referenced table cannot
+     * be truncated alone); by default one after the other.
+     */
+    protected void truncate(List<TableRef> targets) throws SQLException {
+        for (TableRef t : targets) {
+            truncate(t);
+        }
+    }
 
     /** Drops the destination table of a source table dropped (with {@code drop_tables}); by default nothing. */
     protected void drop(TableRef target) throws SQLException {

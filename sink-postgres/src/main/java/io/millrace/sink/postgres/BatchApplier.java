@@ -36,9 +36,12 @@ import java.util.Set;
  * <p><b>Grouping.</b> The batch is split by destination table, keeping each table's events in their
  * order (INV: ORDER), and each table's events into runs that end at a truncate or a change of
  * relation shape. Events of different tables are applied table after table, not interleaved: the
- * destination tables are independent (Millrace creates no foreign keys or triggers) and the whole
- * batch commits at once, so the committed state is the same as applying them interleaved, with far
- * fewer statements.
+ * tables Millrace creates have no foreign keys or triggers (a migration's target has the source's,
+ * applied with {@code session_replication_role = replica}, so they do not fire) and the whole batch
+ * commits at once, so the committed state is the same as applying them interleaved, with far fewer
+ * statements. The exception is a TRUNCATE of several tables (one source statement, or a CASCADE):
+ * PostgreSQL checks foreign keys on TRUNCATE whatever the role, so it is a barrier in the batch and
+ * its tables are truncated by one statement ({@link TableApplier}).
  *
  * <p><b>Keyed runs</b> are reduced per key ({@link KeyedReduction}), COPYed into a temporary
  * staging table, completed from the destination where unchanged TOAST values must be kept, then
@@ -119,6 +122,11 @@ final class BatchApplier extends TableApplier {
     @Override
     protected void truncate(TableRef target) throws SQLException {
         execute("TRUNCATE TABLE " + target.sql());
+    }
+
+    @Override
+    protected void truncate(List<TableRef> targets) throws SQLException {
+        execute("TRUNCATE TABLE " + targets.stream().map(TableRef::sql).collect(java.util.stream.Collectors.joining(", ")));
     }
 
     @Override
