@@ -67,6 +67,16 @@ final class Cutover {
             if (reverse) {
                 Reverse.check(tgt, tables);
             }
+            if (state == MigrationState.FOLLOWING) {
+                List<ColumnDrift.Drift> drift = ColumnDrift.find(src, tgt, tables);
+                if (!drift.isEmpty()) {
+                    throw new MillraceException(Kind.DIVERGED, "migrate cutover: column definitions differ between the source and"
+                            + " the target: " + drift + " (changed on the source while following: the stream carries no defaults"
+                            + " or NOT NULL, and rows a default filled were not written). Nothing was fenced. Fix: 'millrace migrate"
+                            + " verify --repair' (it makes the target's definitions the source's and copies the rows that differ"
+                            + " again), then 'millrace migrate cutover' again");
+                }
+            }
             long deadline = System.nanoTime() + timeout.toNanos();
             long lag;
             while ((lag = lag(src, tgt)) > maxLagBytes) {
@@ -105,6 +115,13 @@ final class Cutover {
                 store.record(tgt, MigrationState.FENCED, "marker " + marker);
             }
             Faults.hit(FENCED_RECORDED);
+            List<ColumnDrift.Drift> drift = ColumnDrift.find(src, tgt, tables);
+            if (!drift.isEmpty()) {
+                // changed before the fence, after the check above: the comparison of written rows would not see it
+                throw new MillraceException(Kind.DIVERGED, "migrate cutover: with the source fenced, column definitions differ: "
+                        + drift + ". The source stays fenced (state FENCED). Fix: 'millrace migrate verify --repair', then"
+                        + " 'millrace migrate cutover' again; or 'millrace migrate abort'");
+            }
             VerifyReport verified = null;
             if (verifier != null) {
                 // The source is fenced and the target past the marker: nothing is in flux, the comparison is exact.

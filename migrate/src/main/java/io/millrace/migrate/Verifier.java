@@ -102,10 +102,22 @@ final class Verifier {
         long started = System.nanoTime();
         Tally tally = new Tally();
         List<Divergence> divergent;
+        List<ColumnDrift.Drift> drift;
         try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
+            drift = ColumnDrift.find(src, tgt, tables);
+            if (repair && !drift.isEmpty()) {
+                try (Connection rt = ends.target(true)) {
+                    LOG.info("verify: column definitions made the source's on the target: {}", ColumnDrift.repair(rt, drift));
+                }
+            }
             for (Table t : tables) {
                 if (!t.hasKey()) {
                     tally.skipped.add(t.ref() + " (no primary key)");
+                    continue;
+                }
+                if (!repair && drift.stream().anyMatch(d -> d.table().equals(t.ref()))) {
+                    tally.skipped.add(t.ref() + " (its column definitions differ: 'millrace migrate verify --repair' makes them the"
+                            + " source's, then compares and repairs its rows)");
                     continue;
                 }
                 fullPass(src, tgt, t, tally);
@@ -122,9 +134,15 @@ final class Verifier {
                 }
                 divergent = repaired;
             }
+            if (repair && !drift.isEmpty()) {
+                try (Connection rt = ends.target(true)) {
+                    ColumnDrift.notNulls(rt, drift); // once the rows are equal: the rows that kept NULL have the source's values
+                }
+            }
         }
         return new VerifyReport(tally.chunks, tally.rows, tally.rechecked, divergent, tally.skipped,
-                Duration.ofNanos(System.nanoTime() - started), 0);
+                Duration.ofNanos(System.nanoTime() - started), 0, drift.stream().map(Object::toString).toList(),
+                repair && !drift.isEmpty());
     }
 
     /** One table's pass, its re-checks, and the record of it (a chunk that differed at first is recorded as such). */
@@ -187,7 +205,7 @@ final class Verifier {
             }
         }
         return new VerifyReport(tally.chunks, tally.rows, tally.rechecked, tally.divergent, tally.skipped,
-                Duration.ofNanos(System.nanoTime() - started), tally.unchanged);
+                Duration.ofNanos(System.nanoTime() - started), tally.unchanged, List.of(), false);
     }
 
     private static boolean tooOld(Connection c, long horizon) throws SQLException {

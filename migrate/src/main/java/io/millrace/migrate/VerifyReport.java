@@ -14,13 +14,18 @@ import java.util.List;
  * @param took      how long the pass took
  * @param unchanged chunks of {@code chunks} not hashed: the cutover's comparison found that no row of theirs was written on
  *                  either side since the last full pass found them equal (0 in a full pass)
+ * @param columnDrift column definitions that differ between a source table and its copy (a column added, dropped, or
+ *                  given another type, default or NOT NULL on the source since the copy), each as
+ *                  {@code schema.table.column: source ..., target ...}
+ * @param columnsRepaired whether {@code --repair} made the target's definitions the source's
  */
 public record VerifyReport(long chunks, long rows, long rechecked, List<Divergence> divergent, List<String> skipped, Duration took,
-                           long unchanged) {
+                           long unchanged, List<String> columnDrift, boolean columnsRepaired) {
 
     public VerifyReport {
         divergent = List.copyOf(divergent);
         skipped = List.copyOf(skipped);
+        columnDrift = List.copyOf(columnDrift);
     }
 
     /**
@@ -49,9 +54,9 @@ public record VerifyReport(long chunks, long rows, long rechecked, List<Divergen
         }
     }
 
-    /** Whether every compared chunk matched (or was repaired). */
+    /** Whether every compared chunk matched (or was repaired), and every column definition (or was repaired). */
     public boolean equal() {
-        return divergent.stream().allMatch(Divergence::repaired);
+        return divergent.stream().allMatch(Divergence::repaired) && (columnDrift.isEmpty() || columnsRepaired);
     }
 
     /** For the terminal. */
@@ -59,6 +64,9 @@ public record VerifyReport(long chunks, long rows, long rechecked, List<Divergen
         StringBuilder b = new StringBuilder("verify: " + chunks + " chunk(s)" + (unchanged > 0 ? " (" + unchanged
                 + " unchanged since the last pass, not hashed)" : "") + ", " + rows + " row(s), " + rechecked
                 + " re-checked, " + divergent.size() + " divergent, in " + took.toMillis() + " ms\n");
+        for (String c : columnDrift) {
+            b.append(columnsRepaired ? "  COLUMN (repaired: made the source's) " : "  COLUMN DIFFERS ").append(c).append('\n');
+        }
         for (Divergence d : divergent) {
             b.append("  DIVERGENT ").append(d).append('\n');
         }
