@@ -170,8 +170,8 @@ class MigrateCutoverIT extends TwoServers {
 
     /**
      * A failure after the fence (here a target sequence's bounds are narrower than the source's, so setting it past the
-     * source fails; a sequence renamed would be refused before the fence now, its column default differing) says that the source
-     * is fenced and how to finish or undo it; the state says FENCED and abort unfences. Before, the error was the server's
+     * source fails; a renamed one would be refused before the fence, its column default differing) says that the source is
+     * fenced and how to finish or undo it; the state says FENCED and abort unfences. Before, the error was the server's
      * message alone ("relation ... does not exist") with the source left read-only.
      */
     @Test
