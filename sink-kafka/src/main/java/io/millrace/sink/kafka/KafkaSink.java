@@ -103,6 +103,8 @@ public final class KafkaSink implements Sink {
     // Owned by the writer thread.
     private Admin admin;
     private Producer<byte[], byte[]> producer;
+    /** Whether {@link #producer} has committed no transaction yet (see {@link #write}). Writer thread. */
+    private boolean freshProducer;
     private final Set<String> topics = new HashSet<>();
     private final Map<RelationInfo, String> topicOf = new IdentityHashMap<>();
     /** The schema changes written by this sink (to {@link #schemaTopic()}). */
@@ -169,6 +171,7 @@ public final class KafkaSink implements Sink {
             try {
                 // INV: RESUME — fences an older producer of this id and aborts the transaction it left open
                 producer.initTransactions();
+                freshProducer = true;
             } catch (org.apache.kafka.common.errors.TimeoutException e) {
                 throw unreachable("initialising the transactional producer", e);
             }
@@ -219,24 +222,32 @@ public final class KafkaSink implements Sink {
             Thread.currentThread().interrupt();
             throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': interrupted while creating topics", e);
         }
-        boolean begun = false;
-        try {
-            producer.beginTransaction();
-            begun = true;
-            for (int i = 0; i < events.size(); i++) {
-                ChangeEvent e = events.get(i);
-                if (announce != null && announce[i] != null) {
-                    io.millrace.core.schema.SchemaChange c = announce[i];
-                    send(schemaTopic(), c.table().sql().getBytes(StandardCharsets.UTF_8), envelope.schemaChangeBytes(c, e));
+        for (int attempt = 1; ; attempt++) {
+            boolean begun = false;
+            try {
+                producer.beginTransaction();
+                begun = true;
+                for (int i = 0; i < events.size(); i++) {
+                    ChangeEvent e = events.get(i);
+                    if (announce != null && announce[i] != null) {
+                        io.millrace.core.schema.SchemaChange c = announce[i];
+                        send(schemaTopic(), c.table().sql().getBytes(StandardCharsets.UTF_8), envelope.schemaChangeBytes(c, e));
+                    }
+                    send(e);
                 }
-                send(e);
+                producer.send(new ProducerRecord<>(config.checkpointTopic(), checkpointKey,
+                        CheckpointJson.write(checkpoint).getBytes(StandardCharsets.UTF_8)));
+                Faults.hit(FaultPoint.SINK_KAFKA_BEFORE_COMMIT);
+                producer.commitTransaction(); // INV: DURABLE — records and checkpoint become visible together, only now
+                freshProducer = false;
+                break;
+            } catch (RuntimeException e) {
+                if (attempt == 1 && freshProducer && invalidTxnState(e)) {
+                    renewProducer(e);
+                    continue;
+                }
+                throw failed(e, begun, events.size());
             }
-            producer.send(new ProducerRecord<>(config.checkpointTopic(), checkpointKey,
-                    CheckpointJson.write(checkpoint).getBytes(StandardCharsets.UTF_8)));
-            Faults.hit(FaultPoint.SINK_KAFKA_BEFORE_COMMIT);
-            producer.commitTransaction(); // INV: DURABLE — records and checkpoint become visible together, only now
-        } catch (RuntimeException e) {
-            throw failed(e, begun, events.size());
         }
         Faults.hit(FaultPoint.SINK_KAFKA_AFTER_COMMIT);
         if (LOG.isDebugEnabled()) {
@@ -509,6 +520,40 @@ public final class KafkaSink implements Sink {
             }
         }
         return true;
+    }
+
+    /**
+     * The first transaction of a new producer refused as InvalidTxnStateException: the broker's view of this
+     * transactional id is not the producer's. Seen right after the previous engine of this id stopped (DdlTriggerIT, in one
+     * JVM: the coordinator, its state EMPTY, received the new producer's COMMIT) or was SIGKILLed (KafkaCrashIT in CI at
+     * 5004c54). The producer is in a fatal state, and nothing of the batch became visible: a new producer whose
+     * initTransactions bumps the epoch and ends whatever the broker holds for the id (INV: RESUME) writes the batch again.
+     * What a new engine start would do, without stopping the pipeline; once, and only before the producer's first commit.
+     */
+    private void renewProducer(RuntimeException cause) {
+        LOG.warn("destination '{}': Kafka refused the new producer's first transaction ({}); a new producer writes the batch"
+                + " again", config.name(), cause.getMessage());
+        try {
+            producer.close(Duration.ZERO);
+        } catch (KafkaException e) {
+            cause.addSuppressed(e);
+        }
+        producer = new KafkaProducer<>(producerProps());
+        try {
+            producer.initTransactions();
+        } catch (RuntimeException e) {
+            e.addSuppressed(cause);
+            throw failed(e, false, 0);
+        }
+    }
+
+    private static boolean invalidTxnState(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof org.apache.kafka.common.errors.InvalidTxnStateException) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Aborts the open transaction where possible (INV: RESUME) and returns the error to throw. */
