@@ -39,18 +39,24 @@ final class ColumnDrift {
     }
 
     /**
-     * One difference: {@code source} or {@code target} null when the column is missing there.
+     * One difference: {@code source} (the definition to follow, on the database named {@code sourceName}) or {@code target}
+     * (the copy's, on {@code targetName}) null when the column is missing there.
      */
-    record Drift(TableRef table, String column, Column source, Column target) {
+    record Drift(TableRef table, String column, Column source, Column target, String sourceName, String targetName) {
         @Override
         public String toString() {
-            return table + "." + column + ": " + (source == null ? "dropped on the source" : "source " + source.sql()) + ", "
-                    + (target == null ? "missing on the target" : "target " + target.sql());
+            return table + "." + column + ": " + (source == null ? "dropped on the " + sourceName : sourceName + " " + source.sql())
+                    + ", " + (target == null ? "missing on the " + targetName : targetName + " " + target.sql());
         }
     }
 
-    /** Every column drift of {@code tables}. */
+    /** Every column drift of {@code tables}, the source's definitions followed by the target's. */
     static List<Drift> find(Connection src, Connection tgt, List<Table> tables) throws SQLException {
+        return find(src, "source", tgt, "target", tables);
+    }
+
+    /** Every column drift of {@code tables}: {@code src} (named {@code srcName}) is followed by {@code tgt}. */
+    static List<Drift> find(Connection src, String srcName, Connection tgt, String tgtName, List<Table> tables) throws SQLException {
         List<Drift> out = new ArrayList<>();
         for (Table t : tables) {
             Map<String, Column> s = columns(src, t.ref());
@@ -60,12 +66,12 @@ final class ColumnDrift {
             }
             for (Column c : s.values()) {
                 if (!Objects.equals(c, d.get(c.name()))) {
-                    out.add(new Drift(t.ref(), c.name(), c, d.get(c.name())));
+                    out.add(new Drift(t.ref(), c.name(), c, d.get(c.name()), srcName, tgtName));
                 }
             }
             for (Column c : d.values()) {
                 if (!s.containsKey(c.name())) {
-                    out.add(new Drift(t.ref(), c.name(), null, c));
+                    out.add(new Drift(t.ref(), c.name(), null, c, srcName, tgtName));
                 }
             }
         }

@@ -301,7 +301,7 @@ public final class Migration {
     public RollbackReport rollback(Duration timeout) throws InterruptedException {
         Planner.Result p = planned();
         try {
-            return new Rollback(ends, store).run(p.sequences(), timeout);
+            return new Rollback(ends, store).run(p.tables(), p.sequences(), timeout);
         } catch (SQLException e) {
             throw Endpoints.failed("migrate rollback", e);
         }

@@ -50,7 +50,8 @@ final class Rollback {
         this.store = store;
     }
 
-    RollbackReport run(List<Sequence> sequences, Duration timeout) throws SQLException, InterruptedException {
+    RollbackReport run(List<SourceCatalog.Table> tables, List<Sequence> sequences, Duration timeout) throws SQLException,
+            InterruptedException {
         try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
             MigrationState state = store.current(tgt);
             if (state != MigrationState.CUT_OVER && state != MigrationState.ROLLING_BACK) {
@@ -65,6 +66,20 @@ final class Rollback {
                 throw new MillraceException(Kind.CONFIG, "migrate rollback: the target has no slot '" + reverseSlot + "' (the cutover"
                         + " ran without --reverse, or the slot was dropped): the source cannot get the new primary's writes. Nothing"
                         + " was fenced. To go back, migrate again the other way (source and target swapped)");
+            }
+            if (state == MigrationState.CUT_OVER) {
+                // The new primary is the reference now: a column it gained with a default after the cutover filled rows the
+                // reverse stream never sends (ColumnDrift), and the source would keep NULL in them.
+                List<ColumnDrift.Drift> drift = ColumnDrift.find(tgt, "target", src, "source", tables);
+                if (!drift.isEmpty()) {
+                    throw new MillraceException(Kind.DIVERGED, "migrate rollback: column definitions differ between the target"
+                            + " (the primary now) and the source: " + drift + " (changed on the target since the cutover: the"
+                            + " reverse stream carries no defaults or NOT NULL, and rows a default filled were never sent). Nothing"
+                            + " was fenced. Fix: on the source, in a session with SET default_transaction_read_only = off, make"
+                            + " those columns as they are on the target (ALTER TABLE ... ADD COLUMN or ALTER COLUMN ... SET DEFAULT,"
+                            + " then UPDATE the rows the default filled, then SET NOT NULL), then run 'millrace migrate rollback'"
+                            + " again");
+                }
             }
             long deadline = System.nanoTime() + timeout.toNanos();
             while (!"true".equals(active)) {

@@ -87,6 +87,15 @@ class MigrateReverseIT extends TwoServers {
                 .hasMessageContaining("is 'millrace migrate reverse' running?").hasMessageContaining("nothing was fenced");
         assertThat(m.status().state()).isEqualTo(MigrationState.CUT_OVER);
         tgt.execute(db, "INSERT INTO shop.customer (email) VALUES ('still@new')"); // the new primary takes writes still
+        // A column the new primary gained with a default: the rows the default filled are never streamed back, so the
+        // rollback refuses, with nothing fenced, until the old primary has the column as the new one has it.
+        tgt.execute(db, "ALTER TABLE shop.notes ADD COLUMN kind text NOT NULL DEFAULT 'plain'");
+        assertThatThrownBy(() -> m.rollback(Duration.ofSeconds(2))).isInstanceOf(MillraceException.class)
+                .hasMessageContaining("shop.notes.kind: target text DEFAULT 'plain'::text NOT NULL, missing on the source")
+                .hasMessageContaining("Nothing was fenced");
+        assertThat(m.status().state()).isEqualTo(MigrationState.CUT_OVER);
+        assertThat(m.status().targetFenced()).isFalse();
+        src.execute(db, "SET default_transaction_read_only = off", "ALTER TABLE shop.notes ADD COLUMN kind text NOT NULL DEFAULT 'plain'");
         RollbackReport report;
         WriteLoad load = new WriteLoad(tgt, db, 2, 2);
         try (Millrace back = m.reverse(Duration.ofSeconds(15))) {
