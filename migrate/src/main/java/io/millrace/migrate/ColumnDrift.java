@@ -65,7 +65,7 @@ final class ColumnDrift {
                 continue; // not made on the target yet: the copy makes it
             }
             for (Column c : s.values()) {
-                if (!Objects.equals(c, d.get(c.name()))) {
+                if (!Objects.equals(c, d.get(c.name())) && !sameButForRendering(tgt, c, d.get(c.name()))) {
                     out.add(new Drift(t.ref(), c.name(), c, d.get(c.name()), srcName, tgtName));
                 }
             }
@@ -130,6 +130,38 @@ final class ColumnDrift {
             }
         }
         return done;
+    }
+
+    /**
+     * Whether {@code c} and {@code copy} differ only in how their servers print the default (another major version may
+     * print an expression otherwise): the source's expression is given, in a transaction rolled back, to a temporary
+     * column on the copy's server, which prints it its way. Without this a migration across major versions could be
+     * refused for ever: setting the default again changes nothing.
+     */
+    private static boolean sameButForRendering(Connection copyServer, Column c, Column copy) throws SQLException {
+        if (copy == null || c.defaultExpr() == null || copy.defaultExpr() == null || !c.type().equals(copy.type())
+                || c.notNull() != copy.notNull()) {
+            return false;
+        }
+        boolean auto = copyServer.getAutoCommit();
+        copyServer.setAutoCommit(false);
+        try (Statement s = copyServer.createStatement()) {
+            s.execute("SAVEPOINT millrace_probe");
+            try {
+                s.execute("CREATE TEMP TABLE millrace_default_probe (c " + c.type() + " DEFAULT " + c.defaultExpr() + ")");
+                try (ResultSet rs = s.executeQuery("SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d"
+                        + " WHERE d.adrelid = 'millrace_default_probe'::regclass")) {
+                    return rs.next() && copy.defaultExpr().equals(rs.getString(1));
+                }
+            } catch (SQLException e) {
+                return false; // the copy's server cannot read the source's expression: a drift indeed
+            } finally {
+                s.execute("ROLLBACK TO SAVEPOINT millrace_probe");
+            }
+        } finally {
+            copyServer.rollback();
+            copyServer.setAutoCommit(auto);
+        }
     }
 
     /** The columns of {@code table} by name, in order; null when there is no such table. */
