@@ -347,6 +347,32 @@ class PostgresSinkIT {
         }
     }
 
+    /**
+     * A column renamed (or dropped) in the source while this destination's checkpoint was past the change's last relation:
+     * after a restart the destination does not know the shape before the change, and kept its copy of the old column
+     * beside the new one (CrashMatrixIT). A column it made as a copy of a source column (its comment says so) is dropped
+     * once the source table it holds lacks it; a column a user added to the table stays.
+     */
+    @Test
+    void aCopyOfAColumnTheSourceNoLongerHasIsDroppedAfterARestartAndAUsersColumnStays() throws Exception {
+        RelationInfo before = Events.rel("gone", "t", 'd', key("id", INT4), col("v", TEXT), col("n", INT4));
+        RelationInfo after = Events.reshape(before, key("id", INT4), col("v1", TEXT), col("n", INT4)); // v renamed v1
+        java.util.SortedMap<Integer, io.millrace.core.schema.TableRef> held = new java.util.TreeMap<>(
+                java.util.Map.of(before.oid(), before.table()));
+        try (PostgresSink sink = sink("gone")) {
+            sink.open();
+            sink.write(List.of(ev.insert(before, 1, "a", 5)), ev.checkpoint("gone").withTables(held));
+        }
+        pg.execute(DB, "ALTER TABLE gone.t ADD COLUMN mine text DEFAULT 'user'");
+        try (PostgresSink sink = sink("gone")) {
+            sink.open();
+            sink.write(List.of(ev.insert(after, 2, "b", 6)), ev.checkpoint("gone").withTables(held));
+        }
+        assertThat(rows("SELECT column_name FROM information_schema.columns WHERE table_schema = 'gone' ORDER BY ordinal_position"))
+                .containsExactly("id", "n", "mine", "v1");
+        assertThat(rows("SELECT id, n, mine, v1 FROM gone.t ORDER BY id")).containsExactly("1|5|user|null", "2|6|user|b");
+    }
+
     @Test
     void existingTargetTableIsKeptAndMissingColumnsAdded() throws Exception {
         pg.execute(DB, "CREATE SCHEMA keep", "CREATE TABLE keep.t (id int PRIMARY KEY, local_note text DEFAULT 'mine')",
