@@ -146,6 +146,7 @@ final class ColumnDrift {
         boolean auto = copyServer.getAutoCommit();
         copyServer.setAutoCommit(false);
         try (Statement s = copyServer.createStatement()) {
+            s.execute("SET TRANSACTION READ WRITE"); // the copy's database may be fenced (the old primary, at a rollback)
             s.execute("SAVEPOINT millrace_probe");
             try {
                 s.execute("CREATE TEMP TABLE millrace_default_probe (c " + c.type() + " DEFAULT " + c.defaultExpr() + ")");
