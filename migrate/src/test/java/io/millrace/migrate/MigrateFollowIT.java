@@ -176,4 +176,26 @@ class MigrateFollowIT extends TwoServers {
         tgt.execute(db, "INSERT INTO shop.customer (email) VALUES ('on@target')");
         assertThat(Servers.text(tgt, db, "SELECT tier FROM shop.customer WHERE email = 'on@target'")).isEqualTo("basic");
     }
+
+    /**
+     * A target database whose search_path holds the tables' schema prints their defaults otherwise
+     * ({@code nextval('invoice_no'::regclass)} where the source prints {@code nextval('shop.invoice_no'::regclass)}): the
+     * same default, not a drift, or the cutover would be refused for ever (setting the default again changes nothing).
+     */
+    @Test
+    void aDefaultTheTargetPrintsOtherwiseIsNoDrift() throws Exception {
+        String db = "follow4";
+        tgt.createDatabase(db);
+        tgt.execute("postgres", "ALTER DATABASE " + db + " SET search_path = shop, public");
+        Migration m = shop(db);
+        try (Millrace following = m.follow(Duration.ofSeconds(30))) {
+            assertThat(Servers.text(tgt, db, "SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'shop.invoice'::regclass"))
+                    .as("printed otherwise on the target").isEqualTo("nextval('invoice_no'::regclass)");
+            VerifyReport report = m.verify(false, 500);
+            assertThat(report.columnDrift()).isEmpty();
+            assertThat(report.equal()).as(report.render()).isTrue();
+            m.cutover(1 << 20, Duration.ofSeconds(30));
+        }
+        assertThat(m.status().state()).isEqualTo(MigrationState.CUT_OVER);
+    }
 }
