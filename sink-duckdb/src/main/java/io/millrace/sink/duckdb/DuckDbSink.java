@@ -262,6 +262,9 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
             }
             return out;
         } catch (SQLException e) {
+            if (e.getMessage() != null && e.getMessage().contains("Catalog Error") && e.getMessage().contains("does not exist")) {
+                return null; // renamed or dropped by the writer between the look-up and the read: not there (see PostgresSink)
+            }
             throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': could not read the keys of " + target + " in "
                     + config.file() + " (to delete the rows the source no longer has): " + e.getMessage(), e);
         }
