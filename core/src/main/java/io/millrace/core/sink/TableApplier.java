@@ -15,8 +15,10 @@ import java.util.SortedMap;
 /**
  * How a table destination applies a batch inside its transaction, the same for postgres and DuckDB: renames of source
  * tables followed first, then per destination table ({@link Runs#byTarget}) each run in order ({@link Runs#of}): a
- * truncate, a keyed run (reduced: {@link KeyedReducer}) or a keyless one ({@link Keyless}). A subclass is the
- * database's part: its tables, its DDL, how it loads a run.
+ * truncate, a keyed run (reduced: {@link KeyedReducer}) or a keyless one ({@link Keyless}). A TRUNCATE of several
+ * tables (one source message) cuts the batch in two (INV: ORDER across those tables): what comes before it, then its
+ * tables truncated together ({@link #truncate(List)}), then what comes after it. A subclass is the database's part: its
+ * tables, its DDL, how it loads a run.
  *
  * <p>Owned by the sink's writer thread.
  */
