@@ -58,11 +58,14 @@ final class ColumnDrift {
     /** Every column drift of {@code tables}: {@code src} (named {@code srcName}) is followed by {@code tgt}. */
     static List<Drift> find(Connection src, String srcName, Connection tgt, String tgtName, List<Table> tables) throws SQLException {
         List<Drift> out = new ArrayList<>();
+        // One catalog read per side for every table: the cutover calls this inside its write-unavailable window too.
+        Map<TableRef, Map<String, Column>> srcColumns = columns(src, tables);
+        Map<TableRef, Map<String, Column>> tgtColumns = columns(tgt, tables);
         for (Table t : tables) {
-            Map<String, Column> s = columns(src, t.ref());
-            Map<String, Column> d = columns(tgt, t.ref());
-            if (d == null) {
-                continue; // not made on the target yet: the copy makes it
+            Map<String, Column> s = srcColumns.get(t.ref());
+            Map<String, Column> d = tgtColumns.get(t.ref());
+            if (s == null || d == null) {
+                continue; // not made on the target yet (the copy makes it), or gone from the source
             }
             for (Column c : s.values()) {
                 if (!Objects.equals(c, d.get(c.name())) && !sameButForRendering(tgt, c, d.get(c.name()))) {
@@ -165,19 +168,24 @@ final class ColumnDrift {
         }
     }
 
-    /** The columns of {@code table} by name, in order; null when there is no such table. */
-    private static Map<String, Column> columns(Connection c, TableRef table) throws SQLException {
-        String oid = Planner.oneOrNull(c, "SELECT to_regclass(" + Ident.literal(table.sql()) + ")::oid::text");
-        if (oid == null) {
-            return null;
-        }
-        Map<String, Column> out = new LinkedHashMap<>();
-        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT a.attname, format_type(a.atttypid,"
-                + " a.atttypmod), a.attnotnull, pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a LEFT JOIN pg_attrdef d"
-                + " ON d.adrelid = a.attrelid AND d.adnum = a.attnum WHERE a.attrelid = " + oid + " AND a.attnum > 0"
-                + " AND NOT a.attisdropped AND a.attidentity = '' AND a.attgenerated = '' ORDER BY a.attnum")) {
-            while (rs.next()) {
-                out.put(rs.getString(1), new Column(rs.getString(1), rs.getString(2), rs.getBoolean(3), rs.getString(4)));
+    /** The columns of each of {@code tables} by name, in order; a table absent when there is no such table. */
+    private static Map<TableRef, Map<String, Column>> columns(Connection c, List<Table> tables) throws SQLException {
+        Map<String, TableRef> byName = new LinkedHashMap<>();
+        tables.forEach(t -> byName.put(t.ref().sql(), t.ref()));
+        Map<TableRef, Map<String, Column>> out = new LinkedHashMap<>();
+        try (java.sql.PreparedStatement ps = c.prepareStatement("SELECT t.name, a.attname, format_type(a.atttypid, a.atttypmod),"
+                + " a.attnotnull, pg_get_expr(d.adbin, d.adrelid), a.attidentity = '' AND a.attgenerated = ''"
+                + " FROM unnest(?::text[]) AS t(name)"
+                + " JOIN pg_attribute a ON a.attrelid = to_regclass(t.name) LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid"
+                + " AND d.adnum = a.attnum WHERE a.attnum > 0 AND NOT a.attisdropped ORDER BY t.name, a.attnum")) {
+            ps.setArray(1, c.createArrayOf("text", byName.keySet().toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    Map<String, Column> columns = out.computeIfAbsent(byName.get(rs.getString(1)), k -> new LinkedHashMap<>());
+                    if (rs.getBoolean(6)) { // identity and generated columns are not compared (see the class comment)
+                        columns.put(rs.getString(2), new Column(rs.getString(2), rs.getString(3), rs.getBoolean(4), rs.getString(5)));
+                    }
+                }
             }
         }
         return out;

@@ -243,7 +243,7 @@ public final class KafkaSink implements Sink {
                 break;
             } catch (RuntimeException e) {
                 if (attempt == 1 && freshProducer && invalidTxnState(e)) {
-                    renewProducer(e);
+                    renewProducer(e, events.size());
                     continue;
                 }
                 throw failed(e, begun, events.size());
@@ -530,7 +530,7 @@ public final class KafkaSink implements Sink {
      * initTransactions bumps the epoch and ends whatever the broker holds for the id (INV: RESUME) writes the batch again.
      * What a new engine start would do, without stopping the pipeline; once, and only before the producer's first commit.
      */
-    private void renewProducer(RuntimeException cause) {
+    private void renewProducer(RuntimeException cause, int size) {
         LOG.warn("destination '{}': Kafka refused the new producer's first transaction ({}); a new producer writes the batch"
                 + " again", config.name(), cause.getMessage());
         try {
@@ -543,7 +543,7 @@ public final class KafkaSink implements Sink {
             producer.initTransactions();
         } catch (RuntimeException e) {
             e.addSuppressed(cause);
-            throw failed(e, false, 0);
+            throw failed(e, false, size);
         }
     }
 
