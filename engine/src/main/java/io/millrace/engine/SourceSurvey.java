@@ -31,8 +31,11 @@ final class SourceSurvey {
      *
      * @param textReason why the stream's values are text, not binary ({@code null} when they are binary): said in the
      *                   status and the metrics, not only in the log
+     * @param readAt     the server's WAL position read after the tables' shapes: a transaction that commits at or after it
+     *                   was not in them (the stream's first look at a table is compared with them from there)
      */
-    record Survey(Preflight.Report report, List<SnapshotRunner.Table> tables, CatalogTypeResolver types, String textReason) {
+    record Survey(Preflight.Report report, List<SnapshotRunner.Table> tables, CatalogTypeResolver types, String textReason,
+                  io.millrace.core.Lsn readAt) {
         boolean binary() {
             return textReason == null;
         }
@@ -69,7 +72,8 @@ final class SourceSurvey {
                 TableRef gone = readTables(meta, report.tables(), types, tables);
                 if (gone == null) {
                     watch(meta, tables);
-                    ctx.survey = new Survey(report, List.copyOf(tables), types, textReason(report.serverVersion(), tables));
+                    ctx.survey = new Survey(report, List.copyOf(tables), types, textReason(report.serverVersion(), tables),
+                            Catalog.walNow(meta));
                     return ctx.survey;
                 }
                 if (attempt == ATTEMPTS) {
@@ -96,7 +100,7 @@ final class SourceSurvey {
             }
             watch(meta, tables);
             ctx.survey = new Survey(old.report(), List.copyOf(tables), old.types(),
-                    old.binary() ? textReason(old.report().serverVersion(), tables) : old.textReason());
+                    old.binary() ? textReason(old.report().serverVersion(), tables) : old.textReason(), Catalog.walNow(meta));
             return ctx.survey;
         } catch (SQLException e) {
             throw PgErrors.translate("reading the source catalog", e);

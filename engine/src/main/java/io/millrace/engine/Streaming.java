@@ -129,6 +129,7 @@ final class Streaming {
             p.signalTable(signal, controls::onSignal);
         }
         p.onShapeChange(controls::onShapeChange);
+        p.shapesAtStart(survey.relations(), survey.readAt()); // a table reshaped before its first change of the run
         p.onTableSeen(ctx.joiner::seen);
         p.idleAdvanceInterval(ctx.config.source().statusInterval().toMillis());
         p.serverAsked(() -> {

@@ -69,6 +69,10 @@ final class Assembler {
     private java.util.function.BiConsumer<RelationInfo, RelationInfo> onShapeChange;
     /** The last shape seen of each relation, by oid. */
     private final java.util.Map<Integer, RelationInfo> shapes = new java.util.HashMap<>();
+    /** The shapes the catalog showed at the start, by oid, until the relation's first Relation message ({@link #shapeSeen}). */
+    private final java.util.Map<Integer, RelationInfo> startShapes = new java.util.HashMap<>();
+    /** The WAL position read after {@link #startShapes}: a transaction committed at or after it was not in them. */
+    private Lsn startShapesAt = Lsn.ZERO;
 
     /** Receives the rows inserted into the signal table, in commit order, on the assembler thread. */
     interface Signals {
@@ -142,6 +146,34 @@ final class Assembler {
         this.onShapeChange = callback;
     }
 
+    /** See {@link Pipeline#shapesAtStart}. Call before the first message. */
+    void shapesAtStart(java.util.Collection<RelationInfo> atStart, Lsn readAt) {
+        atStart.forEach(r -> startShapes.put(r.oid(), r));
+        this.startShapesAt = readAt;
+    }
+
+    /**
+     * {@code rel} is the relation's shape from here on, in the transaction committing at {@link #txCommitLsn}: tells
+     * {@link #onShapeChange} when it differs from the shape before. Before a relation's first Relation message of this
+     * run, that is the start's shape from the catalog, when the transaction committed after it was read and a column was
+     * added, renamed or retyped since — a table changed in shape before its first change of the run (pgoutput describes
+     * a table at its first change of a session, in its shape then). Columns the catalog has and the stream does not (a
+     * publication's column list) are not a change here.
+     */
+    private void shapeSeen(RelationInfo rel) {
+        RelationInfo before = shapes.put(rel.oid(), rel);
+        RelationInfo atStart = startShapes.remove(rel.oid()); // INV: BOUNDED — each kept until the table's first description
+        if (before == null && atStart != null && inTx && txCommitLsn.compareTo(startShapesAt) >= 0) {
+            io.millrace.core.schema.ShapeChange c = io.millrace.core.schema.ShapeChange.between(atStart, rel);
+            if (!c.added().isEmpty() || !c.renamed().isEmpty() || !c.retyped().isEmpty()) {
+                before = atStart;
+            }
+        }
+        if (before != null && onShapeChange != null && !before.sameShape(rel)) {
+            onShapeChange.accept(before, rel);
+        }
+    }
+
     /** Called on the assembler thread, inside the transaction, for a table the stream has not described; see {@link Pipeline#onTableSeen}. */
     private TableSeen tableSeen;
 
@@ -205,10 +237,7 @@ final class Assembler {
         } else if (m instanceof PgOutputMessage.RelationMessage rm) {
             RelationInfo rel = described(framer, rm.relation());
             watermarks.described(rel); // a chunk read in another shape is read again (INV: WATERMARK)
-            RelationInfo before = shapes.put(rel.oid(), rel);
-            if (before != null && onShapeChange != null && !before.sameShape(rel)) {
-                onShapeChange.accept(before, rel);
-            }
+            shapeSeen(rel);
         } else if (m instanceof LogicalMessage lm) {
             if (lm.transactional() && inTx && Watermarks.PREFIX.equals(lm.prefix())) {
                 watermark(lm, walStart);
@@ -346,10 +375,7 @@ final class Assembler {
         // (An aborted streamed transaction's descriptions are not taken: the server describes those relations again.)
         for (RelationInfo rel : f.relations()) {
             framer.learn(rel);
-            RelationInfo before = shapes.put(rel.oid(), rel);
-            if (before != null && onShapeChange != null && !before.sameShape(rel)) {
-                onShapeChange.accept(before, rel);
-            }
+            shapeSeen(rel);
         }
         commit(sc.endLsn());
     }

@@ -164,6 +164,21 @@ public final class Pipeline implements AutoCloseable {
         this.shapeChange = callback;
     }
 
+    private volatile java.util.Collection<io.millrace.core.schema.RelationInfo> startShapes = java.util.List.of();
+    private volatile Lsn startShapesAt = Lsn.ZERO;
+
+    /**
+     * The captured tables' shapes as the source catalog showed them at the start, before the server's WAL was at
+     * {@code readAt}. pgoutput describes a table before its first change of a session only, so a table changed in shape
+     * before its first change of this run shows the new shape in its first Relation message and no shape change; that
+     * message, in a transaction committed at or after {@code readAt}, is compared with the shape here, and a column added,
+     * renamed or retyped since is a shape change ({@link #onShapeChange}). Call before {@link #startStreaming}.
+     */
+    public void shapesAtStart(java.util.Collection<io.millrace.core.schema.RelationInfo> shapes, Lsn readAt) {
+        this.startShapes = java.util.List.copyOf(shapes);
+        this.startShapesAt = readAt;
+    }
+
     private volatile Assembler.TableSeen tableSeen;
 
     /** The prefix of the logical message that asks the stream to look at a table the pipeline may capture (content: its oid). */
@@ -278,6 +293,7 @@ public final class Pipeline implements AutoCloseable {
         }
         if (shapeChange != null) {
             a.onShapeChange(shapeChange);
+            a.shapesAtStart(startShapes, startShapesAt);
         }
         if (tableSeen != null) {
             a.onTableSeen(tableSeen);

@@ -29,6 +29,14 @@ public final class Catalog {
     private Catalog() {
     }
 
+    /** The server's current WAL position ({@link #WAL_NOW}). */
+    public static io.millrace.core.Lsn walNow(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT " + WAL_NOW + "::text"); ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return io.millrace.core.Lsn.parse(rs.getString(1));
+        }
+    }
+
     /** A table as the catalog describes it; {@code estimatedRows} is -1 when PostgreSQL has no estimate. */
     public record TableInfo(TableRef ref, int oid, char relkind, char replicaIdentity, boolean hasPrimaryKey,
                             boolean canSelect, long estimatedRows, long pages) {
