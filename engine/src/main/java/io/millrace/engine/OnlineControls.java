@@ -128,15 +128,20 @@ final class OnlineControls {
      * values converted, perhaps by a USING expression) — the destinations cannot follow from the stream
      * alone, so the table is copied again online. Renames and drops need no copy; but a Relation message has no
      * attribute numbers, so where the catalog's do not confirm how the destinations read a rename (or a drop and an
-     * add) the table is copied again too. Assembler thread; the task is recorded with the batch after the change
+     * add) the table is copied again too. {@code before} null: the table's shape changed where the stream does not show
+     * it (while Millrace was stopped: the destinations' copies were last written in another shape), so what changed is
+     * not known, and the table is copied again. Assembler thread; the task is recorded with the batch after the change
      * (INV: RESUME).
      */
     void onShapeChange(RelationInfo before, RelationInfo after) {
-        ctx.watch.renamed(before, after);
+        if (before != null) {
+            ctx.watch.renamed(before, after);
+        }
         if (ctx.config.online().signalTable() != null && after.table().equals(ctx.config.online().signalTable())) {
             return;
         }
-        String why = rewrittenWithoutEvents(before, after);
+        String why = before == null ? "its columns changed while Millrace was stopped (the destinations' copies were written in"
+                + " another shape), which may have rewritten its rows" : rewrittenWithoutEvents(before, after);
         if (why == null) {
             return;
         }

@@ -73,6 +73,8 @@ final class Assembler {
     private final java.util.Map<Integer, RelationInfo> startShapes = new java.util.HashMap<>();
     /** The WAL position read after {@link #startShapes}: a transaction committed at or after it was not in them. */
     private Lsn startShapesAt = Lsn.ZERO;
+    /** The shapes the destinations' copies were last written in, by oid, until the relation's first Relation message. */
+    private final java.util.Map<Integer, java.util.Set<String>> written = new java.util.HashMap<>();
 
     /** Receives the rows inserted into the signal table, in commit order, on the assembler thread. */
     interface Signals {
@@ -152,22 +154,38 @@ final class Assembler {
         this.startShapesAt = readAt;
     }
 
+    /** See {@link Pipeline#shapesWritten}. Call before the first message. */
+    void shapesWritten(java.util.Collection<? extends java.util.Map<Integer, String>> checkpoints) {
+        checkpoints.forEach(m -> m.forEach((oid, fp) -> written.computeIfAbsent(oid, k -> new java.util.HashSet<>()).add(fp)));
+    }
+
     /**
      * {@code rel} is the relation's shape from here on, in the transaction committing at {@link #txCommitLsn}: tells
      * {@link #onShapeChange} when it differs from the shape before. Before a relation's first Relation message of this
      * run, that is the start's shape from the catalog, when the transaction committed after it was read and a column was
      * added, renamed or retyped since — a table changed in shape before its first change of the run (pgoutput describes
      * a table at its first change of a session, in its shape then). Columns the catalog has and the stream does not (a
-     * publication's column list) are not a change here.
+     * publication's column list) are not a change here. Otherwise, when a destination's copy of the table was last
+     * written in another shape ({@link io.millrace.core.change.SourceShapes}), the table was reshaped where the stream
+     * does not show it (while Millrace was stopped): told with no shape before ({@code null}).
      */
     private void shapeSeen(RelationInfo rel) {
         RelationInfo before = shapes.put(rel.oid(), rel);
-        RelationInfo atStart = startShapes.remove(rel.oid()); // INV: BOUNDED — each kept until the table's first description
+        // INV: BOUNDED — each kept until the table's first description
+        RelationInfo atStart = startShapes.remove(rel.oid());
+        java.util.Set<String> writtenIn = written.remove(rel.oid());
         if (before == null && atStart != null && inTx && txCommitLsn.compareTo(startShapesAt) >= 0) {
             io.millrace.core.schema.ShapeChange c = io.millrace.core.schema.ShapeChange.between(atStart, rel);
             if (!c.added().isEmpty() || !c.renamed().isEmpty() || !c.retyped().isEmpty()) {
                 before = atStart;
             }
+        }
+        if (before == null && writtenIn != null && onShapeChange != null) {
+            String now = io.millrace.core.change.SourceShapes.fingerprint(rel);
+            if (writtenIn.stream().anyMatch(w -> !w.equals(now))) {
+                onShapeChange.accept(null, rel);
+            }
+            return;
         }
         if (before != null && onShapeChange != null && !before.sameShape(rel)) {
             onShapeChange.accept(before, rel);

@@ -158,7 +158,8 @@ public final class Pipeline implements AutoCloseable {
 
     /**
      * Calls {@code callback(before, after)} on the assembler thread, in commit order, when a relation's shape
-     * changes while streaming (pgoutput sends a Relation message with other columns). Call before {@link #startStreaming}.
+     * changes while streaming (pgoutput sends a Relation message with other columns); {@code before} is null when the
+     * change was made where the stream does not show it ({@link #shapesWritten}). Call before {@link #startStreaming}.
      */
     public void onShapeChange(java.util.function.BiConsumer<io.millrace.core.schema.RelationInfo, io.millrace.core.schema.RelationInfo> callback) {
         this.shapeChange = callback;
@@ -177,6 +178,18 @@ public final class Pipeline implements AutoCloseable {
     public void shapesAtStart(java.util.Collection<io.millrace.core.schema.RelationInfo> shapes, Lsn readAt) {
         this.startShapes = java.util.List.copyOf(shapes);
         this.startShapesAt = readAt;
+    }
+
+    private volatile java.util.List<java.util.Map<Integer, String>> shapesWritten = java.util.List.of();
+
+    /**
+     * The shapes each destination's copies of the tables were last written in ({@link Checkpoint#shapes}, one map a
+     * destination): a table whose first Relation message of this run shows another shape, and whose change the start's
+     * shapes ({@link #shapesAtStart}) do not show, was reshaped where the stream does not show it — while Millrace was
+     * stopped — and {@link #onShapeChange} is told with {@code before} null. Call before {@link #startStreaming}.
+     */
+    public void shapesWritten(java.util.List<java.util.Map<Integer, String>> checkpoints) {
+        this.shapesWritten = java.util.List.copyOf(checkpoints);
     }
 
     private volatile Assembler.TableSeen tableSeen;
@@ -294,6 +307,7 @@ public final class Pipeline implements AutoCloseable {
         if (shapeChange != null) {
             a.onShapeChange(shapeChange);
             a.shapesAtStart(startShapes, startShapesAt);
+            a.shapesWritten(shapesWritten);
         }
         if (tableSeen != null) {
             a.onTableSeen(tableSeen);

@@ -25,9 +25,13 @@ import java.util.TreeMap;
  *                 ({@link SourceTables#follow}): a rename keeps the oid, so the destination follows it, across restarts too
  * @param slotLost the last time the slot was lost and replaced ({@code source.on_slot_lost: resnapshot}), or null: why
  *                 {@code flushLsn} jumped to a new slot's position (INV: IDENTITY — the re-binding is deliberate and recorded)
+ * @param shapes   the shape each source table held here was last written in, by oid ({@link SourceShapes}): a table whose
+ *                 first Relation message of a run shows another shape changed where the stream does not show it
+ *                 (while Millrace was stopped), and is copied again
  */
 public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position applied, SnapshotProgress snapshot,
-                         List<OnlineTask> online, SortedMap<Integer, TableRef> tables, SlotLost slotLost) {
+                         List<OnlineTask> online, SortedMap<Integer, TableRef> tables, SlotLost slotLost,
+                         SortedMap<Integer, String> shapes) {
     public static final int VERSION = 1;
 
     /**
@@ -58,6 +62,12 @@ public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position 
         }
         online = online == null ? List.of() : List.copyOf(online);
         tables = tables == null || tables.isEmpty() ? Collections.emptySortedMap() : Collections.unmodifiableSortedMap(new TreeMap<>(tables));
+        shapes = shapes == null || shapes.isEmpty() ? Collections.emptySortedMap() : Collections.unmodifiableSortedMap(new TreeMap<>(shapes));
+    }
+
+    public Checkpoint(int version, Identity identity, Lsn flushLsn, Position applied, SnapshotProgress snapshot,
+                      List<OnlineTask> online, SortedMap<Integer, TableRef> tables, SlotLost slotLost) {
+        this(version, identity, flushLsn, applied, snapshot, online, tables, slotLost, null);
     }
 
     public Checkpoint(int version, Identity identity, Lsn flushLsn, Position applied, SnapshotProgress snapshot,
@@ -76,11 +86,11 @@ public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position 
     }
 
     public Checkpoint advance(Lsn newFlushLsn, Position newApplied) {
-        return new Checkpoint(version, identity, newFlushLsn, newApplied, snapshot, online, tables, slotLost);
+        return new Checkpoint(version, identity, newFlushLsn, newApplied, snapshot, online, tables, slotLost, shapes);
     }
 
     public Checkpoint withSnapshot(SnapshotProgress progress) {
-        return new Checkpoint(version, identity, flushLsn, applied, progress, online, tables, slotLost);
+        return new Checkpoint(version, identity, flushLsn, applied, progress, online, tables, slotLost, shapes);
     }
 
     /**
@@ -96,16 +106,22 @@ public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position 
     }
 
     public Checkpoint withOnline(List<OnlineTask> tasks) {
-        return new Checkpoint(version, identity, flushLsn, applied, snapshot, tasks, tables, slotLost);
+        return new Checkpoint(version, identity, flushLsn, applied, snapshot, tasks, tables, slotLost, shapes);
     }
 
     /** This checkpoint holding {@code held} (see {@link SourceTables#follow}). */
     public Checkpoint withTables(SortedMap<Integer, TableRef> held) {
-        return held.equals(tables) ? this : new Checkpoint(version, identity, flushLsn, applied, snapshot, online, held, slotLost);
+        return held.equals(tables) ? this : new Checkpoint(version, identity, flushLsn, applied, snapshot, online, held, slotLost, shapes);
+    }
+
+    /** This checkpoint with the tables' shapes {@code written} (see {@link SourceShapes#follow}). */
+    public Checkpoint withShapes(SortedMap<Integer, String> written) {
+        return written.equals(shapes) ? this : new Checkpoint(version, identity, flushLsn, applied, snapshot, online, tables, slotLost,
+                written);
     }
 
     /** This checkpoint recording the slot's replacement {@code lost}. */
     public Checkpoint withSlotLost(SlotLost lost) {
-        return new Checkpoint(version, identity, flushLsn, applied, snapshot, online, tables, lost);
+        return new Checkpoint(version, identity, flushLsn, applied, snapshot, online, tables, lost, shapes);
     }
 }

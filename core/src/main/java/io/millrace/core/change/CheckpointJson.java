@@ -76,6 +76,10 @@ public final class CheckpointJson {
             c.tables().forEach((oid, t) -> tables.addObject().put("oid", Integer.toUnsignedLong(oid)).put("schema", t.schema())
                     .put("table", t.table()));
         }
+        if (!c.shapes().isEmpty()) {
+            ObjectNode shapes = root.putObject("shapes"); // a release before it ignores it: read field by field
+            c.shapes().forEach((oid, fp) -> shapes.put(Long.toString(Integer.toUnsignedLong(oid)), fp));
+        }
         return root.toString();
     }
 
@@ -128,6 +132,8 @@ public final class CheckpointJson {
             for (JsonNode t : root.path("tables")) {
                 tables.put((int) t.required("oid").asLong(), new TableRef(t.required("schema").asText(), t.required("table").asText()));
             }
+            java.util.SortedMap<Integer, String> shapes = new java.util.TreeMap<>();
+            root.path("shapes").properties().forEach(f -> shapes.put((int) Long.parseLong(f.getKey()), f.getValue().asText()));
             Checkpoint.SlotLost lost = null;
             JsonNode l = root.get("slot_lost");
             if (l != null && !l.isNull()) {
@@ -137,7 +143,7 @@ public final class CheckpointJson {
             }
             return new Checkpoint(version, identity, Lsn.parse(root.required("flush_lsn").asText()),
                     new Position(Lsn.parse(root.required("applied_commit_lsn").asText()), root.required("applied_ordinal").asLong()),
-                    progress, online, tables, lost);
+                    progress, online, tables, lost, shapes);
         } catch (Exception e) {
             throw new IllegalArgumentException("unreadable checkpoint: " + e.getMessage(), e);
         }

@@ -54,6 +54,24 @@ class CheckpointJsonTest {
                 SnapshotProgress.skipped(Lsn.parse("0/10"))))).doesNotContain("slot_lost").doesNotContain("reconcile");
     }
 
+    /**
+     * The shapes the tables were last written in round-trip (an oid above 2^31 too), are left out when there are none (a
+     * checkpoint as before), and survive the other changes of a checkpoint.
+     */
+    @Test
+    void shapesRoundTripAndACheckpointWithoutThemReadsAsBefore() {
+        Checkpoint c = new Checkpoint(Checkpoint.VERSION, ID, Lsn.parse("0/10"), Position.START, SnapshotProgress.skipped(Lsn.parse("0/10")));
+        assertThat(CheckpointJson.write(c)).doesNotContain("shapes");
+        java.util.SortedMap<Integer, String> shapes = new java.util.TreeMap<>(java.util.Map.of(16384, "00112233aabbccdd", (int) 3_000_000_000L,
+                "ffeeddccbbaa9988"));
+        Checkpoint with = c.withShapes(shapes);
+        String json = CheckpointJson.write(with);
+        assertThat(json).contains("\"3000000000\":\"ffeeddccbbaa9988\"");
+        assertThat(CheckpointJson.read(json)).isEqualTo(with);
+        assertThat(with.advance(Lsn.parse("0/20"), Position.START).withOnline(List.of()).withTables(new java.util.TreeMap<>())
+                .shapes()).isEqualTo(shapes);
+    }
+
     @Test
     void anUnknownVersionIsRefused() {
         assertThatThrownBy(() -> CheckpointJson.read("{\"version\":2}")).hasMessageContaining("version 2 is not supported");

@@ -219,6 +219,9 @@ final class TargetTables {
             LOG.warn("destination '{}': table {} has columns the source {} lacks, left as they are: {}", destination,
                     target, rel.table(), extra);
         }
+        if (held) {
+            retypeHeld(target, rel, columns);
+        }
         Table t = new Table(target, rel.table(), rel, columns, null);
         if (keyed && !hasUniqueIndex(t, oid, keyNames(rel))) {
             if (held) {
@@ -228,6 +231,59 @@ final class TargetTables {
             }
         }
         return t;
+    }
+
+    /**
+     * The first sight after a restart of a table this destination holds: a column whose type here is not what the
+     * source's type now maps to was retyped in the source while Millrace was stopped (the stream shows the new shape only,
+     * and its values would not fit: 'invalid input syntax for type integer', the engine stopped for good). Retyped here
+     * with a plain cast, as {@link #follow} does; the engine copies the table again (its checkpoint's shape differs), which
+     * brings the values a USING expression gave. Both types are compared as the server describes a column of each (name,
+     * precision, scale), so a typmod counts ({@code varchar(20)} → {@code varchar(50)}).
+     */
+    private void retypeHeld(TableRef target, RelationInfo rel, Set<String> columns) throws SQLException {
+        List<ColumnInfo> kept = rel.columns().stream().filter(c -> columns.contains(c.name())).toList();
+        if (kept.isEmpty()) {
+            return;
+        }
+        List<String> wanted = new ArrayList<>();
+        List<String> names = new ArrayList<>();
+        for (ColumnInfo c : kept) {
+            wanted.add("NULL::" + TypeMapping.sqlType(c));
+            names.add(Ident.quote(c.name()));
+        }
+        List<String> have = described("SELECT " + String.join(", ", names) + " FROM " + target.sql() + " LIMIT 0");
+        List<String> want = described("SELECT " + String.join(", ", wanted));
+        for (int i = 0; i < kept.size(); i++) {
+            if (have.get(i).equals(want.get(i))) {
+                continue;
+            }
+            String col = Ident.quote(kept.get(i).name());
+            String type = TypeMapping.sqlType(kept.get(i));
+            try {
+                execute("ALTER TABLE " + target.sql() + " ALTER COLUMN " + col + " TYPE " + type + " USING " + col + "::" + type);
+            } catch (SQLException e) {
+                throw new MillraceException(MillraceException.Kind.SINK, "destination '" + destination + "': column " + target + "."
+                        + kept.get(i).name() + " is " + have.get(i) + " here, and source table " + rel.table() + " made it " + type
+                        + " while Millrace was stopped; its values here do not cast: " + Errors.message(e) + ". Fix: change the"
+                        + " column by hand (ALTER TABLE " + target.sql() + " ALTER COLUMN " + col + " TYPE " + type + " USING ...),"
+                        + " or drop the table (Millrace creates it again), then start again", e);
+            }
+            LOG.warn("destination '{}': column {}.{} is now {} (retyped in the source while Millrace was stopped); the table is"
+                    + " copied again for the values the source rewrote", destination, target, kept.get(i).name(), type);
+        }
+    }
+
+    /** Each result column of {@code select} as the server describes it: type name, precision, scale. */
+    private List<String> described(String select) throws SQLException {
+        List<String> out = new ArrayList<>();
+        try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery(select)) {
+            java.sql.ResultSetMetaData md = rs.getMetaData();
+            for (int i = 1; i <= md.getColumnCount(); i++) {
+                out.add(md.getColumnTypeName(i) + "(" + md.getPrecision(i) + "," + md.getScale(i) + ")");
+            }
+        }
+        return out;
     }
 
     /**

@@ -373,6 +373,30 @@ class PostgresSinkIT {
         assertThat(rows("SELECT id, n, mine, v1 FROM gone.t ORDER BY id")).containsExactly("1|5|user|null", "2|6|user|b");
     }
 
+    /**
+     * Columns retyped in the source while Millrace was stopped: after a restart the first relation of a table this
+     * destination holds already has the new types (int → text, varchar(10) → varchar(30)); the columns here follow them, so
+     * the new values fit. Fails without it: 'invalid input syntax for type integer' and 'value too long', for good.
+     */
+    @Test
+    void columnsRetypedWhileStoppedAreRetypedAtTheFirstSightOfAHeldTable() throws Exception {
+        RelationInfo before = Events.rel("rtyp", "t", 'd', key("id", INT4), col("n", INT4), col("code", VARCHAR, 14));
+        RelationInfo after = Events.reshape(before, key("id", INT4), col("n", TEXT), col("code", VARCHAR, 34));
+        java.util.SortedMap<Integer, io.millrace.core.schema.TableRef> held = new java.util.TreeMap<>(
+                java.util.Map.of(before.oid(), before.table()));
+        try (PostgresSink sink = sink("rtyp")) {
+            sink.open();
+            sink.write(List.of(ev.insert(before, 1, 5, "abc")), ev.checkpoint("rtyp").withTables(held));
+        }
+        try (PostgresSink sink = sink("rtyp")) {
+            sink.open();
+            sink.write(List.of(ev.insert(after, 2, "n=6", "a code of twenty-six chars")), ev.checkpoint("rtyp").withTables(held));
+        }
+        assertThat(rows("SELECT id, n, code FROM rtyp.t ORDER BY id")).containsExactly("1|5|abc", "2|n=6|a code of twenty-six chars");
+        assertThat(rows("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'rtyp.t'::regclass AND attnum > 1"
+                + " ORDER BY attnum")).containsExactly("text", "character varying(30)");
+    }
+
     @Test
     void existingTargetTableIsKeptAndMissingColumnsAdded() throws Exception {
         pg.execute(DB, "CREATE SCHEMA keep", "CREATE TABLE keep.t (id int PRIMARY KEY, local_note text DEFAULT 'mine')",

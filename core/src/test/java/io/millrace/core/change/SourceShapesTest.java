@@ -1,0 +1,60 @@
+package io.millrace.core.change;
+
+import io.millrace.core.Lsn;
+import io.millrace.core.Position;
+import io.millrace.core.schema.ColumnInfo;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.TableRef;
+import io.millrace.core.schema.TypeResolver;
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+import java.util.SortedMap;
+import java.util.TreeMap;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** {@link SourceShapes}: what a fingerprint tells apart, and how a checkpoint's shapes follow a batch. */
+class SourceShapesTest {
+    private static final TypeResolver TYPES = io.millrace.core.types.Codecs::builtin;
+
+    private static RelationInfo rel(int oid, ColumnInfo... columns) {
+        return new RelationInfo(oid, new TableRef("public", "t" + oid), 'd', List.of(columns), TYPES);
+    }
+
+    private static ColumnInfo col(String name, int type, int typmod, boolean key) {
+        return new ColumnInfo(name, TYPES.resolve(type), typmod, key);
+    }
+
+    @Test
+    void aFingerprintTellsNamesTypesTypmodsAndOrderApartButNotKeyFlags() {
+        String base = SourceShapes.fingerprint(rel(1, col("id", 23, -1, true), col("v", 1043, 24, false)));
+        assertThat(SourceShapes.fingerprint(rel(1, col("id", 23, -1, true), col("v", 1043, 24, true)))).as("key flags").isEqualTo(base);
+        assertThat(SourceShapes.fingerprint(rel(2, col("id", 23, -1, true), col("v", 1043, 24, false)))).as("another oid").isEqualTo(base);
+        assertThat(List.of(
+                SourceShapes.fingerprint(rel(1, col("id", 23, -1, true), col("v", 1043, 54, false))),
+                SourceShapes.fingerprint(rel(1, col("id", 23, -1, true), col("v", 25, -1, false))),
+                SourceShapes.fingerprint(rel(1, col("id", 23, -1, true), col("w", 1043, 24, false))),
+                SourceShapes.fingerprint(rel(1, col("v", 1043, 24, false), col("id", 23, -1, true))),
+                SourceShapes.fingerprint(rel(1, col("id", 23, -1, true), col("v", 1043, 24, false), col("x", 23, -1, false))),
+                SourceShapes.fingerprint(rel(1, col("idv", 23, -1, true), col("", 1043, 24, false)))))
+                .doesNotContain(base).doesNotHaveDuplicates().allMatch(f -> f.matches("[0-9a-f]{16}"));
+    }
+
+    @Test
+    void aBatchRecordsTheShapeOfEachTablesLastEventAndKeepsTheOthers() {
+        RelationInfo a1 = rel(1, col("id", 23, -1, true));
+        RelationInfo a2 = rel(1, col("id", 23, -1, true), col("x", 23, -1, false));
+        RelationInfo b = rel(2, col("id", 23, -1, true));
+        SortedMap<Integer, String> before = new TreeMap<>(java.util.Map.of(2, "0000000000000000", 3, SourceShapes.fingerprint(b)));
+        Position p = new Position(Lsn.of(100), 1);
+        List<ChangeEvent> batch = List.of(
+                new ChangeEvent(io.millrace.core.change.Op.CREATE, a1, null, new Object[]{1}, Lsn.of(90), p, 7, 0, false),
+                new ChangeEvent(io.millrace.core.change.Op.CREATE, b, null, new Object[]{1}, Lsn.of(91), p, 7, 0, false),
+                new ChangeEvent(io.millrace.core.change.Op.CREATE, a2, null, new Object[]{2, 2}, Lsn.of(92), p, 7, 0, false));
+        SortedMap<Integer, String> after = SourceShapes.follow(before, batch);
+        assertThat(after).containsEntry(1, SourceShapes.fingerprint(a2)).containsEntry(2, SourceShapes.fingerprint(b))
+                .containsEntry(3, SourceShapes.fingerprint(b)).hasSize(3);
+        assertThat(SourceShapes.follow(after, batch.subList(2, 3))).as("nothing changed: the same map").isSameAs(after);
+    }
+}
