@@ -41,12 +41,7 @@ class DuckDbEndToEndIT {
 
     @Test
     void snapshotAndStreamLandInTheDuckDbFile(@TempDir Path dir) throws Exception {
-        String yaml = String.join("\n",
-                "source: {host: 127.0.0.1, port: " + pg.port() + ", database: dk, user: postgres, slot: dk, publication: dk,",
-                "         tables: [public.orders, public.events]}",
-                "destinations:",
-                "  - {name: mirror, type: duckdb, file: mirror.duckdb}",
-                "");
+        String yaml = yaml("dk", "public.orders, public.events");
         try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(60))) {
             pg.execute("dk", "UPDATE public.orders SET amount = amount + 1 WHERE id % 10 = 0",  // TOASTed 'big' unchanged
                     "DELETE FROM public.orders WHERE id % 7 = 0",
@@ -70,6 +65,72 @@ class DuckDbEndToEndIT {
             assertThat(rows(duck, "SELECT \"at\" || '|' || what FROM public.events ORDER BY \"at\"")).isEqualTo(expectedEvents);
             assertThat(rows(duck, "SELECT count(*) FROM millrace.checkpoints")).containsExactly("1");
         }
+    }
+
+    /**
+     * DDL that rewrites rows without change events, made while Millrace is stopped on tables not changed since: a column
+     * added with a default, a column retyped with a USING expression. The stream after the restart shows the new shapes
+     * only; the checkpoint's fingerprints of the shapes the tables were last written in tell the engine, which copies
+     * both again. Fails without them: the DuckDB file keeps NULL in the old rows' new column, and a plain cast of the
+     * retyped one ('1', not 'n=1').
+     */
+    @Test
+    void ddlWhileStoppedThatRewritesRowsIsCopiedAgain(@TempDir Path dir) throws Exception {
+        pg.createDatabase("dk2");
+        pg.execute("dk2", "CREATE TABLE public.added (id int PRIMARY KEY, a text)", "CREATE TABLE public.retyped (id int PRIMARY KEY, n int)",
+                "INSERT INTO public.added SELECT g, 'a' || g FROM generate_series(1, 50) g",
+                "INSERT INTO public.retyped SELECT g, g FROM generate_series(1, 50) g");
+        String yaml = yaml("dk2", "public.added, public.retyped");
+        try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(60))) {
+            pg.execute("dk2", "INSERT INTO public.added VALUES (51, 'a51')");
+            awaitDurable(e, null, List.of());
+        }
+        pg.execute("dk2", "ALTER TABLE public.added ADD COLUMN flag int NOT NULL DEFAULT 7",
+                "ALTER TABLE public.retyped ALTER COLUMN n TYPE text USING 'n=' || n");
+        try (io.millrace.engine.online.LogCapture log = new io.millrace.engine.online.LogCapture();
+             RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(60))) {
+            pg.execute("dk2", "INSERT INTO public.added VALUES (52, 'a52', 8)", "INSERT INTO public.retyped VALUES (52, 'n=52')");
+            awaitDurable(e, log, List.of("public.added changed", "public.retyped changed"));
+            assertThat(log.containing("copying it again")).hasSize(2);
+        }
+        String added = "SELECT id || '|' || a || '|' || flag FROM public.added ORDER BY id";
+        String retyped = "SELECT id || '|' || n FROM public.retyped ORDER BY id";
+        try (Connection src = pg.connect("dk2");
+             Connection duck = DriverManager.getConnection("jdbc:duckdb:" + dir.resolve("mirror.duckdb"))) {
+            assertThat(rows(duck, added)).isEqualTo(rows(src, added)).hasSize(52);
+            assertThat(rows(duck, retyped)).isEqualTo(rows(src, retyped)).hasSize(51);
+        }
+    }
+
+    /** Waits until {@code log} holds each of {@code logged}, the engine copies no table online, and is durable past the source's WAL now. */
+    private static void awaitDurable(RunningEngine e, io.millrace.engine.online.LogCapture log, List<String> logged) throws Exception {
+        io.millrace.core.Lsn now;
+        try (Connection src = pg.connect("dk2"); Statement s = src.createStatement();
+             ResultSet rs = s.executeQuery("SELECT pg_current_wal_lsn()::text")) {
+            rs.next();
+            now = io.millrace.core.Lsn.parse(rs.getString(1));
+        }
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (System.currentTimeMillis() < deadline) {
+            boolean seen = logged.stream().allMatch(l -> !log.containing(l).isEmpty());
+            if (seen && e.engine().onlineSnapshots().isEmpty() && !now.isAfter(e.engine().stats().durable())) {
+                return;
+            }
+            Thread.sleep(50);
+        }
+        throw new AssertionError("within 60 s: not logged " + logged.stream().filter(l -> log.containing(l).isEmpty()).toList()
+                + ", or not durable past " + now + " (durable: " + e.engine().stats().durable() + "), or copying online "
+                + e.engine().onlineSnapshots());
+    }
+
+    /** A pipeline from database {@code db} (slot and publication of its name) into the DuckDB file mirror.duckdb. */
+    private static String yaml(String db, String tables) {
+        return String.join("\n",
+                "source: {host: 127.0.0.1, port: " + pg.port() + ", database: " + db + ", user: postgres, slot: " + db + ", publication: " + db + ",",
+                "         tables: [" + tables + "]}",
+                "destinations:",
+                "  - {name: mirror, type: duckdb, file: mirror.duckdb}",
+                "");
     }
 
     private static List<String> rows(Connection c, String sql) throws Exception {
