@@ -73,7 +73,7 @@ final class SourceSurvey {
                 if (gone == null) {
                     watch(meta, tables);
                     ctx.survey = new Survey(report, List.copyOf(tables), types, textReason(report.serverVersion(), tables),
-                            Catalog.walNow(meta));
+                            Catalog.walInserted(meta));
                     return ctx.survey;
                 }
                 if (attempt == ATTEMPTS) {
@@ -100,7 +100,7 @@ final class SourceSurvey {
             }
             watch(meta, tables);
             ctx.survey = new Survey(old.report(), List.copyOf(tables), old.types(),
-                    old.binary() ? textReason(old.report().serverVersion(), tables) : old.textReason(), Catalog.walNow(meta));
+                    old.binary() ? textReason(old.report().serverVersion(), tables) : old.textReason(), Catalog.walInserted(meta));
             return ctx.survey;
         } catch (SQLException e) {
             throw PgErrors.translate("reading the source catalog", e);

@@ -130,7 +130,7 @@ final class Streaming {
         }
         p.onShapeChange(controls::onShapeChange);
         p.shapesAtStart(survey.relations(), survey.readAt()); // a table reshaped before its first change of the run
-        p.shapesWritten(cps.stream().map(Checkpoint::shapes).map(m -> (java.util.Map<Integer, String>) m).toList()); // ... or while stopped
+        p.shapesWritten(cps); // ... or while stopped
         p.onTableSeen(ctx.joiner::seen);
         p.idleAdvanceInterval(ctx.config.source().statusInterval().toMillis());
         p.serverAsked(() -> {

@@ -73,8 +73,12 @@ final class Assembler {
     private final java.util.Map<Integer, RelationInfo> startShapes = new java.util.HashMap<>();
     /** The WAL position read after {@link #startShapes}: a transaction committed at or after it was not in them. */
     private Lsn startShapesAt = Lsn.ZERO;
-    /** The shapes the destinations' copies were last written in, by oid, until the relation's first Relation message. */
-    private final java.util.Map<Integer, java.util.Set<String>> written = new java.util.HashMap<>();
+    /** Each destination's checkpoint: where it resumes and the shapes its copies were last written in ({@link #shapeSeen}). */
+    private final java.util.List<Written> written = new java.util.ArrayList<>();
+
+    /** See {@link Pipeline#shapesWritten}. */
+    record Written(Position applied, java.util.Map<Integer, String> shapes) {
+    }
 
     /** Receives the rows inserted into the signal table, in commit order, on the assembler thread. */
     interface Signals {
@@ -155,8 +159,8 @@ final class Assembler {
     }
 
     /** See {@link Pipeline#shapesWritten}. Call before the first message. */
-    void shapesWritten(java.util.Collection<? extends java.util.Map<Integer, String>> checkpoints) {
-        checkpoints.forEach(m -> m.forEach((oid, fp) -> written.computeIfAbsent(oid, k -> new java.util.HashSet<>()).add(fp)));
+    void shapesWritten(java.util.Collection<Written> checkpoints) {
+        written.addAll(checkpoints);
     }
 
     /**
@@ -165,31 +169,48 @@ final class Assembler {
      * run, that is the start's shape from the catalog, when the transaction committed after it was read and a column was
      * added, renamed or retyped since — a table changed in shape before its first change of the run (pgoutput describes
      * a table at its first change of a session, in its shape then). Columns the catalog has and the stream does not (a
-     * publication's column list) are not a change here. Otherwise, when a destination's copy of the table was last
-     * written in another shape ({@link io.millrace.core.change.SourceShapes}), the table was reshaped where the stream
-     * does not show it (while Millrace was stopped): told with no shape before ({@code null}).
+     * publication's column list) are not a change here. Otherwise, when a destination that has not applied this
+     * transaction last wrote the table in a shape that is neither this one nor the catalog's at the start ({@link
+     * io.millrace.core.change.SourceShapes}; the catalog's: its copy was written by a snapshot, which reads every column,
+     * while the stream may carry fewer), the table was reshaped where the stream does not show it (while Millrace was
+     * stopped): told with no shape before ({@code null}).
      */
     private void shapeSeen(RelationInfo rel) {
         RelationInfo before = shapes.put(rel.oid(), rel);
-        // INV: BOUNDED — each kept until the table's first description
-        RelationInfo atStart = startShapes.remove(rel.oid());
-        java.util.Set<String> writtenIn = written.remove(rel.oid());
+        RelationInfo atStart = startShapes.remove(rel.oid()); // INV: BOUNDED — kept until the table's first description
         if (before == null && atStart != null && inTx && txCommitLsn.compareTo(startShapesAt) >= 0) {
             io.millrace.core.schema.ShapeChange c = io.millrace.core.schema.ShapeChange.between(atStart, rel);
             if (!c.added().isEmpty() || !c.renamed().isEmpty() || !c.retyped().isEmpty()) {
                 before = atStart;
             }
         }
-        if (before == null && writtenIn != null && onShapeChange != null) {
-            String now = io.millrace.core.change.SourceShapes.fingerprint(rel);
-            if (writtenIn.stream().anyMatch(w -> !w.equals(now))) {
-                onShapeChange.accept(null, rel);
-            }
+        if (before == null && inTx && onShapeChange != null && reshapedUnseen(rel, atStart)) {
+            onShapeChange.accept(null, rel);
             return;
         }
         if (before != null && onShapeChange != null && !before.sameShape(rel)) {
             onShapeChange.accept(before, rel);
         }
+    }
+
+    /** See {@link #shapeSeen}: a table's first description of the run, in the transaction committing at {@link #txCommitLsn}. */
+    private boolean reshapedUnseen(RelationInfo rel, RelationInfo atStart) {
+        String now = null;
+        String catalog = null;
+        for (Written w : written) {
+            String fp = w.shapes().get(rel.oid());
+            if (fp == null || w.applied().commitLsn().compareTo(txCommitLsn) >= 0) {
+                continue; // the table not held there, or this transaction applied there already (it resumes further on)
+            }
+            if (now == null) {
+                now = io.millrace.core.change.SourceShapes.fingerprint(rel);
+                catalog = atStart == null ? "" : io.millrace.core.change.SourceShapes.fingerprint(atStart);
+            }
+            if (!fp.equals(now) && !fp.equals(catalog)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Called on the assembler thread, inside the transaction, for a table the stream has not described; see {@link Pipeline#onTableSeen}. */
@@ -376,7 +397,9 @@ final class Assembler {
                 }
                 PgOutputMessage m = f.frame(rec.data(), 0, rec.data().length);
                 if (m instanceof PgOutputMessage.RelationMessage rm) {
-                    watermarks.described(described(f, rm.relation()));
+                    RelationInfo rel = described(f, rm.relation());
+                    watermarks.described(rel);
+                    shapeSeen(rel); // here, not at the commit: the batches cut below may land the new shape first
                 } else if (m instanceof LogicalMessage lm && lm.transactional() && SchemaChange.PREFIX.equals(lm.prefix())) {
                     ddl(lm, rec.walStart());
                 } else if (m instanceof LogicalMessage lm && lm.transactional() && JOIN_PREFIX.equals(lm.prefix())) {

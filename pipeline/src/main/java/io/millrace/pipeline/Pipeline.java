@@ -180,16 +180,18 @@ public final class Pipeline implements AutoCloseable {
         this.startShapesAt = readAt;
     }
 
-    private volatile java.util.List<java.util.Map<Integer, String>> shapesWritten = java.util.List.of();
+    private volatile java.util.List<Assembler.Written> shapesWritten = java.util.List.of();
 
     /**
-     * The shapes each destination's copies of the tables were last written in ({@link Checkpoint#shapes}, one map a
-     * destination): a table whose first Relation message of this run shows another shape, and whose change the start's
-     * shapes ({@link #shapesAtStart}) do not show, was reshaped where the stream does not show it — while Millrace was
-     * stopped — and {@link #onShapeChange} is told with {@code before} null. Call before {@link #startStreaming}.
+     * The destinations' checkpoints, for the shapes each one's copies of the tables were last written in ({@link
+     * Checkpoint#shapes}): a table whose first Relation message of this run, in a transaction a destination has not
+     * applied, shows a shape other than the one that destination wrote it in (and than the start's catalog shape), where
+     * the start's shapes ({@link #shapesAtStart}) show no change, was reshaped where the stream does not show it — while
+     * Millrace was stopped — and {@link #onShapeChange} is told with {@code before} null. Call before
+     * {@link #startStreaming}.
      */
-    public void shapesWritten(java.util.List<java.util.Map<Integer, String>> checkpoints) {
-        this.shapesWritten = java.util.List.copyOf(checkpoints);
+    public void shapesWritten(java.util.List<Checkpoint> checkpoints) {
+        this.shapesWritten = checkpoints.stream().map(c -> new Assembler.Written(c.applied(), c.shapes())).toList();
     }
 
     private volatile Assembler.TableSeen tableSeen;

@@ -48,20 +48,29 @@ class ShapesAtStartTest {
 
     /** The shape changes told when each table's first Relation message (id int8, v text) comes in a transaction at {@code commit}. */
     private List<String> told(long commit, List<RelationInfo> atStart) throws Exception {
+        return told(commit, atStart, List.of(), atStart);
+    }
+
+    /**
+     * The same with the destinations' checkpoints {@code written}, for the tables {@code sent}; a change told with no
+     * shape before reads {@code "t: ? → 2 columns"}.
+     */
+    private List<String> told(long commit, List<RelationInfo> atStart, List<Checkpoint> written, List<RelationInfo> sent) throws Exception {
         List<String> told = Collections.synchronizedList(new ArrayList<>());
         Pipeline.Options o = new Pipeline.Options(64L << 20, 64 << 10, 256 << 10, 20);
         AtomicReference<Lsn> durable = new AtomicReference<>(Lsn.ZERO);
         Checkpoint start = new Checkpoint(Checkpoint.VERSION, new Identity("1", "db", "slot", "pub", "null"), Lsn.ZERO,
                 Position.START, null);
         Pipeline p = new Pipeline(o, List.of(new NullSink("null")), List.of(start), durable::set);
-        p.onShapeChange((before, after) -> told.add(after.table().table() + ": " + before.columns().size() + " → "
-                + after.columns().size() + " columns"));
+        p.onShapeChange((before, after) -> told.add(after.table().table() + ": " + (before == null ? "?" : before.columns().size())
+                + " → " + after.columns().size() + " columns"));
         p.shapesAtStart(atStart, Lsn.of(READ_AT));
+        p.shapesWritten(written);
         p.startWriter();
         p.startStreaming(TYPES, relOid -> List.of("id"), Position.START, () -> Lsn.ZERO, spill);
         List<byte[]> ms = new ArrayList<>();
         ms.add(Wire.begin(commit, 700));
-        for (RelationInfo r : atStart) {
+        for (RelationInfo r : sent) {
             ms.add(Wire.relation(r.oid(), r.table().table()));
             ms.add(Wire.insert(r.oid(), "1", "x"));
         }
@@ -94,6 +103,36 @@ class ShapesAtStartTest {
                 told(READ_AT, startShapes()));
         assertEquals(List.of("added: 1 → 2 columns", "retyped: 2 → 2 columns", "renamed: 2 → 2 columns"),
                 told(READ_AT + 0x1000, startShapes()));
+    }
+
+    private static Checkpoint written(long appliedCommit, RelationInfo... lastWrittenIn) {
+        java.util.SortedMap<Integer, String> shapes = new java.util.TreeMap<>();
+        for (RelationInfo r : lastWrittenIn) {
+            shapes.put(r.oid(), io.millrace.core.change.SourceShapes.fingerprint(r));
+        }
+        return new Checkpoint(Checkpoint.VERSION, new Identity("1", "db", "slot", "pub", "d" + appliedCommit), Lsn.of(appliedCommit),
+                new Position(Lsn.of(appliedCommit), 1), null).withShapes(shapes);
+    }
+
+    /**
+     * A table reshaped while stopped: its first Relation message of the run differs from the shape a destination last
+     * wrote it in, and from the catalog's at the start. Told with no shape before, once, for a destination that has not
+     * applied the transaction; not for one that has (it resumes further on), nor where the destination wrote the table in
+     * the catalog's shape (a snapshot reads every column, the stream may carry fewer: a publication's column list).
+     */
+    @Test
+    void aTableWrittenInAnotherShapeIsToldWithNoShapeBefore() throws Exception {
+        long commit = READ_AT - 0x1000; // behind the start: the start's shapes say nothing here
+        RelationInfo oneColumn = shape(16610, "was", "id int8");
+        RelationInfo twoColumns = shape(16611, "same", "id int8", "v text");
+        RelationInfo listed = shape(16612, "listed", "id int8", "v text", "secret text");
+        List<RelationInfo> sent = List.of(oneColumn, twoColumns, listed);
+        assertEquals(List.of("was: ? → 2 columns"),
+                told(commit, List.of(listed), List.of(written(commit - 1, oneColumn, twoColumns, listed)), sent));
+        assertEquals(List.of("was: ? → 2 columns"), told(commit, List.of(listed),
+                List.of(written(commit - 1, oneColumn), written(commit - 1, shape(16610, "was", "id int8", "v text"))), sent));
+        assertEquals(List.of(), told(commit, List.of(listed), List.of(written(commit, oneColumn), written(commit + 5, oneColumn)), sent),
+                "the transaction applied there already");
     }
 
     @Test

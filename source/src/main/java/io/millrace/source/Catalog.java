@@ -29,9 +29,14 @@ public final class Catalog {
     private Catalog() {
     }
 
-    /** The server's current WAL position ({@link #WAL_NOW}). */
-    public static io.millrace.core.Lsn walNow(Connection c) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT " + WAL_NOW + "::text"); ResultSet rs = ps.executeQuery()) {
+    /**
+     * The position after every WAL record inserted so far: {@code pg_current_wal_insert_lsn()} on a primary (a commit
+     * another session already sees is before it, also under {@code synchronous_commit = off}, where the written position
+     * {@link #WAL_NOW} may lag it), the replayed position on a standby.
+     */
+    public static io.millrace.core.Lsn walInserted(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()"
+                + " ELSE pg_current_wal_insert_lsn() END)::text"); ResultSet rs = ps.executeQuery()) {
             rs.next();
             return io.millrace.core.Lsn.parse(rs.getString(1));
         }

@@ -29,11 +29,14 @@ public final class DurableTables {
     /** Replaced whole, never changed in place: other threads may read it ({@link KeyedSink#keysIn(int, TableRef, java.util.List,
      * io.millrace.core.change.OnlineTask.KeyRange, int)}). */
     private volatile SortedMap<Integer, TableRef> held = Collections.emptySortedMap();
+    /** The shapes the held tables were last written in ({@link Checkpoint#shapes}); replaced whole. */
+    private volatile SortedMap<Integer, String> shapes = Collections.emptySortedMap();
 
     /** The checkpoint {@code open()} read (if any) or a batch committed with is durable now. */
     public void durable(Optional<Checkpoint> checkpoint) {
         copying = checkpoint.map(Checkpoint::copying).orElse(Set.of());
         held = checkpoint.map(Checkpoint::tables).orElse(Collections.emptySortedMap());
+        shapes = checkpoint.map(Checkpoint::shapes).orElse(Collections.emptySortedMap());
     }
 
     /** {@link #durable(Optional)} of a checkpoint committed with a batch. */
@@ -44,6 +47,11 @@ public final class DurableTables {
     /** The source tables held as of the last durable checkpoint (by oid; any thread). */
     public SortedMap<Integer, TableRef> held() {
         return held;
+    }
+
+    /** The shapes the held tables were last written in, as of the last durable checkpoint (by oid; any thread). */
+    public SortedMap<Integer, String> shapes() {
+        return shapes;
     }
 
     /** The tables ({@code schema.table} of the source) copied online during the batch that ends at {@code next}. */

@@ -30,6 +30,8 @@ public abstract class TableApplier {
 
     /** The source tables this destination held before the batch being applied, by oid (see {@link #apply}). */
     private SortedMap<Integer, TableRef> held = new java.util.TreeMap<>();
+    /** The shapes those tables were last written in here, by oid (see {@link #reshapedSinceHeld}). */
+    private SortedMap<Integer, String> heldShapes = new java.util.TreeMap<>();
 
     /**
      * Whether this destination held a table for the source table of {@code oid} before the batch being applied: one it has
@@ -61,6 +63,23 @@ public abstract class TableApplier {
      *                ({@link io.millrace.core.change.Checkpoint#tables()}): a table renamed in the source is renamed
      *                here before its changes are applied
      */
+    public final void apply(List<ChangeEvent> events, Set<String> copying, SortedMap<Integer, TableRef> held,
+                            SortedMap<Integer, String> shapes) {
+        this.heldShapes = shapes;
+        apply(events, copying, held);
+    }
+
+    /**
+     * Whether the source table of {@code rel} was last written here in another shape ({@link
+     * io.millrace.core.change.Checkpoint#shapes}, given to {@link #apply(List, Set, SortedMap, SortedMap)}): it changed
+     * where the stream does not show how (while Millrace was stopped). False when that is not known.
+     */
+    protected final boolean reshapedSinceHeld(io.millrace.core.schema.RelationInfo rel) {
+        String fp = heldShapes.get(rel.oid());
+        return fp != null && !fp.equals(io.millrace.core.change.SourceShapes.fingerprint(rel));
+    }
+
+    /** As {@link #apply(List, Set, SortedMap, SortedMap)} without the shapes. */
     public final void apply(List<ChangeEvent> events, Set<String> copying, SortedMap<Integer, TableRef> held) {
         this.copying = copying;
         this.held = held;

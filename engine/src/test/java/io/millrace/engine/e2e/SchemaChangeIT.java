@@ -225,8 +225,8 @@ class SchemaChangeIT {
             String again = "copying it again";
             try (RunningEngine engine = RunningEngine.start(pipeline)) {
                 engine.awaitStreaming(WAIT);
-                E2e.exec(s, "INSERT INTO public.added VALUES (6, 'a6')", "INSERT INTO public.kinds VALUES (6, 'sad', 6, 'v6', 1.5, now(), '{}')",
-                        "UPDATE public.full_id SET v = 'w' WHERE id = 2", "INSERT INTO public.parts VALUES (6, 'v6')");
+                // the other tables' shapes as the snapshot wrote them: compared with the stream's after the restart below
+                E2e.exec(s, "INSERT INTO public.added VALUES (6, 'a6')");
                 E2e.awaitSame(s, d, E2e.refs(tables), WAIT);
             }
             try (RunningEngine engine = RunningEngine.start(pipeline)) { // no DDL: nothing is copied again

@@ -116,7 +116,7 @@ final class BatchApplier extends TableApplier {
 
     @Override
     protected void ensure(TableRef target, RelationInfo rel) throws SQLException {
-        tables.ensure(target, rel, holds(rel.oid()));
+        tables.ensure(target, rel, holds(rel.oid()), reshapedSinceHeld(rel));
     }
 
     @Override

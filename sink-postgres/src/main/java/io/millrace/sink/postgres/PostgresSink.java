@@ -117,7 +117,7 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
         long start = System.nanoTime();
         long applied;
         try {
-            applier.apply(events, durable.copyingUntil(checkpoint), durable.held());
+            applier.apply(events, durable.copyingUntil(checkpoint), durable.held(), durable.shapes());
             applied = System.nanoTime();
             try {
                 JdbcCheckpoints.write(conn, "INSERT INTO " + checkpointTable

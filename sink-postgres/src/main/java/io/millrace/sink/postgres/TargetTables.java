@@ -147,10 +147,10 @@ final class TargetTables {
      * Makes the destination table match {@code rel}: creates it, or adds the columns it lacks, or
      * follows a shape change since the last relation seen. Runs inside the caller's transaction.
      */
-    Table ensure(TableRef target, RelationInfo rel, boolean held) throws SQLException {
+    Table ensure(TableRef target, RelationInfo rel, boolean held, boolean reshaped) throws SQLException {
         Table t = tables.get(target);
         if (t == null) {
-            t = load(target, rel, held);
+            t = load(target, rel, held, reshaped);
             tables.put(target, t);
         } else if (t.shape != rel && !t.shape.sameShape(rel)) {
             try {
@@ -167,10 +167,13 @@ final class TargetTables {
     }
 
     /**
-     * @param held whether this destination holds the table as the copy of {@code rel}'s source table (its checkpoint
-     *             lists it): then its primary key follows the source's key when that changed while Millrace was stopped
+     * @param held     whether this destination holds the table as the copy of {@code rel}'s source table (its checkpoint
+     *                 lists it): then its primary key follows the source's key when that changed while Millrace was stopped
+     * @param reshaped whether the source table was last written here in another shape ({@link
+     *                 io.millrace.core.sink.TableApplier#reshapedSinceHeld}): then the columns this destination made follow
+     *                 the source's types ({@link #retypeHeld})
      */
-    private Table load(TableRef target, RelationInfo rel, boolean held) throws SQLException {
+    private Table load(TableRef target, RelationInfo rel, boolean held, boolean reshaped) throws SQLException {
         ensureSchema(target.schema());
         Integer oid = regclass(target);
         boolean keyed = Runs.keyed(rel);
@@ -219,8 +222,8 @@ final class TargetTables {
             LOG.warn("destination '{}': table {} has columns the source {} lacks, left as they are: {}", destination,
                     target, rel.table(), extra);
         }
-        if (held) {
-            retypeHeld(target, rel, columns);
+        if (held && reshaped) {
+            retypeHeld(target, rel, oid, columns);
         }
         Table t = new Table(target, rel.table(), rel, columns, null);
         if (keyed && !hasUniqueIndex(t, oid, keyNames(rel))) {
@@ -234,15 +237,19 @@ final class TargetTables {
     }
 
     /**
-     * The first sight after a restart of a table this destination holds: a column whose type here is not what the
-     * source's type now maps to was retyped in the source while Millrace was stopped (the stream shows the new shape only,
-     * and its values would not fit: 'invalid input syntax for type integer', the engine stopped for good). Retyped here
-     * with a plain cast, as {@link #follow} does; the engine copies the table again (its checkpoint's shape differs), which
-     * brings the values a USING expression gave. Both types are compared as the server describes a column of each (name,
-     * precision, scale), so a typmod counts ({@code varchar(20)} → {@code varchar(50)}).
+     * The first sight after a restart of a table this destination holds, whose source table was last written here in
+     * another shape: a column this destination made (tagged, {@link #tag}) whose type here is not what the source's type
+     * now maps to was retyped in the source while Millrace was stopped (the stream shows the new shape only, and its values
+     * would not fit: 'invalid input syntax for type integer', the engine stopped for good). Retyped here with a plain
+     * cast, as {@link #follow} does; the engine copies the table again (its checkpoint's shape differs too), which brings
+     * the values a USING expression gave. A column not tagged (a table a user or {@code millrace migrate} made, with exact
+     * types of its own) and a table whose source shape did not change (a type a user changed here on purpose) are left
+     * alone. Both types are compared as the server describes a column of each (name, precision, scale), so a typmod counts
+     * ({@code varchar(20)} → {@code varchar(50)}).
      */
-    private void retypeHeld(TableRef target, RelationInfo rel, Set<String> columns) throws SQLException {
-        List<ColumnInfo> kept = rel.columns().stream().filter(c -> columns.contains(c.name())).toList();
+    private void retypeHeld(TableRef target, RelationInfo rel, int oid, Set<String> columns) throws SQLException {
+        Set<String> ours = new HashSet<>(taggedOf(oid, columns));
+        List<ColumnInfo> kept = rel.columns().stream().filter(c -> ours.contains(c.name())).toList();
         if (kept.isEmpty()) {
             return;
         }

@@ -375,26 +375,37 @@ class PostgresSinkIT {
 
     /**
      * Columns retyped in the source while Millrace was stopped: after a restart the first relation of a table this
-     * destination holds already has the new types (int → text, varchar(10) → varchar(30)); the columns here follow them, so
-     * the new values fit. Fails without it: 'invalid input syntax for type integer' and 'value too long', for good.
+     * destination holds already has the new types (int → text, varchar(10) → varchar(30)), and its checkpoint says the
+     * table was last written in another shape; the columns here follow, so the new values fit. Fails without it:
+     * 'invalid input syntax for type integer' and 'value too long', for good. A column a user retyped here on purpose, in
+     * a table whose source shape did not change, stays as it is; so does a column the user made (not tagged as a copy).
      */
     @Test
     void columnsRetypedWhileStoppedAreRetypedAtTheFirstSightOfAHeldTable() throws Exception {
         RelationInfo before = Events.rel("rtyp", "t", 'd', key("id", INT4), col("n", INT4), col("code", VARCHAR, 14));
         RelationInfo after = Events.reshape(before, key("id", INT4), col("n", TEXT), col("code", VARCHAR, 34));
+        RelationInfo same = Events.rel("rtyp", "u", 'd', key("id", INT4), col("n", INT4));
         java.util.SortedMap<Integer, io.millrace.core.schema.TableRef> held = new java.util.TreeMap<>(
-                java.util.Map.of(before.oid(), before.table()));
+                java.util.Map.of(before.oid(), before.table(), same.oid(), same.table()));
+        java.util.SortedMap<Integer, String> shapes = new java.util.TreeMap<>(java.util.Map.of(
+                before.oid(), io.millrace.core.change.SourceShapes.fingerprint(before),
+                same.oid(), io.millrace.core.change.SourceShapes.fingerprint(same)));
         try (PostgresSink sink = sink("rtyp")) {
             sink.open();
-            sink.write(List.of(ev.insert(before, 1, 5, "abc")), ev.checkpoint("rtyp").withTables(held));
+            sink.write(List.of(ev.insert(before, 1, 5, "abc"), ev.insert(same, 1, 5)),
+                    ev.checkpoint("rtyp").withTables(held).withShapes(shapes));
         }
+        pg.execute(DB, "ALTER TABLE rtyp.u ALTER COLUMN n TYPE bigint", "ALTER TABLE rtyp.t ADD COLUMN mine smallint");
         try (PostgresSink sink = sink("rtyp")) {
             sink.open();
-            sink.write(List.of(ev.insert(after, 2, "n=6", "a code of twenty-six chars")), ev.checkpoint("rtyp").withTables(held));
+            sink.write(List.of(ev.insert(after, 2, "n=6", "a code of twenty-six chars"), ev.insert(same, 2, 6)),
+                    ev.checkpoint("rtyp").withTables(held).withShapes(shapes));
         }
         assertThat(rows("SELECT id, n, code FROM rtyp.t ORDER BY id")).containsExactly("1|5|abc", "2|n=6|a code of twenty-six chars");
-        assertThat(rows("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'rtyp.t'::regclass AND attnum > 1"
-                + " ORDER BY attnum")).containsExactly("text", "character varying(30)");
+        assertThat(rows("SELECT attname || ' ' || format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'rtyp.t'::regclass"
+                + " AND attnum > 1 AND NOT attisdropped ORDER BY attnum")).containsExactly("n text", "code character varying(30)", "mine smallint");
+        assertThat(rows("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'rtyp.u'::regclass AND attname = 'n'"))
+                .as("a type the user chose, the source shape unchanged").containsExactly("bigint");
     }
 
     @Test
