@@ -125,8 +125,9 @@ class MigrateFollowIT extends TwoServers {
     /**
      * Schema changes on the source while following (no DDL trigger installed): a column added with a default and NOT NULL
      * (every existing row takes the default without being written), one dropped (taking a unique constraint with it), one
-     * whose type changes (its table is copied again: a retype rewrites the rows without change events). The stream carries no defaults and no NOT NULL and the rows the default filled are never sent,
-     * so the target's copy kept NULL in them: the cutover refuses before the fence, naming the column; verify --repair
+     * whose type changes (its table is copied again: a retype rewrites the rows without change events). The stream carries
+     * no defaults and no NOT NULL and the rows the default filled are never sent (the engine copies the table again for
+     * them), so the target's column lacks the default and NOT NULL: the cutover refuses before the fence, naming the column; verify --repair
      * makes the target's definitions the source's and copies the rows again; then the tables and columns are equal and
      * the cutover goes on.
      */
@@ -153,8 +154,8 @@ class MigrateFollowIT extends TwoServers {
                 assertThat(following.status().state()).as("following: %s", following.status().lastError()).isNotEqualTo("failed");
                 Thread.sleep(100);
             }
-            assertThat(Servers.count(tgt, db, "SELECT count(*) FROM shop.customer WHERE tier IS NULL")).as("rows the default filled")
-                    .isPositive();
+            // The rows the default filled are copied again by the engine (the shape change is seen at the table's first
+            // change of the run); what no stream carries is the column's DEFAULT and NOT NULL, which the cutover refuses on.
             org.assertj.core.api.Assertions.assertThatThrownBy(() -> m.cutover(1 << 20, Duration.ofSeconds(30)))
                     .isInstanceOf(io.millrace.core.MillraceException.class)
                     .hasMessageContaining("shop.customer.tier: source text DEFAULT 'basic'::text NOT NULL, target text")
