@@ -54,6 +54,8 @@ public final class SourceShapes {
     public static SortedMap<Integer, String> follow(SortedMap<Integer, String> before, List<ChangeEvent> events) {
         TreeMap<Integer, String> after = null;
         RelationInfo last = null;
+        // each relation's fingerprint made once a batch: the changes of a transaction often go from table to table
+        java.util.Map<RelationInfo, String> made = new java.util.IdentityHashMap<>();
         for (ChangeEvent e : events) {
             RelationInfo rel = e.relation();
             if (rel == last) {
@@ -62,7 +64,7 @@ public final class SourceShapes {
             last = rel;
             SortedMap<Integer, String> now = after == null ? before : after;
             boolean dropped = rel.ddl() != null && rel.ddl().dropped();
-            String fp = dropped ? null : fingerprint(rel);
+            String fp = dropped ? null : made.computeIfAbsent(rel, SourceShapes::fingerprint);
             if (java.util.Objects.equals(now.get(rel.oid()), fp)) {
                 continue;
             }
