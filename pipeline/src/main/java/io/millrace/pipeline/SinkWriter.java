@@ -98,7 +98,7 @@ final class SinkWriter {
             }
             if (!events.isEmpty()) {
                 next = next.withTables(SourceTables.follow(cp.tables(), events).held()); // renames followed by oid, also after a restart
-                next = next.withShapes(io.millrace.core.change.SourceShapes.follow(cp.shapes(), events)); // a reshape while stopped is seen
+                next = next.withShapes(io.millrace.core.change.SourceShapes.follow(cp.shapes(), events)); // a reshape while stopped is seen (INV: RESUME — recorded with the rows it describes)
             }
             if (events.isEmpty() && next.equals(cp)) {
                 continue;

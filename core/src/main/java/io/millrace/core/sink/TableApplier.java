@@ -62,6 +62,8 @@ public abstract class TableApplier {
      * @param held    the source tables this destination held before the batch
      *                ({@link io.millrace.core.change.Checkpoint#tables()}): a table renamed in the source is renamed
      *                here before its changes are applied
+     * @param shapes  the shapes the tables were last written in here ({@link io.millrace.core.change.Checkpoint#shapes()},
+     *                the last durable checkpoint's): see {@link #reshapedSinceHeld}
      */
     public final void apply(List<ChangeEvent> events, Set<String> copying, SortedMap<Integer, TableRef> held,
                             SortedMap<Integer, String> shapes) {

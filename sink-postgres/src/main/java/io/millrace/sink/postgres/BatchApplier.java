@@ -116,7 +116,7 @@ final class BatchApplier extends TableApplier {
 
     @Override
     protected void ensure(TableRef target, RelationInfo rel) throws SQLException {
-        tables.ensure(target, rel, holds(rel.oid()), reshapedSinceHeld(rel));
+        tables.ensure(target, rel, holds(rel.oid()), this::reshapedSinceHeld); // asked at the table's first sight only
     }
 
     @Override

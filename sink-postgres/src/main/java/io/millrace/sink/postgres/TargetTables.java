@@ -147,10 +147,11 @@ final class TargetTables {
      * Makes the destination table match {@code rel}: creates it, or adds the columns it lacks, or
      * follows a shape change since the last relation seen. Runs inside the caller's transaction.
      */
-    Table ensure(TableRef target, RelationInfo rel, boolean held, boolean reshaped) throws SQLException {
+    Table ensure(TableRef target, RelationInfo rel, boolean held, java.util.function.Predicate<RelationInfo> reshaped)
+            throws SQLException {
         Table t = tables.get(target);
         if (t == null) {
-            t = load(target, rel, held, reshaped);
+            t = load(target, rel, held, reshaped.test(rel));
             tables.put(target, t);
         } else if (t.shape != rel && !t.shape.sameShape(rel)) {
             try {
