@@ -519,6 +519,9 @@ public final class Preflight {
                             .collect(Collectors.joining(", ")) + ";"));
             return List.of();
         }
+        if (!columnLists(c, pub, tables)) {
+            return List.of();
+        }
         List<TableRef> missing = tables.stream().filter(t -> !published.contains(t)).toList();
         if (!missing.isEmpty() && config.createPublication() && slotExists && publicationPrivilegesMissing(c, missing) == null) {
             // Tables added to the configuration of a pipeline that already streams: added to the publication, then
@@ -538,5 +541,56 @@ public final class Preflight {
             ok("publication", "'" + pub + "' publishes " + published.size() + " table(s)");
         }
         return List.of();
+    }
+
+    /**
+     * Refuses a captured table that publication {@code pub} publishes with a column list leaving columns out (PostgreSQL
+     * 15+, {@code FOR TABLE t (id, name)}, a publication the user made): the stream carries the listed columns only, while
+     * the snapshot and online copies read the table, so the columns left out would reach every destination from a copy
+     * (the very values the list kept out) and never be updated there; and the transforms, which could leave them out on
+     * every path, hold back a table whose excluded column the stream lacks (it may have been renamed). The fix: leave them
+     * out with the transforms and publish the whole table. Generated columns, which PostgreSQL does not publish by
+     * default, are not counted. Returns false when it refused.
+     */
+    private boolean columnLists(Connection c, String pub, List<TableRef> tables) throws SQLException {
+        if (Catalog.serverVersion(c) < 150000 || tables.isEmpty()) {
+            return true;
+        }
+        List<String> refused = new ArrayList<>();
+        List<String> rules = new ArrayList<>();
+        List<String> republish = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement("SELECT n.nspname, r.relname,"
+                + " array(SELECT a.attname::text FROM pg_attribute a WHERE a.attrelid = r.oid AND a.attnum = ANY (pr.prattrs::int2[])"
+                + "   ORDER BY a.attnum),"
+                + " array(SELECT a.attname::text FROM pg_attribute a WHERE a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped"
+                + "   AND a.attgenerated = '' AND a.attnum <> ALL (pr.prattrs::int2[]) ORDER BY a.attnum)"
+                + " FROM pg_publication_rel pr JOIN pg_publication p ON p.oid = pr.prpubid JOIN pg_class r ON r.oid = pr.prrelid"
+                + " JOIN pg_namespace n ON n.oid = r.relnamespace WHERE p.pubname = ? AND pr.prattrs IS NOT NULL ORDER BY 1, 2")) {
+            ps.setString(1, pub);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    TableRef t = new TableRef(rs.getString(1), rs.getString(2));
+                    List<String> listed = List.of((String[]) rs.getArray(3).getArray());
+                    List<String> leftOut = List.of((String[]) rs.getArray(4).getArray());
+                    if (!tables.contains(t) || leftOut.isEmpty()) {
+                        continue;
+                    }
+                    refused.add(t + " (publishes " + String.join(", ", listed) + "; leaves out " + String.join(", ", leftOut) + ")");
+                    rules.add("{match: " + t + ", columns: {exclude: [" + String.join(", ", leftOut) + "]}}");
+                    republish.add("ALTER PUBLICATION " + Ident.quote(pub) + " DROP TABLE " + t.sql() + "; ALTER PUBLICATION "
+                            + Ident.quote(pub) + " ADD TABLE " + t.sql() + ";");
+                }
+            }
+        }
+        if (refused.isEmpty()) {
+            return true;
+        }
+        fail("publication", Kind.SOURCE_SETUP, "publication '" + pub + "' publishes only some columns of " + String.join(", ", refused)
+                        + ": the stream carries the listed columns only, while a copy reads the whole table, so the destinations would"
+                        + " get the columns left out from the copy and never an update of them",
+                "leave those columns out with the transforms instead, which applies to copies and the stream alike — transforms:"
+                        + " {tables: [" + String.join(", ", rules) + "]} — and publish the whole table, as the table's owner: BEGIN; "
+                        + String.join(" ", republish) + " COMMIT;");
+        return false;
     }
 }
