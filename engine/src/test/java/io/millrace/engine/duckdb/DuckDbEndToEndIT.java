@@ -102,10 +102,45 @@ class DuckDbEndToEndIT {
         }
     }
 
+    /**
+     * Columns dropped or renamed in the source while Millrace is stopped: after the restart the stream shows the table
+     * without them, and the DuckDB file must not keep them (stale values in the old rows, NULL in the new ones: a table
+     * that no longer looks like its source). The columns the destination made are tagged (a column comment), and a tagged
+     * column the source no longer has is dropped at the table's first sight; a column a user added to the table stays.
+     * Fails without the tags: columns b and c stay in the file.
+     */
+    @Test
+    void columnsDroppedOrRenamedWhileStoppedAreNotLeftBehind(@TempDir Path dir) throws Exception {
+        pg.createDatabase("dk3");
+        pg.execute("dk3", "CREATE TABLE public.cols (id int PRIMARY KEY, a text, b int, c text)",
+                "INSERT INTO public.cols SELECT g, 'a' || g, g, 'c' || g FROM generate_series(1, 50) g");
+        String yaml = yaml("dk3", "public.cols");
+        try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(60))) {
+            pg.execute("dk3", "INSERT INTO public.cols VALUES (51, 'a51', 51, 'c51')");
+            awaitDurable(e, null, List.of());
+        }
+        try (Connection duck = DriverManager.getConnection("jdbc:duckdb:" + dir.resolve("mirror.duckdb")); Statement s = duck.createStatement()) {
+            s.execute("ALTER TABLE public.cols ADD COLUMN note text"); // the user's own column
+        }
+        pg.execute("dk3", "ALTER TABLE public.cols DROP COLUMN b", "ALTER TABLE public.cols RENAME COLUMN c TO c2");
+        try (io.millrace.engine.online.LogCapture log = new io.millrace.engine.online.LogCapture();
+             RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(60))) {
+            pg.execute("dk3", "INSERT INTO public.cols VALUES (52, 'a52', 'c52')");
+            awaitDurable(e, log, List.of("public.cols changed"));
+        }
+        String cols = "SELECT id || '|' || a || '|' || c2 FROM public.cols ORDER BY id";
+        try (Connection src = pg.connect("dk3");
+             Connection duck = DriverManager.getConnection("jdbc:duckdb:" + dir.resolve("mirror.duckdb"))) {
+            assertThat(rows(duck, "SELECT column_name FROM duckdb_columns() WHERE schema_name = 'public' AND table_name = 'cols'"
+                    + " ORDER BY column_name")).containsExactly("a", "c2", "id", "note");
+            assertThat(rows(duck, cols)).isEqualTo(rows(src, cols)).hasSize(52);
+        }
+    }
+
     /** Waits until {@code log} holds each of {@code logged}, the engine copies no table online, and is durable past the source's WAL now. */
     private static void awaitDurable(RunningEngine e, io.millrace.engine.online.LogCapture log, List<String> logged) throws Exception {
         io.millrace.core.Lsn now;
-        try (Connection src = pg.connect("dk2"); Statement s = src.createStatement();
+        try (Connection src = pg.connect("postgres"); Statement s = src.createStatement();
              ResultSet rs = s.executeQuery("SELECT pg_current_wal_lsn()::text")) {
             rs.next();
             now = io.millrace.core.Lsn.parse(rs.getString(1));

@@ -100,7 +100,7 @@ final class BatchApplier extends TableApplier {
 
     @Override
     protected void ensure(TableRef target, RelationInfo rel) {
-        tables.ensure(target, rel);
+        tables.ensure(target, rel, holds(rel.oid()));
     }
 
     @Override

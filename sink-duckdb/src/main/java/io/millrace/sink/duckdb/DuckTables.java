@@ -105,11 +105,11 @@ final class DuckTables {
      * Makes the destination table match {@code rel}. A change the table cannot follow stops with the destination, the
      * table and the fix named.
      */
-    void ensure(TableRef target, RelationInfo rel) {
+    void ensure(TableRef target, RelationInfo rel, boolean held) {
         RelationInfo known = shapes.get(target);
         try {
             if (known == null) {
-                load(target, rel);
+                load(target, rel, held);
             } else if (known != rel && !known.sameShape(rel)) {
                 follow(target, known, rel);
             }
@@ -148,7 +148,9 @@ final class DuckTables {
         } else {
             execute("CREATE SCHEMA IF NOT EXISTS " + Ident.quote(to.schema()));
             List<String> key = primaryKey(from);
+            List<String> ours = tagged(from, readColumns(from));
             execute("CREATE TABLE " + names.of(to) + " AS SELECT * FROM " + names.of(from));
+            tagAll(to, ours); // a table made from a query has no comments
             if (!key.isEmpty()) {
                 execute("ALTER TABLE " + names.of(to) + " ADD PRIMARY KEY (" + quoteAll(key) + ")");
             }
@@ -165,13 +167,18 @@ final class DuckTables {
         }
     }
 
-    private void load(TableRef target, RelationInfo rel) throws SQLException {
+    /**
+     * The first sight of {@code target} in this run. {@code held}: this destination holds the table as the copy of
+     * {@code rel}'s source table (its checkpoint lists it).
+     */
+    private void load(TableRef target, RelationInfo rel, boolean held) throws SQLException {
         Map<String, String> existing = readTypes(target);
         Set<String> cols = new LinkedHashSet<>(existing.keySet());
         if (cols.isEmpty()) {
             execute("CREATE SCHEMA IF NOT EXISTS " + Ident.quote(target.schema()));
             execute("CREATE TABLE " + names.of(target) + " (" + String.join(", ", definitions(rel)) + ")");
             rel.columns().forEach(c -> cols.add(c.name()));
+            tagAll(target, cols);
             LOG.info("destination '{}': created table {} for {}", destination, target, rel.table());
             columns.put(target, cols);
             return;
@@ -206,6 +213,22 @@ final class DuckTables {
         }
         Set<String> extra = new LinkedHashSet<>(existing.keySet());
         rel.columns().forEach(c -> extra.remove(c.name()));
+        if (held && !extra.isEmpty()) {
+            // Columns this destination made as copies of source columns the source no longer has: dropped or renamed while
+            // this destination's checkpoint was past the change's last relation (the shape before it is not known here,
+            // after a restart). Their values are stale: dropped, as the follow of a known shape does. A column a user added
+            // (no tag) stays. As the postgres destination does (TargetTables.load).
+            for (String c : tagged(target, extra)) {
+                if (key.contains(c)) {
+                    continue; // DuckDB cannot drop a column of the primary key: left, and named below
+                }
+                execute("ALTER TABLE " + names.of(target) + " DROP COLUMN IF EXISTS " + Ident.quote(c));
+                cols.remove(c);
+                extra.remove(c);
+                LOG.info("destination '{}': dropped column {}.{} (a copy of a source column that source table {} no longer has)",
+                        destination, target, c, rel.table());
+            }
+        }
         if (!extra.isEmpty()) {
             LOG.warn("destination '{}': table {} has columns the source {} lacks, left as they are: {}", destination, target,
                     rel.table(), extra);
@@ -282,6 +305,7 @@ final class DuckTables {
         for (String sql : io.millrace.core.sink.AddColumn.sql(names.of(target), c.name(), DuckTypes.sqlType(c), value)) {
             execute(sql);
         }
+        tagAll(target, List.of(c.name()));
         LOG.info("destination '{}': added column {}.{}{}", destination, target, c.name(),
                 value == null ? "" : " (rows already here take the source's default " + value + ")");
     }
@@ -313,6 +337,7 @@ final class DuckTables {
         TableRef tmp = new TableRef(target.schema(), target.table() + "__millrace_rebuild");
         execute("DROP TABLE IF EXISTS " + names.of(tmp));
         execute("CREATE TABLE " + names.of(tmp) + " (" + String.join(", ", definitions(rel)) + ")");
+        tagAll(tmp, rel.columns().stream().map(ColumnInfo::name).toList()); // the comments go with the table's rename below
         Map<String, String> from = new LinkedHashMap<>();
         change.renamed().forEach((o, n) -> from.put(n, o));
         List<String> into = new ArrayList<>();
@@ -395,7 +420,37 @@ final class DuckTables {
     private void addColumn(TableRef target, ColumnInfo c) throws SQLException {
         execute("ALTER TABLE " + names.of(target) + " ADD COLUMN IF NOT EXISTS " + Ident.quote(c.name()) + " "
                 + DuckTypes.sqlType(c));
+        tagAll(target, List.of(c.name()));
         LOG.info("destination '{}': added column {}.{}", destination, target, c.name());
+    }
+
+    /** What the comment of a column this destination made as the copy of a source column says (as the postgres destination's). */
+    static final String SOURCE_COLUMN = "millrace: copy of a source column";
+
+    /** Marks {@code columns} of {@code target} as this destination's copies of source columns (see {@link #load}). */
+    private void tagAll(TableRef target, java.util.Collection<String> columns) throws SQLException {
+        for (String c : columns) {
+            execute("COMMENT ON COLUMN " + names.of(target) + "." + Ident.quote(c) + " IS " + Ident.literal(SOURCE_COLUMN));
+        }
+    }
+
+    /** The columns of {@code among} that are tagged as copies of source columns ({@link #tagAll}). */
+    private List<String> tagged(TableRef target, Set<String> among) throws SQLException {
+        List<String> out = new ArrayList<>();
+        try (PreparedStatement ps = conn.prepareStatement("SELECT column_name FROM duckdb_columns() WHERE database_name = current_database()"
+                + " AND schema_name = ? AND table_name = ? AND comment = ? ORDER BY column_index")) {
+            ps.setString(1, target.schema());
+            ps.setString(2, target.table());
+            ps.setString(3, SOURCE_COLUMN);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    if (among.contains(rs.getString(1))) {
+                        out.add(rs.getString(1));
+                    }
+                }
+            }
+        }
+        return out;
     }
 
     private Set<String> readColumns(TableRef target) throws SQLException {
