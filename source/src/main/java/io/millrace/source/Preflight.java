@@ -519,7 +519,7 @@ public final class Preflight {
                             .collect(Collectors.joining(", ")) + ";"));
             return List.of();
         }
-        if (!columnLists(c, pub, tables)) {
+        if (!columnLists(c, pub, tables) || !operations(c, pub)) {
             return List.of();
         }
         List<TableRef> missing = tables.stream().filter(t -> !published.contains(t)).toList();
@@ -591,6 +591,41 @@ public final class Preflight {
                 "leave those columns out with the transforms instead, which applies to copies and the stream alike — transforms:"
                         + " {tables: [" + String.join(", ", rules) + "]} — and publish the whole table, as the table's owner: BEGIN; "
                         + String.join(" ", republish) + " COMMIT;");
+        return false;
+    }
+
+    /**
+     * Refuses a publication that does not publish every kind of change ({@code WITH (publish = 'insert')}: an append-only
+     * feed a user made for another consumer): the stream would carry no update, delete or truncate of its tables, and
+     * the destinations would keep every row as first copied. Returns false when it refused.
+     */
+    private boolean operations(Connection c, String pub) throws SQLException {
+        boolean truncates = Catalog.serverVersion(c) >= 110000; // pubtruncate: PostgreSQL 11+
+        List<String> left = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement("SELECT pubinsert, pubupdate, pubdelete, "
+                + (truncates ? "pubtruncate" : "true") + " FROM pg_publication WHERE pubname = ?")) {
+            ps.setString(1, pub);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    return true;
+                }
+                String[] kinds = {"insert", "update", "delete", "truncate"};
+                for (int i = 0; i < kinds.length; i++) {
+                    if (!rs.getBoolean(i + 1)) {
+                        left.add(kinds[i]);
+                    }
+                }
+            }
+        }
+        if (left.isEmpty()) {
+            return true;
+        }
+        fail("publication", Kind.SOURCE_SETUP, "publication '" + pub + "' does not publish " + String.join(", ", left) + " (its"
+                        + " publish option): the stream would carry none of them, and the destinations would keep rows the source"
+                        + " changed or removed",
+                "publish every kind of change, as the publication's owner: ALTER PUBLICATION " + Ident.quote(pub) + " SET (publish = '"
+                        + (truncates ? "insert, update, delete, truncate" : "insert, update, delete") + "'); or let Millrace make a"
+                        + " publication of its own (another source.publication, source.create_publication: true)");
         return false;
     }
 }

@@ -17,15 +17,22 @@ import java.util.List;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * A publication the user made (source.create_publication: false, or one that exists already) with a column list
+ * A publication the user made, as a user of another CDC tool brings it, which would leave the destinations behind the
+ * source without a word.
+ *
+ * <p>Column lists: a publication the user made (source.create_publication: false, or one that exists already) with a column list
  * (PostgreSQL 15+: {@code FOR TABLE t (id, name)}): the stream carries only the listed columns, while a copy reads the
  * table. Found by trying what a user of another CDC tool brings: a publication that leaves a sensitive column out. Before
  * the check, the initial snapshot copied the left-out column into every destination (the very values the user kept out
  * of the publication), and the stream never updated it there. Now the start is refused, naming the table, the columns and
  * the fix (the columns left out by the transforms, which apply to copies and the stream alike, and the table published
  * whole), with nothing written; with that fix carried out it runs.
+ *
+ * <p>Operations: a publication that does not publish every kind of change ({@code WITH (publish = 'insert')}, an
+ * append-only feed) sends no update, delete or truncate, and the destinations would keep every row as first copied.
+ * Refused at start, naming what is left out and the {@code ALTER PUBLICATION} that fixes it.
  */
-class PublicationColumnListIT {
+class UserPublicationIT {
     private static final Duration WAIT = Duration.ofSeconds(60);
     private static EmbeddedPg pg;
 
@@ -62,7 +69,7 @@ class PublicationColumnListIT {
         assertThat(err.getMessage()).contains("publication 's_cl'").contains("public.people").contains("ssn")
                 .contains("columns: {exclude: [ssn]}").contains("ALTER PUBLICATION");
         try (Connection src = pg.connect("cl"); Connection dst = pg.connect("cl_dst")) {
-            assertThat(E2e.queryLong(src, "SELECT count(*) FROM pg_replication_slots")).as("no slot made").isZero();
+            assertThat(E2e.queryLong(src, "SELECT count(*) FROM pg_replication_slots WHERE database = current_database()")).as("no slot made").isZero();
             assertThat(E2e.queryLong(dst, "SELECT count(*) FROM pg_tables WHERE tablename = 'people'")).as("nothing copied").isZero();
         }
     }
@@ -88,6 +95,32 @@ class PublicationColumnListIT {
             assertThat(E2e.columns(dst, io.millrace.core.schema.TableRef.parse("public.people"))).containsExactly("id", "name");
             assertThat(E2e.queryString(dst, "SELECT string_agg(id || ':' || name, ',' ORDER BY id) FROM public.people"))
                     .isEqualTo(E2e.queryString(src, "SELECT string_agg(id || ':' || name, ',' ORDER BY id) FROM public.people"));
+        }
+    }
+
+    @Test
+    void aPublicationThatLeavesOutUpdatesDeletesOrTruncatesIsRefused(@TempDir Path dir) throws Exception {
+        pg.createDatabase("ops");
+        pg.createDatabase("ops_dst");
+        try (Connection c = pg.connect("ops")) {
+            E2e.exec(c, "CREATE TABLE public.feed (id int PRIMARY KEY, v text)", "INSERT INTO public.feed VALUES (1, 'a')",
+                    "CREATE PUBLICATION s_ops FOR TABLE public.feed WITH (publish = 'insert, truncate')");
+        }
+        String yaml = E2e.yaml(pg, "ops", "s_ops", List.of("public.feed"), "auto", "ops_dst", dir);
+        Throwable err = RunningEngine.start(yaml, dir).awaitEnd(WAIT);
+        assertThat(err).isInstanceOf(MillraceException.class);
+        assertThat(((MillraceException) err).kind()).isEqualTo(MillraceException.Kind.SOURCE_SETUP);
+        assertThat(err.getMessage()).contains("publication 's_ops'").contains("update").contains("delete")
+                .contains("ALTER PUBLICATION \"s_ops\" SET (publish = 'insert, update, delete, truncate')");
+        try (Connection src = pg.connect("ops"); Connection dst = pg.connect("ops_dst")) {
+            assertThat(E2e.queryLong(src, "SELECT count(*) FROM pg_replication_slots WHERE database = current_database()")).as("no slot made").isZero();
+            assertThat(E2e.queryLong(dst, "SELECT count(*) FROM pg_tables WHERE tablename = 'feed'")).as("nothing copied").isZero();
+            E2e.exec(src, "ALTER PUBLICATION s_ops SET (publish = 'insert, update, delete, truncate')");
+        }
+        try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT);
+             Connection src = pg.connect("ops"); Connection dst = pg.connect("ops_dst")) {
+            E2e.exec(src, "UPDATE public.feed SET v = 'b' WHERE id = 1");
+            E2e.awaitRow(dst, "SELECT count(*) FROM public.feed WHERE v = 'b'", WAIT);
         }
     }
 }
