@@ -74,6 +74,8 @@ final class TableJoiner {
     private enum Why {
         /** No replica identity: asked again once it has one. */
         IDENTITY,
+        /** No key (REPLICA IDENTITY FULL without a primary key or identity index): not copyable online; asked again once it has one. */
+        KEY,
         /** Not in a publication Millrace does not manage: asked again once the publication has it. */
         PUBLICATION,
         /** A failure (a lock wait, a lost connection): asked again after {@link #ASK_AGAIN_NANOS}. */
@@ -353,13 +355,26 @@ final class TableJoiner {
                     + ". Fix: " + identity.fix() + " (it is captured once fixed)");
             return false;
         }
+        // INV: HANDOVER — the rows written before the join come from an online copy, which needs a key (chunks are cut in
+        // key order): a table without one is not published (published, its later changes would stream into a table
+        // missing its first rows, and a restart would count it as captured).
+        if (Catalog.keyColumns(c, oid).isEmpty()) {
+            String fix = "ALTER TABLE " + name.sql() + " ADD PRIMARY KEY (...); or a unique index on NOT NULL columns and ALTER TABLE "
+                    + name.sql() + " REPLICA IDENTITY USING INDEX <index> (it joins once it has one); or capture it with a fresh initial"
+                    + " snapshot, which copies tables without a key";
+            String why = "it has no primary key (or replica identity index), so it cannot be copied while streaming: chunks are cut"
+                    + " in key order";
+            notCapture(oid, name, Why.KEY, why, fix, "table " + name + " is not captured: " + why + ". Fix: " + fix);
+            return false;
+        }
         // INV: the source's writes first, and no row the filter leaves out reaches a destination: a table with a row filter
         // joins only with the filter in the publication (checked as at start: RowFilters).
         boolean allTables = allTables(c);
+        io.millrace.core.schema.RelationInfo shape = Catalog.relation(c, name, ctx.survey.types());
         String filter;
         try {
-            filter = io.millrace.engine.transform.RowFilters.forJoiningTable(c, ctx.transforms,
-                    Catalog.relation(c, name, ctx.survey.types()), Catalog.serverVersion(c), src.publication(), member, allTables);
+            filter = io.millrace.engine.transform.RowFilters.forJoiningTable(c, ctx.transforms, shape, Catalog.serverVersion(c),
+                    src.publication(), member, allTables);
         } catch (MillraceException e) {
             if (e.kind() != MillraceException.Kind.CONFIG) {
                 throw e;
@@ -391,6 +406,12 @@ final class TableJoiner {
         // INV: HANDOVER — rows before the join come from the copy, changes after it from the stream.
         if (!online.submitJoined(oid, currentXmax(c))) {
             return false; // dropped meanwhile
+        }
+        // Its shape now is the one its copy reads: DDL that rewrites its rows before its next change shows in the stream
+        // as the new shape only, and is told by the comparison with this one (the table is copied again).
+        io.millrace.pipeline.Pipeline p = ctx.pipeline;
+        if (p != null) {
+            p.joinedIn(shape);
         }
         watch.capture(oid, name);
         ctx.capture(name);
@@ -427,6 +448,7 @@ final class TableJoiner {
                 Catalog.TableInfo info = Catalog.table(c, t);
                 yield info != null && Preflight.replicaIdentity(c, info, src.publication(), published) == null;
             }
+            case KEY -> !Catalog.keyColumns(c, oid).isEmpty();
         };
     }
 

@@ -158,6 +158,13 @@ final class Assembler {
         this.startShapesAt = readAt;
     }
 
+    /** See {@link Pipeline#joinedIn}. Assembler thread, inside the transaction of the message the table joined at. */
+    void joinedIn(RelationInfo shape) {
+        if (!shapes.containsKey(shape.oid())) {
+            startShapes.put(shape.oid(), shape); // INV: BOUNDED — one per table joined, kept until its first description
+        }
+    }
+
     /** See {@link Pipeline#shapesWritten}. Call before the first message. */
     void shapesWritten(java.util.Collection<Written> checkpoints) {
         written.addAll(checkpoints);

@@ -180,6 +180,20 @@ public final class Pipeline implements AutoCloseable {
         this.startShapesAt = readAt;
     }
 
+    /**
+     * A table joined the pipeline while streaming, in {@code shape} as the catalog showed it then (before its copy read
+     * it): its first Relation message from here on is compared with it as with the start's shapes ({@link
+     * #shapesAtStart}), so DDL that rewrote its rows before its next change is a shape change (the table is copied again),
+     * though the stream shows the new shape only. Assembler thread only (the {@link #onTableSeen} callback), inside the
+     * transaction of the message the table joined at.
+     */
+    public void joinedIn(io.millrace.core.schema.RelationInfo shape) {
+        Assembler a = assembler;
+        if (a != null && shapeChange != null) {
+            a.joinedIn(shape);
+        }
+    }
+
     private volatile java.util.List<Assembler.Written> shapesWritten = java.util.List.of();
 
     /**

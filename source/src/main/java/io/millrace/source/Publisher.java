@@ -34,7 +34,9 @@ public final class Publisher {
     /** The same, each table with its row filter ({@code filters}: an SQL condition, or null for none; PostgreSQL 15+). */
     public static String createSql(String publication, List<TableRef> tables, int serverVersion,
                                    java.util.function.Function<TableRef, String> filters) {
-        return "CREATE PUBLICATION " + Ident.quote(publication) + " FOR TABLE " + tableList(tables, filters)
+        // No table yet (source.tables a pattern that matches none so far): a publication of no table, which the tables
+        // created later join (TableJoiner). "FOR TABLE" with an empty list is a syntax error.
+        return "CREATE PUBLICATION " + Ident.quote(publication) + (tables.isEmpty() ? "" : " FOR TABLE " + tableList(tables, filters))
                 + (serverVersion >= 130000 ? " WITH (publish_via_partition_root = true)" : "");
     }
 
