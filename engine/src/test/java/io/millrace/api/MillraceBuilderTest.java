@@ -138,7 +138,8 @@ class MillraceBuilderTest {
         EngineConfig c = loader.parse(SOURCE + FILES + "operations: {control_token_env: NO_TOKEN}\n", dir);
         assertThat(c.operations().controlToken()).isEqualTo(Secret.NONE);
         assertThat(loader.deferred()).containsExactly("config: operations.control_token_env names the environment variable NO_TOKEN,"
-                + " which is not set or empty; export the token before starting");
+                + " which is not set or empty; export the token in the environment of this command (millrace run, and the commands"
+                + " that call a running pipeline, such as millrace snapshot and millrace duckdb-copy, read it there)");
         List<String> problems = new java.util.ArrayList<>();
         OperationsSettings o = OperationsSettings.builder().environment(ENV::get).controlTokenEnv("NO_TOKEN")
                 .tolerateUnreadableControlToken(problems::add).build();

@@ -26,7 +26,8 @@ public final class Secrets {
     public static Secret fromEnv(String key, String var, Function<String, String> env, String what) {
         String v = env.apply(var);
         if (v == null) {
-            throw Limit.error(key, "names the environment variable " + var + ", which is not set; export it before starting");
+            throw Limit.error(key, "names the environment variable " + var + ", which is not set; export it in the environment of this"
+                    + " command (millrace run, and the commands that call a running pipeline, such as millrace snapshot, read it there)");
         }
         if (v.isEmpty()) {
             throw Limit.error(key, "names the environment variable " + var + ", which is empty; export the " + what + " in it, or remove "
@@ -39,7 +40,9 @@ public final class Secrets {
     public static Secret tokenFromEnv(String key, String var, Function<String, String> env) {
         String v = env.apply(var);
         if (v == null || v.isBlank()) {
-            throw Limit.error(key, "names the environment variable " + var + ", which is not set or empty; export the token before starting");
+            throw Limit.error(key, "names the environment variable " + var + ", which is not set or empty; export the token in the"
+                    + " environment of this command (millrace run, and the commands that call a running pipeline, such as millrace"
+                    + " snapshot and millrace duckdb-copy, read it there)");
         }
         return Secret.of(v.strip());
     }

@@ -275,7 +275,8 @@ final class DuckTables {
                 }
             } else if (cols.add(c.name())) {
                 addColumn(target, c);
-                LOG.warn("destination '{}': column {}.{} was added in the source; rows not changed since keep NULL there",
+                LOG.info("destination '{}': column {}.{} was added in the source; the rows here hold NULL in it until they change,"
+                        + " or until the engine copies the table again (it does, and logs it, when the source filled its existing rows)",
                         destination, target, c.name());
             }
         }

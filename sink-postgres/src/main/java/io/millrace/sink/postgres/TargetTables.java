@@ -328,17 +328,19 @@ final class TargetTables {
                     }
                 } else if (t.columns.add(c.name())) {
                     addColumn(t.target, c);
-                    LOG.warn("destination '{}': column {}.{} was added in the source; rows not changed since keep NULL there. If the"
-                            + " source filled existing rows (ADD COLUMN ... DEFAULT), copy the table again to match", destination,
-                            t.target, c.name());
+                    // Not a warning: when the source filled the existing rows (a default) the engine copies the table again,
+                    // and says so in its own log; otherwise NULL is what the source's old rows hold too.
+                    LOG.info("destination '{}': column {}.{} was added in the source; the rows here hold NULL in it until they change,"
+                            + " or until the engine copies the table again (it does, and logs it, when the source filled its existing"
+                            + " rows)", destination, t.target, c.name());
                 }
             } else if (!TypeMapping.sqlType(old).equals(TypeMapping.sqlType(c)) && t.columns.contains(c.name())) {
                 String type = TypeMapping.sqlType(c);
                 execute("ALTER TABLE " + t.target.sql() + " ALTER COLUMN " + Ident.quote(c.name()) + " TYPE " + type
                         + " USING " + Ident.quote(c.name()) + "::" + type);
-                LOG.warn("destination '{}': column {}.{} is now {}; values the source rewrote with a USING expression are not"
-                        + " streamed (no change events): copy the table again if they differ from a plain cast", destination, t.target,
-                        c.name(), type);
+                LOG.info("destination '{}': column {}.{} is now {} (cast from its old type); values the source rewrote with a USING"
+                        + " expression come with the engine's copy of the table again (it copies a table whose column was retyped, and"
+                        + " logs it)", destination, t.target, c.name(), type);
             }
         }
         for (ColumnInfo old : oldColumns) {
