@@ -158,7 +158,11 @@ final class OnlineControls {
                         Integer.toUnsignedString(after.oid()));
             }
         } catch (MillraceException e) {
-            LOG.error("cannot copy {} again: {}", after.table(), e.getMessage());
+            LOG.error("cannot copy {} again: {}. Until it is, the destinations keep the old values of its existing rows{}", after.table(),
+                    e.getMessage(), after.hasKey() ? "" : ", and since its rows are found by their whole old image, the later updates and"
+                            + " deletes of those rows find no row there; or start the pipeline over (millrace reset, then run: an initial"
+                            + " snapshot copies tables without a key). The DDL event trigger (millrace setup) spares such a copy for a"
+                            + " column added with a constant default");
         }
     }
 

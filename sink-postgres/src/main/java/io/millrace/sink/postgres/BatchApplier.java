@@ -575,7 +575,9 @@ final class BatchApplier extends TableApplier {
         }
         if (missed > 0) {
             LOG.warn("destination '{}': {} update(s)/delete(s) of table {} (no key) matched no row in the destination;"
-                    + " it no longer matches the source, consider re-snapshotting {}", destination, missed, target,
+                    + " it no longer matches the source. A table without a key cannot be copied while streaming: give source table {} a"
+                    + " primary key and copy it again (millrace snapshot CONFIG --table), or start the pipeline over (millrace reset, then"
+                    + " run: an initial snapshot copies tables without a key)", destination, missed, target,
                     rel.table());
         }
     }
