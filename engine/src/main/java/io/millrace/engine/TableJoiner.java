@@ -299,6 +299,20 @@ final class TableJoiner {
         }
     }
 
+    /** The leaf partitions of the partitioned table of {@code oid} now, by oid. */
+    private static List<Integer> leaves(Connection c, int oid) throws SQLException {
+        List<Integer> out = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement("SELECT relid::oid::int FROM pg_partition_tree(?::oid::regclass) WHERE isleaf")) {
+            ps.setLong(1, Integer.toUnsignedLong(oid));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.add(rs.getInt(1));
+                }
+            }
+        }
+        return out;
+    }
+
     /** The tables that joined in this run, by oid. */
     private final java.util.Set<Integer> joined = ConcurrentHashMap.newKeySet();
 
@@ -401,6 +415,11 @@ final class TableJoiner {
                     throw e;
                 }
             }
+        }
+        if (info.relkind() == 'p') {
+            // Its copy reads its partitions of now through it: they are not partitions attached with rows of their own,
+            // which would have the root copied again (each of them, when it was created with them).
+            attachDone.addAll(leaves(c, oid));
         }
         // After the join committed: the copy waits for the transactions open now (see OnlineSnapshotter.submitJoined).
         // INV: HANDOVER — rows before the join come from the copy, changes after it from the stream.
