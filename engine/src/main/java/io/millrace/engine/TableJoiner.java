@@ -299,6 +299,51 @@ final class TableJoiner {
         }
     }
 
+    /** Tables that left the publication while captured and are to join again, by oid: their copy reconciles ({@link #left}). */
+    private final java.util.Set<Integer> rejoin = ConcurrentHashMap.newKeySet();
+
+    /**
+     * Captured tables the publication no longer publishes: taken out behind Millrace's back ({@code ALTER PUBLICATION …
+     * DROP TABLE}, or a {@code SET TABLE} without them), after which pgoutput sends nothing for them and the destinations
+     * would silently stop following them. Each is logged, no longer counted as captured, and joins again like a new table
+     * (back into the publication when Millrace manages it; otherwise shown in not_captured with the ALTER PUBLICATION to
+     * run), with a reconciling copy ({@link #rejoin}): the rows changed and deleted while it was out are set right. A
+     * dropped table is the watch's ({@link SourceWatch#tick}).
+     */
+    private void left(Connection c, SourceWatch watch, List<TableRef> published) throws SQLException {
+        Map<Integer, TableRef> captured = watch.captured();
+        if (captured.isEmpty()) {
+            return;
+        }
+        Map<Integer, TableRef> now = Catalog.tablesByOid(c, captured.keySet());
+        for (Map.Entry<Integer, TableRef> e : captured.entrySet()) {
+            TableRef t = now.get(e.getKey());
+            if (t == null || published.contains(t) || t.equals(ctx.config.online().signalTable()) || isPartition(c, e.getKey())) {
+                continue; // dropped (the watch's); or attached to a root since, which publishes it (attached())
+            }
+            int oid = e.getKey();
+            watch.release(oid);
+            ctx.release(e.getValue());
+            ctx.release(t);
+            joined.remove(oid); // it joins again in this run
+            rejoin.add(oid);
+            LOG.error("table {} left publication '{}' while captured (ALTER PUBLICATION … DROP TABLE, or SET TABLE without it):"
+                    + " pgoutput sends nothing for it since, so the destinations missed its changes. It joins again{}, with a copy"
+                    + " that also deletes what the source no longer has; to stop capturing it, leave it out of source.tables", t,
+                    src.publication(), src.createPublication() ? " (Millrace adds it back to the publication)" : " once the publication"
+                            + " has it again: ALTER PUBLICATION " + Ident.quote(src.publication()) + " ADD TABLE " + t.sql() + ";");
+        }
+    }
+
+    private static boolean isPartition(Connection c, int oid) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT relispartition FROM pg_class WHERE oid = ?::oid")) {
+            ps.setLong(1, Integer.toUnsignedLong(oid));
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() && rs.getBoolean(1);
+            }
+        }
+    }
+
     /** The leaf partitions of the partitioned table of {@code oid} now, by oid. */
     private static List<Integer> leaves(Connection c, int oid) throws SQLException {
         List<Integer> out = new ArrayList<>();
@@ -423,9 +468,11 @@ final class TableJoiner {
         }
         // After the join committed: the copy waits for the transactions open now (see OnlineSnapshotter.submitJoined).
         // INV: HANDOVER — rows before the join come from the copy, changes after it from the stream.
-        if (!online.submitJoined(oid, currentXmax(c))) {
+        boolean again = rejoin.contains(oid); // it left the publication: its copy in the destinations missed what changed since
+        if (!online.submitJoined(oid, currentXmax(c), again)) {
             return false; // dropped meanwhile
         }
+        rejoin.remove(oid);
         // Its shape now is the one its copy reads: DDL that rewrites its rows before its next change shows in the stream
         // as the new shape only, and is told by the comparison with this one (the table is copied again).
         io.millrace.pipeline.Pipeline p = ctx.pipeline;
@@ -492,6 +539,7 @@ final class TableJoiner {
         partitionsChanged(c, watch, captured, now);
         TableSelection sel = ctx.selection;
         List<TableRef> published = Catalog.publicationTables(c, src.publication());
+        left(c, watch, published); // before the look for tables to join: a table that left joins again below
         for (Map.Entry<Integer, TableRef> e : Catalog.userTablesByOid(c).entrySet()) {
             int oid = e.getKey();
             TableRef t = e.getValue();

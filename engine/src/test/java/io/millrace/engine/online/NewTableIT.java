@@ -373,6 +373,37 @@ class NewTableIT {
         }
     }
 
+    /**
+     * A captured table taken out of the publication behind Millrace's back ({@code ALTER PUBLICATION … DROP TABLE}, or a
+     * {@code SET TABLE} that forgot it): pgoutput then sends nothing for it, and the destinations would silently stop
+     * following it. Found by looking at what a DBA may do to a publication Millrace manages: the look at the catalog sees
+     * it gone, logs it, and the table joins again (back into the publication) with a reconciling copy, so the rows
+     * changed and deleted while it was out are right in the destination too.
+     */
+    @org.junit.jupiter.api.Test
+    void aTableTakenOutOfThePublicationJoinsAgainAndIsReconciled(@TempDir Path dir) throws Exception {
+        String db = "newt_left";
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        List<TableRef> tables = E2e.refs(List.of("shop.a", "shop.b"));
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.exec(src, "CREATE SCHEMA shop", "CREATE TABLE shop.a (id int PRIMARY KEY, v int)", "CREATE TABLE shop.b (id int PRIMARY KEY, v int)",
+                    "INSERT INTO shop.a SELECT g, g FROM generate_series(1, 50) g", "INSERT INTO shop.b SELECT g, g FROM generate_series(1, 50) g");
+            try (LogCapture log = new LogCapture(); RunningEngine e = RunningEngine.start(yaml(db, dir), dir).awaitStreaming(WAIT)) {
+                E2e.awaitSame(src, dst, tables, WAIT);
+                E2e.exec(src, "ALTER PUBLICATION s_" + db + " DROP TABLE shop.b",
+                        "UPDATE shop.b SET v = -v WHERE id <= 10", "DELETE FROM shop.b WHERE id > 40", "INSERT INTO shop.b VALUES (100, 100)",
+                        "INSERT INTO shop.a VALUES (100, 100)");
+                assertThat(log.awaitContaining("shop.b left publication")).hasSize(1);
+                awaitPublished(src, db, "b", true);
+                E2e.awaitSame(src, dst, tables, WAIT);
+                awaitCopiesDone(e);
+                E2e.exec(src, "UPDATE shop.b SET v = 7 WHERE id = 20");
+                E2e.awaitSame(src, dst, tables, WAIT);
+            }
+        }
+    }
+
     static void awaitPublished(Connection c, String db, String table, boolean in) throws Exception {
         long deadline = System.nanoTime() + WAIT.toNanos();
         while (published(c, db).contains(table) != in) {

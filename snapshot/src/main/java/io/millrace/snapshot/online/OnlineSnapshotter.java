@@ -449,6 +449,15 @@ public final class OnlineSnapshotter implements AutoCloseable {
      * Recorded in the checkpoint with the next batch.
      */
     public boolean submitJoined(int oid, long notBefore) {
+        return submitJoined(oid, notBefore, false);
+    }
+
+    /**
+     * As {@link #submitJoined(int, long)}; {@code reconciling}: the copy also deletes what the destinations hold in each
+     * chunk's key range that the source does not have ({@link OnlineTask#reconcile}) — a table joining again, whose copy
+     * in the destinations missed the changes made while it was out of the publication.
+     */
+    public boolean submitJoined(int oid, long notBefore, boolean reconciling) {
         for (Task t : tasks) {
             if (!t.reread && !t.finished && t.target.relation().oid() == oid) {
                 return true;
@@ -458,7 +467,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
         if (target == null) {
             return false;
         }
-        enqueue(target.relation().table(), target, null, notBefore);
+        enqueue(target.relation().table(), target, null, notBefore, reconciling);
         return true;
     }
 
