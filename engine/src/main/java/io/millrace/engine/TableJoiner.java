@@ -310,11 +310,12 @@ final class TableJoiner {
      * run), with a reconciling copy ({@link #rejoin}): the rows changed and deleted while it was out are set right. A
      * dropped table is the watch's ({@link SourceWatch#tick}).
      */
-    private void left(Connection c, SourceWatch watch, List<TableRef> published) throws SQLException {
+    private synchronized void left(Connection c, SourceWatch watch) throws SQLException { // never while a reload takes tables out
         Map<Integer, TableRef> captured = watch.captured();
         if (captured.isEmpty()) {
             return;
         }
+        List<TableRef> published = Catalog.publicationTables(c, src.publication()); // read under the lock: see Reloader.remove
         Map<Integer, TableRef> now = Catalog.tablesByOid(c, captured.keySet());
         for (Map.Entry<Integer, TableRef> e : captured.entrySet()) {
             TableRef t = now.get(e.getKey());
@@ -539,7 +540,7 @@ final class TableJoiner {
         partitionsChanged(c, watch, captured, now);
         TableSelection sel = ctx.selection;
         List<TableRef> published = Catalog.publicationTables(c, src.publication());
-        left(c, watch, published); // before the look for tables to join: a table that left joins again below
+        left(c, watch); // before the look for tables to join: a table that left joins again below
         for (Map.Entry<Integer, TableRef> e : Catalog.userTablesByOid(c).entrySet()) {
             int oid = e.getKey();
             TableRef t = e.getValue();
