@@ -504,7 +504,9 @@ public final class Preflight {
                                     + "' cannot create it: that needs " + missing,
                             "as a superuser or the tables' owner, run " + Publisher.createSql(pub, tables, Catalog.serverVersion(c)) + ";");
                 } else {
-                    ok("publication", "'" + pub + "' will be created for " + tables.size() + " table(s)");
+                    boolean failed = checks.stream().anyMatch(ch -> ch.status() == Status.FAIL);
+                    ok("publication", "'" + pub + "' " + (failed ? "would be created, once the failures above are fixed," : "will be created")
+                            + " for " + tables.size() + " table(s)");
                 }
             } else if (!tables.isEmpty()) {
                 fail("publication", Kind.SOURCE_SETUP, "publication '" + pub + "' does not exist",
