@@ -408,23 +408,7 @@ final class TableJoiner {
         if (info == null || info.oid() != oid) {
             return false; // renamed or dropped meanwhile: the next poll finds it
         }
-        // The source's writes first: never publish a table whose UPDATEs and DELETEs would then fail.
-        Preflight.Check identity = Preflight.replicaIdentity(c, info, src.publication(), published);
-        if (identity != null) {
-            notCapture(oid, name, Why.IDENTITY, identity.detail(), identity.fix(), "table " + name + " is not captured: " + identity.detail()
-                    + ". Fix: " + identity.fix() + " (it is captured once fixed)");
-            return false;
-        }
-        // INV: HANDOVER — the rows written before the join come from an online copy, which needs a key (chunks are cut in
-        // key order): a table without one is not published (published, its later changes would stream into a table
-        // missing its first rows, and a restart would count it as captured).
-        if (Catalog.keyColumns(c, oid).isEmpty()) {
-            String fix = "ALTER TABLE " + name.sql() + " ADD PRIMARY KEY (...); or a unique index on NOT NULL columns and ALTER TABLE "
-                    + name.sql() + " REPLICA IDENTITY USING INDEX <index> (it joins once it has one); or capture it with a fresh initial"
-                    + " snapshot, which copies tables without a key";
-            String why = "it has no primary key (or replica identity index), so it cannot be copied while streaming: chunks are cut"
-                    + " in key order";
-            notCapture(oid, name, Why.KEY, why, fix, "table " + name + " is not captured: " + why + ". Fix: " + fix);
+        if (refused(c, oid, name, info, published)) {
             return false;
         }
         // INV: the source's writes first, and no row the filter leaves out reaches a destination: a table with a row filter
@@ -442,25 +426,8 @@ final class TableJoiner {
             notCapture(oid, name, Why.FILTER, e.getMessage(), null, "table " + name + " is not captured: " + e.getMessage());
             return false;
         }
-        if (!member && !allTables) {
-            String alter = "ALTER PUBLICATION " + Ident.quote(src.publication()) + " ADD TABLE " + name.sql() + ";";
-            if (!src.createPublication()) {
-                notCapture(oid, name, Why.PUBLICATION, "publication '" + src.publication() + "' is not managed by Millrace (source.create_publication:"
-                        + " false)", alter, "table " + name + " was created in the source and source.tables selects it, but Millrace does"
-                        + " not manage publication '" + src.publication() + "' (source.create_publication: false): run " + alter
-                        + " and it is copied while streaming");
-                return false;
-            }
-            try (Statement s = c.createStatement()) {
-                s.execute("SET lock_timeout = '" + LOCK_TIMEOUT + "'"); // the stream waits for it: never for long
-            }
-            try {
-                new Publisher(src).rowFilters(t -> filter).add(c, List.of(name));
-            } catch (MillraceException e) {
-                if (!(e.getCause() instanceof SQLException q) || !"42710".equals(q.getSQLState())) { // 42710: a member already
-                    throw e;
-                }
-            }
+        if (!member && !allTables && !publish(c, oid, name, filter)) {
+            return false;
         }
         if (info.relkind() == 'p') {
             // Its copy reads its partitions of now through it: they are not partitions attached with rows of their own,
@@ -486,6 +453,53 @@ final class TableJoiner {
         LOG.info("table {} joined the pipeline while streaming (source.tables selects it){}: copying it online", name,
                 member ? "" : ", added to publication '" + src.publication() + "'");
         io.millrace.core.fault.Faults.hit(TABLE_JOINED);
+        return true;
+    }
+
+    /** Whether the table may not join, shown as not captured with the fix when so: no replica identity, or no key. */
+    private boolean refused(Connection c, int oid, TableRef name, Catalog.TableInfo info, List<TableRef> published) throws SQLException {
+        // The source's writes first: never publish a table whose UPDATEs and DELETEs would then fail.
+        Preflight.Check identity = Preflight.replicaIdentity(c, info, src.publication(), published);
+        if (identity != null) {
+            notCapture(oid, name, Why.IDENTITY, identity.detail(), identity.fix(), "table " + name + " is not captured: " + identity.detail()
+                    + ". Fix: " + identity.fix() + " (it is captured once fixed)");
+            return true;
+        }
+        // INV: HANDOVER — the rows written before the join come from an online copy, which needs a key (chunks are cut in
+        // key order): a table without one is not published (published, its later changes would stream into a table
+        // missing its first rows, and a restart would count it as captured).
+        if (Catalog.keyColumns(c, oid).isEmpty()) {
+            String fix = "ALTER TABLE " + name.sql() + " ADD PRIMARY KEY (...); or a unique index on NOT NULL columns and ALTER TABLE "
+                    + name.sql() + " REPLICA IDENTITY USING INDEX <index> (it joins once it has one); or capture it with a fresh initial"
+                    + " snapshot, which copies tables without a key";
+            String why = "it has no primary key (or replica identity index), so it cannot be copied while streaming: chunks are cut"
+                    + " in key order";
+            notCapture(oid, name, Why.KEY, why, fix, "table " + name + " is not captured: " + why + ". Fix: " + fix);
+            return true;
+        }
+        return false;
+    }
+
+    /** Adds the table to the publication with its row filter; false (shown with the fix) when Millrace does not manage it. */
+    private boolean publish(Connection c, int oid, TableRef name, String filter) throws SQLException {
+        String alter = "ALTER PUBLICATION " + Ident.quote(src.publication()) + " ADD TABLE " + name.sql() + ";";
+        if (!src.createPublication()) {
+            notCapture(oid, name, Why.PUBLICATION, "publication '" + src.publication() + "' is not managed by Millrace (source.create_publication:"
+                    + " false)", alter, "table " + name + " was created in the source and source.tables selects it, but Millrace does"
+                    + " not manage publication '" + src.publication() + "' (source.create_publication: false): run " + alter
+                    + " and it is copied while streaming");
+            return false;
+        }
+        try (Statement s = c.createStatement()) {
+            s.execute("SET lock_timeout = '" + LOCK_TIMEOUT + "'"); // the stream waits for it: never for long
+        }
+        try {
+            new Publisher(src).rowFilters(t -> filter).add(c, List.of(name));
+        } catch (MillraceException e) {
+            if (!(e.getCause() instanceof SQLException q) || !"42710".equals(q.getSQLState())) { // 42710: a member already
+                throw e;
+            }
+        }
         return true;
     }
 
