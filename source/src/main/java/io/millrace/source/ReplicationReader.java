@@ -144,6 +144,11 @@ public final class ReplicationReader implements Runnable {
             long receiveTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(Long.getLong("millrace.receive_timeout_ms", DEFAULT_RECEIVE_TIMEOUT_MILLIS));
             long lastByte = System.nanoTime();
             boolean probed = false;
+            // The probe was just sent: the next look is the wait on the socket, not readPending. Its answer (a keepalive)
+            // must be seen arriving; readPending would read it itself and return null, as for nothing, and on an idle
+            // source (where the walsender sends nothing else) the connection would be called stalled at every receive
+            // timeout, found by a user on a quiet database.
+            boolean awaitAnswer = false;
             boolean asked = false; // a keepalive asking for a reply is buffered, or was read by the last readPending
             while (!stopping) {
                 Lsn d = durable.get();
@@ -170,7 +175,8 @@ public final class ReplicationReader implements Runnable {
                 }
                 // readPending answers keepalives and sends the periodic status itself (with the flushed
                 // position set above), and returns null once nothing complete is buffered or on the socket.
-                ByteBuffer buf = stream.readPending();
+                ByteBuffer buf = awaitAnswer ? null : stream.readPending();
+                awaitAnswer = false;
                 if (buf == null) {
                     handler.flush();
                     // All messages read so far were handed over; keepalives moved lastReceiveLSN to the
@@ -217,6 +223,7 @@ public final class ReplicationReader implements Runnable {
                             stream.forceUpdateStatus(); // asks the walsender to reply at once
                             lastStatus = now;
                             probed = true;
+                            awaitAnswer = true;
                         }
                     } else {
                         idleSpins++;

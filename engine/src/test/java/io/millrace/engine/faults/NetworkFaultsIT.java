@@ -146,6 +146,32 @@ class NetworkFaultsIT {
         stallAndReconnect("half", TcpProxy::blackholeExistingMidMessage);
     }
 
+    /**
+     * The other side of the stall detection: a source with no writes at all is silent (the walsender sends nothing while
+     * the reader's status updates keep it content), and the reader's probe — a status update asking for a reply — is what
+     * shows the connection alive. Found by a user with an idle source: the reply was read by pgjdbc's readPending before
+     * the reader's wait could see it, so every receive timeout (2 minutes by default) the engine called the healthy
+     * connection stalled and reconnected, with a warning naming a firewall.
+     */
+    @Test
+    void anIdleSourceIsNotTakenForAStalledConnection() throws Exception {
+        databases("idle");
+        System.setProperty("millrace.receive_timeout_ms", "3000");
+        try (TcpProxy proxy = new TcpProxy(pg.port());
+             // jsonl only: a postgres destination on this server would write WAL itself, and the walsender would not be silent
+             FaultRig.Running run = new FaultRig.Running(FaultRig.yaml("idle", proxy.port(), "idle_src", pg.port(), "idle_dst",
+                     dir.resolve("events"), "{initial_ms: 50, max_ms: 400}").replace("  - name: replica\n    type: postgres\n    host: 127.0.0.1\n"
+                     + "    port: " + pg.port() + "\n    database: idle_dst\n    user: postgres\n", ""), dir)) {
+            run.awaitState("streaming", Duration.ofSeconds(60));
+            Thread.sleep(1000);
+            int before = proxy.accepted();
+            Thread.sleep(10_000); // more than three receive timeouts with nothing written
+            assertThat(proxy.accepted()).as("connections made while idle (a reconnect per receive timeout)").isEqualTo(before);
+        } finally {
+            System.clearProperty("millrace.receive_timeout_ms");
+        }
+    }
+
     /** Streams under a load through a proxy, stalls its connections with {@code stall}; the engine reconnects, nothing lost. */
     private void stallAndReconnect(String name, java.util.function.Consumer<TcpProxy> stall) throws Exception {
         databases(name);
