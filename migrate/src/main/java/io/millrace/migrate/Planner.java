@@ -84,6 +84,15 @@ final class Planner {
             cannot.add(largeObjects + " large object(s) (pg_largeobject): logical replication does not carry them. Fix: keep"
                     + " such data in bytea columns, or copy the large objects after the cutover (lo_export / lo_import)");
         }
+        for (TableRef named : ends.source.tables()) {
+            // A name, not a pattern, that matches no table of the source (a typo, a table not created yet): never left out
+            // silently, which would leave its rows behind on the old server (the engine's preflight refuses it the same way).
+            if (!named.isPattern() && found.stream().noneMatch(t -> t.ref().equals(named))
+                    && oneOrNull(src, "SELECT to_regclass(" + Ident.literal(named.sql()) + ")") == null) {
+                problems.add(new Problem(Kind.CONFIG, "table " + named + " in source.tables does not exist in the " + srcName,
+                        "check its name (schema.table) in source.tables, or remove it from the list"));
+            }
+        }
         if (tables.isEmpty()) {
             problems.add(new Problem(Kind.CONFIG, "no table to migrate on the " + srcName + " for source.tables "
                     + ends.source.tables(), "name the tables in source.tables (e.g. public.*)"));

@@ -103,6 +103,26 @@ class MigratePlanIT extends TwoServers {
         nothingWritten(db);
     }
 
+    /**
+     * A table named in source.tables that the source does not have (a typo): refused, as the engine's preflight refuses
+     * it. Found by a user: the plan said "ready" and the migration went on without the table, leaving it behind on the
+     * old server for good.
+     */
+    @Test
+    void aNamedTableTheSourceDoesNotHaveIsRefused() throws Exception {
+        String db = fresh("CREATE TABLE customers (id int PRIMARY KEY)");
+        Migration m = Migration.of(Servers.source(src, db, "public.customers", "public.nosuch", "public.cust*"), Servers.target(tgt, db));
+        Plan p = m.plan();
+        assertThat(p.problems()).singleElement().satisfies(x -> {
+            assertThat(x.kind()).isEqualTo(Kind.CONFIG);
+            assertThat(x.message()).contains("public.nosuch").contains("does not exist");
+            assertThat(x.fix()).contains("source.tables");
+        });
+        assertThatThrownBy(() -> m.follow(Duration.ofSeconds(10)))
+                .satisfies(e -> assertThat(((MillraceException) e).kind().exitCode()).isEqualTo(2));
+        nothingWritten(db);
+    }
+
     @Test
     void aTableWithoutKeyNorReplicaIdentityIsRefused() throws Exception {
         String db = fresh("CREATE TABLE nokey (a int, b text)", "CREATE TABLE full_identity (a int)",
