@@ -483,8 +483,11 @@ public final class Migration {
                         + " the source stays fenced. To write to the source again, lift the fence yourself: ALTER DATABASE ..."
                         + " RESET default_transaction_read_only");
             }
-            Fence.open(src);
-            store.record(tgt, MigrationState.ABORTED, "was " + state + "; source unfenced");
+            boolean fenced = Fence.fenced(src);
+            if (fenced) {
+                Fence.open(src); // only then: lifting a fence needs the database's owner, and a migration never fenced needs none
+            }
+            store.record(tgt, MigrationState.ABORTED, "was " + state + (fenced ? "; source unfenced" : "; source was not fenced"));
         } catch (SQLException e) {
             throw Endpoints.failed("migrate abort", e);
         }

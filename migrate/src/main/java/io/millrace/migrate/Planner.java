@@ -51,6 +51,16 @@ final class Planner {
             problems.add(new Problem(Kind.PERMISSION, "source role " + srcUser + " has neither REPLICATION nor SUPERUSER",
                     "ALTER ROLE " + Ident.quote(srcUser) + " REPLICATION"));
         }
+        if (!bool(src, "SELECT pg_has_role(current_user, d.datdba, 'USAGE') FROM pg_database d WHERE d.datname = current_database()")) {
+            // The cutover fences the source with ALTER DATABASE … SET default_transaction_read_only, which only the database's
+            // owner (or a superuser) may run, and so does lifting the fence: a role that may not would follow and then fail
+            // at the cutover, with the migration half way (found by a user).
+            String db = one(src, "SELECT current_database()");
+            problems.add(new Problem(Kind.PERMISSION, "source role " + srcUser + " does not own database " + db + ", so it could not fence"
+                    + " it at the cutover (ALTER DATABASE … SET default_transaction_read_only) nor lift the fence",
+                    "run the migration as the database's owner or a superuser, or ALTER DATABASE " + Ident.quote(db) + " OWNER TO "
+                            + Ident.quote(srcUser)));
+        }
         String tgtUser = one(tgt, "SELECT current_user");
         boolean tgtSuper = bool(tgt, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user");
         if (!bool(tgt, "SELECT has_database_privilege(current_database(), 'CREATE')")) {

@@ -123,6 +123,30 @@ class MigratePlanIT extends TwoServers {
         nothingWritten(db);
     }
 
+    /**
+     * A source role with REPLICATION and SELECT that does not own the database: it could follow, but not fence the source
+     * at the cutover, nor lift the fence — found by a user, whose cutover stopped half way ("must be owner of database")
+     * and whose abort failed the same way. The plan refuses it; and an abort of a migration that never fenced the source
+     * does not touch the fence, so such a role can abort.
+     */
+    @Test
+    void aSourceRoleThatDoesNotOwnTheDatabaseIsRefusedAndCanStillAbort() throws Exception {
+        String db = fresh("CREATE TABLE t (id int PRIMARY KEY)",
+                "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'replsel') THEN"
+                        + " CREATE ROLE replsel LOGIN REPLICATION PASSWORD 'replsel-pw'; END IF; END $$",
+                "GRANT SELECT ON t TO replsel");
+        io.millrace.api.SourceSettings weak = io.millrace.api.SourceSettings.builder().host(src.host()).port(src.port()).database(db)
+                .user("replsel").password(io.millrace.core.Secret.of("replsel-pw")).slot("mig_" + db).publication("mig_" + db).build();
+        Migration m = Migration.of(weak, Servers.target(tgt, db));
+        Plan p = m.plan();
+        assertThat(p.problems()).anySatisfy(x -> {
+            assertThat(x.kind()).isEqualTo(Kind.PERMISSION);
+            assertThat(x.message()).contains("does not own database " + db);
+            assertThat(x.fix()).contains("OWNER TO \"replsel\"");
+        });
+        assertThat(m.abort().state()).isEqualTo(MigrationState.ABORTED);
+    }
+
     @Test
     void aTableWithoutKeyNorReplicaIdentityIsRefused() throws Exception {
         String db = fresh("CREATE TABLE nokey (a int, b text)", "CREATE TABLE full_identity (a int)",
