@@ -107,6 +107,7 @@ final class Planner {
             problems.add(new Problem(Kind.CONFIG, "no table to migrate on the " + srcName + " for source.tables "
                     + ends.source.tables(), "name the tables in source.tables (e.g. public.*)"));
         }
+        sourceSlotAndPublication(src, srcName, srcUser, tables, problems, ends);
         for (Table t : tables) {
             if (!bool(src, "SELECT has_table_privilege(" + t.oid() + ", 'SELECT')")) {
                 problems.add(new Problem(Kind.PERMISSION, "source role " + srcUser + " cannot read " + t.ref(),
@@ -125,7 +126,9 @@ final class Planner {
                         + " once published, its UPDATEs and DELETEs would fail on the source", "ALTER TABLE " + t.ref().sql()
                         + " ADD PRIMARY KEY (...), or ALTER TABLE " + t.ref().sql() + " REPLICA IDENTITY FULL"));
             } else if (!t.hasKey()) {
-                notes.add(t.ref() + " has no primary key: followed by its replica identity; verify compares it as one chunk");
+                notes.add(t.ref() + " has no primary key: followed by its replica identity; verify does not compare it (it has no key to"
+                        + " cut chunks by, and says 'not compared'): compare it yourself before the cutover, e.g. count(*) and"
+                        + " md5(string_agg(t::text, ',' ORDER BY t::text)) on both servers");
             }
             copy.add(t.ref() + " (" + t.columns().size() + " columns, " + (t.partitionKey() == null ? ""
                     : "partitioned by " + t.partitionKey() + " into " + t.partitions().size() + " partitions, ") + mb(t.bytes()) + ")");
@@ -226,4 +229,34 @@ final class Planner {
         }
     }
 
+
+    /**
+     * What {@code run} needs on the source before it writes anything, checked here as the engine's preflight checks it
+     * at its start (found by a user: the plan said ready, then {@code run} created the target's schema and stopped on
+     * these): a free replication slot when the migration's does not exist yet, and the privileges to create its
+     * publication when that does not exist yet (the CREATE privilege on the database and ownership of the tables).
+     */
+    private static void sourceSlotAndPublication(Connection src, String srcName, String srcUser, List<Table> tables, List<Problem> problems,
+                                                 Endpoints ends) throws SQLException {
+        String slot = ends.source.slot();
+        if (!bool(src, "SELECT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = " + Ident.literal(slot) + ")")
+                && bool(src, "SELECT count(*) >= current_setting('max_replication_slots')::int FROM pg_replication_slots")) {
+            int max = Integer.parseInt(one(src, "SHOW max_replication_slots"));
+            problems.add(new Problem(Kind.SOURCE_SETUP, "all " + max + " replication slots of the " + srcName + " are taken"
+                    + " (max_replication_slots = " + max + "), and the migration needs one", "raise it: ALTER SYSTEM SET"
+                    + " max_replication_slots = " + (max + 4) + " and restart the source server; or drop a slot no longer used:"
+                    + " SELECT pg_drop_replication_slot('<name>') (see pg_replication_slots)"));
+        }
+        String pub = ends.source.publication();
+        if (tables.isEmpty() || bool(src, "SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = " + Ident.literal(pub) + ")")) {
+            return;
+        }
+        List<TableRef> refs = tables.stream().map(Table::ref).toList();
+        String missing = io.millrace.source.Preflight.publicationPrivilegesMissing(src, refs);
+        if (missing != null) {
+            problems.add(new Problem(Kind.PERMISSION, "source role " + srcUser + " cannot create the migration's publication '" + pub
+                    + "': that needs " + missing, "as a superuser or the tables' owner, run "
+                    + io.millrace.source.Publisher.createSql(pub, refs, Integer.parseInt(one(src, "SHOW server_version_num"))) + ";"));
+        }
+    }
 }

@@ -144,7 +144,47 @@ class MigratePlanIT extends TwoServers {
             assertThat(x.message()).contains("does not own database " + db);
             assertThat(x.fix()).contains("OWNER TO \"replsel\"");
         });
+        // nor create the publication (it owns no table): run stopped on it after writing the target's schema
+        assertThat(p.problems()).anySatisfy(x -> {
+            assertThat(x.kind()).isEqualTo(Kind.PERMISSION);
+            assertThat(x.message()).contains("cannot create the migration's publication").contains("ownership of \"public\".\"t\"");
+            assertThat(x.fix()).contains("CREATE PUBLICATION \"mig_" + db + "\" FOR TABLE \"public\".\"t\"");
+        });
+        assertThatThrownBy(() -> m.follow(Duration.ofSeconds(10)))
+                .satisfies(e -> assertThat(((MillraceException) e).kind().exitCode()).isEqualTo(5));
+        nothingWritten(db);
         assertThat(m.abort().state()).isEqualTo(MigrationState.ABORTED);
+    }
+
+    /**
+     * Every replication slot of the source taken: the plan says so (found by a user: it said ready, and run created the
+     * target's schema before it stopped on "all 0 replication slots are taken").
+     */
+    @Test
+    void aSourceWithNoFreeReplicationSlotIsRefused() throws Exception {
+        String db = fresh("CREATE TABLE t (id int PRIMARY KEY)");
+        int free = (int) Servers.count(src, db, "SELECT current_setting('max_replication_slots')::int - count(*) FROM pg_replication_slots");
+        java.util.List<String> filled = new java.util.ArrayList<>();
+        try {
+            for (int i = 0; i < free; i++) {
+                filled.add("fill_" + db + "_" + i);
+                src.execute(db, "SELECT pg_create_physical_replication_slot('" + filled.get(i) + "')");
+            }
+            Migration m = Migration.of(Servers.source(src, db), Servers.target(tgt, db));
+            Plan p = m.plan();
+            assertThat(p.problems()).singleElement().satisfies(x -> {
+                assertThat(x.kind()).isEqualTo(Kind.SOURCE_SETUP);
+                assertThat(x.message()).contains("replication slots").contains("are taken");
+                assertThat(x.fix()).contains("max_replication_slots").contains("pg_drop_replication_slot");
+            });
+            assertThatThrownBy(() -> m.follow(Duration.ofSeconds(10)))
+                    .satisfies(e -> assertThat(((MillraceException) e).kind().exitCode()).isEqualTo(6));
+            nothingWritten(db);
+        } finally {
+            for (String slot : filled) {
+                src.execute(db, "SELECT pg_drop_replication_slot('" + slot + "')");
+            }
+        }
     }
 
     @Test

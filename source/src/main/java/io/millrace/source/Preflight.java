@@ -431,7 +431,7 @@ public final class Preflight {
      * What the current role lacks to run CREATE PUBLICATION for {@code tables} (the CREATE privilege on
      * the database, ownership of each table; a superuser lacks nothing), or null.
      */
-    private static String publicationPrivilegesMissing(Connection c, List<TableRef> tables) throws SQLException {
+    public static String publicationPrivilegesMissing(Connection c, List<TableRef> tables) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("SELECT rolsuper, has_database_privilege(current_database(), 'CREATE'),"
                 + " current_database() FROM pg_roles WHERE rolname = current_user");
              ResultSet rs = ps.executeQuery()) {
