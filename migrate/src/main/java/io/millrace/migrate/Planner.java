@@ -156,6 +156,14 @@ final class Planner {
             }
         }
 
+        for (SourceCatalog.UserType type : tables.isEmpty() ? List.<SourceCatalog.UserType>of() : SourceCatalog.userTypes(src, tables)) {
+            // The schema step makes tables, not types (found by a user: run stopped on 'type "mood" does not exist')
+            if (oneOrNull(tgt, "SELECT to_regtype(" + Ident.literal(type.sql()) + ")") == null) {
+                problems.add(new Problem(Kind.TARGET_SETUP, "the tables use type " + type.sql() + " (" + type.kind() + "), which the"
+                        + " target database does not have (migrate creates tables, not types)", type.create() + " in the target database"));
+            }
+        }
+
         boolean ours = state != MigrationState.NONE && state != MigrationState.ABORTED;
         for (Table t : tables) {
             String count = null;

@@ -187,6 +187,31 @@ class MigratePlanIT extends TwoServers {
         }
     }
 
+    /**
+     * Types of the user's that the tables use (an enum, a domain with a check, a composite type), which the schema step
+     * does not create: each is a problem with the statement that creates it as on the source (found by a user: the plan
+     * said ready, and run stopped on 'type "mood" does not exist' with exit 10). With those statements run, it is ready.
+     */
+    @Test
+    void typesTheTargetLacksAreRefusedWithTheStatementsThatMakeThem() throws Exception {
+        String db = fresh("CREATE TYPE mood AS ENUM ('sad', 'it''s ok', 'happy')", "CREATE DOMAIN pos AS int NOT NULL CHECK (VALUE > 0)",
+                "CREATE TYPE pair AS (a int, b text)",
+                "CREATE TABLE t (id int PRIMARY KEY, m mood, ms mood[], p pos, pr pair)");
+        Migration m = Migration.of(Servers.source(src, db), Servers.target(tgt, db));
+        Plan p = m.plan();
+        assertThat(p.problems()).hasSize(3).allMatch(x -> x.kind() == Kind.TARGET_SETUP);
+        assertThat(p.problems()).anyMatch(x -> x.fix().equals("CREATE TYPE public.mood AS ENUM ('sad', 'it''s ok', 'happy'); in the target database"))
+                .anyMatch(x -> x.fix().startsWith("CREATE DOMAIN public.pos AS integer NOT NULL CONSTRAINT pos_check CHECK ((VALUE > 0));"))
+                .anyMatch(x -> x.fix().startsWith("CREATE TYPE public.pair AS (a integer, b text);"));
+        assertThatThrownBy(() -> m.follow(Duration.ofSeconds(10)))
+                .satisfies(e -> assertThat(((MillraceException) e).kind().exitCode()).isEqualTo(11));
+        nothingWritten(db);
+        for (Plan.Problem x : p.problems()) {
+            tgt.execute(db, x.fix().substring(0, x.fix().indexOf(" in the target database")));
+        }
+        assertThat(m.plan().ok()).as(m.plan().render()).isTrue();
+    }
+
     @Test
     void aTableWithoutKeyNorReplicaIdentityIsRefused() throws Exception {
         String db = fresh("CREATE TABLE nokey (a int, b text)", "CREATE TABLE full_identity (a int)",
