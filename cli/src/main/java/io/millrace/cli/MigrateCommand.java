@@ -121,7 +121,11 @@ final class MigrateCommand implements Callable<Integer> {
         @Override
         public Integer call() throws Exception {
             Migration m = migration();
-            Millrace following = m.follow(Duration.ofSeconds(copyTimeoutS));
+            Millrace following;
+            try (Interrupted said = new Interrupted("migrate run: interrupted before following began (the schema or the copy). Started"
+                    + " again, it goes on from where it stopped; 'millrace migrate status " + config + "' shows each table's phase")) {
+                following = m.follow(Duration.ofSeconds(copyTimeoutS));
+            }
             out().println("migrate: copy done, following. Next: 'millrace migrate verify " + config + "', then 'millrace migrate cutover "
                     + config + "'. SIGTERM or Ctrl-C stops following.");
             out().flush();
@@ -142,6 +146,32 @@ final class MigrateCommand implements Callable<Integer> {
                 stopping.close();
             }
             return 0;
+        }
+    }
+
+    /**
+     * While open: when the JVM ends (Ctrl-C, SIGTERM) before {@link #close()}, {@code message} goes to standard error, so that
+     * a command interrupted in the middle leaves a word on the terminal and not only an exit status (found by a user: a
+     * cutover interrupted after the fence ended silently with the source fenced).
+     */
+    static final class Interrupted implements AutoCloseable {
+        private final Thread hook;
+
+        Interrupted(String message) {
+            hook = new Thread(() -> {
+                System.err.println(message);
+                System.err.flush();
+            }, "millrace-migrate-interrupted");
+            Runtime.getRuntime().addShutdownHook(hook);
+        }
+
+        @Override
+        public void close() {
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException shuttingDown) {
+                // the JVM is ending: the hook has run
+            }
         }
     }
 
@@ -243,8 +273,13 @@ final class MigrateCommand implements Callable<Integer> {
 
         @Override
         public Integer call() throws Exception {
-            CutoverReport r = migration().cutover(maxLagMb << 20, Duration.ofSeconds(timeoutS), verify ? Math.max(1, chunkRows) : 0,
-                    reverse);
+            CutoverReport r;
+            // A Ctrl-C or SIGTERM ends the JVM in the middle of the cutover, perhaps with the source fenced: it says so.
+            try (Interrupted said = new Interrupted("migrate cutover: interrupted. The source may be fenced: 'millrace migrate status "
+                    + config + "' says which step was recorded and whether it is; 'millrace migrate cutover " + config + "' finishes"
+                    + " the cutover, 'millrace migrate abort " + config + "' lifts the fence")) {
+                r = migration().cutover(maxLagMb << 20, Duration.ofSeconds(timeoutS), verify ? Math.max(1, chunkRows) : 0, reverse);
+            }
             return print(r.render().replace("CONFIG", config.toString()), 0);
         }
     }
