@@ -72,9 +72,20 @@ final class Endpoints {
             return c;
         } catch (SQLException e) {
             String state = e.getSQLState() == null ? "" : e.getSQLState();
+            // As millrace run says the same mistakes (found by a user: the same wrong database name gave exit 3 and no fix
+            // here, exit 2 and the fix there).
+            boolean source = what.startsWith("source");
+            String setting = source ? "source." : "the destination's ";
+            if (state.equals("3D000")) {
+                throw new MillraceException(Kind.CONFIG, "cannot connect to the " + what + ": " + e.getMessage() + ". "
+                        + (source ? "Check the database name (source.database)." : "Create the database there, or fix the"
+                        + " destination's database (or url)."), e);
+            }
             Kind kind = state.equals("28P01") || state.equals("28000") ? Kind.AUTHENTICATION
                     : state.equals("42501") ? Kind.PERMISSION : Kind.CONNECTION;
-            throw new MillraceException(kind, "cannot connect to the " + what + ": " + e.getMessage(), e);
+            String fix = kind == Kind.AUTHENTICATION ? " Check " + setting + "user and its password (" + setting + "password_env or"
+                    + " password_file), and that pg_hba.conf lets it in." : "";
+            throw new MillraceException(kind, "cannot connect to the " + what + ": " + e.getMessage() + fix, e);
         }
     }
 

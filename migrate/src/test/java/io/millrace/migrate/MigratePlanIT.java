@@ -212,6 +212,18 @@ class MigratePlanIT extends TwoServers {
         assertThat(m.plan().ok()).as(m.plan().render()).isTrue();
     }
 
+    /** A database name that does not exist on either server: exit 2 and the fix, as millrace run says it (found by a user: exit 3, no fix). */
+    @Test
+    void aDatabaseThatDoesNotExistIsAConfigurationErrorNamingTheFix() throws Exception {
+        String db = fresh("CREATE TABLE t (id int PRIMARY KEY)");
+        assertThatThrownBy(() -> Migration.of(Servers.source(src, "nosuchdb"), Servers.target(tgt, db)).plan())
+                .isInstanceOf(MillraceException.class).hasMessageContaining("Check the database name (source.database)")
+                .satisfies(e -> assertThat(((MillraceException) e).kind().exitCode()).isEqualTo(2));
+        assertThatThrownBy(() -> Migration.of(Servers.source(src, db), Servers.target(tgt, "nosuchdst")).plan())
+                .isInstanceOf(MillraceException.class).hasMessageContaining("Create the database there")
+                .satisfies(e -> assertThat(((MillraceException) e).kind().exitCode()).isEqualTo(2));
+    }
+
     @Test
     void aTableWithoutKeyNorReplicaIdentityIsRefused() throws Exception {
         String db = fresh("CREATE TABLE nokey (a int, b text)", "CREATE TABLE full_identity (a int)",
