@@ -308,19 +308,27 @@ final class TableJoiner {
      * would silently stop following them. Each is logged, no longer counted as captured, and joins again like a new table
      * (back into the publication when Millrace manages it; otherwise shown in not_captured with the ALTER PUBLICATION to
      * run), with a reconciling copy ({@link #rejoin}): the rows changed and deleted while it was out are set right. A
-     * dropped table is the watch's ({@link SourceWatch#tick}).
+     * dropped table is the watch's ({@link SourceWatch#tick}). INV: NO-SILENT-ERROR — the publication is the one place a
+     * table can stop reaching the stream without any error. INV: RESUME holds from the join message on (the reconciling
+     * copy is recorded with its batch); a crash before it makes the restart find the table unpublished and copy it as a table
+     * added at the start, which does not reconcile: rows deleted while it was out then stay (not tested). Returns the
+     * tables the publication publishes, read under the lock, for the rest of the poll.
      */
-    private synchronized void left(Connection c, SourceWatch watch) throws SQLException { // never while a reload takes tables out
+    private synchronized List<TableRef> left(Connection c, SourceWatch watch) throws SQLException { // never while a reload takes tables out
+        List<TableRef> published = Catalog.publicationTables(c, src.publication()); // read under the lock: see Reloader.remove
         Map<Integer, TableRef> captured = watch.captured();
         if (captured.isEmpty()) {
-            return;
+            return published;
         }
-        List<TableRef> published = Catalog.publicationTables(c, src.publication()); // read under the lock: see Reloader.remove
         Map<Integer, TableRef> now = Catalog.tablesByOid(c, captured.keySet());
         for (Map.Entry<Integer, TableRef> e : captured.entrySet()) {
             TableRef t = now.get(e.getKey());
-            if (t == null || published.contains(t) || t.equals(ctx.config.online().signalTable()) || isPartition(c, e.getKey())) {
-                continue; // dropped (the watch's); or attached to a root since, which publishes it (attached())
+            if (t == null || published.contains(t) || t.equals(ctx.config.online().signalTable())) {
+                continue; // dropped (the watch's)
+            }
+            Found f = lookUp(c, e.getKey());
+            if (f == null || f.partition()) {
+                continue; // attached to a root since, which publishes it (attached())
             }
             int oid = e.getKey();
             watch.release(oid);
@@ -334,15 +342,7 @@ final class TableJoiner {
                     src.publication(), src.createPublication() ? " (Millrace adds it back to the publication)" : " once the publication"
                             + " has it again: ALTER PUBLICATION " + Ident.quote(src.publication()) + " ADD TABLE " + t.sql() + ";");
         }
-    }
-
-    private static boolean isPartition(Connection c, int oid) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT relispartition FROM pg_class WHERE oid = ?::oid")) {
-            ps.setLong(1, Integer.toUnsignedLong(oid));
-            try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() && rs.getBoolean(1);
-            }
-        }
+        return published;
     }
 
     /** The leaf partitions of the partitioned table of {@code oid} now, by oid. */
@@ -553,8 +553,7 @@ final class TableJoiner {
         }
         partitionsChanged(c, watch, captured, now);
         TableSelection sel = ctx.selection;
-        List<TableRef> published = Catalog.publicationTables(c, src.publication());
-        left(c, watch); // before the look for tables to join: a table that left joins again below
+        List<TableRef> published = left(c, watch); // before the look for tables to join: a table that left joins again below
         for (Map.Entry<Integer, TableRef> e : Catalog.userTablesByOid(c).entrySet()) {
             int oid = e.getKey();
             TableRef t = e.getValue();

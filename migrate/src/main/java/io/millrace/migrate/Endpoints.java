@@ -44,7 +44,7 @@ final class Endpoints {
         }
         // The migration's own sessions write past the cutover's fence (its marker; abort lifting the fence).
         return open("source " + source.host() + ":" + source.port() + "/" + source.database(), sourceUrl(), p,
-                " -c default_transaction_read_only=off");
+                " -c default_transaction_read_only=off", true);
     }
 
     /** A target session; with {@code replica}, one whose triggers and foreign keys do not fire (as the sink's). */
@@ -57,10 +57,10 @@ final class Endpoints {
         int q = target.jdbcUrl().indexOf('?');
         // As on the source: the migration's own sessions write past a rollback's fence of the target (its marker, its steps).
         return open("target " + (q < 0 ? target.jdbcUrl() : target.jdbcUrl().substring(0, q)), target.jdbcUrl(), p,
-                " -c default_transaction_read_only=off" + (replica ? " -c session_replication_role=replica" : ""));
+                " -c default_transaction_read_only=off" + (replica ? " -c session_replication_role=replica" : ""), false);
     }
 
-    private static Connection open(String what, String url, Properties p, String extra) {
+    private static Connection open(String what, String url, Properties p, String extra, boolean source) {
         p.setProperty("options", SESSION_OPTIONS + extra);
         p.setProperty("ApplicationName", "millrace-migrate");
         p.setProperty("connectTimeout", "10");
@@ -71,20 +71,20 @@ final class Endpoints {
             }
             return c;
         } catch (SQLException e) {
-            String state = e.getSQLState() == null ? "" : e.getSQLState();
             // As millrace run says the same mistakes (found by a user: the same wrong database name gave exit 3 and no fix
-            // here, exit 2 and the fix there).
-            boolean source = what.startsWith("source");
-            String setting = source ? "source." : "the destination's ";
+            // here, exit 2 and the fix there): the source's errors through the engine's own translation.
+            if (source) {
+                throw io.millrace.source.PgErrors.translate("connecting to the " + what, e);
+            }
+            String state = e.getSQLState() == null ? "" : e.getSQLState();
             if (state.equals("3D000")) {
-                throw new MillraceException(Kind.CONFIG, "cannot connect to the " + what + ": " + e.getMessage() + ". "
-                        + (source ? "Check the database name (source.database)." : "Create the database there, or fix the"
-                        + " destination's database (or url)."), e);
+                throw new MillraceException(Kind.CONFIG, "cannot connect to the " + what + ": " + e.getMessage()
+                        + ". Create the database there, or fix the destination's database (or url).", e);
             }
             Kind kind = state.equals("28P01") || state.equals("28000") ? Kind.AUTHENTICATION
                     : state.equals("42501") ? Kind.PERMISSION : Kind.CONNECTION;
-            String fix = kind == Kind.AUTHENTICATION ? " Check " + setting + "user and its password (" + setting + "password_env or"
-                    + " password_file), and that pg_hba.conf lets it in." : "";
+            String fix = kind == Kind.AUTHENTICATION ? " Check the destination's user and its password (password_env or password_file),"
+                    + " and that pg_hba.conf lets it in." : "";
             throw new MillraceException(kind, "cannot connect to the " + what + ": " + e.getMessage() + fix, e);
         }
     }

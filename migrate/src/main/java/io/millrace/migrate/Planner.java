@@ -107,7 +107,7 @@ final class Planner {
             problems.add(new Problem(Kind.CONFIG, "no table to migrate on the " + srcName + " for source.tables "
                     + ends.source.tables(), "name the tables in source.tables (e.g. public.*)"));
         }
-        sourceSlotAndPublication(src, srcName, srcUser, tables, problems, ends);
+        sourceSlotAndPublication(src, srcName, srcUser, srcMajor, tables, problems, ends);
         for (Table t : tables) {
             if (!bool(src, "SELECT has_table_privilege(" + t.oid() + ", 'SELECT')")) {
                 problems.add(new Problem(Kind.PERMISSION, "source role " + srcUser + " cannot read " + t.ref(),
@@ -244,8 +244,8 @@ final class Planner {
      * these): a free replication slot when the migration's does not exist yet, and the privileges to create its
      * publication when that does not exist yet (the CREATE privilege on the database and ownership of the tables).
      */
-    private static void sourceSlotAndPublication(Connection src, String srcName, String srcUser, List<Table> tables, List<Problem> problems,
-                                                 Endpoints ends) throws SQLException {
+    private static void sourceSlotAndPublication(Connection src, String srcName, String srcUser, int srcMajor, List<Table> tables,
+                                                 List<Problem> problems, Endpoints ends) throws SQLException {
         String slot = ends.source.slot();
         if (!bool(src, "SELECT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = " + Ident.literal(slot) + ")")
                 && bool(src, "SELECT count(*) >= current_setting('max_replication_slots')::int FROM pg_replication_slots")) {
@@ -264,7 +264,7 @@ final class Planner {
         if (missing != null) {
             problems.add(new Problem(Kind.PERMISSION, "source role " + srcUser + " cannot create the migration's publication '" + pub
                     + "': that needs " + missing, "as a superuser or the tables' owner, run "
-                    + io.millrace.source.Publisher.createSql(pub, refs, Integer.parseInt(one(src, "SHOW server_version_num"))) + ";"));
+                    + io.millrace.source.Publisher.createSql(pub, refs, srcMajor * 10_000) + ";"));
         }
     }
 }
