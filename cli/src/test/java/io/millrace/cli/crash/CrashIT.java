@@ -90,7 +90,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * run's log is in {@code target/crash/engine-NN.log}.
  */
 class CrashIT {
-    static final int DEFAULT_KILLS = 20;
+    static final int DEFAULT_KILLS = 14;
     static final int MAX_SNAPSHOT_KILLS = 2;
     static final String SRC = "crash_src";
     static final String DST = "crash_dst";

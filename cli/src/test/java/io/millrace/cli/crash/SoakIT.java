@@ -45,8 +45,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * period, in {@code cli/target/soak/samples.tsv} and a summary line in {@code cli/target/soak/summary.txt}.
  */
 class SoakIT {
-    static final int CI_SECONDS = 55;
-    static final int CI_FAULT_EVERY_S = 9;
+    static final int CI_SECONDS = 45;
+    static final int CI_FAULT_EVERY_S = 7;
     private static final String SRC = "soak_src";
     private static final String DST = "soak_dst";
     private static final String SLOT = "soak";
