@@ -216,7 +216,9 @@ final class StartPlanner {
         if (slot.confirmed() != null && slot.confirmed().isAfter(resumeAt)) {
             return confirmedPast(slot, resumeAt);
         }
-        List<Checkpoint> next = f.mode() == SnapshotMode.NEVER ? cps : cps.stream().map(c -> withAdded(c, f)).toList();
+        Set<Integer> held = new HashSet<>();
+        cps.forEach(c -> held.addAll(c.tables().keySet()));
+        List<Checkpoint> next = f.mode() == SnapshotMode.NEVER ? cps : cps.stream().map(c -> withAdded(c, f, held)).toList();
         Checkpoint low = lowest(next);
         if (f.serverVersion() < ONLINE_VERSION && !low.online().isEmpty() && f.mode() != SnapshotMode.INITIAL_ONLY) {
             return new StartPlan.Refuse(Kind.SOURCE_SETUP, "online snapshots need PostgreSQL 14 or newer (logical messages in pgoutput);"
@@ -299,16 +301,20 @@ final class StartPlanner {
     /**
      * Tables added to a pipeline that streams are copied while it streams. INV: RESUME — the copy is recorded in every
      * destination before the table joins the publication: a crash in between must not leave a published table that
-     * nobody copies (the next start would find it published and copy nothing).
+     * nobody copies (the next start would find it published and copy nothing). A table a destination already holds (its
+     * oid in {@code held}, the destinations' {@link Checkpoint#tables()}) was captured before and taken out of the
+     * publication since, while Millrace was stopped or before the running pipeline saw it ({@code TableJoiner}): its copy
+     * reconciles, deleting the rows the source deleted meanwhile, which no change in the stream carries.
      */
-    private static Checkpoint withAdded(Checkpoint cp, Facts f) {
+    private static Checkpoint withAdded(Checkpoint cp, Facts f, Set<Integer> held) {
         if (!f.publicationExists()) {
             return cp;
         }
         List<OnlineTask> tasks = new ArrayList<>(cp.online());
         for (TableRef t : f.unpublished()) {
             if (tasks.stream().noneMatch(x -> x.table().equals(t.toString()))) {
-                tasks.add(OnlineTask.whole(f.relation(t)));
+                RelationInfo r = f.relation(t);
+                tasks.add(held.contains(r.oid()) ? OnlineTask.reconciling(r) : OnlineTask.whole(r));
             }
         }
         return cp.withOnline(tasks);

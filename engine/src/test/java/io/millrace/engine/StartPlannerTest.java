@@ -414,6 +414,12 @@ class StartPlannerTest {
                             assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online()).containsExactly(OnlineTask.whole(B)));
                             assertThat(r.publication()).isEqualTo(new StartPlan.Publication(null, List.of(B), false));
                         })),
+                row("restart with a table a destination holds taken out of the publication while stopped: copied reconciling"
+                                + " in every destination (NewTableIT)",
+                        with(b -> b.checkpoints(streaming("replica", 100).withTables(new java.util.TreeMap<>(java.util.Map.of(B.oid(),
+                                B.table()))), streaming("events", 100)).slot(slot(Lsn.of(100), null)).unpublished(B.table())),
+                        is(StartPlan.Resume.class, r -> assertThat(r.checkpoints())
+                                .allSatisfy(c -> assertThat(c.online()).containsExactly(OnlineTask.reconciling(B))))),
                 row("restart with a table added whose task is already recorded: not recorded twice (OnlineCrashIT)",
                         with(b -> b.checkpoints(streaming("replica", 100).withOnline(List.of(OnlineTask.whole(B))),
                                 streaming("events", 100).withOnline(List.of(OnlineTask.whole(B)))).slot(slot(Lsn.of(100), null))
