@@ -310,9 +310,9 @@ final class TableJoiner {
      * run), with a reconciling copy ({@link #rejoin}): the rows changed and deleted while it was out are set right. A
      * dropped table is the watch's ({@link SourceWatch#tick}). INV: NO-SILENT-ERROR — the publication is the one place a
      * table can stop reaching the stream without any error. INV: RESUME holds from the join message on (the reconciling
-     * copy is recorded with its batch); a crash before it makes the restart find the table unpublished and copy it as a table
-     * added at the start, which does not reconcile: rows deleted while it was out then stay (not tested). Returns the
-     * tables the publication publishes, read under the lock, for the rest of the poll.
+     * copy is recorded with its batch); a crash before it makes the restart find the table unpublished, and a table a
+     * destination holds is copied reconciling there too ({@code StartPlanner.withAdded}; NewTableIT). Returns the tables
+     * the publication publishes, read under the lock, for the rest of the poll.
      */
     private synchronized List<TableRef> left(Connection c, SourceWatch watch) throws SQLException { // never while a reload takes tables out
         List<TableRef> published = Catalog.publicationTables(c, src.publication()); // read under the lock: see Reloader.remove
