@@ -372,10 +372,13 @@ public final class Migration {
      * @param fenced   whether the source database has the fence's read-only default now
      * @param targetFenced whether the target database has it (from a rollback on: the target is then the one fenced)
      * @param lagBytes WAL between the source's position and the target's durable checkpoint; -1 before the first
+     * @param slot     the migration's replication slot on the source
+     * @param read     whether a process reads that slot now ({@code migrate run} or {@code follow}): without one the target
+     *                 falls behind and {@code lagBytes} grows
      * @param tables   each table's copy phase on the target
      */
     public record MigrationStatus(MigrationState state, List<String> steps, boolean fenced, boolean targetFenced, long lagBytes,
-                                  List<TableStatus> tables) {
+                                  String slot, boolean read, List<TableStatus> tables) {
         public MigrationStatus {
             steps = List.copyOf(steps);
             tables = List.copyOf(tables);
@@ -388,7 +391,8 @@ public final class Migration {
                     + (lagBytes >= 0 ? "; target " + lagBytes + " bytes behind" : "") + "\n");
             steps.forEach(s -> b.append("  ").append(s).append('\n'));
             tables.forEach(t -> b.append("  ").append(t.table()).append(": ").append(t.phase()).append(", ~").append(t.rowsEstimate())
-                    .append(" row(s) on the target").append(t.lagBytes() >= 0 ? ", following " + t.lagBytes() + " bytes behind" : "")
+                    .append(" row(s) on the target").append(t.lagBytes() < 0 ? "" : read ? ", following " + t.lagBytes() + " bytes behind"
+                    : ", " + t.lagBytes() + " bytes behind, not following")
                     .append(t.verifiedAt() == null ? ", not verified yet" : ", last verify pass "
                     + t.verifiedAt() + ": " + t.verifiedChunks() + " chunk(s), " + (t.differedChunks() == 0 ? "all equal"
                     : t.differedChunks() + " differing when read (re-checked: see that pass's report)")).append('\n'));
@@ -396,6 +400,9 @@ public final class Migration {
                 b.append("the source is fenced but the migration is not cutting over: 'millrace migrate abort' unfences it\n");
             } else if (state == MigrationState.FENCING || state == MigrationState.FENCED) {
                 b.append("a cutover was interrupted: 'millrace migrate cutover' finishes it, 'millrace migrate abort' unfences the source\n");
+            } else if (!read && (state == MigrationState.SCHEMA_CREATED || state == MigrationState.FOLLOWING)) {
+                b.append("no process follows the source now (slot '" + slot + "' is not read): 'millrace migrate run' goes on from"
+                        + " where it stopped\n");
             } else if (state == MigrationState.ROLLING_BACK) {
                 b.append("a rollback was interrupted" + (targetFenced ? "" : " before the target was fenced") + ": with 'millrace"
                         + " migrate reverse' running, 'millrace migrate rollback' finishes it\n");
@@ -431,8 +438,10 @@ public final class Migration {
                 steps.add(s.at() + " " + s.state() + (s.detail() == null ? "" : ": " + s.detail()));
             }
             long lag = new Cutover(ends, store).lag(src, tgt);
+            boolean read = Planner.bool(src, "SELECT active FROM pg_replication_slots WHERE slot_name = "
+                    + io.millrace.core.schema.Ident.literal(ends.source.slot()));
             return new MigrationStatus(store.current(tgt), steps, Fence.fenced(src), Fence.fenced(tgt), lag == Long.MAX_VALUE ? -1 : lag,
-                    tables(src, tgt, lag == Long.MAX_VALUE ? -1 : lag));
+                    ends.source.slot(), read, tables(src, tgt, lag == Long.MAX_VALUE ? -1 : lag));
         } catch (SQLException e) {
             throw Endpoints.failed("migrate status", e);
         }

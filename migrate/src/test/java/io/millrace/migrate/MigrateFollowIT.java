@@ -95,6 +95,16 @@ class MigrateFollowIT extends TwoServers {
             }
             assertThat(Servers.text(tgt, db, "SELECT total FROM shop.orders WHERE customer = 501")).isEqualTo("7.500");
         }
+        // Nothing follows once it stopped: status says so (a user read "following" with no process running) and how to go on
+        long deadline = System.nanoTime() + 20_000_000_000L;
+        while (m.status().read() && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+        }
+        Migration.MigrationStatus stopped = m.status();
+        assertThat(stopped.read()).as("the slot is read by no process").isFalse();
+        assertThat(stopped.render()).containsPattern("shop.orders: copied, ~\\d+ row\\(s\\) on the target, \\d+ bytes behind, not following")
+                .doesNotContainPattern("following \\d").contains("no process follows the source now (slot '" + stopped.slot() + "' is not read):"
+                        + " 'millrace migrate run' goes on from where it stopped");
     }
 
     /**
