@@ -24,7 +24,8 @@ public record CutoverReport(Duration writeUnavailable, String fenceLsn, long lag
                 + lagBytesAtFence + " bytes behind then, " + sessionsEnded + " source session(s) ended, " + sequences
                 + " sequence(s) set past the source" + (verified == null ? "" : "; verified with the source fenced: "
                 + verified.chunks() + " chunk(s)" + (verified.unchanged() > 0 ? " (" + verified.unchanged()
-                + " unchanged since the last pass)" : "") + ", " + verified.rows() + " row(s) equal in " + verified.took().toMillis() + " ms")
+                + " unchanged since the last pass)" : "") + ", " + verified.rows() + " row(s) equal in " + verified.took().toMillis() + " ms"
+                + (verified.skipped().isEmpty() ? "" : "; not compared: " + String.join(", ", verified.skipped())))
                 + ").\nThe source stays read-only (default_transaction_read_only = on)."
                 + " Switch the applications to the target now.\n"
                 + (reverseSlot == null ? "" : "The target keeps their writes for the way back in slot '" + reverseSlot
