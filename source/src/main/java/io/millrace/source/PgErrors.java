@@ -54,7 +54,7 @@ public final class PgErrors {
                     + " or set source.ssl.mode to prefer or disable", e);
         }
         if (state.startsWith("08") || causedBy(e, ConnectException.class) || causedBy(e, UnknownHostException.class)) {
-            return new MillraceException(Kind.CONNECTION, what + " failed: " + msg
+            return new MillraceException(Kind.CONNECTION, what + " failed: " + io.millrace.core.PgMessages.withoutDriverAdvice(msg)
                     + ". Check that the server is running and reachable at that host and port.", e);
         }
         if ((state.equals("40001") || state.equals("40P01")) && msg.contains("conflict with recovery")) {

@@ -112,6 +112,7 @@ class RunBadInputIT {
         assertThat(r.exitCode()).isEqualTo(3);
         assertThat(System.nanoTime() - t0).as("two retries of 5-20 ms, not the default minutes").isLessThan(20_000_000_000L);
         assertOneLineError(r, "127.0.0.1:" + port + "/src", "Check that the server is running");
+        assertThat(r.err()).as("one piece of advice, not the driver's too").doesNotContain("postmaster");
         assertNothingWritten("unreachable");
     }
 

@@ -448,7 +448,7 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
                     + ". Create the database there, or fix the destination's database (or url).", e);
         }
         return new MillraceException(Kind.CONNECTION, head + "cannot connect to PostgreSQL at " + where + " as user '"
-                + config.user() + "': " + msg + ". Check that the server is running and accepts TCP connections"
+                + config.user() + "': " + io.millrace.core.PgMessages.withoutDriverAdvice(msg) + ". Check that the server is running and accepts TCP connections"
                 + " there, and that the destination's host, port and database (or url) are right.", e);
     }
 
