@@ -129,7 +129,8 @@ final class Cutover {
                 if (!verified.equal()) {
                     throw new MillraceException(Kind.DIVERGED, "migrate cutover: with the source fenced, " + verified.divergent().size()
                             + " chunk(s) differ: " + verified.divergent() + ". The source stays fenced (state FENCED). Fix: 'millrace"
-                            + " migrate verify --repair', then 'millrace migrate cutover' again; or 'millrace migrate abort'");
+                            + " migrate verify --repair' (with the source fenced it copies a table without a key again whole), then"
+                            + " 'millrace migrate cutover' again; or 'millrace migrate abort'");
                 }
             }
             String reverseSlot = null;

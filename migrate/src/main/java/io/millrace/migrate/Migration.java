@@ -176,7 +176,9 @@ public final class Migration {
     /**
      * Compares every keyed table chunk by chunk (see the class comment of the verifier in this package): source snapshot,
      * target once caught up past it, differing chunks re-checked row by row; with {@code repair} a divergent chunk is
-     * copied again. Needs the target to be following.
+     * copied again. Needs the target to be following. A table without a key cannot be compared in chunks while rows are in
+     * flux: it is left out, except in state FENCED (a cutover stopped on a difference), where it is compared as a whole and
+     * with {@code repair} copied again whole.
      *
      * @param chunkRows rows per chunk
      */
@@ -186,7 +188,11 @@ public final class Migration {
         }
         Planner.Result p = planned();
         try {
-            return new Verifier(ends, chunkRows, 5, Duration.ofSeconds(30)).run(p.tables(), repair);
+            boolean fenced;
+            try (Connection tgt = ends.target(false)) {
+                fenced = store.current(tgt) == MigrationState.FENCED; // a cutover stopped on a difference: nothing in flux
+            }
+            return new Verifier(ends, chunkRows, 5, Duration.ofSeconds(30)).run(p.tables(), repair, fenced);
         } catch (SQLException e) {
             throw Endpoints.failed("migrate verify", e);
         }
@@ -206,8 +212,9 @@ public final class Migration {
     /**
      * As {@link #cutover(long, Duration)}; with {@code verifyChunkRows} above 0, once the fence marker is on the target
      * and before the sequences are set, every keyed table is compared in chunks of that many rows — exactly, since the
-     * source is fenced — and a difference stops the cutover in state FENCED (kind DIVERGED, exit 12). The comparison's
-     * time is part of the write-unavailable window.
+     * source is fenced — and every table without a key as a whole (its row count and the hash of its rows as a multiset:
+     * a full read of it on both sides); a difference stops the cutover in state FENCED (kind DIVERGED, exit 12). The
+     * comparison's time is part of the write-unavailable window.
      */
     public CutoverReport cutover(long maxLagBytes, Duration timeout, int verifyChunkRows) throws InterruptedException {
         return cutover(maxLagBytes, timeout, verifyChunkRows, false);

@@ -99,6 +99,15 @@ final class Verifier {
      * {@code repair}, divergent chunks are copied again.
      */
     VerifyReport run(List<Table> tables, boolean repair) throws SQLException, InterruptedException {
+        return run(tables, repair, false);
+    }
+
+    /**
+     * As {@link #run(List, boolean)}; {@code fenced}: the source is fenced and the target holds every change before the
+     * fence (state FENCED, a cutover stopped on a difference), so nothing is in flux: a table without a key is compared as
+     * a whole, and with {@code repair} copied again whole when it differs.
+     */
+    VerifyReport run(List<Table> tables, boolean repair, boolean fenced) throws SQLException, InterruptedException {
         long started = System.nanoTime();
         Tally tally = new Tally();
         List<Divergence> divergent;
@@ -111,8 +120,13 @@ final class Verifier {
                 }
             }
             for (Table t : tables) {
+                if (!t.hasKey() && fenced) {
+                    whole(src, tgt, t, tally);
+                    continue;
+                }
                 if (!t.hasKey()) {
-                    tally.skipped.add(t.ref() + " (no primary key)");
+                    tally.skipped.add(t.ref() + " (no primary key: compared as a whole by 'millrace migrate cutover --verify', with"
+                            + " the source fenced)");
                     continue;
                 }
                 if (!repair && drift.stream().anyMatch(d -> d.table().equals(t.ref()))) {
@@ -128,6 +142,11 @@ final class Verifier {
                 try (Connection rt = ends.target(true)) {
                     for (Divergence d : divergent) {
                         Table t = tables.stream().filter(x -> x.ref().toString().equals(d.table())).findFirst().orElseThrow();
+                        if (!t.hasKey()) {
+                            copyWhole(src, rt, t); // fenced: the source's rows are final, and the target holds no change to come
+                            repaired.add(new Divergence(d.table(), null, null, d.keys(), d.sample(), true));
+                            continue;
+                        }
                         copyChunk(src, rt, t, new Chunk(d.from(), d.to()));
                         repaired.add(new Divergence(d.table(), d.from(), d.to(), d.keys(), d.sample(), true));
                     }
@@ -175,7 +194,7 @@ final class Verifier {
         try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
             for (Table t : tables) {
                 if (!t.hasKey()) {
-                    tally.skipped.add(t.ref() + " (no primary key)");
+                    whole(src, tgt, t, tally); // nothing in flux: a table without a key is compared as a whole
                     continue;
                 }
                 PassStore.Pass rec = passes.load(tgt, t.ref().toString());
@@ -387,6 +406,29 @@ final class Verifier {
         }
     }
 
+    /**
+     * Compares a table without a key as a whole — its row count and the md5 of its rows' md5s in their own order, so a
+     * multiset — when nothing is in flux (the source fenced, the target past the fence marker). A difference is one
+     * {@link Divergence#whole} naming both counts.
+     */
+    private static void whole(Connection src, Connection tgt, Table t, Tally tally) throws SQLException {
+        String sql = "SELECT count(*), md5(string_agg(h, '' ORDER BY h)) FROM (SELECT md5(r::text) AS h FROM " + t.ref().sql() + " r) x";
+        String[] a = row(src, sql);
+        String[] b = row(tgt, sql);
+        tally.chunks++;
+        tally.rows += Long.parseLong(a[0]);
+        if (!java.util.Arrays.equals(a, b)) {
+            tally.divergent.add(Divergence.whole(t.ref().toString(), Long.parseLong(a[0]), Long.parseLong(b[0]), false));
+        }
+    }
+
+    private static String[] row(Connection c, String sql) throws SQLException {
+        try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sql)) {
+            rs.next();
+            return new String[] {rs.getString(1), rs.getString(2)};
+        }
+    }
+
     /** {@code [row count, md5 of the rows' md5s in key order]} of a chunk. */
     private static String[] hash(Connection c, Table t, Chunk ch) throws SQLException {
         String sql = "SELECT count(*), md5(string_agg(md5(r::text), '' ORDER BY " + keyOf(t, "r") + ")) FROM " + t.ref().sql()
@@ -430,7 +472,8 @@ final class Verifier {
     }
 
     /** Copies a chunk from the source (as committed now) into the target, under a lock against the sink's writes. */
-    private static void copyChunk(Connection src, Connection tgt, Table t, Chunk ch) throws SQLException {
+    /** An INSERT of one row of {@code t} given as its row text ({@code r::text} on the source), generated columns left out. */
+    private static String insertRowText(Table t) {
         List<String> cols = new ArrayList<>();
         for (Column c : t.columns()) {
             if (c.generated().isEmpty()) {
@@ -441,8 +484,54 @@ final class Verifier {
         for (String c : cols) {
             fields.append(fields.length() == 0 ? "" : ", ").append("(x.v).").append(Ident.quote(c));
         }
-        String insert = "INSERT INTO " + t.ref().sql() + " (" + SourceCatalog.quoteAll(cols) + ") OVERRIDING SYSTEM VALUE SELECT "
+        return "INSERT INTO " + t.ref().sql() + " (" + SourceCatalog.quoteAll(cols) + ") OVERRIDING SYSTEM VALUE SELECT "
                 + fields + " FROM (SELECT CAST(? AS " + t.ref().sql() + ") AS v) x";
+    }
+
+    /**
+     * Replaces every row of {@code t} (a table without a key) on the target by the source's, in one target transaction,
+     * reading the source through a cursor in batches (INV: BOUNDED: one batch of rows in memory). Only with the source
+     * fenced and the target past the fence marker: no change of the table is in the stream still to be applied.
+     */
+    private static void copyWhole(Connection src, Connection tgt, Table t) throws SQLException {
+        String insert = insertRowText(t);
+        boolean srcAuto = src.getAutoCommit();
+        tgt.setAutoCommit(false);
+        src.setAutoCommit(false); // a cursor: pgjdbc fetches fetchSize rows at a time only inside a transaction
+        try (Statement s = tgt.createStatement()) {
+            s.execute("LOCK TABLE " + t.ref().sql() + " IN SHARE ROW EXCLUSIVE MODE");
+            int deleted = s.executeUpdate("DELETE FROM " + t.ref().sql());
+            long copied = 0;
+            try (Statement read = src.createStatement(); PreparedStatement ps = tgt.prepareStatement(insert)) {
+                read.setFetchSize(WHOLE_BATCH);
+                try (ResultSet rs = read.executeQuery("SELECT r::text FROM " + t.ref().sql() + " r")) {
+                    while (rs.next()) {
+                        ps.setString(1, rs.getString(1));
+                        ps.addBatch();
+                        if (++copied % WHOLE_BATCH == 0) {
+                            ps.executeBatch();
+                        }
+                    }
+                }
+                ps.executeBatch();
+            }
+            tgt.commit();
+            LOG.info("verify --repair {} (no key, the source fenced): copied again whole ({} row(s) replaced by {})", t.ref(), deleted,
+                    copied);
+        } catch (SQLException e) {
+            tgt.rollback();
+            throw e;
+        } finally {
+            tgt.setAutoCommit(true);
+            src.rollback();
+            src.setAutoCommit(srcAuto);
+        }
+    }
+
+    private static final int WHOLE_BATCH = 1000;
+
+    private static void copyChunk(Connection src, Connection tgt, Table t, Chunk ch) throws SQLException {
+        String insert = insertRowText(t);
         tgt.setAutoCommit(false);
         try (Statement s = tgt.createStatement()) {
             s.execute("LOCK TABLE " + t.ref().sql() + " IN SHARE ROW EXCLUSIVE MODE"); // the sink waits: nothing applied in between

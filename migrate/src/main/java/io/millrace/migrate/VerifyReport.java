@@ -34,8 +34,9 @@ public record VerifyReport(long chunks, long rows, long rechecked, List<Divergen
      * @param table    {@code schema.table}
      * @param from     the key (its columns' text) the chunk starts after; null: open below
      * @param to       the last key of the chunk; null: open above
-     * @param keys     how many keys differ (a row missing on either side, or with other values)
-     * @param sample   up to 10 of them, key columns joined by commas
+     * @param keys     how many keys differ (a row missing on either side, or with other values); -1 for a table without a
+     *                 key compared as a whole ({@link #whole})
+     * @param sample   up to 10 of them, key columns joined by commas; for a table compared whole, its row counts
      * @param repaired whether {@code --repair} copied the chunk again
      */
     public record Divergence(String table, List<String> from, List<String> to, int keys, List<String> sample, boolean repaired) {
@@ -45,9 +46,18 @@ public record VerifyReport(long chunks, long rows, long rechecked, List<Divergen
             sample = List.copyOf(sample);
         }
 
+        /** A table without a key, compared as a whole (the source fenced), whose rows differ: {@code sourceRows}, {@code targetRows}. */
+        static Divergence whole(String table, long sourceRows, long targetRows, boolean repaired) {
+            return new Divergence(table, null, null, -1, List.of("source " + sourceRows + " row(s), target " + targetRows), repaired);
+        }
+
         /** {@code public.orders key (100) .. (200]: 1 key(s) differ, e.g. 150} */
         @Override
         public String toString() {
+            if (keys < 0) {
+                return table + " (no key, compared whole): its rows differ, " + String.join("; ", sample)
+                        + (repaired ? " (repaired: copied again whole)" : "");
+            }
             return table + " key range " + (from == null ? "(-inf" : "(" + String.join(", ", from)) + " .. "
                     + (to == null ? "+inf)" : String.join(", ", to) + "]") + ": " + keys + " key(s) differ, e.g. "
                     + String.join("; ", sample) + (repaired ? " (repaired: copied again)" : "");
