@@ -143,6 +143,25 @@ public record SchemaChange(String command, int oid, TableRef table, TableRef old
     }
 
     /** The column of attribute number {@code attnum} after the change, or null. */
+    /**
+     * Old name → new name of each live column this change renamed (its attribute number kept, its name another), in
+     * attribute order; empty when the names before are not known ({@link #before} null) or for a drop. What a destination
+     * that meets the table for the first time since a restart (no shape before it to compare with) renames.
+     */
+    public Map<String, String> renamedColumns() {
+        if (before == null || dropped) {
+            return Map.of();
+        }
+        Map<String, String> out = new LinkedHashMap<>();
+        for (Column c : columns) {
+            String was = before.get(c.attnum());
+            if (was != null && !was.equals(c.name())) {
+                out.put(was, c.name());
+            }
+        }
+        return out;
+    }
+
     public Column column(int attnum) {
         for (Column c : columns) {
             if (c.attnum() == attnum) {

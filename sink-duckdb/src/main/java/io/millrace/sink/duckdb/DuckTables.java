@@ -173,6 +173,9 @@ final class DuckTables {
      */
     private void load(TableRef target, RelationInfo rel, boolean held) throws SQLException {
         Map<String, String> existing = readTypes(target);
+        if (held && rel.ddl() != null && rel.ddl().exact()) {
+            renameAtFirstSight(target, rel, existing);
+        }
         Set<String> cols = new LinkedHashSet<>(existing.keySet());
         if (cols.isEmpty()) {
             execute("CREATE SCHEMA IF NOT EXISTS " + Ident.quote(target.schema()));
@@ -232,6 +235,27 @@ final class DuckTables {
         if (!extra.isEmpty()) {
             LOG.warn("destination '{}': table {} has columns the source {} lacks, left as they are: {}", destination, target,
                     rel.table(), extra);
+        }
+    }
+
+    /**
+     * The first sight after a restart of a table held here, in a shape the event trigger says renamed columns to: the
+     * columns under their old names are renamed now, their values kept (without it the new name was added and the old
+     * column dropped with its values below; found by a user). Not a key column: a changed key is rebuilt below.
+     * {@code existing} (name → type) follows.
+     */
+    private void renameAtFirstSight(TableRef target, RelationInfo rel, Map<String, String> existing) throws SQLException {
+        List<String> key = primaryKey(target);
+        for (Map.Entry<String, String> r : rel.ddl().renamedColumns().entrySet()) {
+            if (existing.containsKey(r.getKey()) && !existing.containsKey(r.getValue()) && !key.contains(r.getKey())) {
+                execute("ALTER TABLE " + names.of(target) + " RENAME COLUMN " + Ident.quote(r.getKey()) + " TO " + Ident.quote(r.getValue()));
+                Map<String, String> next = new java.util.LinkedHashMap<>();
+                existing.forEach((name, type) -> next.put(name.equals(r.getKey()) ? r.getValue() : name, type));
+                existing.clear();
+                existing.putAll(next); // in column order still
+                LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source, told by the event trigger)", destination,
+                        target, r.getKey(), r.getValue());
+            }
         }
     }
 

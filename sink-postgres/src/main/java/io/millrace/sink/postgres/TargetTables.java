@@ -198,6 +198,9 @@ final class TargetTables {
             return new Table(target, rel.table(), rel, columns, keyed ? keyNames(rel) : null);
         }
         Set<String> columns = readColumns(oid);
+        if (held) {
+            renameAtFirstSight(target, rel, columns);
+        }
         for (ColumnInfo c : rel.columns()) {
             if (!columns.contains(c.name())) {
                 addColumn(target, c);
@@ -235,6 +238,27 @@ final class TargetTables {
             }
         }
         return t;
+    }
+
+    /**
+     * The first sight after a restart of a table this destination holds, in a shape the event trigger says renamed columns
+     * to ({@link SchemaChange#renamedColumns}): there is no shape before it here to follow, so the columns this destination
+     * has under their old names are renamed now, their values kept. Without it the new name was added and the old column
+     * dropped with its values below (found by a user: a RENAME COLUMN as a table's first change after a restart).
+     */
+    private void renameAtFirstSight(TableRef target, RelationInfo rel, Set<String> columns) throws SQLException {
+        if (rel.ddl() == null || !rel.ddl().exact()) {
+            return;
+        }
+        for (Map.Entry<String, String> r : rel.ddl().renamedColumns().entrySet()) {
+            if (columns.contains(r.getKey()) && !columns.contains(r.getValue())) {
+                execute("ALTER TABLE " + target.sql() + " RENAME COLUMN " + Ident.quote(r.getKey()) + " TO " + Ident.quote(r.getValue()));
+                columns.remove(r.getKey());
+                columns.add(r.getValue());
+                LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source, told by the event trigger)", destination,
+                        target, r.getKey(), r.getValue());
+            }
+        }
     }
 
     /**
