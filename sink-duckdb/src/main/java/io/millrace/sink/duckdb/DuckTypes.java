@@ -59,14 +59,25 @@ final class DuckTypes {
         return "DECIMAL(" + precision + "," + scale + ")";
     }
 
-    /** SQL turning {@code expr} (a VARCHAR holding PostgreSQL text) into a value of {@code type}. */
+    /**
+     * SQL turning {@code expr} (a VARCHAR holding PostgreSQL text) into a value of {@code type}. A numeric(p,s) column
+     * may hold NaN (PostgreSQL allows it under a precision, not infinities), which DuckDB's DECIMAL has no value for: it is
+     * stored as NULL, and {@link #append} logs it once per run. Before, the cast failed, the batch with it, and every
+     * restart at the same change: the pipeline stopped for good (found by a user).
+     */
     static String fromText(String type, String expr) {
+        if (type.startsWith("DECIMAL")) {
+            return "CAST(NULLIF(" + expr + ", 'NaN') AS " + type + ")";
+        }
         return switch (type) {
             case "VARCHAR" -> expr;
             case "BLOB" -> "from_hex(substr(" + expr + ", 3))"; // bytea text is hex: \x0a1b
             default -> "CAST(" + expr + " AS " + type + ")";
         };
     }
+
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(DuckTypes.class);
+    private static final java.util.concurrent.atomic.AtomicBoolean NAN_TOLD = new java.util.concurrent.atomic.AtomicBoolean();
 
     /**
      * How a value of a column of DuckDB type {@code type} is staged: typed types travel through the
@@ -108,7 +119,13 @@ final class DuckTypes {
             case 'f' -> app.append(((Number) v).floatValue());
             case 'd' -> app.append(((Number) v).doubleValue());
             case 'u' -> app.append((java.util.UUID) v);
-            default -> app.append(codec.toPgText(v));
+            default -> {
+                if (v == io.millrace.core.types.PgNumericSpecial.NAN && NAN_TOLD.compareAndSet(false, true)) {
+                    LOG.warn("a numeric NaN is stored as NULL in DuckDB where its column is a DECIMAL (numeric with a precision"
+                            + " in the source): DuckDB's DECIMAL has no NaN (told once)");
+                }
+                app.append(codec.toPgText(v));
+            }
         }
     }
 }
