@@ -19,6 +19,17 @@ import java.util.Optional;
  * {@link SinkLifecycle} ({@code NEW → OPEN → CLOSED}, an illegal move throws).
  */
 abstract class ConsumerSink implements Sink {
+    /**
+     * Set on the engine's writer thread while a consumer's {@code accept} runs: {@link Millrace#close} and {@link
+     * Millrace#await} called from there would wait for the very thread that calls them.
+     */
+    private static final ThreadLocal<Boolean> IN_CALLBACK = new ThreadLocal<>();
+
+    /** Whether the calling thread is inside a consumer's {@code accept}. */
+    static boolean inCallback() {
+        return IN_CALLBACK.get() != null;
+    }
+
     private final String name;
     private final EnvelopeWriter envelope;
     final SinkLifecycle lifecycle;
@@ -78,10 +89,13 @@ abstract class ConsumerSink implements Sink {
         public void write(List<ChangeEvent> events, Checkpoint checkpoint) {
             lifecycle.requireOpen();
             if (!events.isEmpty()) {
+                IN_CALLBACK.set(Boolean.TRUE);
                 try {
                     consumer.accept(changes(events));
                 } catch (Exception e) {
                     throw failed("accept", e);
+                } finally {
+                    IN_CALLBACK.remove();
                 }
             }
             file.write(checkpoint); // INV: DURABLE: only after the consumer has the batch
@@ -126,10 +140,13 @@ abstract class ConsumerSink implements Sink {
         @Override
         public void write(List<ChangeEvent> events, Checkpoint checkpoint) {
             lifecycle.requireOpen();
+            IN_CALLBACK.set(Boolean.TRUE);
             try {
                 consumer.accept(changes(events), checkpoint); // INV: RESUME: the checkpoint in the same transaction as the data
             } catch (Exception e) {
                 throw failed("accept", e);
+            } finally {
+                IN_CALLBACK.remove();
             }
         }
 

@@ -45,7 +45,9 @@ import java.util.function.Function;
  * transient failure (a lost connection) restarts it after a backoff ({@link OperationsSettings}), from the
  * destinations' durable checkpoints. {@link #await()} waits for the end and throws the error that ended it.
  *
- * <p>Threads: every method may be called from any thread.
+ * <p>Threads: every method may be called from any thread. From a consumer's {@code accept} (the engine's writer thread),
+ * {@link #stop()} and {@link #close()} ask the pipeline to stop and return at once (it ends once {@code accept}
+ * returns), and {@link #await()} refuses: it would wait for the thread that calls it.
  */
 public final class Millrace implements AutoCloseable {
     private enum Phase { CREATED, RUNNING, ENDED }
@@ -114,6 +116,7 @@ public final class Millrace implements AutoCloseable {
      * @throws MillraceException the error that ended it, if any: its {@link MillraceException#kind()} says what failed
      */
     public void await() throws InterruptedException {
+        refuseInCallback("await()");
         ended.await();
         rethrow();
     }
@@ -125,6 +128,7 @@ public final class Millrace implements AutoCloseable {
      * @throws MillraceException the error that ended it, if any
      */
     public boolean await(Duration timeout) throws InterruptedException {
+        refuseInCallback("await(timeout)");
         if (!ended.await(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
             return false;
         }
@@ -151,16 +155,29 @@ public final class Millrace implements AutoCloseable {
     /**
      * Stops the pipeline and waits for it to end (see {@link #stop()}); throws the error that ended it, if any, unless
      * {@link #await} threw it already (in try-with-resources, the same exception thrown again by {@code close} would be
-     * added to itself as suppressed, which Java refuses with an IllegalArgumentException that hides it).
+     * added to itself as suppressed, which Java refuses with an IllegalArgumentException that hides it). Called from a
+     * consumer's {@code accept}, it asks the pipeline to stop and returns without waiting (see the class comment).
      */
     @Override
     public void close() throws InterruptedException {
         stop();
+        if (ConsumerSink.inCallback()) {
+            return; // from a consumer's accept, on the writer thread: the pipeline stops once accept returns (found by a user: it hung)
+        }
         if (phase.get() != Phase.CREATED) {
             ended.await();
             if (!reported) {
                 rethrow();
             }
+        }
+    }
+
+    /** From a consumer's {@code accept} (the engine's writer thread), waiting for the end would wait for itself. */
+    private static void refuseInCallback(String call) {
+        if (ConsumerSink.inCallback()) {
+            throw new IllegalStateException(call + " called from a consumer's accept, on the thread that must return for the"
+                    + " pipeline to end, would wait for ever; call stop() or close() there (they return at once), and await() from"
+                    + " another thread");
         }
     }
 

@@ -84,6 +84,36 @@ class MillraceIT {
     private record Seen(Position position, Op op, Integer id, String json) {
     }
 
+    /**
+     * A consumer that ends the pipeline from its own callback (an embedder's "stop after N changes"): close() there asks
+     * the engine to stop and returns, and the pipeline ends once the callback returned; await() there refuses, naming
+     * why. Before, close() in the callback waited for the writer thread it ran on: the pipeline hung for good, and a
+     * shutdown hook calling close() too (found by a user).
+     */
+    @Test
+    void closeCalledFromTheConsumersCallbackEndsThePipelineInsteadOfHanging(@TempDir Path dir) throws Exception {
+        pg.createDatabase("selfclose");
+        exec("selfclose", "CREATE TABLE public.orders (id int PRIMARY KEY, qty int NOT NULL, note text)",
+                "INSERT INTO public.orders SELECT g, g, 'before' FROM generate_series(1, 20) g");
+        java.util.concurrent.atomic.AtomicReference<Millrace> self = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicReference<Throwable> awaited = new java.util.concurrent.atomic.AtomicReference<>();
+        AtomicBoolean closedInCallback = new AtomicBoolean();
+        ChangeConsumer closing = batch -> {
+            awaited.compareAndSet(null, catchThrowableOfType(IllegalStateException.class, () -> self.get().await()));
+            self.get().close();
+            closedInCallback.set(true);
+        };
+        Millrace m = Millrace.builder().name("shop").source(source("selfclose"))
+                .changeConsumer("events", dir.resolve("checkpoint.json"), closing).build();
+        self.set(m);
+        m.start();
+        assertThat(m.await(WAIT)).as("the pipeline ended after close() in the callback").isTrue();
+        assertThat(closedInCallback).isTrue();
+        assertThat(awaited.get()).hasMessageContaining("await() called from a consumer's accept");
+        assertThat(m.status().state()).isEqualTo("stopped");
+        m.close();
+    }
+
     @Test
     void aChangeConsumerGetsEveryChangeOnceAcrossACleanRestart(@TempDir Path dir) throws Exception {
         pg.createDatabase("consumer");
