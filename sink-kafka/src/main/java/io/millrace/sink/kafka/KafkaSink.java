@@ -166,6 +166,7 @@ public final class KafkaSink implements Sink {
             } catch (ExecutionException | TimeoutException e) {
                 throw unreachable("listing the topics", e);
             }
+            brokersForReplication();
             createTopics(List.of(config.checkpointTopic()), true);
             producer = new KafkaProducer<>(producerProps());
             try {
@@ -430,6 +431,30 @@ public final class KafkaSink implements Sink {
         }
     }
 
+    /**
+     * A {@code replication_factor} larger than the cluster's brokers is refused at the start: Kafka creates no topic with
+     * it, and the first one needed would otherwise be a table's, in the middle of the stream (found by a user: exit 10 at
+     * a new table's first change, with a hint about permissions).
+     */
+    private void brokersForReplication() throws InterruptedException {
+        if (config.replication() <= 0) {
+            return;
+        }
+        int brokers;
+        try {
+            brokers = admin.describeCluster(new org.apache.kafka.clients.admin.DescribeClusterOptions().timeoutMs((int) timeoutMs))
+                    .nodes().get(timeoutMs + 5_000, TimeUnit.MILLISECONDS).size();
+        } catch (ExecutionException | TimeoutException e) {
+            throw unreachable("describing the cluster", e);
+        }
+        if (brokers < config.replication()) {
+            throw new MillraceException(Kind.CONFIG, "destination '" + config.name() + "': replication_factor " + config.replication()
+                    + " is more than the " + brokers + " broker(s) of the Kafka cluster at " + config.bootstrapServers() + ": Kafka"
+                    + " would create no topic for a table. Fix: set replication_factor to at most " + brokers + ", or to -1 for the"
+                    + " brokers' default.replication.factor");
+        }
+    }
+
     private void createTopics(List<String> names, boolean compacted) throws InterruptedException {
         List<NewTopic> create = new ArrayList<>();
         for (String n : names) {
@@ -453,6 +478,12 @@ public final class KafkaSink implements Sink {
                 LOG.info("destination '{}': created topic {} ({} partition(s){})", config.name(), t.name(), t.numPartitions(),
                         compacted ? ", compacted" : "");
             } catch (ExecutionException e) {
+                if (e.getCause() instanceof org.apache.kafka.common.errors.InvalidReplicationFactorException) {
+                    throw new MillraceException(Kind.CONFIG, "destination '" + config.name() + "': cannot create topic " + t.name()
+                            + " on " + config.bootstrapServers() + ": " + e.getCause().getMessage() + ". Fix: lower replication_factor"
+                            + " (now " + config.replication() + ") to the number of brokers that are up, or -1 for the brokers' default",
+                            e.getCause());
+                }
                 if (!(e.getCause() instanceof TopicExistsException)) {
                     throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': cannot create topic " + t.name()
                             + " on " + config.bootstrapServers() + ": " + e.getCause().getMessage()

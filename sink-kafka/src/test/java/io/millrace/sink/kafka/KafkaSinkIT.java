@@ -122,6 +122,23 @@ class KafkaSinkIT {
         assertTrue(kafka.topics().contains("p2.checkpoints"));
     }
 
+    /**
+     * replication_factor 3 on a cluster of one broker: refused when the sink opens, naming the setting and the broker
+     * count (before, the start ran and the first table topic failed in the middle of the stream, with a hint about
+     * permissions).
+     */
+    @Test
+    void aReplicationFactorAboveTheBrokerCountIsRefusedAtOpen() {
+        KafkaSinkConfig c = config("p6");
+        KafkaSinkConfig three = new KafkaSinkConfig(c.name(), c.bootstrapServers(), c.topicFormat(), c.topicPrefix(), c.tombstones(),
+                c.truncates(), c.partitions(), (short) 3, c.checkpointTopic(), c.transactionalId(), c.producer(), c.meta());
+        try (KafkaSink sink = new KafkaSink(three)) {
+            MillraceException e = assertThrows(MillraceException.class, sink::open);
+            assertEquals(MillraceException.Kind.CONFIG, e.kind());
+            assertTrue(e.getMessage().contains("replication_factor 3 is more than the 1 broker(s)"), e.getMessage());
+        }
+    }
+
     @Test
     void aSecondSinkWithTheSameIdentityFencesTheFirst() throws Exception {
         try (KafkaSink first = new KafkaSink(config("p3"))) {
