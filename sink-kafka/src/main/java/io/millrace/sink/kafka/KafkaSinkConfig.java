@@ -60,6 +60,13 @@ public record KafkaSinkConfig(String name, String bootstrapServers, String topic
             throw new MillraceException(MillraceException.Kind.CONFIG, "destination '" + name + "': 'topic' must contain {table}"
                     + " (one topic per table), e.g. " + DEFAULT_TOPIC_FORMAT + "; got '" + topicFormat + "'");
         }
+        if (topicPrefix != null && !Topics.valid(topicPrefix)) {
+            // refused as Debezium refuses its topic.prefix: the topics would be named after another prefix than the one given
+            // (found by a user: 'shop/x' became shop_x.public.* without a word)
+            throw new MillraceException(MillraceException.Kind.CONFIG, "destination '" + name + "': 'topic_prefix' '" + topicPrefix
+                    + "' is not valid in a topic name (letters, digits, '.', '_', '-'; at most 249), e.g. topic_prefix: "
+                    + topicPrefix.replaceAll("[^A-Za-z0-9._-]", "_"));
+        }
         if (topicPrefix == null) {
             topicPrefix = meta.name();
         }

@@ -201,6 +201,12 @@ class KafkaSinkIT {
         assertEquals(MillraceException.Kind.CONFIG, e.kind());
         assertTrue(e.getMessage().contains("'acks'"), e.getMessage());
         assertFalse(Topics.valid("a b"));
+        KafkaSinkConfig c = config("p5");
+        MillraceException prefix = assertThrows(MillraceException.class, () -> new KafkaSinkConfig(c.name(), c.bootstrapServers(),
+                c.topicFormat(), "shop/x", true, true, 1, (short) 1, null, null, Map.of(), c.meta()));
+        assertEquals(MillraceException.Kind.CONFIG, prefix.kind());
+        assertTrue(prefix.getMessage().contains("'topic_prefix' 'shop/x' is not valid in a topic name") && prefix.getMessage()
+                .contains("topic_prefix: shop_x"), prefix.getMessage());
         assertEquals("p.my_schema.t_1", Topics.name(KafkaSinkConfig.DEFAULT_TOPIC_FORMAT, "p", new io.millrace.core.schema.TableRef("my schema", "t$1")));
     }
 }
