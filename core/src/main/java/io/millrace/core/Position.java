@@ -4,7 +4,8 @@ package io.millrace.core;
  * Where a change stands in the stream: the commit LSN of its transaction and its ordinal (1-based)
  * inside that transaction. Positions are totally ordered because pgoutput delivers transactions in
  * commit order with strictly increasing commit LSNs (INV: ORDER). A consumer of an at-least-once
- * sink drops an event whose position is not after the last one it processed (INV: RESUME).
+ * sink drops a streamed event whose position is not after the last one it processed (INV: RESUME); the rows of an
+ * initial snapshot all carry {@link #START} and are kept whatever their position.
  */
 public record Position(Lsn commitLsn, long ordinal) implements Comparable<Position> {
     /** Before every streamed change. Snapshot rows carry this position. */

@@ -16,8 +16,12 @@ import java.time.Instant;
  * {@link TransactionalConsumer} receives it: what happened, the row images with typed values, where it stands in the
  * source's history, and the Debezium-compatible JSON on demand.
  *
- * <p>{@link #position()} identifies a change across restarts: changes arrive in increasing position, and a change
- * delivered again after a restart (at-least-once) has the position it had the first time. Immutable; {@link #json()}
+ * <p>{@link #position()} identifies a streamed change across restarts: streamed changes arrive in increasing position,
+ * and one delivered again after a restart (at-least-once) has the position it had the first time. The rows of the initial
+ * snapshot come first and all carry {@code Position.START} ({@code 0/0#0}): a consumer that drops what is not after the
+ * last position it kept must keep snapshot rows ({@link Op#READ}) whatever their position. Rows copied while streaming
+ * (an online snapshot) carry the position of the window that emitted them, between streamed changes. A table whose
+ * copy starts again (an interrupted initial snapshot, a lost slot) gets a truncate first. Immutable; {@link #json()}
  * and {@link #keyJson()} may be called from any thread.
  */
 public final class Change {
@@ -45,8 +49,9 @@ public final class Change {
     }
 
     /**
-     * The row before the change: for updates and deletes, its key columns (others null) unless the table has
-     * {@code REPLICA IDENTITY FULL}; null for inserts, reads and truncates.
+     * The row before the change, as PostgreSQL logs it: the whole row under {@code REPLICA IDENTITY FULL}; otherwise, for
+     * deletes, its key columns (others null), and for updates, its key columns only when the update changed the key —
+     * null for an update that kept its key (then {@link #after()} holds the key); null for inserts, reads and truncates.
      */
     public Row before() {
         return event.before() == null ? null : new Row(event.relation(), event.before());
@@ -67,7 +72,7 @@ public final class Change {
         return event.lsn();
     }
 
-    /** The source transaction's id (0 for snapshot rows). */
+    /** The source transaction's id (0 for rows of the initial snapshot; an online snapshot's rows carry its window's). */
     public long xid() {
         return event.xid();
     }

@@ -230,6 +230,8 @@ public final class Millrace implements AutoCloseable {
         private OperationsSettings operations = OperationsSettings.defaults();
         /** Each destination, made once the pipeline's name and source are known. */
         private final List<Function<DestinationContext, DestinationConfig>> destinations = new ArrayList<>();
+        /** The change consumers' checkpoint files, each with its consumer's name: one consumer per file. */
+        private final java.util.Map<Path, String> checkpointFiles = new java.util.HashMap<>();
         private Function<String, String> env = System::getenv;
         private Path baseDir = Path.of("").toAbsolutePath();
 
@@ -352,6 +354,13 @@ public final class Millrace implements AutoCloseable {
             String n = Check.text(key() + ".name", name);
             Check.given(key() + ".checkpoint_file", checkpointFile);
             Objects.requireNonNull(consumer, "consumer");
+            String other = checkpointFiles.putIfAbsent(checkpointFile.toAbsolutePath().normalize(), n);
+            if (other != null) {
+                // each would overwrite the other's checkpoint, and the next start refused them as another pipeline's (found by a user)
+                throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, key() + ".checkpoint_file:"
+                        + " consumer '" + n + "' is given the checkpoint file of consumer '" + other + "' (" + checkpointFile + "): give each"
+                        + " consumer a file of its own");
+            }
             destinations.add(context -> new Given(n, "consumer", () -> new ConsumerSink.AtLeastOnce(n, context.meta(), consumer, checkpointFile)));
             return this;
         }

@@ -29,7 +29,9 @@ public record Status(String name, String state, Lsn durable, long lagBytes, long
      * One captured table.
      *
      * @param table      {@code schema.table}
-     * @param phase      {@code waiting}, {@code snapshot} (being copied) or {@code streaming}
+     * @param phase      {@code waiting} or {@code snapshot} (being copied) before its copy landed; once it landed, the
+     *                   pipeline's state: {@code streaming}, or {@code snapshotting} while other tables are still copied,
+     *                   {@code starting}, {@code stopped}, {@code failed}
      * @param rowsCopied rows its snapshot has copied
      * @param events     streamed changes delivered
      */

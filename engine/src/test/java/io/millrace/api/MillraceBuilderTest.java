@@ -16,6 +16,7 @@ import java.util.Map;
 import java.util.function.Function;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 /**
@@ -153,6 +154,13 @@ class MillraceBuilderTest {
         same(SOURCE + FILES + "  - name: files\n    type: discard\n",
                 () -> pipeline(source()).destination("files", new NullSink("files")).build(),
                 "config: destinations[1].name 'files' is used by two destinations; names must be unique");
+        // two consumers on one checkpoint file: each would overwrite the other's, and the next start refused them as
+        // another pipeline's (found by a user)
+        ChangeConsumer none = batch -> { };
+        assertThatThrownBy(() -> Millrace.builder().source(source().build()).changeConsumer("a", dir.resolve("cp.json"), none)
+                .changeConsumer("b", dir.resolve(".").resolve("cp.json"), none))
+                .isInstanceOf(io.millrace.core.MillraceException.class)
+                .hasMessageContaining("destinations[1].checkpoint_file: consumer 'b' is given the checkpoint file of consumer 'a'");
     }
 
     @Test
