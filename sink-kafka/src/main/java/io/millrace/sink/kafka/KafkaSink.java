@@ -177,6 +177,7 @@ public final class KafkaSink implements Sink {
                 throw unreachable("initialising the transactional producer", e);
             }
             Optional<Checkpoint> cp = readCheckpoint();
+            cp.ifPresent(this::topicsOfHeldTables);
             LOG.info("destination '{}': Kafka at {}, transactional id '{}', checkpoint {}", config.name(), config.bootstrapServers(),
                     config.transactionalId(), cp.map(c -> "at " + c.applied()).orElse("none"));
             return cp;
@@ -452,6 +453,30 @@ public final class KafkaSink implements Sink {
                     + " is more than the " + brokers + " broker(s) of the Kafka cluster at " + config.bootstrapServers() + ": Kafka"
                     + " would create no topic for a table. Fix: set replication_factor to at most " + brokers + ", or to -1 for the"
                     + " brokers' default.replication.factor");
+        }
+    }
+
+    /**
+     * A checkpoint whose tables have none of their topics under the naming configured now: {@code topic_prefix} (or
+     * {@code topic}) changed since it was written, or the topics were deleted. Resuming would send the changes from here
+     * on into new topics that hold no copy of the rows before (found by a user: the old topics just stopped and the new
+     * ones held one row). Refused, naming both ways out. One table without a topic is not enough: its only event may have
+     * been a truncate with {@code truncates: false}.
+     */
+    private void topicsOfHeldTables(Checkpoint cp) {
+        if (cp.tables().isEmpty()) {
+            return;
+        }
+        List<String> expected = new ArrayList<>();
+        for (io.millrace.core.schema.TableRef t : cp.tables().values()) {
+            expected.add(topic(t));
+        }
+        if (expected.stream().noneMatch(topics::contains)) {
+            throw new MillraceException(Kind.CONFIG, "destination '" + config.name() + "' holds a checkpoint of " + expected.size()
+                    + " table(s), and none of their topics exists under the naming configured now (e.g. " + expected.get(0) + "):"
+                    + " topic_prefix or topic changed since, or the topics were deleted; the new topics would hold only the changes"
+                    + " from here on. Fix: set topic_prefix (and topic) back, or start over into the new topics (millrace reset"
+                    + " CONFIG, then run: every table is copied again)");
         }
     }
 

@@ -139,6 +139,32 @@ class KafkaSinkIT {
         }
     }
 
+    /**
+     * The checkpoint names the tables this destination holds; with topic_prefix changed none of their topics exists under
+     * the new naming, and the new topics would hold only the changes from here on: refused at open, naming the way back and
+     * the way forward (before, the old topics just stopped; found by a user). Back to the old prefix, it opens.
+     */
+    @Test
+    void aCheckpointWhoseTablesHaveNoTopicUnderTheNamingNowIsRefused() throws Exception {
+        KafkaSinkConfig c = config("p7");
+        Checkpoint held = Events.checkpoint("k", 100).withTables(new java.util.TreeMap<>(Map.of(100, ITEMS.table())));
+        try (KafkaSink sink = new KafkaSink(c)) {
+            sink.open();
+            sink.write(List.of(Events.transaction(100).insertText(ITEMS, 1, "a", 10)), held);
+        }
+        KafkaSinkConfig renamed = new KafkaSinkConfig(c.name(), c.bootstrapServers(), c.topicFormat(), "p7_new", c.tombstones(), c.truncates(),
+                c.partitions(), c.replication(), c.checkpointTopic(), c.transactionalId(), c.producer(), c.meta());
+        try (KafkaSink sink = new KafkaSink(renamed)) {
+            MillraceException e = assertThrows(MillraceException.class, sink::open);
+            assertEquals(MillraceException.Kind.CONFIG, e.kind());
+            assertTrue(e.getMessage().contains("none of their topics exists under the naming configured now (e.g. p7_new.shop.items)"),
+                    e.getMessage());
+        }
+        try (KafkaSink sink = new KafkaSink(c)) {
+            assertEquals(Optional.of(held), sink.open());
+        }
+    }
+
     @Test
     void aSecondSinkWithTheSameIdentityFencesTheFirst() throws Exception {
         try (KafkaSink first = new KafkaSink(config("p3"))) {
