@@ -159,6 +159,7 @@ public final class KafkaSink implements Sink {
     public Optional<Checkpoint> open() {
         state.open();
         try {
+            reachable();
             admin = Admin.create(clientProps(AdminClientConfig.configNames()));
             try {
                 topics.addAll(admin.listTopics(new ListTopicsOptions().timeoutMs((int) timeoutMs)).names().get(timeoutMs + 5_000,
@@ -668,6 +669,33 @@ public final class KafkaSink implements Sink {
         return new MillraceException(Kind.IDENTITY, "destination '" + config.name() + "': another Millrace engine took over this"
                 + " pipeline (a producer with transactional id '" + config.transactionalId() + "' started after this one and fenced it)."
                 + " Run one engine per pipeline; if this was a restart, this engine's process is stale and must stop", e);
+    }
+
+    /** How long a bootstrap server may take to accept a TCP connection before it counts as down. */
+    private static final int CONNECT_CHECK_MS = 5_000;
+
+    /**
+     * Fails at once (CONNECTION, retried with backoff) when no bootstrap server accepts a TCP connection: the clients
+     * would wait their {@code max.block.ms} (60 s) per attempt, a warning a second, and with the default retries give up
+     * after ten minutes or more (found by a user starting with the broker down).
+     */
+    private void reachable() {
+        Exception last = null;
+        for (String server : config.bootstrapServers().split(",")) {
+            String hostPort = server.strip();
+            int colon = hostPort.lastIndexOf(':');
+            if (colon <= 0) {
+                return; // not host:port: the clients say what is wrong with it
+            }
+            try (java.net.Socket socket = new java.net.Socket()) {
+                socket.connect(new java.net.InetSocketAddress(hostPort.substring(0, colon).replaceAll("^\\[|]$", ""),
+                        Integer.parseInt(hostPort.substring(colon + 1))), CONNECT_CHECK_MS);
+                return;
+            } catch (java.io.IOException | NumberFormatException e) {
+                last = e;
+            }
+        }
+        throw unreachable("connecting to the bootstrap servers", last);
     }
 
     private MillraceException unreachable(String doing, Exception e) {
