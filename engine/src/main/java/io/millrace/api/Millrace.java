@@ -77,6 +77,12 @@ public final class Millrace implements AutoCloseable {
      */
     public void start() {
         move(Phase.CREATED, Phase.RUNNING);
+        if (config.operations().httpPort() > 0) {
+            // the status server is millrace run's (module ops); an embedder took the setting for served (found by a user)
+            org.slf4j.LoggerFactory.getLogger(Millrace.class).warn("operations.http_port {} is not served by an embedded pipeline:"
+                    + " the HTTP status, metrics and control endpoints run with 'millrace run'; read status() here instead",
+                    config.operations().httpPort());
+        }
         Thread t = new Thread(this::run, "millrace-" + config.name());
         t.start();
     }

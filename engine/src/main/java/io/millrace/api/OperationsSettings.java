@@ -159,6 +159,10 @@ public final class OperationsSettings {
             return this;
         }
 
+        /**
+         * The port of the HTTP status, metrics and control endpoints that {@code millrace run} serves; an embedded
+         * pipeline serves none (it logs so at its start): read {@link Millrace#status()} there.
+         */
         public Builder httpPort(int port) {
             this.httpPort = Check.range(Limit.HTTP_PORT, "operations.http_port", port);
             return this;
