@@ -31,8 +31,25 @@ public interface Sink extends AutoCloseable {
      * Applies {@code events} in list order (INV: ORDER) and stores {@code checkpoint} with them: in the
      * same transaction where the destination has transactions (INV: RESUME, exactly once), otherwise
      * after the data is flushed and fsynced (at least once). The list may be empty (the checkpoint
-     * alone advances). Relations may change shape between events (columns added or dropped); the sink
-     * follows. Truncate events carry no row images.
+     * alone advances). Truncate events carry no row images.
+     *
+     * <p>What a sink meets in {@code events} (found by a user writing one from this page):
+     * <ul>
+     *   <li>Relations change shape between events (columns added, dropped, renamed, retyped): compare an event's
+     *       {@link io.millrace.core.change.ChangeEvent#relation()} with the last one applied to its table by
+     *       {@link io.millrace.core.schema.ShapeChange#between}, which reads renames exactly from the DDL event trigger's
+     *       account ({@code relation().ddl()}, when {@code millrace setup} installed it) and otherwise from names and
+     *       positions (a rename and a retype at once then reads as a drop and an add). Following by name alone loses a
+     *       renamed column's values.</li>
+     *   <li>A value may be {@link io.millrace.core.types.UnchangedToast#INSTANCE}: an update that left a TOASTed column
+     *       unchanged, whose value PostgreSQL did not send; keep the value the destination holds.</li>
+     *   <li>A truncate with {@code snapshot()} true opens a copy of the table again (rows follow as reads): drop what the
+     *       destination holds of it.</li>
+     *   <li>An update whose key changed ({@link io.millrace.core.change.ChangeEvent#keyChanged()}) carries the old key in
+     *       {@code before}.</li>
+     *   <li>Snapshot rows (op r) of the initial copy carry {@link io.millrace.core.Position#START}; streamed events arrive
+     *       in increasing position.</li>
+     * </ul>
      *
      * @throws io.millrace.core.MillraceException of kind SINK (or CONNECTION) when the destination fails
      */
