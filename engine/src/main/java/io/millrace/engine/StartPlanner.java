@@ -128,7 +128,9 @@ final class StartPlanner {
         List<String> parts = destinations.stream().map(d -> d.name() + ": " + (d.checkpoint().isPresent() ? "checkpoint" : "none")).toList();
         return new StartPlan.Refuse(Kind.CONFIG, "some destinations have a checkpoint and some do not (" + String.join(", ", parts)
                 + "). A destination added to a running pipeline would miss the changes before it", "; ",
-                "give the new destination a pipeline (and slot) of its own, or start all destinations afresh");
+                "if a destination was not added but its checkpoint's place changed (a kafka destination's checkpoint_topic,"
+                        + " a postgres destination's state_schema, a duckdb file, a jsonl directory), set it back; otherwise give the"
+                        + " new destination a pipeline (and slot) of its own, or start all destinations afresh");
     }
 
     /** The publication's part: created when missing, else the captured tables it lacks and the signal table added. */

@@ -267,7 +267,9 @@ class StartPlannerTest {
                 row("a destination added to a streaming pipeline: refused (SnapshotModesIT)",
                         with(b -> b.checkpoints(streaming("replica", 100), null).slot(slot(Lsn.of(100), null))),
                         refused(Kind.CONFIG, "some destinations have a checkpoint and some do not (replica: checkpoint, events: none)."
-                                + " A destination added to a running pipeline would miss the changes before it; give the new destination"
+                                + " A destination added to a running pipeline would miss the changes before it; if a destination was not"
+                                + " added but its checkpoint's place changed (a kafka destination's checkpoint_topic, a postgres"
+                                + " destination's state_schema, a duckdb file, a jsonl directory), set it back; otherwise give the new destination"
                                 + " a pipeline (and slot) of its own, or start all destinations afresh")),
                 row("a crash between the first claims, before the slot: start over, nothing to drop (FirstStartCrashIT)",
                         with(b -> b.checkpoints(claim("replica"), null)),
