@@ -23,6 +23,8 @@ final class ProgressDisplay implements SnapshotRunner.Listener {
     private final PrintStream out;
     private final boolean terminal;
     private final Map<TableRef, Long> started = new ConcurrentHashMap<>();
+    /** When each table's first rows were handed on: its copy's own start (tables are all planned at the snapshot's). */
+    private final Map<TableRef, Long> firstRows = new ConcurrentHashMap<>();
     private final Set<TableRef> copying = ConcurrentHashMap.newKeySet();
     private final AtomicLong estimated = new AtomicLong();
     private final AtomicLong done = new AtomicLong();
@@ -62,6 +64,7 @@ final class ProgressDisplay implements SnapshotRunner.Listener {
 
     @Override
     public void rowsCopied(TableRef table, long rows) {
+        firstRows.putIfAbsent(table, System.nanoTime());
         copying.add(table);
         ProgressBar b = bar();
         if (b != null) {
@@ -76,9 +79,13 @@ final class ProgressDisplay implements SnapshotRunner.Listener {
     @Override
     public void tableDone(TableRef table, long rows) {
         copying.remove(table);
-        double secs = Duration.ofNanos(System.nanoTime() - started.getOrDefault(table, System.nanoTime())).toMillis() / 1000.0;
-        String line = String.format("  snapshot     %-24s %9d rows copied in %.1f s (%d rows/s)", table, rows, secs,
-                Math.round(rows / Math.max(secs, 1e-3)));
+        long now = System.nanoTime();
+        double at = Duration.ofNanos(now - started.getOrDefault(table, now)).toMillis() / 1000.0;
+        double copied = Duration.ofNanos(now - firstRows.getOrDefault(table, now)).toMillis() / 1000.0;
+        // The rate over the table's own copy, from its first rows handed on: since the snapshot's start, a small table
+        // copied after a big one read '10 rows copied in 12.2 s (1 rows/s)' (found by a user). Under a second, no rate.
+        String line = String.format("  snapshot     %-24s %9d rows, landed at %.1f s%s", table, rows, at,
+                copied < 1 ? "" : String.format(" (%d rows/s over its %.1f s)", Math.round(rows / copied), copied));
         ProgressBar b = bar;
         if (b != null) {
             synchronized (this) {
