@@ -450,10 +450,12 @@ public final class KafkaSink implements Sink {
             throw unreachable("describing the cluster", e);
         }
         if (brokers < config.replication()) {
-            throw new MillraceException(Kind.CONFIG, "destination '" + config.name() + "': replication_factor " + config.replication()
-                    + " is more than the " + brokers + " broker(s) of the Kafka cluster at " + config.bootstrapServers() + ": Kafka"
-                    + " would create no topic for a table. Fix: set replication_factor to at most " + brokers + ", or to -1 for the"
-                    + " brokers' default.replication.factor");
+            // CONNECTION, retried: the cluster reports the brokers that are up, and one may be down for a while (a rolling
+            // restart); a cluster that has fewer ends the retries with this message
+            throw new MillraceException(Kind.CONNECTION, "destination '" + config.name() + "': replication_factor " + config.replication()
+                    + " is more than the " + brokers + " broker(s) of the Kafka cluster at " + config.bootstrapServers() + " that are"
+                    + " up: Kafka would create no topic for a table. Fix: if the cluster has fewer brokers, set replication_factor to"
+                    + " at most their number, or to -1 for the brokers' default.replication.factor; otherwise bring the brokers up");
         }
     }
 
@@ -505,10 +507,10 @@ public final class KafkaSink implements Sink {
                         compacted ? ", compacted" : "");
             } catch (ExecutionException e) {
                 if (e.getCause() instanceof org.apache.kafka.common.errors.InvalidReplicationFactorException) {
-                    throw new MillraceException(Kind.CONFIG, "destination '" + config.name() + "': cannot create topic " + t.name()
-                            + " on " + config.bootstrapServers() + ": " + e.getCause().getMessage() + ". Fix: lower replication_factor"
-                            + " (now " + config.replication() + ") to the number of brokers that are up, or -1 for the brokers' default",
-                            e.getCause());
+                    throw new MillraceException(Kind.CONNECTION, "destination '" + config.name() + "': cannot create topic " + t.name()
+                            + " on " + config.bootstrapServers() + ": " + e.getCause().getMessage() + ". Fix: bring the brokers up, or"
+                            + " lower replication_factor (now " + config.replication() + ") to the number of brokers the cluster has, or"
+                            + " -1 for the brokers' default", e.getCause());
                 }
                 if (!(e.getCause() instanceof TopicExistsException)) {
                     throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': cannot create topic " + t.name()
@@ -687,10 +689,17 @@ public final class KafkaSink implements Sink {
             if (colon <= 0) {
                 return; // not host:port: the clients say what is wrong with it
             }
-            try (java.net.Socket socket = new java.net.Socket()) {
-                socket.connect(new java.net.InetSocketAddress(hostPort.substring(0, colon).replaceAll("^\\[|]$", ""),
-                        Integer.parseInt(hostPort.substring(colon + 1))), CONNECT_CHECK_MS);
-                return;
+            String host = hostPort.substring(0, colon).replaceFirst("^[A-Za-z_]+://", "").replaceAll("^\\[|]$", "");
+            try {
+                int port = Integer.parseInt(hostPort.substring(colon + 1));
+                for (java.net.InetAddress address : java.net.InetAddress.getAllByName(host)) { // the clients try each too
+                    try (java.net.Socket socket = new java.net.Socket()) {
+                        socket.connect(new java.net.InetSocketAddress(address, port), CONNECT_CHECK_MS);
+                        return;
+                    } catch (java.io.IOException e) {
+                        last = e;
+                    }
+                }
             } catch (java.io.IOException | NumberFormatException e) {
                 last = e;
             }
