@@ -189,8 +189,10 @@ public final class Migration {
         Planner.Result p = planned();
         try {
             boolean fenced;
-            try (Connection tgt = ends.target(false)) {
-                fenced = store.current(tgt) == MigrationState.FENCED; // a cutover stopped on a difference: nothing in flux
+            try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
+                // a cutover stopped on a difference: nothing in flux — as recorded, and the source fenced now (not unfenced by
+                // hand since: a whole-table copy of a live source would duplicate the changes the follower applies after it)
+                fenced = store.current(tgt) == MigrationState.FENCED && Fence.fenced(src);
             }
             return new Verifier(ends, chunkRows, 5, Duration.ofSeconds(30)).run(p.tables(), repair, fenced);
         } catch (SQLException e) {

@@ -407,12 +407,16 @@ final class Verifier {
     }
 
     /**
-     * Compares a table without a key as a whole — its row count and the md5 of its rows' md5s in their own order, so a
-     * multiset — when nothing is in flux (the source fenced, the target past the fence marker). A difference is one
-     * {@link Divergence#whole} naming both counts.
+     * Compares a table without a key as a whole — its row count and the sums of its rows' md5 halves (each half a
+     * 64-bit number): equal multisets of rows give equal sums, in one pass with no sort and no value that grows with the
+     * table (a {@code string_agg} of the hashes stops at PostgreSQL's 1 GB per value, about 33M rows) — when nothing is
+     * in flux (the source fenced, the target past the fence marker). A difference is one {@link Divergence#whole}
+     * naming both counts.
      */
     private static void whole(Connection src, Connection tgt, Table t, Tally tally) throws SQLException {
-        String sql = "SELECT count(*), md5(string_agg(h, '' ORDER BY h)) FROM (SELECT md5(r::text) AS h FROM " + t.ref().sql() + " r) x";
+        String sql = "SELECT count(*), coalesce(sum(('x' || substr(h, 1, 16))::bit(64)::bigint::numeric), 0)::text || '/'"
+                + " || coalesce(sum(('x' || substr(h, 17, 16))::bit(64)::bigint::numeric), 0)::text"
+                + " FROM (SELECT md5(r::text) AS h FROM " + t.ref().sql() + " r) x";
         String[] a = row(src, sql);
         String[] b = row(tgt, sql);
         tally.chunks++;
