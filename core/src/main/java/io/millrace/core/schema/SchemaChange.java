@@ -142,11 +142,29 @@ public record SchemaChange(String command, int oid, TableRef table, TableRef old
         return new SchemaChange(null, after.oid(), after.table(), before.table(), names, columns, false, null, false, null);
     }
 
-    /** The column of attribute number {@code attnum} after the change, or null. */
     /**
-     * Old name → new name of each live column this change renamed (its attribute number kept, its name another), in
-     * attribute order; empty when the names before are not known ({@link #before} null) or for a drop. What a destination
-     * that meets the table for the first time since a restart (no shape before it to compare with) renames.
+     * The names, before this change, of the columns it dropped (their attribute numbers gone), and with {@link
+     * #renamedColumns} (old name → new name of each live column whose attribute number was kept and whose name changed,
+     * in attribute order): what a destination that meets the table for the first time since a restart, still in the
+     * shape {@link #before} names, does to reach this one. Empty when the names before are not known ({@link #before}
+     * null) or for a drop of the table.
+     */
+    public java.util.List<String> droppedColumns() {
+        if (before == null || dropped) {
+            return java.util.List.of();
+        }
+        java.util.List<String> out = new java.util.ArrayList<>();
+        before.forEach((attnum, name) -> {
+            if (column(attnum) == null) {
+                out.add(name);
+            }
+        });
+        return out;
+    }
+
+    /**
+     * Old name → new name of each live column this change renamed (see {@link #droppedColumns}); empty when the names
+     * before are not known.
      */
     public Map<String, String> renamedColumns() {
         if (before == null || dropped) {
@@ -162,6 +180,7 @@ public record SchemaChange(String command, int oid, TableRef table, TableRef old
         return out;
     }
 
+    /** The column of attribute number {@code attnum} after the change, or null. */
     public Column column(int attnum) {
         for (Column c : columns) {
             if (c.attnum() == attnum) {

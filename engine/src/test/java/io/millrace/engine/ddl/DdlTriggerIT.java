@@ -249,8 +249,17 @@ class DdlTriggerIT {
             }
             try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT)) {
                 E2e.exec(src, "ALTER TABLE public.t RENAME COLUMN b TO memo", "INSERT INTO public.t VALUES (202, 202, 'b202', 202)",
-                        "ALTER TABLE public.k RENAME COLUMN b TO actor", "INSERT INTO public.k VALUES (202, 'k202')");
-                List<TableRef> renamed = E2e.refs(List.of("public.t", "public.k"));
+                        "ALTER TABLE public.k RENAME COLUMN b TO actor", "INSERT INTO public.k VALUES (202, 'k202')",
+                        // a swap, and a column dropped whose name another takes: only the attribute numbers tell them apart
+                        "INSERT INTO public.load (v) SELECT g FROM generate_series(1, 20) g",
+                        "ALTER TABLE public.load ADD COLUMN x int, ADD COLUMN y int", "UPDATE public.load SET x = id, y = -id");
+                E2e.awaitSame(src, dst, E2e.refs(List.of("public.load")), WAIT);
+            }
+            E2e.exec(src, "ALTER TABLE public.load RENAME COLUMN x TO tmp", "ALTER TABLE public.load RENAME COLUMN y TO x",
+                    "ALTER TABLE public.load RENAME COLUMN tmp TO y", "ALTER TABLE public.load DROP COLUMN v",
+                    "ALTER TABLE public.load RENAME COLUMN x TO v", "INSERT INTO public.load VALUES (-5, -50, 5)");
+            try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT)) {
+                List<TableRef> renamed = E2e.refs(List.of("public.t", "public.k", "public.load"));
                 E2e.awaitSame(src, dst, renamed, WAIT);
                 assertThat(E2e.queryLong(dst, "SELECT count(*) FROM public.t WHERE memo IS NULL")).as("postgres: t kept its values").isZero();
                 assertThat(E2e.queryLong(dst, "SELECT count(*) FROM public.k WHERE actor IS NULL")).as("postgres: k kept its values").isZero();

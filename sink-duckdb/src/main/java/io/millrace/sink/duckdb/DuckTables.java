@@ -239,24 +239,50 @@ final class DuckTables {
     }
 
     /**
-     * The first sight after a restart of a table held here, in a shape the event trigger says renamed columns to: the
-     * columns under their old names are renamed now, their values kept (without it the new name was added and the old
-     * column dropped with its values below; found by a user). Not a key column: a changed key is rebuilt below.
-     * {@code existing} (name → type) follows.
+     * The first sight after a restart of a table held here, in a shape the event trigger's account says was reached by
+     * dropping and renaming columns: when the table is still in the shape before the DDL, the (tagged) columns dropped go
+     * first, then the renames through temporary names, values kept (as the postgres destination does, TargetTables; without
+     * it the new name was added and the old column dropped with its values below; found by a user). Not when a key column
+     * is renamed: a changed key is rebuilt below. {@code existing} (name → type, in column order) follows.
      */
     private void renameAtFirstSight(TableRef target, RelationInfo rel, Map<String, String> existing) throws SQLException {
+        SchemaChange d = rel.ddl();
+        if (d.before() == null || !existing.keySet().containsAll(d.before().values())) {
+            return;
+        }
+        Map<String, String> renames = d.renamedColumns();
         List<String> key = primaryKey(target);
-        for (Map.Entry<String, String> r : rel.ddl().renamedColumns().entrySet()) {
-            if (existing.containsKey(r.getKey()) && !existing.containsKey(r.getValue()) && !key.contains(r.getKey())) {
-                execute("ALTER TABLE " + names.of(target) + " RENAME COLUMN " + Ident.quote(r.getKey()) + " TO " + Ident.quote(r.getValue()));
-                Map<String, String> next = new java.util.LinkedHashMap<>();
-                existing.forEach((name, type) -> next.put(name.equals(r.getKey()) ? r.getValue() : name, type));
-                existing.clear();
-                existing.putAll(next); // in column order still
-                LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source, told by the event trigger)", destination,
-                        target, r.getKey(), r.getValue());
+        if (renames.isEmpty() || renames.keySet().stream().anyMatch(key::contains)) {
+            return;
+        }
+        for (String gone : tagged(target, new LinkedHashSet<>(d.droppedColumns()))) {
+            if (!key.contains(gone)) {
+                execute("ALTER TABLE " + names.of(target) + " DROP COLUMN " + Ident.quote(gone));
+                existing.remove(gone);
+                LOG.info("destination '{}': dropped column {}.{} (dropped in the source, told by the event trigger)", destination, target, gone);
             }
         }
+        Map<String, String> temporary = new java.util.LinkedHashMap<>();
+        for (String old : renames.keySet()) {
+            if (existing.containsKey(renames.get(old)) && !renames.containsKey(renames.get(old))) {
+                return; // the new name is taken by a column the account does not move: left to the checks below
+            }
+        }
+        for (String old : renames.keySet()) {
+            String tmp = "millrace_renaming_" + temporary.size();
+            execute("ALTER TABLE " + names.of(target) + " RENAME COLUMN " + Ident.quote(old) + " TO " + Ident.quote(tmp));
+            temporary.put(tmp, old);
+        }
+        for (Map.Entry<String, String> t : temporary.entrySet()) {
+            String to = renames.get(t.getValue());
+            execute("ALTER TABLE " + names.of(target) + " RENAME COLUMN " + Ident.quote(t.getKey()) + " TO " + Ident.quote(to));
+            LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source, told by the event trigger)", destination,
+                    target, t.getValue(), to);
+        }
+        Map<String, String> next = new java.util.LinkedHashMap<>();
+        existing.forEach((name, type) -> next.put(renames.getOrDefault(name, name), type));
+        existing.clear();
+        existing.putAll(next); // in column order still
     }
 
     /** Follows a shape change between the last relation applied ({@code old}) and {@code rel}, keeping every value. */

@@ -199,7 +199,7 @@ final class TargetTables {
         }
         Set<String> columns = readColumns(oid);
         if (held) {
-            renameAtFirstSight(target, rel, columns);
+            renameAtFirstSight(target, oid, rel, columns);
         }
         for (ColumnInfo c : rel.columns()) {
             if (!columns.contains(c.name())) {
@@ -241,23 +241,46 @@ final class TargetTables {
     }
 
     /**
-     * The first sight after a restart of a table this destination holds, in a shape the event trigger says renamed columns
-     * to ({@link SchemaChange#renamedColumns}): there is no shape before it here to follow, so the columns this destination
-     * has under their old names are renamed now, their values kept. Without it the new name was added and the old column
-     * dropped with its values below (found by a user: a RENAME COLUMN as a table's first change after a restart).
+     * The first sight after a restart of a table this destination holds, in a shape the event trigger's account says was
+     * reached by dropping and renaming columns ({@link SchemaChange#droppedColumns}, {@link SchemaChange#renamedColumns}):
+     * there is no shape before it here to follow, so when this table is still in the shape before the DDL (it has every
+     * column the account names before), the columns dropped go first (a renamed one may take a dropped one's name), then
+     * the renames, through temporary names so that a swap or a chain ends right; values kept. Without it the new name was
+     * added and the old column dropped with its values below (found by a user: a RENAME COLUMN as a table's first change
+     * after a restart). A column a user added here (no tag) is never dropped.
      */
-    private void renameAtFirstSight(TableRef target, RelationInfo rel, Set<String> columns) throws SQLException {
-        if (rel.ddl() == null || !rel.ddl().exact()) {
+    private void renameAtFirstSight(TableRef target, int oid, RelationInfo rel, Set<String> columns) throws SQLException {
+        SchemaChange d = rel.ddl();
+        if (d == null || !d.exact() || d.before() == null || !columns.containsAll(d.before().values())) {
             return;
         }
-        for (Map.Entry<String, String> r : rel.ddl().renamedColumns().entrySet()) {
-            if (columns.contains(r.getKey()) && !columns.contains(r.getValue())) {
-                execute("ALTER TABLE " + target.sql() + " RENAME COLUMN " + Ident.quote(r.getKey()) + " TO " + Ident.quote(r.getValue()));
-                columns.remove(r.getKey());
-                columns.add(r.getValue());
-                LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source, told by the event trigger)", destination,
-                        target, r.getKey(), r.getValue());
+        Map<String, String> renames = d.renamedColumns();
+        if (renames.isEmpty()) {
+            return;
+        }
+        for (String gone : taggedOf(oid, new LinkedHashSet<>(d.droppedColumns()))) {
+            execute("ALTER TABLE " + target.sql() + " DROP COLUMN " + Ident.quote(gone));
+            columns.remove(gone);
+            LOG.info("destination '{}': dropped column {}.{} (dropped in the source, told by the event trigger)", destination, target, gone);
+        }
+        for (String old : renames.keySet()) {
+            if (columns.contains(renames.get(old)) && !renames.containsKey(renames.get(old))) {
+                return; // the new name is taken by a column the account does not move (a user's): left to the checks below
             }
+        }
+        Map<String, String> temporary = new LinkedHashMap<>();
+        for (String old : renames.keySet()) {
+            String tmp = "millrace_renaming_" + temporary.size();
+            execute("ALTER TABLE " + target.sql() + " RENAME COLUMN " + Ident.quote(old) + " TO " + Ident.quote(tmp));
+            temporary.put(tmp, old);
+            columns.remove(old);
+        }
+        for (Map.Entry<String, String> t : temporary.entrySet()) {
+            String to = renames.get(t.getValue());
+            execute("ALTER TABLE " + target.sql() + " RENAME COLUMN " + Ident.quote(t.getKey()) + " TO " + Ident.quote(to));
+            columns.add(to);
+            LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source, told by the event trigger)", destination,
+                    target, t.getValue(), to);
         }
     }
 
