@@ -4,8 +4,9 @@ package io.millrace.core;
  * Where a change stands in the stream: the commit LSN of its transaction and its ordinal (1-based)
  * inside that transaction. Positions are totally ordered because pgoutput delivers transactions in
  * commit order with strictly increasing commit LSNs (INV: ORDER). A consumer of an at-least-once
- * sink drops a streamed event whose position is not after the last one it processed (INV: RESUME); the rows of an
- * initial snapshot all carry {@link #START} and are kept whatever their position.
+ * sink drops a streamed event whose position is not after the last one it processed (INV: RESUME); the events of an
+ * initial snapshot (its rows, and the truncate that opens a copy again) all carry {@link #START} and are kept whatever
+ * their position.
  */
 public record Position(Lsn commitLsn, long ordinal) implements Comparable<Position> {
     /** Before every streamed change. Snapshot rows carry this position. */

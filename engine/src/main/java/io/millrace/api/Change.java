@@ -19,7 +19,8 @@ import java.time.Instant;
  * <p>{@link #position()} identifies a streamed change across restarts: streamed changes arrive in increasing position,
  * and one delivered again after a restart (at-least-once) has the position it had the first time. The rows of the initial
  * snapshot come first and all carry {@code Position.START} ({@code 0/0#0}): a consumer that drops what is not after the
- * last position it kept must keep snapshot rows ({@link Op#READ}) whatever their position. Rows copied while streaming
+ * last position it kept must keep every change whose {@link #snapshot()} is true (the rows read, and the truncate that
+ * opens a copy again) whatever its position. Rows copied while streaming
  * (an online snapshot) carry the position of the window that emitted them, between streamed changes. A table whose
  * copy starts again (an interrupted initial snapshot, a lost slot) gets a truncate first. Immutable; {@link #json()}
  * and {@link #keyJson()} may be called from any thread.

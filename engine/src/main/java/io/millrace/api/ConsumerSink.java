@@ -20,14 +20,24 @@ import java.util.Optional;
  */
 abstract class ConsumerSink implements Sink {
     /**
-     * Set on the engine's writer thread while a consumer's {@code accept} runs: {@link Millrace#close} and {@link
-     * Millrace#await} called from there would wait for the very thread that calls them.
+     * Set on the engine's writer thread while a consumer's {@code accept} runs, to the owner (the {@link Millrace}
+     * builder's token) of the pipeline it belongs to: that pipeline's {@link Millrace#close} and {@link Millrace#await}
+     * called from there would wait for the very thread that calls them; another pipeline's would not.
      */
-    private static final ThreadLocal<Boolean> IN_CALLBACK = new ThreadLocal<>();
+    private static final ThreadLocal<Object> IN_CALLBACK = new ThreadLocal<>();
 
-    /** Whether the calling thread is inside a consumer's {@code accept}. */
-    static boolean inCallback() {
-        return IN_CALLBACK.get() != null;
+    /** Whether the calling thread is inside the {@code accept} of a consumer of the pipeline {@code owner} made. */
+    static boolean inCallback(Object owner) {
+        return owner != null && IN_CALLBACK.get() == owner;
+    }
+
+    /** The pipeline this consumer belongs to ({@link #inCallback}); null when made outside a builder (tests). */
+    Object owner;
+
+    /** This consumer, belonging to the pipeline of {@code owner}. */
+    ConsumerSink ownedBy(Object owner) {
+        this.owner = owner;
+        return this;
     }
 
     private final String name;
@@ -89,7 +99,7 @@ abstract class ConsumerSink implements Sink {
         public void write(List<ChangeEvent> events, Checkpoint checkpoint) {
             lifecycle.requireOpen();
             if (!events.isEmpty()) {
-                IN_CALLBACK.set(Boolean.TRUE);
+                IN_CALLBACK.set(owner);
                 try {
                     consumer.accept(changes(events));
                 } catch (Exception e) {
@@ -140,7 +150,7 @@ abstract class ConsumerSink implements Sink {
         @Override
         public void write(List<ChangeEvent> events, Checkpoint checkpoint) {
             lifecycle.requireOpen();
-            IN_CALLBACK.set(Boolean.TRUE);
+            IN_CALLBACK.set(owner);
             try {
                 consumer.accept(changes(events), checkpoint); // INV: RESUME: the checkpoint in the same transaction as the data
             } catch (Exception e) {

@@ -53,6 +53,8 @@ public final class Millrace implements AutoCloseable {
     private enum Phase { CREATED, RUNNING, ENDED }
 
     private final EngineConfig config;
+    /** The token this pipeline's consumers carry ({@link ConsumerSink#inCallback}). */
+    private final Object owner;
     private final Supervisor supervisor;
     private final AtomicReference<Phase> phase = new AtomicReference<>(Phase.CREATED);
     private final CountDownLatch ended = new CountDownLatch(1);
@@ -60,7 +62,8 @@ public final class Millrace implements AutoCloseable {
     /** Whether {@link #await} has thrown the error to the caller. */
     private volatile boolean reported;
 
-    private Millrace(EngineConfig config) {
+    private Millrace(EngineConfig config, Object owner) {
+        this.owner = owner;
         this.config = config;
         this.supervisor = new Supervisor(config);
     }
@@ -167,7 +170,7 @@ public final class Millrace implements AutoCloseable {
     @Override
     public void close() throws InterruptedException {
         stop();
-        if (ConsumerSink.inCallback()) {
+        if (ConsumerSink.inCallback(owner)) {
             return; // from a consumer's accept, on the writer thread: the pipeline stops once accept returns (found by a user: it hung)
         }
         if (phase.get() != Phase.CREATED) {
@@ -179,8 +182,8 @@ public final class Millrace implements AutoCloseable {
     }
 
     /** From a consumer's {@code accept} (the engine's writer thread), waiting for the end would wait for itself. */
-    private static void refuseInCallback(String call) {
-        if (ConsumerSink.inCallback()) {
+    private void refuseInCallback(String call) {
+        if (ConsumerSink.inCallback(owner)) {
             throw new IllegalStateException(call + " called from a consumer's accept, on the thread that must return for the"
                     + " pipeline to end, would wait for ever; call stop() or close() there (they return at once), and await() from"
                     + " another thread");
@@ -238,6 +241,8 @@ public final class Millrace implements AutoCloseable {
         private final List<Function<DestinationContext, DestinationConfig>> destinations = new ArrayList<>();
         /** The change consumers' checkpoint files, each with its consumer's name: one consumer per file. */
         private final java.util.Map<Path, String> checkpointFiles = new java.util.HashMap<>();
+        /** The token of the pipeline this builder makes, given to its consumers ({@link ConsumerSink#inCallback}). */
+        private final Object owner = new Object();
         private Function<String, String> env = System::getenv;
         private Path baseDir = Path.of("").toAbsolutePath();
 
@@ -360,14 +365,15 @@ public final class Millrace implements AutoCloseable {
             String n = Check.text(key() + ".name", name);
             Check.given(key() + ".checkpoint_file", checkpointFile);
             Objects.requireNonNull(consumer, "consumer");
-            String other = checkpointFiles.putIfAbsent(checkpointFile.toAbsolutePath().normalize(), n);
+            String other = checkpointFiles.putIfAbsent(baseDir.resolve(checkpointFile).toAbsolutePath().normalize(), n);
             if (other != null) {
                 // each would overwrite the other's checkpoint, and the next start refused them as another pipeline's (found by a user)
                 throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, key() + ".checkpoint_file:"
                         + " consumer '" + n + "' is given the checkpoint file of consumer '" + other + "' (" + checkpointFile + "): give each"
                         + " consumer a file of its own");
             }
-            destinations.add(context -> new Given(n, "consumer", () -> new ConsumerSink.AtLeastOnce(n, context.meta(), consumer, checkpointFile)));
+            destinations.add(context -> new Given(n, "consumer", () -> new ConsumerSink.AtLeastOnce(n, context.meta(), consumer, checkpointFile)
+                    .ownedBy(owner)));
             return this;
         }
 
@@ -376,7 +382,7 @@ public final class Millrace implements AutoCloseable {
             String n = Check.text(key() + ".name", name);
             Objects.requireNonNull(consumer, "consumer");
             destinations.add(context -> new Given(n, "transactional-consumer", () -> new ConsumerSink.Transactional(n, context.meta(),
-                    consumer)));
+                    consumer).ownedBy(owner)));
             return this;
         }
 
@@ -389,7 +395,7 @@ public final class Millrace implements AutoCloseable {
          * not yet started.
          */
         public Millrace build() {
-            return new Millrace(config());
+            return new Millrace(config(), owner);
         }
 
         /** The engine's configuration these settings make. */

@@ -83,7 +83,7 @@ final class DuckTypes {
      * How a value of a column of DuckDB type {@code type} is staged: typed types travel through the
      * Appender as their Java value ({@code h} SMALLINT, {@code i} INTEGER, {@code l} BIGINT, {@code b}
      * BOOLEAN, {@code f} REAL, {@code d} DOUBLE, {@code u} UUID), everything else as PostgreSQL text
-     * ({@code t}) that the merge casts with {@link #fromText}.
+     * ({@code t}; {@code n} for a DECIMAL, whose NaN the cast makes NULL) that the merge casts with {@link #fromText}.
      */
     static char stageKind(String type) {
         return switch (type) {
@@ -94,18 +94,23 @@ final class DuckTypes {
             case "REAL" -> 'f';
             case "DOUBLE" -> 'd';
             case "UUID" -> 'u';
-            default -> 't';
+            default -> type.startsWith("DECIMAL") ? 'n' : 't'; // n: text too, cast with NaN as NULL (fromText)
         };
     }
 
     /** The staging column's type for a column of DuckDB type {@code type}. */
     static String stageType(String type) {
-        return stageKind(type) == 't' ? "VARCHAR" : type;
+        return textStaged(stageKind(type)) ? "VARCHAR" : type;
     }
 
     /** SQL turning staging column {@code expr} into a value of {@code type}. */
     static String fromStage(String type, String expr) {
-        return stageKind(type) == 't' ? fromText(type, expr) : expr;
+        return textStaged(stageKind(type)) ? fromText(type, expr) : expr;
+    }
+
+    /** Whether values of {@code kind} travel as PostgreSQL text (a DECIMAL's too). */
+    private static boolean textStaged(char kind) {
+        return kind == 't' || kind == 'n';
     }
 
     /** Appends one non-null value the way {@link #stageKind} says. */
@@ -119,13 +124,14 @@ final class DuckTypes {
             case 'f' -> app.append(((Number) v).floatValue());
             case 'd' -> app.append(((Number) v).doubleValue());
             case 'u' -> app.append((java.util.UUID) v);
-            default -> {
+            case 'n' -> {
                 if (v == io.millrace.core.types.PgNumericSpecial.NAN && NAN_TOLD.compareAndSet(false, true)) {
                     LOG.warn("a numeric NaN is stored as NULL in DuckDB where its column is a DECIMAL (numeric with a precision"
                             + " in the source): DuckDB's DECIMAL has no NaN (told once)");
                 }
                 app.append(codec.toPgText(v));
             }
+            default -> app.append(codec.toPgText(v));
         }
     }
 }
