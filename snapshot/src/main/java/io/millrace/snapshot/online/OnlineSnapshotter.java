@@ -1019,7 +1019,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
         int limit = Math.max(RECONCILE_MAX_KEYS, 4 * rows.size());
         List<List<String>> held = destinationKeys.keysIn(r.oid(), task.table, keyColumns, chunk.range(), limit + 1);
         if (held.size() > limit) {
-            throw new MillraceException(Kind.SINK, "re-copy of " + task.table + " after a lost slot: a destination holds more than "
+            throw new MillraceException(Kind.SINK, "reconciling copy of " + task.table + " (after a lost slot, or the table back in the publication): a destination holds more than "
                     + limit + " rows in the key range of one chunk, where the source has " + rows.size() + "; the"
                     + " destinations are reconciled in bounded memory, so this copy stops. Remove the table's rows from the postgres and"
                     + " duckdb destinations (TRUNCATE the target table) and start again: the re-copy then brings the source's rows");
