@@ -238,6 +238,17 @@ public final class Supervisor implements EngineView {
                 s.tables(), text, null, null, s.values(), s.slotLost(), s.notCaptured(), s.lastReload());
     }
 
+    /**
+     * The status of a run stopped while it waited to retry: stopped as asked, not the failed attempt's state, with its
+     * error as the last one (a user's await() returned normally while the status said failed).
+     */
+    private static EngineStatus stoppedWhileWaiting(EngineStatus l, Retrying r) {
+        String last = l.lastError() != null ? l.lastError() : r.error();
+        return new EngineStatus(l.name(), "stopped", l.source(), l.slot(), l.publication(), l.durableLsn(), l.serverLsn(), l.confirmedLsn(),
+                l.retainedWalBytes(), l.lagBytes(), l.lagMillis(), l.eventsWritten(), 0, l.budgetLimit(), l.tables(), last, null, null,
+                l.values(), l.slotLost(), l.notCaptured(), l.lastReload());
+    }
+
     private String retryingText(Retrying r) {
         long inMillis = Math.max(0, TimeUnit.NANOSECONDS.toMillis(r.atNanos() - nanoClock.getAsLong()));
         return String.format(java.util.Locale.ROOT, "retrying (attempt %d, next in %.1fs): %s", r.attempt(), inMillis / 1000.0, r.error());
@@ -317,6 +328,7 @@ public final class Supervisor implements EngineView {
                 try {
                     if (stopRequested.await(wait, TimeUnit.MILLISECONDS)) {
                         LOG.info("stopped while waiting to retry");
+                        lastStatus = stoppedWhileWaiting(lastStatus, retrying);
                         return;
                     }
                 } finally {

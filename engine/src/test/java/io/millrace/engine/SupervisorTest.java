@@ -93,6 +93,26 @@ class SupervisorTest {
         assertThat(t.isAlive()).isFalse();
     }
 
+    /** A stop while waiting to retry ends the run as asked: state stopped (it said failed), the error kept as the last. */
+    @Test
+    void aStopWhileWaitingToRetryEndsStopped() throws Exception {
+        Script script = new Script(connection(), connection());
+        Supervisor s = new Supervisor(config("{initial_ms: 60000, max_ms: 60000, attempts: 5}"), script, System::nanoTime, 60_000);
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        Thread t = runAsync(s, failed);
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (!s.status().state().equals("retrying")) {
+            assertThat(System.nanoTime()).as("retrying").isLessThan(deadline);
+            Thread.sleep(10);
+        }
+        s.stop();
+        t.join(5_000);
+        assertThat(t.isAlive()).isFalse();
+        assertThat(failed.get()).isNull();
+        assertThat(s.status().state()).isEqualTo("stopped");
+        assertThat(s.status().lastError()).isNotNull();
+    }
+
     @Test
     void permanentFailuresStopAtOnce() {
         for (RuntimeException e : List.of(new MillraceException(Kind.CONFIG, "config: x"),
