@@ -40,7 +40,10 @@ public interface Sink extends AutoCloseable {
      *       {@link io.millrace.core.schema.ShapeChange#between}, which reads renames exactly from the DDL event trigger's
      *       account ({@code relation().ddl()}, when {@code millrace setup} installed it) and otherwise from names and
      *       positions (a rename and a retype at once then reads as a drop and an add). Following by name alone loses a
-     *       renamed column's values.</li>
+     *       renamed column's values. After a restart the first event of a table has no "last one applied" in memory:
+     *       the destination's own table is the shape before, and {@code relation().ddl()}'s {@code droppedColumns()} and
+     *       {@code renamedColumns()} say how the trigger's account reached the new one (what the postgres and DuckDB
+     *       destinations follow).</li>
      *   <li>A value may be {@link io.millrace.core.types.UnchangedToast#INSTANCE}: an update that left a TOASTed column
      *       unchanged, whose value PostgreSQL did not send; keep the value the destination holds.</li>
      *   <li>A truncate with {@code snapshot()} true opens a copy of the table again (rows follow as reads): drop what the
