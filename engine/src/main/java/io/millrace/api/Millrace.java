@@ -365,7 +365,7 @@ public final class Millrace implements AutoCloseable {
             String n = Check.text(key() + ".name", name);
             Check.given(key() + ".checkpoint_file", checkpointFile);
             Objects.requireNonNull(consumer, "consumer");
-            String other = checkpointFiles.putIfAbsent(baseDir.resolve(checkpointFile).toAbsolutePath().normalize(), n);
+            String other = checkpointFiles.putIfAbsent(checkpointFile.toAbsolutePath().normalize(), n); // as the sink opens it
             if (other != null) {
                 // each would overwrite the other's checkpoint, and the next start refused them as another pipeline's (found by a user)
                 throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, key() + ".checkpoint_file:"

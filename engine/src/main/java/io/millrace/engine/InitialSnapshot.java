@@ -7,7 +7,6 @@ import io.millrace.core.Position;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Checkpoint;
 import io.millrace.core.change.Identity;
-import io.millrace.core.change.Op;
 import io.millrace.core.change.SnapshotProgress;
 import io.millrace.core.sink.Sink;
 import io.millrace.engine.Engine.State;
@@ -166,13 +165,12 @@ final class InitialSnapshot {
         SnapshotProgress progress = snapshot ? new SnapshotProgress(SnapshotProgress.State.RUNNING, cp, List.of())
                 : SnapshotProgress.skipped(cp);
         List<Checkpoint> initial = new ArrayList<>();
-        long now = System.currentTimeMillis() * 1000;
         for (int i = 0; i < sinks.size(); i++) {
             Checkpoint c = new Checkpoint(Checkpoint.VERSION, ids.get(i), cp, Position.START, progress);
             List<ChangeEvent> truncates = new ArrayList<>();
             if (found.get(i).isPresent() && snapshot) {
                 for (SnapshotRunner.Table t : survey.tables()) {
-                    truncates.add(new ChangeEvent(Op.TRUNCATE, t.relation(), null, null, cp, Position.START, 0, now, true));
+                    truncates.add(ChangeEvent.reopening(t.relation(), cp));
                 }
             }
             sinks.get(i).write(truncates, c); // the pipeline writer has not started: this thread owns the sinks

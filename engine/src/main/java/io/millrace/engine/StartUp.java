@@ -1,9 +1,7 @@
 package io.millrace.engine;
 
-import io.millrace.core.Position;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Checkpoint;
-import io.millrace.core.change.Op;
 import io.millrace.core.change.Identity;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.Sink;
@@ -155,10 +153,9 @@ final class StartUp {
             // a truncate first, in the same write as the checkpoint that records the copy, so a consumer that appends (or
             // counts) ends with each row once, as one that upserts by key does (found by a user: 166,112 rows twice in a
             // TransactionalConsumer). Written once: the next start finds the snapshot DONE and the copy recorded.
-            long now = System.currentTimeMillis() * 1000;
             for (io.millrace.core.schema.RelationInfo rel : survey.relations()) {
                 if (r.left().contains(rel.table())) {
-                    truncates.add(new ChangeEvent(Op.TRUNCATE, rel, null, null, r.consistentPoint(), Position.START, 0, now, true));
+                    truncates.add(ChangeEvent.reopening(rel, r.consistentPoint()));
                 }
             }
         }

@@ -29,6 +29,15 @@ public record ChangeEvent(Op op, RelationInfo relation, Object[] before, Object[
                           Position position, long xid, long commitTimeMicros, boolean snapshot) {
 
     /**
+     * The truncate that opens a copy of {@code relation} again (a restarted initial snapshot, or the unfinished tables of
+     * an interrupted one): a snapshot event at the consistent point {@code at} and {@link Position#START}, before the rows
+     * the copy reads, so a destination drops what it holds of the table first.
+     */
+    public static ChangeEvent reopening(RelationInfo relation, Lsn at) {
+        return new ChangeEvent(Op.TRUNCATE, relation, null, null, at, Position.START, 0, System.currentTimeMillis() * 1000, true);
+    }
+
+    /**
      * Whether this is an update that moved the row to another key (PostgreSQL then sends the old key in
      * {@code before}); an unchanged TOASTed key column did not change. Destinations with keys (Kafka, Kafka Connect)
      * write such an update as a delete of the old key and a create of the new one, as Debezium does.

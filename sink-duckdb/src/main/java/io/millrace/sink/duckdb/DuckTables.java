@@ -6,6 +6,7 @@ import io.millrace.core.schema.ColumnInfo;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.SchemaChange;
+import io.millrace.core.sink.FirstSight;
 import io.millrace.core.schema.ShapeChange;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.Runs;
@@ -173,7 +174,7 @@ final class DuckTables {
      */
     private void load(TableRef target, RelationInfo rel, boolean held) throws SQLException {
         Map<String, String> existing = readTypes(target);
-        if (held && rel.ddl() != null && rel.ddl().exact()) {
+        if (held) {
             renameAtFirstSight(target, rel, existing);
         }
         Set<String> cols = new LinkedHashSet<>(existing.keySet());
@@ -239,48 +240,33 @@ final class DuckTables {
     }
 
     /**
-     * The first sight after a restart of a table held here, in a shape the event trigger's account says was reached by
-     * dropping and renaming columns: when the table is still in the shape before the DDL, the (tagged) columns dropped go
-     * first, then the renames through temporary names, values kept (as the postgres destination does, TargetTables; without
-     * it the new name was added and the old column dropped with its values below; found by a user). Not when a key column
-     * is renamed: a changed key is rebuilt below. {@code existing} (name → type, in column order) follows.
+     * The first sight after a restart of a table held here: its columns dropped and renamed as {@link FirstSight} plans
+     * (as the postgres destination does), not when a key column is renamed: a changed key is rebuilt below.
+     * {@code existing} (name → type, in column order) follows.
      */
     private void renameAtFirstSight(TableRef target, RelationInfo rel, Map<String, String> existing) throws SQLException {
-        SchemaChange d = rel.ddl();
-        if (d.before() == null || !existing.keySet().containsAll(d.before().values())) {
+        if (!FirstSight.told(rel)) {
             return;
         }
-        Map<String, String> renames = d.renamedColumns();
-        List<String> key = primaryKey(target);
-        if (renames.isEmpty() || renames.keySet().stream().anyMatch(key::contains)) {
+        Set<String> key = new LinkedHashSet<>(primaryKey(target));
+        Set<String> droppable = new LinkedHashSet<>(tagged(target, existing.keySet()));
+        droppable.removeAll(key); // DuckDB cannot drop a column of the primary key
+        FirstSight f = FirstSight.of(rel, existing.keySet(), droppable, key);
+        if (f == null) {
             return;
         }
-        for (String gone : tagged(target, new LinkedHashSet<>(d.droppedColumns()))) {
-            if (!key.contains(gone)) {
-                execute("ALTER TABLE " + names.of(target) + " DROP COLUMN " + Ident.quote(gone));
-                existing.remove(gone);
-                LOG.info("destination '{}': dropped column {}.{} (dropped in the source, told by the event trigger)", destination, target, gone);
-            }
+        for (String gone : f.drops()) {
+            execute("ALTER TABLE " + names.of(target) + " DROP COLUMN " + Ident.quote(gone));
+            existing.remove(gone);
+            LOG.info("destination '{}': dropped column {}.{} (dropped in the source, told by the event trigger)", destination, target, gone);
         }
-        Map<String, String> temporary = new java.util.LinkedHashMap<>();
-        for (String old : renames.keySet()) {
-            if (existing.containsKey(renames.get(old)) && !renames.containsKey(renames.get(old))) {
-                return; // the new name is taken by a column the account does not move: left to the checks below
-            }
+        for (String[] step : f.steps()) {
+            execute("ALTER TABLE " + names.of(target) + " RENAME COLUMN " + Ident.quote(step[0]) + " TO " + Ident.quote(step[1]));
         }
-        for (String old : renames.keySet()) {
-            String tmp = "millrace_renaming_" + temporary.size();
-            execute("ALTER TABLE " + names.of(target) + " RENAME COLUMN " + Ident.quote(old) + " TO " + Ident.quote(tmp));
-            temporary.put(tmp, old);
-        }
-        for (Map.Entry<String, String> t : temporary.entrySet()) {
-            String to = renames.get(t.getValue());
-            execute("ALTER TABLE " + names.of(target) + " RENAME COLUMN " + Ident.quote(t.getKey()) + " TO " + Ident.quote(to));
-            LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source, told by the event trigger)", destination,
-                    target, t.getValue(), to);
-        }
-        Map<String, String> next = new java.util.LinkedHashMap<>();
-        existing.forEach((name, type) -> next.put(renames.getOrDefault(name, name), type));
+        f.renamed().forEach((from, to) -> LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source, told by the"
+                + " event trigger)", destination, target, from, to));
+        Map<String, String> next = new LinkedHashMap<>();
+        existing.forEach((name, type) -> next.put(f.renamed().getOrDefault(name, name), type));
         existing.clear();
         existing.putAll(next); // in column order still
     }

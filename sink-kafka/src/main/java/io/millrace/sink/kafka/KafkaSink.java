@@ -460,7 +460,7 @@ public final class KafkaSink implements Sink {
     }
 
     /**
-     * A checkpoint whose tables have none of their topics under the naming configured now: {@code topic_prefix} (or
+     * INV: RESUME — a checkpoint whose tables have none of their topics under the naming configured now: {@code topic_prefix} (or
      * {@code topic}) changed since it was written, or the topics were deleted. Resuming would send the changes from here
      * on into new topics that hold no copy of the rows before (found by a user: the old topics just stopped and the new
      * ones held one row). Refused, naming both ways out. Only when none has its topic: one missing may have been deleted

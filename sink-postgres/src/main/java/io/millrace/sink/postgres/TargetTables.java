@@ -6,6 +6,7 @@ import io.millrace.core.schema.ColumnInfo;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.SchemaChange;
+import io.millrace.core.sink.FirstSight;
 import io.millrace.core.schema.ShapeChange;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.Runs;
@@ -240,48 +241,29 @@ final class TargetTables {
         return t;
     }
 
-    /**
-     * The first sight after a restart of a table this destination holds, in a shape the event trigger's account says was
-     * reached by dropping and renaming columns ({@link SchemaChange#droppedColumns}, {@link SchemaChange#renamedColumns}):
-     * there is no shape before it here to follow, so when this table is still in the shape before the DDL (it has every
-     * column the account names before), the columns dropped go first (a renamed one may take a dropped one's name), then
-     * the renames, through temporary names so that a swap or a chain ends right; values kept. Without it the new name was
-     * added and the old column dropped with its values below (found by a user: a RENAME COLUMN as a table's first change
-     * after a restart). A column a user added here (no tag) is never dropped.
-     */
+    /** The first sight after a restart of a table held here: its columns dropped and renamed as {@link FirstSight} plans. */
     private void renameAtFirstSight(TableRef target, int oid, RelationInfo rel, Set<String> columns) throws SQLException {
-        SchemaChange d = rel.ddl();
-        if (d == null || !d.exact() || d.before() == null || !columns.containsAll(d.before().values())) {
+        if (!FirstSight.told(rel)) {
             return;
         }
-        Map<String, String> renames = d.renamedColumns();
-        if (renames.isEmpty()) {
+        FirstSight f = FirstSight.of(rel, columns, new HashSet<>(taggedOf(oid, columns)), Set.of()); // a user's column: never dropped
+        if (f == null) {
             return;
         }
-        for (String gone : taggedOf(oid, new LinkedHashSet<>(d.droppedColumns()))) {
+        for (String gone : f.drops()) {
             execute("ALTER TABLE " + target.sql() + " DROP COLUMN " + Ident.quote(gone));
             columns.remove(gone);
             LOG.info("destination '{}': dropped column {}.{} (dropped in the source, told by the event trigger)", destination, target, gone);
         }
-        for (String old : renames.keySet()) {
-            if (columns.contains(renames.get(old)) && !renames.containsKey(renames.get(old))) {
-                return; // the new name is taken by a column the account does not move (a user's): left to the checks below
-            }
+        for (String[] step : f.steps()) {
+            execute("ALTER TABLE " + target.sql() + " RENAME COLUMN " + Ident.quote(step[0]) + " TO " + Ident.quote(step[1]));
         }
-        Map<String, String> temporary = new LinkedHashMap<>();
-        for (String old : renames.keySet()) {
-            String tmp = "millrace_renaming_" + temporary.size();
-            execute("ALTER TABLE " + target.sql() + " RENAME COLUMN " + Ident.quote(old) + " TO " + Ident.quote(tmp));
-            temporary.put(tmp, old);
-            columns.remove(old);
-        }
-        for (Map.Entry<String, String> t : temporary.entrySet()) {
-            String to = renames.get(t.getValue());
-            execute("ALTER TABLE " + target.sql() + " RENAME COLUMN " + Ident.quote(t.getKey()) + " TO " + Ident.quote(to));
-            columns.add(to);
+        f.renamed().forEach((from, to) -> {
+            columns.remove(from);
             LOG.info("destination '{}': renamed column {}.{} to {} (renamed in the source, told by the event trigger)", destination,
-                    target, t.getValue(), to);
-        }
+                    target, from, to);
+        });
+        columns.addAll(f.renamed().values());
     }
 
     /**
