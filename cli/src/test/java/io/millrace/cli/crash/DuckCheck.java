@@ -31,7 +31,10 @@ final class DuckCheck {
         this.destination = destination;
     }
 
-    /** The flush LSN of the destination's checkpoint, or null when there is none (yet). */
+    /**
+     * The flush LSN of the destination's checkpoint, or null when there is none (yet) or its snapshot is RUNNING (never
+     * resumed from: see {@link KafkaCheck#flushLsn}).
+     */
     Lsn flushLsn() throws SQLException, IOException {
         if (!Files.exists(file)) {
             return null;
@@ -45,7 +48,11 @@ final class DuckCheck {
                 }
             }
             try (ResultSet rs = s.executeQuery("SELECT checkpoint FROM millrace.checkpoints WHERE destination = '" + destination + "'")) {
-                return rs.next() ? Lsn.parse(JSON.readTree(rs.getString(1)).get("flush_lsn").asText()) : null;
+                if (!rs.next()) {
+                    return null;
+                }
+                com.fasterxml.jackson.databind.JsonNode cp = JSON.readTree(rs.getString(1));
+                return "RUNNING".equals(cp.path("snapshot").path("state").asText()) ? null : Lsn.parse(cp.get("flush_lsn").asText());
             }
         }
     }

@@ -42,18 +42,23 @@ final class KafkaCheck {
         this.prefix = prefix;
     }
 
-    /** The flush LSN of the last checkpoint committed to the checkpoint topic, or null when there is none (yet). */
+    /**
+     * The flush LSN of the last checkpoint committed to the checkpoint topic, or null when there is none (yet) or its
+     * snapshot is RUNNING: such a checkpoint is never resumed from, and the slot re-created for its re-copy is
+     * legitimately ahead of it (as {@link DurableSampler} skips it).
+     */
     Lsn flushLsn() throws Exception {
         if (!kafka.topics().contains(CHECKPOINT_TOPIC)) {
             return null;
         }
-        Lsn last = null;
+        com.fasterxml.jackson.databind.JsonNode last = null;
         for (ConsumerRecord<String, String> r : kafka.readCommitted(CHECKPOINT_TOPIC)) {
             if (r.value() != null) {
-                last = Lsn.parse(JSON.readTree(r.value()).get("flush_lsn").asText());
+                last = JSON.readTree(r.value());
             }
         }
-        return last;
+        return last == null || "RUNNING".equals(last.path("snapshot").path("state").asText()) ? null
+                : Lsn.parse(last.get("flush_lsn").asText());
     }
 
     /** What differs between the topics and the source, and every change repeated, lost or out of order; empty when none. */
