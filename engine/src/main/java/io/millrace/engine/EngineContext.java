@@ -38,6 +38,8 @@ final class EngineContext {
     volatile java.util.Map<Integer, Long> joinedAtStart = java.util.Map.of();
     /** Tables that join while streaming. */
     final TableJoiner joiner;
+    /** Tables whose stream leaves columns out (a publication's column list), their changes withheld. */
+    final ColumnLists columnLists;
 
     volatile String lastError;
     /** The slot's last replacement as the checkpoints record it ({@code source.on_slot_lost: resnapshot}), or null. */
@@ -57,6 +59,7 @@ final class EngineContext {
         this.selection = TableSelection.of(config.source());
         this.transforms = config.transforms();
         this.joiner = new TableJoiner(this);
+        this.columnLists = new ColumnLists(this);
     }
 
     /** {@code t} is captured from now on (it joined while streaming). Any thread. */

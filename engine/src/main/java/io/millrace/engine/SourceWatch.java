@@ -66,6 +66,11 @@ final class SourceWatch {
         }
     }
 
+    /** The attribute numbers of the table's live columns by name as last read, or null. Any thread. */
+    Map<String, Integer> attributeNumbers(int oid) {
+        return attnums.get(oid);
+    }
+
     /** The captured tables, by oid (a copy). */
     Map<Integer, TableRef> captured() {
         return Map.copyOf(captured);

@@ -39,7 +39,13 @@ final class StatusReport {
                 m == null ? null : m.serverLsn().toString(), m == null || m.confirmedLsn() == null ? null : m.confirmedLsn().toString(),
                 m == null ? -1 : m.retainedBytes(), lagBytes, st == null ? -1 : st.lagMillis(now), st == null ? 0 : st.eventsWritten(),
                 p == null ? 0 : p.inflightBytes(), ctx.config.pipeline().budgetBytes(), tables(ctx, st, s), ctx.lastError,
-                controls.status(), slow, values(ctx), slotLost(ctx), ctx.joiner.notCaptured(), ctx.lastReload);
+                controls.status(), slow, values(ctx), slotLost(ctx), notCaptured(ctx), ctx.lastReload);
+    }
+
+    private static List<EngineStatus.NotCaptured> notCaptured(EngineContext ctx) {
+        List<EngineStatus.NotCaptured> out = new java.util.ArrayList<>(ctx.joiner.notCaptured());
+        out.addAll(ctx.columnLists.withheld());
+        return out;
     }
 
     /** The slot's last replacement, and the reconciling copies the durable checkpoints still hold (any destination's). */

@@ -129,6 +129,7 @@ final class Streaming {
             p.signalTable(signal, controls::onSignal);
         }
         p.onShapeChange(controls::onShapeChange);
+        p.withholding(ctx.columnLists); // a publication's column list made while streaming
         p.shapesAtStart(survey.relations(), survey.readAt()); // a table reshaped before its first change of the run
         p.shapesWritten(cps); // ... or while stopped
         p.onTableSeen(ctx.joiner::seen);

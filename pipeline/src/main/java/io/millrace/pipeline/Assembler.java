@@ -168,6 +168,29 @@ final class Assembler {
     /** See {@link Pipeline#shapesWritten}. Call before the first message. */
     void shapesWritten(java.util.Collection<Written> checkpoints) {
         written.addAll(checkpoints);
+        for (Written w : checkpoints) {
+            w.shapes().forEach((oid, entry) -> {
+                List<String> whole = io.millrace.core.change.SourceShapes.withheldColumns(entry);
+                if (whole != null) {
+                    withheld.putIfAbsent(oid, whole); // INV: RESUME — a hold recorded before the restart goes on
+                }
+            });
+        }
+    }
+
+    /**
+     * Tables whose changes are withheld from the destinations, by oid, with their columns before the hold: the stream shows
+     * fewer columns than the table has ({@link Pipeline.Withholding}). INV: BOUNDED — one entry per captured table at most.
+     * A hold is recorded with the batch after it ({@link #shapeMarks}), so a restart knows it.
+     */
+    private final java.util.Map<Integer, List<String>> withheld = new java.util.HashMap<>();
+    /** Shape entries to record with the next batch ({@link Batch#shapes}): a hold begun, or ended. */
+    private final java.util.Map<Integer, String> shapeMarks = new java.util.HashMap<>();
+    private Pipeline.Withholding withholding;
+
+    /** See {@link Pipeline#withholding}. Call before the first message. */
+    void withholding(Pipeline.Withholding w) {
+        this.withholding = w;
     }
 
     /**
@@ -185,6 +208,9 @@ final class Assembler {
     private void shapeSeen(RelationInfo rel) {
         RelationInfo before = shapes.put(rel.oid(), rel);
         RelationInfo atStart = startShapes.remove(rel.oid()); // INV: BOUNDED — kept until the table's first description
+        if (withheldAt(rel, before, atStart)) {
+            return;
+        }
         if (before == null && atStart != null && inTx && txCommitLsn.compareTo(startShapesAt) >= 0) {
             io.millrace.core.schema.ShapeChange c = io.millrace.core.schema.ShapeChange.between(atStart, rel);
             if (!c.added().isEmpty() || !c.renamed().isEmpty() || !c.retyped().isEmpty()) {
@@ -200,14 +226,65 @@ final class Assembler {
         }
     }
 
+    /**
+     * Whether {@code rel} begins or goes on withholding its table's changes from the destinations, or ends that ({@link
+     * Pipeline.Withholding}); true: no shape change is told. The shape before is the stream's, or at the table's first
+     * description of the run the start's catalog's when a destination that has not applied this transaction wrote the
+     * table in a shape other than {@code rel} (a replay through a column list's time: the destination holds every column).
+     */
+    private boolean withheldAt(RelationInfo rel, RelationInfo before, RelationInfo atStart) {
+        if (withholding == null) {
+            return false;
+        }
+        List<String> whole = withheld.get(rel.oid());
+        if (whole != null) {
+            if (withholding.whole(rel, whole)) {
+                withheld.remove(rel.oid());
+                shapeMarks.put(rel.oid(), io.millrace.core.change.SourceShapes.fingerprint(rel)); // with the copy that reconciles
+            }
+            return true;
+        }
+        RelationInfo ref = before != null ? before : atStart != null && writtenOtherwise(rel) ? atStart : null;
+        if (ref == null) {
+            return false;
+        }
+        List<String> had = ref.columns().stream().map(io.millrace.core.schema.ColumnInfo::name).toList();
+        java.util.Set<String> has = new java.util.HashSet<>();
+        rel.columns().forEach(c -> has.add(c.name()));
+        List<String> missing = had.stream().filter(n -> !has.contains(n)).toList();
+        if (missing.isEmpty() || !withholding.leftOut(rel, missing)) {
+            return false;
+        }
+        withheld.put(rel.oid(), had);
+        shapeMarks.put(rel.oid(), io.millrace.core.change.SourceShapes.withheld(had));
+        return true;
+    }
+
+    /** Whether a destination that has not applied this transaction wrote {@code rel}'s table in another shape. */
+    private boolean writtenOtherwise(RelationInfo rel) {
+        String now = null;
+        for (Written w : written) {
+            String fp = w.shapes().get(rel.oid());
+            if (fp == null || w.applied().commitLsn().compareTo(txCommitLsn) >= 0) {
+                continue;
+            }
+            now = now == null ? io.millrace.core.change.SourceShapes.fingerprint(rel) : now;
+            if (!fp.equals(now)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** See {@link #shapeSeen}: a table's first description of the run, in the transaction committing at {@link #txCommitLsn}. */
     private boolean reshapedUnseen(RelationInfo rel, RelationInfo atStart) {
         String now = null;
         String catalog = null;
         for (Written w : written) {
             String fp = w.shapes().get(rel.oid());
-            if (fp == null || w.applied().commitLsn().compareTo(txCommitLsn) >= 0) {
-                continue; // the table not held there, or this transaction applied there already (it resumes further on)
+            if (fp == null || w.applied().commitLsn().compareTo(txCommitLsn) >= 0
+                    || io.millrace.core.change.SourceShapes.withheldColumns(fp) != null) {
+                continue; // the table not held there, or this transaction applied there already (it resumes further on), or withheld
             }
             if (now == null) {
                 now = io.millrace.core.change.SourceShapes.fingerprint(rel);
@@ -373,7 +450,7 @@ final class Assembler {
             for (RelationInfo r : t.relations()) {
                 watermarks.truncated(r.table());
                 Position p = new Position(txCommitLsn, ++ordinal);
-                if (p.isAfter(skipUpTo)) {
+                if (p.isAfter(skipUpTo) && !withheld.containsKey(r.oid())) { // withheld: the copy that ends the hold reconciles
                     add(new ChangeEvent(Op.TRUNCATE, keys.of(r), null, null, walStart, p, txXid, txCommitMicros, false));
                 }
             }
@@ -453,6 +530,9 @@ final class Assembler {
         // schema-change event and the truncate; one that knows no DDL sees its rows gone.
         ddl.remove(c.oid());
         RelationInfo gone = new RelationInfo(c.oid(), c.table(), 'd', List.of(), types).withDdl(c);
+        if (withheld.remove(c.oid()) != null) {
+            shapeMarks.remove(c.oid()); // dropped: its entry goes with it
+        }
         watermarks.truncated(c.table());
         Position p = new Position(txCommitLsn, ++ordinal);
         if (p.isAfter(skipUpTo)) {
@@ -531,6 +611,9 @@ final class Assembler {
         Position p = new Position(txCommitLsn, ++ordinal);
         if (!p.isAfter(skipUpTo)) {
             return; // INV: RESUME — every destination holds it already.
+        }
+        if (withheld.containsKey(streamed.oid())) {
+            return; // its stream lacks columns the table has: the copy that ends the hold brings this change (Pipeline.Withholding)
         }
         RelationInfo r = keys.of(streamed);
         if (signals != null && r.table().equals(signals.table())) {
@@ -642,6 +725,12 @@ final class Assembler {
         last = e.position();
     }
 
+    private java.util.Map<Integer, String> takeMarks() {
+        java.util.Map<Integer, String> m = java.util.Map.copyOf(shapeMarks);
+        shapeMarks.clear();
+        return m;
+    }
+
     private int eventCount() {
         return pool != null ? job.size() : events.size();
     }
@@ -653,7 +742,7 @@ final class Assembler {
             // that says so (INV: RESUME — after a crash the chunk is read again from the next key, not from its start).
             emitting.landedThrough(emittingLast);
         }
-        if (eventCount() == 0 && flushLsn == null && !watermarks.dirty()) {
+        if (eventCount() == 0 && flushLsn == null && !watermarks.dirty() && shapeMarks.isEmpty()) {
             size = 0;
             if (held != null) {
                 held.release(heldBytes);
@@ -668,12 +757,12 @@ final class Assembler {
         if (pool != null) {
             // INV: DURABLE — positions and progress travel with the job and reach the writer only once it is decoded.
             DecodePool.Job j = job;
-            j.seal(new Batch(List.of(), flushLsn, last, null, watermarks.takeProgress(), heldBytes));
+            j.seal(new Batch(List.of(), flushLsn, last, null, watermarks.takeProgress(), heldBytes, takeMarks()));
             eventsOut += j.size();
             job = pool.newJob();
             b = j;
         } else {
-            b = Staged.ready(new Batch(events, flushLsn, last, null, watermarks.takeProgress(), heldBytes));
+            b = Staged.ready(new Batch(events, flushLsn, last, null, watermarks.takeProgress(), heldBytes, takeMarks()));
             eventsOut += events.size();
             events = new ArrayList<>();
         }

@@ -19,9 +19,21 @@ import java.util.List;
  * @param online    new online snapshot progress to record with this batch (null: unchanged)
  * @param heldBytes what the batch's rows take on the heap ({@link io.millrace.core.HeapCost}), taken from the budget of
  *                  rows in flight before they joined it; given back once the batch is durable (INV: BOUNDED)
+ * @param shapes    tables' shape entries to record with this batch, by oid, over what its events say (empty: none): a
+ *                  table whose changes are withheld from here on, or flow again ({@link
+ *                  io.millrace.core.change.SourceShapes#withheld})
  */
 public record Batch(List<ChangeEvent> events, Lsn flushLsn, Position last, SnapshotProgress snapshot,
-                    List<OnlineTask> online, long heldBytes) {
+                    List<OnlineTask> online, long heldBytes, java.util.Map<Integer, String> shapes) {
+    public Batch {
+        shapes = shapes == null ? java.util.Map.of() : java.util.Map.copyOf(shapes);
+    }
+
+    public Batch(List<ChangeEvent> events, Lsn flushLsn, Position last, SnapshotProgress snapshot, List<OnlineTask> online,
+                 long heldBytes) {
+        this(events, flushLsn, last, snapshot, online, heldBytes, null);
+    }
+
     public Batch(List<ChangeEvent> events, Lsn flushLsn, Position last, SnapshotProgress snapshot) {
         this(events, flushLsn, last, snapshot, null, 0);
     }

@@ -208,7 +208,7 @@ final class DecodePool {
                 }
             }
             return new Batch(events, shell.flushLsn(), shell.last(), shell.snapshot(), shell.online(),
-                    shell.heldBytes());
+                    shell.heldBytes(), shell.shapes());
         }
     }
 }

@@ -165,6 +165,36 @@ public final class Pipeline implements AutoCloseable {
         this.shapeChange = callback;
     }
 
+    /**
+     * Decides about a table whose stream shows fewer columns than it had: a column dropped, or left out by a publication's
+     * column list ({@code ALTER PUBLICATION … SET TABLE t (a, b)} while Millrace runs). pgoutput then sends the listed
+     * columns only, and a destination that followed that shape would drop the column left out, values and all, and
+     * apply the changes' other columns as if it were gone. Called on the assembler thread, in stream order.
+     */
+    public interface Withholding {
+        /**
+         * {@code rel} lacks {@code missing}, columns of the shape before it (the stream's, or the start's catalog's at a
+         * table's first Relation message of the run when a destination wrote the table in another shape). True when they
+         * are still in the source (left out, not dropped): the table's changes are withheld from the destinations from
+         * here on, and the hold is recorded with the next batch (INV: RESUME).
+         */
+        boolean leftOut(io.millrace.core.schema.RelationInfo rel, java.util.List<String> missing);
+
+        /**
+         * A Relation message of a withheld table, whose columns were {@code whole}. True when it shows every one of them
+         * the source still has: the table's changes flow again from here, and the callee has submitted the copy that
+         * reconciles the destinations with the changes withheld, recorded with the same batch as the end of the hold.
+         */
+        boolean whole(io.millrace.core.schema.RelationInfo rel, java.util.List<String> whole);
+    }
+
+    private volatile Withholding withholding;
+
+    /** See {@link Withholding}. Call before {@link #startStreaming}; with {@link #onShapeChange}. */
+    public void withholding(Withholding w) {
+        this.withholding = w;
+    }
+
     private volatile java.util.Collection<io.millrace.core.schema.RelationInfo> startShapes = java.util.List.of();
     private volatile Lsn startShapesAt = Lsn.ZERO;
 
@@ -324,6 +354,7 @@ public final class Pipeline implements AutoCloseable {
             a.onShapeChange(shapeChange);
             a.shapesAtStart(startShapes, startShapesAt);
             a.shapesWritten(shapesWritten);
+            a.withholding(withholding);
         }
         if (tableSeen != null) {
             a.onTableSeen(tableSeen);

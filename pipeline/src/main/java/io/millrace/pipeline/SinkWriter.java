@@ -100,6 +100,11 @@ final class SinkWriter {
                 next = next.withTables(SourceTables.follow(cp.tables(), events).held()); // renames followed by oid, also after a restart
                 next = next.withShapes(io.millrace.core.change.SourceShapes.follow(cp.shapes(), events)); // a reshape while stopped is seen (INV: RESUME — recorded with the rows it describes)
             }
+            if (!batch.shapes().isEmpty()) {
+                java.util.TreeMap<Integer, String> shapes = new java.util.TreeMap<>(next.shapes());
+                shapes.putAll(batch.shapes()); // a table withheld from here on, or flowing again (INV: RESUME)
+                next = next.withShapes(shapes);
+            }
             if (events.isEmpty() && next.equals(cp)) {
                 continue;
             }

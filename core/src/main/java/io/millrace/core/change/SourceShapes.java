@@ -40,6 +40,38 @@ public final class SourceShapes {
         return String.format("%016x", h);
     }
 
+    /** What a withheld table's entry starts with ({@link #withheld}); never a fingerprint, which is 16 hex digits. */
+    private static final String WITHHELD = "withheld:";
+
+    /**
+     * The entry of a table whose changes are withheld from the destinations (INV: RESUME): its stream shows fewer
+     * columns than it has — a publication's column list leaves some out — so its changes are not applied, and when the
+     * stream shows it whole again it is copied again, reconciling. {@code whole}: its columns before, by name; the entry
+     * keeps them (a JSON array after {@value #WITHHELD}) so that a restart knows the hold and when it ends. A release
+     * that does not know the entry reads it as a shape it never wrote, and copies the table again: also right.
+     */
+    public static String withheld(List<String> whole) {
+        try {
+            return WITHHELD + JSON.writeValueAsString(whole);
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** The columns of a {@link #withheld} entry, or null when {@code entry} is a fingerprint (or null). */
+    public static List<String> withheldColumns(String entry) {
+        if (entry == null || !entry.startsWith(WITHHELD)) {
+            return null;
+        }
+        try {
+            return List.of(JSON.readValue(entry.substring(WITHHELD.length()), String[].class));
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new IllegalArgumentException("a checkpoint's shape entry '" + entry + "' is not a withheld table's columns", e);
+        }
+    }
+
+    private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper();
+
     private static long mix(long h, int v) {
         for (int i = 0; i < 4; i++) {
             h = (h ^ ((v >>> (8 * i)) & 0xff)) * FNV_PRIME;

@@ -78,7 +78,8 @@ public abstract class TableApplier {
      */
     protected final boolean reshapedSinceHeld(io.millrace.core.schema.RelationInfo rel) {
         String fp = heldShapes.get(rel.oid());
-        return fp != null && !fp.equals(io.millrace.core.change.SourceShapes.fingerprint(rel));
+        return fp != null && io.millrace.core.change.SourceShapes.withheldColumns(fp) == null
+                && !fp.equals(io.millrace.core.change.SourceShapes.fingerprint(rel)); // withheld: copied again whole, reconciling
     }
 
     /** As {@link #apply(List, Set, SortedMap, SortedMap)} without the shapes. */

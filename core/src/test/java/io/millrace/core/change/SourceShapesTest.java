@@ -57,4 +57,15 @@ class SourceShapesTest {
                 .containsEntry(3, SourceShapes.fingerprint(b)).hasSize(3);
         assertThat(SourceShapes.follow(after, batch.subList(2, 3))).as("nothing changed: the same map").isSameAs(after);
     }
+
+    /** A withheld table's entry keeps its columns (any name: quotes, commas, unicode) and is never read as a fingerprint. */
+    @Test
+    void aWithheldEntryKeepsItsColumnsAndIsNoFingerprint() {
+        List<String> cols = List.of("id", "a,b", "say \"hi\"", "ünï", "");
+        String entry = SourceShapes.withheld(cols);
+        assertThat(SourceShapes.withheldColumns(entry)).containsExactlyElementsOf(cols);
+        assertThat(entry).doesNotMatch("[0-9a-f]{16}");
+        assertThat(SourceShapes.withheldColumns(SourceShapes.fingerprint(rel(1, col("id", 23, -1, true))))).isNull();
+        assertThat(SourceShapes.withheldColumns(null)).isNull();
+    }
 }
