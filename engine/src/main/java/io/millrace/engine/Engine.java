@@ -132,6 +132,7 @@ public final class Engine {
                     c -> {
                         ctx.watch.tick(c); // the watch of the moment: a snapshot started again builds a new one
                         ctx.joiner.poll(c);
+                        ctx.narrow.tick(c); // a publication that stopped publishing some kinds of change
                     });
 
             sinks.addAll(Destinations.of(config));

@@ -39,7 +39,7 @@ final class EngineContext {
     /** Tables that join while streaming. */
     final TableJoiner joiner;
     /** Tables whose stream leaves columns out (a publication's column list), their changes withheld. */
-    final ColumnLists columnLists;
+    final NarrowPublication narrow;
 
     volatile String lastError;
     /** The slot's last replacement as the checkpoints record it ({@code source.on_slot_lost: resnapshot}), or null. */
@@ -59,7 +59,7 @@ final class EngineContext {
         this.selection = TableSelection.of(config.source());
         this.transforms = config.transforms();
         this.joiner = new TableJoiner(this);
-        this.columnLists = new ColumnLists(this);
+        this.narrow = new NarrowPublication(this);
     }
 
     /** {@code t} is captured from now on (it joined while streaming). Any thread. */

@@ -44,7 +44,7 @@ final class StatusReport {
 
     private static List<EngineStatus.NotCaptured> notCaptured(EngineContext ctx) {
         List<EngineStatus.NotCaptured> out = new java.util.ArrayList<>(ctx.joiner.notCaptured());
-        out.addAll(ctx.columnLists.withheld());
+        out.addAll(ctx.narrow.withheld());
         return out;
     }
 

@@ -129,7 +129,12 @@ final class Streaming {
             p.signalTable(signal, controls::onSignal);
         }
         p.onShapeChange(controls::onShapeChange);
-        p.withholding(ctx.columnLists); // a publication's column list made while streaming
+        p.withholding(ctx.narrow); // a publication narrowed while streaming: a column list, or fewer kinds of change
+        try (java.sql.Connection c = ctx.conns.open()) {
+            ctx.narrow.atStart(c, cps); // holds recorded before this start end where the stream reaches it
+        } catch (java.sql.SQLException e) {
+            throw io.millrace.source.PgErrors.translate("asking for the end of the holds recorded before this start", e);
+        }
         p.shapesAtStart(survey.relations(), survey.readAt()); // a table reshaped before its first change of the run
         p.shapesWritten(cps); // ... or while stopped
         p.onTableSeen(ctx.joiner::seen);

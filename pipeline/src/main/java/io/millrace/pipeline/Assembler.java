@@ -240,6 +240,9 @@ final class Assembler {
         if (whole != null) {
             if (withholding.whole(rel, whole)) {
                 withheld.remove(rel.oid());
+                if (!recopied.remove(rel.oid())) {
+                    withholding.recopy(rel.oid());
+                }
                 shapeMarks.put(rel.oid(), io.millrace.core.change.SourceShapes.fingerprint(rel)); // with the copy that reconciles
             }
             return true;
@@ -258,6 +261,55 @@ final class Assembler {
         withheld.put(rel.oid(), had);
         shapeMarks.put(rel.oid(), io.millrace.core.change.SourceShapes.withheld(had));
         return true;
+    }
+
+    /** The oids a {@link Pipeline#WITHHOLD_PREFIX} or {@link Pipeline#RECONCILE_PREFIX} message lists. */
+    private static List<Integer> oids(LogicalMessage lm) {
+        String text = new String(lm.content(), java.nio.charset.StandardCharsets.UTF_8).strip();
+        List<Integer> out = new ArrayList<>();
+        try {
+            for (String s : text.split(",")) {
+                if (!s.isBlank()) {
+                    out.add((int) Long.parseLong(s.strip()));
+                }
+            }
+        } catch (NumberFormatException e) {
+            throw new MillraceException(Kind.DECODE, "cannot read a '" + lm.prefix() + "' logical message: '" + text + "' is not a list of oids");
+        }
+        return out;
+    }
+
+    /** Withholds the table of {@code oid} from here on ({@link Pipeline#WITHHOLD_PREFIX}), with the columns known of it. */
+    private void hold(int oid) {
+        if (withheld.containsKey(oid)) {
+            return;
+        }
+        RelationInfo known = shapes.containsKey(oid) ? shapes.get(oid) : startShapes.get(oid);
+        List<String> had = known == null ? List.of() : known.columns().stream().map(io.millrace.core.schema.ColumnInfo::name).toList();
+        withheld.put(oid, had);
+        shapeMarks.put(oid, io.millrace.core.change.SourceShapes.withheld(had));
+    }
+
+    /** Withheld tables whose copy was submitted while their stream still showed them without some columns. */
+    private final java.util.Set<Integer> recopied = new java.util.HashSet<>();
+
+    /**
+     * Ends the hold of the table of {@code oid} ({@link Pipeline#RECONCILE_PREFIX}): copied again; its changes flow from here,
+     * or, while its stream shows it without some of its columns, from the Relation message that shows it whole.
+     */
+    private void reconcile(int oid) {
+        List<String> whole = withheld.get(oid);
+        if (whole == null || recopied.contains(oid)) {
+            return;
+        }
+        withholding.recopy(oid);
+        RelationInfo rel = shapes.get(oid);
+        if (rel != null && !withholding.whole(rel, whole)) {
+            recopied.add(oid); // INV: BOUNDED — one per withheld table
+            return;
+        }
+        withheld.remove(oid);
+        shapeMarks.put(oid, rel == null ? Batch.NO_SHAPE : io.millrace.core.change.SourceShapes.fingerprint(rel));
     }
 
     /** Whether a destination that has not applied this transaction wrote {@code rel}'s table in another shape. */
@@ -368,6 +420,10 @@ final class Assembler {
                 ddl(lm, walStart);
             } else if (lm.transactional() && inTx && JOIN_PREFIX.equals(lm.prefix())) {
                 join(lm);
+            } else if (lm.transactional() && inTx && withholding != null && Pipeline.WITHHOLD_PREFIX.equals(lm.prefix())) {
+                oids(lm).forEach(this::hold);
+            } else if (lm.transactional() && inTx && withholding != null && Pipeline.RECONCILE_PREFIX.equals(lm.prefix())) {
+                oids(lm).forEach(this::reconcile);
             }
         } else if (m instanceof StreamAbort sa) {
             if (sa.subXid() == sa.xid()) {
@@ -532,6 +588,7 @@ final class Assembler {
         RelationInfo gone = new RelationInfo(c.oid(), c.table(), 'd', List.of(), types).withDdl(c);
         if (withheld.remove(c.oid()) != null) {
             shapeMarks.remove(c.oid()); // dropped: its entry goes with it
+            recopied.remove(c.oid());
         }
         watermarks.truncated(c.table());
         Position p = new Position(txCommitLsn, ++ordinal);

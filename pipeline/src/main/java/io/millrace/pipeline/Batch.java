@@ -21,10 +21,13 @@ import java.util.List;
  *                  rows in flight before they joined it; given back once the batch is durable (INV: BOUNDED)
  * @param shapes    tables' shape entries to record with this batch, by oid, over what its events say (empty: none): a
  *                  table whose changes are withheld from here on, or flow again ({@link
- *                  io.millrace.core.change.SourceShapes#withheld})
+ *                  io.millrace.core.change.SourceShapes#withheld}); {@link #NO_SHAPE} takes a table's entry away
  */
 public record Batch(List<ChangeEvent> events, Lsn flushLsn, Position last, SnapshotProgress snapshot,
                     List<OnlineTask> online, long heldBytes, java.util.Map<Integer, String> shapes) {
+    /** A {@link #shapes} value: the table's entry is taken away (a hold ended before the stream described the table). */
+    public static final String NO_SHAPE = "";
+
     public Batch {
         shapes = shapes == null ? java.util.Map.of() : java.util.Map.copyOf(shapes);
     }

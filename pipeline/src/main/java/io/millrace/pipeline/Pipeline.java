@@ -181,12 +181,34 @@ public final class Pipeline implements AutoCloseable {
         boolean leftOut(io.millrace.core.schema.RelationInfo rel, java.util.List<String> missing);
 
         /**
-         * A Relation message of a withheld table, whose columns were {@code whole}. True when it shows every one of them
-         * the source still has: the table's changes flow again from here, and the callee has submitted the copy that
-         * reconciles the destinations with the changes withheld, recorded with the same batch as the end of the hold.
+         * Whether {@code rel}, the shape a withheld table's stream shows, has every one of {@code whole} (its columns when
+         * the hold began) that the source still has: its changes may flow again from here.
          */
         boolean whole(io.millrace.core.schema.RelationInfo rel, java.util.List<String> whole);
+
+        /**
+         * The hold of the table of {@code oid} ends (or, at a {@link #RECONCILE_PREFIX} message, will end once the stream
+         * shows it whole): the callee submits the copy that reconciles the destinations with the changes withheld, recorded
+         * with the batch that ends the hold (INV: RESUME).
+         */
+        void recopy(int oid);
     }
+
+    /**
+     * The prefix of the logical message that withholds tables' changes from here on (content: their oids, comma-separated):
+     * written when the publication stopped publishing some kinds of change ({@code SET (publish = 'insert')}), which no
+     * Relation message shows. Handled in stream order, recorded with the batch after it (INV: RESUME).
+     */
+    public static final String WITHHOLD_PREFIX = "millrace.withhold";
+
+    /**
+     * The prefix of the logical message that ends the hold of tables (content: their oids), written once the publication
+     * publishes them whole again: each one is copied again, reconciling ({@link Withholding#recopy}), and its changes flow
+     * again from here; one whose stream still shows it without some of its columns (changes made before the publication
+     * was set right, committed after this message) stays withheld until a Relation message shows it whole — its copy
+     * waits for those transactions, so it brings them.
+     */
+    public static final String RECONCILE_PREFIX = "millrace.reconcile";
 
     private volatile Withholding withholding;
 

@@ -102,7 +102,13 @@ final class SinkWriter {
             }
             if (!batch.shapes().isEmpty()) {
                 java.util.TreeMap<Integer, String> shapes = new java.util.TreeMap<>(next.shapes());
-                shapes.putAll(batch.shapes()); // a table withheld from here on, or flowing again (INV: RESUME)
+                batch.shapes().forEach((oid, entry) -> { // a table withheld from here on, or flowing again (INV: RESUME)
+                    if (entry.equals(Batch.NO_SHAPE)) {
+                        shapes.remove(oid);
+                    } else {
+                        shapes.put(oid, entry);
+                    }
+                });
                 next = next.withShapes(shapes);
             }
             if (events.isEmpty() && next.equals(cp)) {

@@ -625,11 +625,10 @@ public final class Preflight {
     }
 
     /**
-     * Refuses a publication that does not publish every kind of change ({@code WITH (publish = 'insert')}: an append-only
-     * feed a user made for another consumer): the stream would carry no update, delete or truncate of its tables, and
-     * the destinations would keep every row as first copied. Returns false when it refused.
+     * The kinds of change ({@code insert}, {@code update}, {@code delete}, {@code truncate}) publication {@code pub} does
+     * not publish (its {@code publish} option); empty when it publishes all, or does not exist.
      */
-    private boolean operations(Connection c, String pub) throws SQLException {
+    public static List<String> unpublished(Connection c, String pub) throws SQLException {
         boolean truncates = Catalog.serverVersion(c) >= 110000; // pubtruncate: PostgreSQL 11+
         List<String> left = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement("SELECT pubinsert, pubupdate, pubdelete, "
@@ -637,7 +636,7 @@ public final class Preflight {
             ps.setString(1, pub);
             try (ResultSet rs = ps.executeQuery()) {
                 if (!rs.next()) {
-                    return true;
+                    return left;
                 }
                 String[] kinds = {"insert", "update", "delete", "truncate"};
                 for (int i = 0; i < kinds.length; i++) {
@@ -647,6 +646,21 @@ public final class Preflight {
                 }
             }
         }
+        return left;
+    }
+
+    /** What {@code ALTER PUBLICATION … SET (publish = …)} sets for every kind of change on this server. */
+    public static String allKinds(Connection c) throws SQLException {
+        return Catalog.serverVersion(c) >= 110000 ? "insert, update, delete, truncate" : "insert, update, delete";
+    }
+
+    /**
+     * Refuses a publication that does not publish every kind of change ({@code WITH (publish = 'insert')}: an append-only
+     * feed a user made for another consumer): the stream would carry no update, delete or truncate of its tables, and
+     * the destinations would keep every row as first copied. Returns false when it refused.
+     */
+    private boolean operations(Connection c, String pub) throws SQLException {
+        List<String> left = unpublished(c, pub);
         if (left.isEmpty()) {
             return true;
         }
@@ -654,7 +668,7 @@ public final class Preflight {
                         + " publish option): the stream would carry none of them, and the destinations would keep rows the source"
                         + " changed or removed",
                 "publish every kind of change, as the publication's owner: ALTER PUBLICATION " + Ident.quote(pub) + " SET (publish = '"
-                        + (truncates ? "insert, update, delete, truncate" : "insert, update, delete") + "'); or let Millrace make a"
+                        + allKinds(c) + "'); or let Millrace make a"
                         + " publication of its own (another source.publication, source.create_publication: true)");
         return false;
     }

@@ -178,6 +178,52 @@ class UserPublicationIT {
         }
     }
 
+    /**
+     * A publication made to publish inserts only while streaming ({@code SET (publish = 'insert')}): pgoutput sends no
+     * update or delete, and no Relation message shows it. Before the fix the destinations silently kept every row as it
+     * was. Now the catalog's look withholds the captured tables in stream order, shows them with the fix, and once the
+     * publication publishes every kind again each is copied again, reconciling. {@code managed}: Millrace manages the
+     * publication (create_publication, the default) and sets it right itself; otherwise the user runs the fix it shows.
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(booleans = {true, false})
+    void aPublishOptionNarrowedWhileStreamingIsReconciled(boolean managed, @TempDir Path dir) throws Exception {
+        String db = managed ? "pm" : "pu";
+        String yaml = peopleAndMarks(db, dir).replace("  binary: auto", "  binary: auto\n  create_publication: " + managed)
+                + "\noperations:\n  monitor_interval_ms: 200\n";
+        try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT);
+             Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.awaitSame(src, dst, List.of(PEOPLE), WAIT);
+            E2e.exec(src, "ALTER PUBLICATION s_" + db + " SET (publish = 'insert')",
+                    "UPDATE public.people SET name = 'renamed', ssn = 'ssn changed' WHERE id = 2",
+                    "DELETE FROM public.people WHERE id = 3",
+                    "INSERT INTO public.people VALUES (21, 'name 21', 'ssn 21')");
+            if (managed) {
+                long deadline = System.nanoTime() + WAIT.toNanos();
+                while (!E2e.queryString(src, "SELECT pubupdate AND pubdelete FROM pg_publication WHERE pubname = 's_" + db + "'").equals("t")) {
+                    assertThat(System.nanoTime()).as("Millrace sets its publication right").isLessThan(deadline);
+                    Thread.sleep(100);
+                }
+            } else {
+                long deadline = System.nanoTime() + WAIT.toNanos();
+                while (e.engine().status().notCaptured().isEmpty()) {
+                    assertThat(System.nanoTime()).as("shown in the status").isLessThan(deadline);
+                    Thread.sleep(100);
+                }
+                assertThat(e.engine().status().notCaptured()).anySatisfy(n -> {
+                    assertThat(n.table()).isEqualTo("public.people");
+                    assertThat(n.reason()).contains("no longer publishes update, delete, truncate");
+                    assertThat(n.fix()).isEqualTo("ALTER PUBLICATION \"s_pu\" SET (publish = 'insert, update, delete, truncate');");
+                });
+                E2e.exec(src, "UPDATE public.people SET name = 'while withheld' WHERE id = 5", e.engine().status().notCaptured().get(0).fix());
+            }
+            E2e.awaitSame(src, dst, List.of(PEOPLE), WAIT);
+            assertThat(e.engine().status().notCaptured()).as("no longer withheld").isEmpty();
+            E2e.exec(src, "UPDATE public.people SET name = 'after' WHERE id = 4", "DELETE FROM public.people WHERE id = 6");
+            E2e.awaitSame(src, dst, List.of(PEOPLE), WAIT);
+        }
+    }
+
     @Test
     void aPublicationThatLeavesOutUpdatesDeletesOrTruncatesIsRefused(@TempDir Path dir) throws Exception {
         pg.createDatabase("ops");

@@ -1,0 +1,220 @@
+package io.millrace.engine;
+
+import io.millrace.core.MillraceException;
+import io.millrace.core.schema.Ident;
+import io.millrace.core.change.Checkpoint;
+import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.TableRef;
+import io.millrace.pipeline.Pipeline;
+import io.millrace.snapshot.online.OnlineSnapshotter;
+import io.millrace.source.Catalog;
+import io.millrace.source.PgErrors;
+import io.millrace.source.Preflight;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * A publication that publishes less than the captured tables while Millrace runs, behind its back. pgoutput then sends
+ * less, and nothing in the stream says why; the start refuses both kinds ({@code Preflight.columnLists},
+ * {@code Preflight.operations}), and this is the running pipeline's side ({@link Pipeline.Withholding}).
+ *
+ * <ul>
+ *   <li><b>A column list</b> ({@code ALTER PUBLICATION p SET TABLE t (id, name)}): pgoutput sends the listed columns only,
+ *       and a destination following that shape would drop the columns left out, values and all (found trying a user's
+ *       publication on PostgreSQL 17: the postgres destination dropped a column, status streaming, no error). A Relation
+ *       message lacking columns the source still has (by the catalog's attribute numbers: not dropped) withholds the
+ *       table's changes from the destinations, which keep every column and row as they were. The first Relation message
+ *       showing the table whole again ends the hold.</li>
+ *   <li><b>Kinds of change</b> ({@code SET (publish = 'insert')}): pgoutput sends no update or delete, and no Relation
+ *       message shows it. {@link #tick} sees it in the catalog and withholds every captured table in stream order ({@link
+ *       Pipeline#WITHHOLD_PREFIX}); a publication Millrace manages is set right at once, one it does not is shown with the
+ *       fix. Once it publishes every kind again, a {@link Pipeline#RECONCILE_PREFIX} message ends the holds.</li>
+ * </ul>
+ *
+ * <p>A hold ends with a copy of the table online that reconciles: the changes withheld (and the changes pgoutput never
+ * sent) reach the destinations through it, and the rows deleted meanwhile are deleted. INV: RESUME — a hold is recorded in
+ * the checkpoints ({@link io.millrace.core.change.SourceShapes#withheld}) with the batch after it, and its end with the
+ * copy's task, so a restart inside it holds on ({@link #atStart} asks for its end in stream order, since the start found
+ * the publication whole), however far the checkpoints moved past the changes withheld. INV: NO-SILENT-ERROR — the
+ * destinations never silently follow a publication that leaves out what they hold.
+ *
+ * <p>Threads: {@link #leftOut}, {@link #whole}, {@link #recopy} on the assembler's; {@link #tick} on the slot monitor's;
+ * {@link #atStart} before streaming; the status's map is concurrent.
+ */
+final class NarrowPublication implements Pipeline.Withholding {
+    private static final Logger LOG = LoggerFactory.getLogger(Engine.class); // the engine's log: one category for a run's stages
+
+    private final EngineContext ctx;
+
+    /** The tables withheld, for the status ({@code not_captured}). */
+    private final Map<Integer, EngineStatus.NotCaptured> withheld = new java.util.concurrent.ConcurrentHashMap<>();
+
+    NarrowPublication(EngineContext ctx) {
+        this.ctx = ctx;
+    }
+
+    /** For the status: the tables whose changes are withheld since this run saw their stream leave columns out. Any thread. */
+    List<EngineStatus.NotCaptured> withheld() {
+        return List.copyOf(withheld.values());
+    }
+
+    @Override
+    public boolean leftOut(RelationInfo rel, List<String> missing) {
+        Map<String, Integer> live = live(rel);
+        if (live == null) {
+            return false; // dropped since: nothing to hold
+        }
+        Map<String, Integer> known = ctx.watch == null ? null : ctx.watch.attributeNumbers(rel.oid());
+        // Still in the source under the same attribute number: left out, not dropped (a column dropped and added again
+        // under its name has another number)
+        List<String> left = missing.stream().filter(n -> live.containsKey(n)
+                && (known == null || !known.containsKey(n) || known.get(n).equals(live.get(n)))).toList();
+        if (left.isEmpty()) {
+            return false;
+        }
+        String pub = Ident.quote(ctx.config.source().publication());
+        String fix = "BEGIN; ALTER PUBLICATION " + pub + " DROP TABLE " + rel.table().sql() + "; ALTER PUBLICATION " + pub + " ADD TABLE "
+                + rel.table().sql() + "; COMMIT;";
+        withheld.put(rel.oid(), new EngineStatus.NotCaptured(rel.table().toString(), "publication " + pub + " leaves out its columns "
+                + left + " (a column list): its changes are withheld from the destinations until the stream carries the whole table,"
+                + " which is then copied again, reconciling", fix));
+        LOG.error("table {}: the stream carries only some of its columns and leaves out {}, which the source still has:"
+                        + " publication {} publishes it with a column list. Its changes are withheld from the destinations, which"
+                        + " keep every column and row as they were, until the stream carries the whole table again; it is then"
+                        + " copied again online, reconciling. Fix, as the publication's owner: {} (to keep columns out of the"
+                        + " destinations, use the transforms: {match: {}, columns: {exclude: {}}})", rel.table(), left, pub, fix,
+                rel.table(), left);
+        return true;
+    }
+
+    /** Whether the publication lacks kinds of change as last seen ({@link #tick}); slot monitor thread. */
+    private List<String> narrowedTo = List.of();
+
+    /**
+     * One look at the publication's kinds of change (slot monitor thread): when it stopped publishing some, every captured
+     * table is withheld in stream order, and the publication set right if Millrace manages it; when it publishes them all
+     * again, the holds end in stream order.
+     */
+    void tick(Connection c) throws SQLException {
+        SourceWatch watch = ctx.watch;
+        if (watch == null || ctx.pipeline == null) {
+            return;
+        }
+        var src = ctx.config.source();
+        List<String> left = Preflight.unpublished(c, src.publication());
+        if (left.isEmpty() == narrowedTo.isEmpty()) {
+            return;
+        }
+        Map<Integer, TableRef> captured = watch.captured();
+        String oids = captured.keySet().stream().map(Integer::toUnsignedString).collect(java.util.stream.Collectors.joining(","));
+        String pub = Ident.quote(src.publication());
+        String fix = "ALTER PUBLICATION " + pub + " SET (publish = '" + Preflight.allKinds(c) + "');";
+        if (!left.isEmpty()) {
+            message(c, Pipeline.WITHHOLD_PREFIX, oids); // first: from here on nothing of theirs reaches a destination
+            narrowedTo = left;
+            String reason = "publication " + pub + " no longer publishes " + String.join(", ", left) + " (its publish option was"
+                    + " changed while Millrace ran): the changes of the captured tables are withheld from the destinations until it"
+                    + " publishes every kind again; they are then copied again, reconciling";
+            if (src.createPublication()) {
+                try (Statement s = c.createStatement()) {
+                    s.execute(fix);
+                }
+                LOG.error("{}. Millrace manages it and set it right ({})", reason, fix);
+            } else {
+                captured.forEach((oid, t) -> withheld.put(oid, new EngineStatus.NotCaptured(t.toString(), reason, fix)));
+                LOG.error("{}. Fix, as the publication's owner: {}", reason, fix);
+            }
+            return;
+        }
+        message(c, Pipeline.RECONCILE_PREFIX, oids);
+        narrowedTo = List.of();
+        LOG.info("publication {} publishes every kind of change again: the captured tables' changes flow again from here, each"
+                + " table copied again online, reconciling", pub);
+    }
+
+    /**
+     * Before streaming, with the destinations' checkpoints: tables withheld when the last run stopped have their holds ended in
+     * stream order (the start found the publication whole), so that one the stream does not describe again is copied all
+     * the same.
+     */
+    void atStart(Connection c, List<Checkpoint> checkpoints) throws SQLException {
+        java.util.Set<Integer> held = new java.util.TreeSet<>();
+        for (Checkpoint cp : checkpoints) {
+            cp.shapes().forEach((oid, entry) -> {
+                if (io.millrace.core.change.SourceShapes.withheldColumns(entry) != null) {
+                    held.add(oid);
+                }
+            });
+        }
+        if (!held.isEmpty()) {
+            message(c, Pipeline.RECONCILE_PREFIX, held.stream().map(Integer::toUnsignedString).collect(java.util.stream.Collectors.joining(",")));
+            LOG.info("tables withheld when Millrace stopped (oids {}) flow again where the stream reaches this start, each copied"
+                    + " again online, reconciling", held);
+        }
+    }
+
+    private static void message(Connection c, String prefix, String content) throws SQLException {
+        try (java.sql.PreparedStatement ps = c.prepareStatement("SELECT pg_logical_emit_message(true, ?, ?)")) {
+            ps.setString(1, prefix);
+            ps.setString(2, content);
+            ps.execute();
+        }
+    }
+
+    @Override
+    public void recopy(int oid) {
+        withheld.remove(oid);
+        copyAgain(oid);
+    }
+
+    @Override
+    public boolean whole(RelationInfo rel, List<String> whole) {
+        Map<String, Integer> live = live(rel);
+        if (live == null) {
+            return true; // dropped since: its drop follows
+        }
+        Set<String> has = new HashSet<>();
+        rel.columns().forEach(c -> has.add(c.name()));
+        return whole.stream().noneMatch(n -> live.containsKey(n) && !has.contains(n));
+    }
+
+    /** Submits the copy that ends a hold, reconciling (assembler thread: recorded with the batch that ends the hold). */
+    private void copyAgain(int oid) {
+        TableRef table = ctx.watch == null ? null : ctx.watch.captured().get(oid);
+        table = table == null ? new TableRef("?", Integer.toUnsignedString(oid)) : table;
+        OnlineSnapshotter online = ctx.online;
+        if (online == null) {
+            LOG.error("table {}: its changes flow again; the changes withheld are not in the destinations, and online snapshots"
+                    + " need PostgreSQL 14+: copy it again with a fresh pipeline", table);
+            return;
+        }
+        try (Connection c = ctx.conns.open()) {
+            // After the transactions open now: one that changed the table while it was withheld may commit after this point
+            if (online.submitJoined(oid, TableJoiner.currentXmax(c), true)) {
+                LOG.info("table {}: its changes flow again, and it is copied again online, reconciling the changes withheld", table);
+            }
+        } catch (SQLException e) {
+            throw PgErrors.translate("copying " + table + " again after its changes were withheld", e); // retried: the hold is durable
+        } catch (MillraceException e) {
+            LOG.error("table {}: its changes flow again, but it cannot be copied again online ({}), so the changes withheld are not"
+                    + " in the destinations; start the pipeline over to copy it (millrace reset, then run)", table, e.getMessage());
+        }
+    }
+
+    /** The table's live columns by name, with their attribute numbers; null when it is gone. */
+    private Map<String, Integer> live(RelationInfo rel) {
+        try (Connection c = ctx.conns.open()) {
+            return Catalog.attributeNumbers(c, List.of(rel.oid())).get(rel.oid());
+        } catch (SQLException e) {
+            throw PgErrors.translate("reading the columns of " + rel.table(), e);
+        }
+    }
+}
