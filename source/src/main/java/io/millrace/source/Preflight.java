@@ -145,7 +145,10 @@ public final class Preflight {
                 }
             }
         }
-        checkTables(c, tables, version, pubExists, pubExists ? Catalog.publicationTables(c, config.publication()) : List.of());
+        checkTables(c, tables, version, pubExists, pubExists ? Catalog.publicationTables(c, config.publication()) : List.of(), slotExists);
+        if (!noIdentityLeftOut.isEmpty()) {
+            tables = tables.stream().filter(t -> !noIdentityLeftOut.contains(t)).toList(); // not captured: shown with the fix while running
+        }
         List<TableRef> unpublished = checkPublication(c, pubExists, slotExists, tables);
         if (!keylessLeftOut.isEmpty()) {
             List<TableRef> left = keylessLeftOut;
@@ -286,8 +289,17 @@ public final class Preflight {
         }
     }
 
-    private void checkTables(Connection c, List<TableRef> tables, int version, boolean pubExists, List<TableRef> published)
-            throws SQLException {
+    /** Tables without a replica identity (they are never published: the fixes this preflight prints leave them out). */
+    private final List<TableRef> noIdentity = new ArrayList<>();
+    /**
+     * Tables without a replica identity that a pattern in {@code source.tables} matches (none named), not published, in a
+     * pipeline that streams already: left out, as while running (created while streaming, they were shown as not captured),
+     * instead of refusing the start — an application's scratch table would otherwise stop the pipeline at its next restart.
+     */
+    private final List<TableRef> noIdentityLeftOut = new ArrayList<>();
+
+    private void checkTables(Connection c, List<TableRef> tables, int version, boolean pubExists, List<TableRef> published,
+                             boolean slotExists) throws SQLException {
         List<TableRef> unnamed = null;
         for (TableRef t : tables) {
             Catalog.TableInfo info = Catalog.table(c, t);
@@ -317,7 +329,13 @@ public final class Preflight {
                 continue;
             }
             Check identity = replicaIdentity(c, info, config.publication(), published);
-            if (identity != null) {
+            if (identity != null && slotExists && !published.contains(t) && !config.tables().contains(t)) {
+                noIdentity.add(t);
+                noIdentityLeftOut.add(t);
+                warn(name, identity.detail() + "; a pattern in source.tables matches it, so it is left out (not captured; while"
+                        + " running it is listed under not_captured, and it joins once it has one)", identity.fix());
+            } else if (identity != null) {
+                noIdentity.add(t);
                 checks.add(identity);
             } else if (info.partitioned() && !info.hasPrimaryKey() && info.replicaIdentity() == 'f' && !DdlTrigger.installed(c)) {
                 warn(name, "replica identity FULL, partitioned, no primary key: a partition created or attached later has no replica"
@@ -490,6 +508,14 @@ public final class Preflight {
         return out;
     }
 
+    /**
+     * {@code tables} without those that have no replica identity: a publication made by the fix printed here must not
+     * publish them, or every UPDATE and DELETE of theirs fails on the source at once (found by a DBA trying preflight's fix).
+     */
+    private List<TableRef> publishable(List<TableRef> tables) {
+        return tables.stream().filter(t -> !noIdentity.contains(t)).toList();
+    }
+
     /** Tables the publication lacks, to be added to a pipeline that streams, that have no key: not captured ({@link #checkPublication}). */
     private List<TableRef> keylessLeftOut = List.of();
 
@@ -502,7 +528,8 @@ public final class Preflight {
                 if (missing != null) {
                     fail("publication", Kind.PERMISSION, "publication '" + pub + "' does not exist, and role '" + config.user()
                                     + "' cannot create it: that needs " + missing,
-                            "as a superuser or the tables' owner, run " + Publisher.createSql(pub, tables, Catalog.serverVersion(c)) + ";");
+                            "as a superuser or the tables' owner, run " + Publisher.createSql(pub, publishable(tables), Catalog.serverVersion(c))
+                                    + ";");
                 } else {
                     boolean failed = checks.stream().anyMatch(ch -> ch.status() == Status.FAIL);
                     ok("publication", "'" + pub + "' " + (failed ? "would be created, once the failures above are fixed," : "will be created")
@@ -510,7 +537,7 @@ public final class Preflight {
                 }
             } else if (!tables.isEmpty()) {
                 fail("publication", Kind.SOURCE_SETUP, "publication '" + pub + "' does not exist",
-                        Publisher.createSql(pub, tables, Catalog.serverVersion(c)) + "; or set source.create_publication: true");
+                        Publisher.createSql(pub, publishable(tables), Catalog.serverVersion(c)) + "; or set source.create_publication: true");
             }
             return List.of();
         }

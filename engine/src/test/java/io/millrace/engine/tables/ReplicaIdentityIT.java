@@ -205,6 +205,64 @@ class ReplicaIdentityIT {
         assertThat(count("ri_pub", "SELECT count(*) FROM pg_publication_tables WHERE pubname = 'theirs'")).as("publication unchanged").isEqualTo(1);
     }
 
+    /**
+     * A publication Millrace may not make (create_publication: false) and a keyless table among the configured ones:
+     * preflight fails both, and the CREATE PUBLICATION it prints must leave the keyless table out. Before the fix it listed
+     * it, and a DBA who ran it made every UPDATE and DELETE of that table fail at once ("cannot update table ... because it
+     * does not have a replica identity and publishes updates").
+     */
+    @Test
+    void thePrintedPublicationFixLeavesOutTablesWithoutAReplicaIdentity() throws Exception {
+        database("ri_fix", "CREATE TABLE public.items (id int PRIMARY KEY, v text)", "CREATE TABLE public.loose (a int, v text)",
+                "INSERT INTO public.loose VALUES (1, 'a'), (2, 'gone')");
+        String manual = yaml("ri_fix", List.of("public.items", "public.loose"))
+                .replace("  publication: ri_fix", "  publication: ri_fix\n  create_publication: false");
+        Preflight.Report r = preflight(manual, dir, "ri_fix");
+        assertThat(r.failures()).extracting(Preflight.Check::name).containsExactly("table public.loose", "publication");
+        String fix = r.failures().get(1).fix();
+        assertThat(fix).contains("\"public\".\"items\"").doesNotContain("loose");
+        try (Connection c = pg.connect("ri_fix")) {
+            E2e.exec(c, statements(fix).toArray(String[]::new));
+        }
+        assertUpdatesAndDeletesWork("ri_fix", "public.loose");
+    }
+
+    /**
+     * A pattern in source.tables, and a keyless table created while the pipeline streams: it is left out while running
+     * (not_captured, the source's writes untouched). Before the fix the next start refused it (exit 6), so an application's
+     * scratch table stopped the pipeline at its next restart or crash. Now the restart leaves it out as the running engine
+     * did, and it is still listed with the fix.
+     */
+    @Test
+    void aKeylessTableCreatedWhileStreamingDoesNotStopTheNextStart() throws Exception {
+        database("ri_scratch", "CREATE SCHEMA shop", "CREATE TABLE shop.orders (id int PRIMARY KEY, v text)",
+                "INSERT INTO shop.orders VALUES (1, 'a')");
+        String yaml = yaml("ri_scratch", List.of("'shop.*'")).replace("  tables: ['shop.*']", "  tables: ['shop.*']\n  new_tables_poll_s: 1");
+        try (RunningEngine run = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(60))) {
+            pg.execute("ri_scratch", "CREATE TABLE shop.scratch (a int, v text)", "INSERT INTO shop.scratch VALUES (1, 'gone')");
+            awaitNotCaptured(run, "shop.scratch");
+        }
+        assertUpdatesAndDeletesWork("ri_scratch", "shop.scratch");
+        Preflight.Report r = preflight(yaml, dir, "ri_scratch");
+        assertThat(r.ok()).as(r.render()).isTrue();
+        assertThat(r.render()).contains("WARN  table shop.scratch").contains("left out");
+        try (RunningEngine run = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(60));
+             Connection src = pg.connect("ri_scratch"); Connection dst = pg.connect("ri_scratch_dst")) {
+            awaitNotCaptured(run, "shop.scratch");
+            E2e.exec(src, "INSERT INTO shop.orders VALUES (2, 'b')");
+            E2e.awaitSame(src, dst, List.of(TableRef.parse("shop.orders")), Duration.ofSeconds(30));
+            assertUpdatesAndDeletesWork("ri_scratch", "shop.scratch");
+        }
+    }
+
+    private static void awaitNotCaptured(RunningEngine run, String table) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (run.engine().status().notCaptured().stream().noneMatch(n -> n.table().equals(table))) {
+            assertThat(System.nanoTime()).as(table + " listed under not_captured").isLessThan(deadline);
+            Thread.sleep(100);
+        }
+    }
+
     @Test
     void thePrintedPublicationFixForAPartitionedTablePublishesItThroughItsRoot() throws Exception {
         database("ri_root", "CREATE TABLE public.p (id int, at date, v text, PRIMARY KEY (id, at)) PARTITION BY RANGE (at)",
