@@ -3,6 +3,7 @@ package io.millrace.engine;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Checkpoint;
 import io.millrace.core.change.Identity;
+import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.Sink;
 import io.millrace.engine.SourceSurvey.Survey;
@@ -18,10 +19,12 @@ import org.slf4j.LoggerFactory;
 
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.stream.Collectors;
 
 /**
  * Carries out a start: gathers what {@link StartPlanner} needs (the source system's identity, the slot, the
@@ -188,12 +191,55 @@ final class StartUp {
                 }
             }
         }
+        unselected();
         if (p.addSignal()) {
             TableRef signal = ctx.config.online().signalTable();
             try (Connection c = ctx.conns.open()) {
                 publisher.add(c, List.of(signal));
             }
             LOG.info("added the signal table {} to publication '{}'", signal, src.publication());
+        }
+    }
+
+    /**
+     * Tables the publication publishes that the selection no longer takes: taken out of {@code source.tables}, or put in
+     * {@code exclude_tables}, while Millrace was stopped. pgoutput sends the changes of every table the publication has, so
+     * they would go on reaching the destinations (found by a DBA who excluded a table while stopped: its inserts still
+     * arrived, and a reload then said "no table removed"). Taken out of a publication Millrace manages, as a reload does
+     * while running (the destinations keep the rows they have); otherwise logged with the statement to run. The signal
+     * table and partitions (published through their root) stay.
+     */
+    private void unselected() throws SQLException {
+        if (!survey.report().publicationExists()) {
+            return;
+        }
+        TableRef signal = ctx.config.online().signalTable();
+        try (Connection c = ctx.conns.open()) {
+            List<TableRef> out = new ArrayList<>();
+            for (TableRef t : Catalog.publicationTables(c, src.publication())) {
+                Catalog.TableInfo info = Catalog.table(c, t);
+                if (!ctx.selection.selects(t, true) && !t.equals(signal) && info != null && !Catalog.isPartition(c, info.oid())) {
+                    out.add(t);
+                }
+            }
+            if (out.isEmpty()) {
+                return;
+            }
+            String pub = Ident.quote(src.publication());
+            String drop = out.stream().map(t -> "ALTER PUBLICATION " + pub + " DROP TABLE " + t.sql() + ";").collect(Collectors.joining(" "));
+            if (!src.createPublication() || Catalog.allTables(c, src.publication())) {
+                LOG.warn("publication {} publishes {}, which source.tables does not select (or exclude_tables leaves out): their changes"
+                        + " still reach the destinations. Millrace does not manage the publication; to stop them, run {}", pub, out, drop);
+                return;
+            }
+            try (Statement st = c.createStatement()) {
+                st.execute("SET lock_timeout = '" + TableJoiner.LOCK_TIMEOUT + "'");
+                for (String sql : drop.split("(?<=;) ")) {
+                    st.execute(sql);
+                }
+            }
+            LOG.info("took {} out of publication {}: source.tables no longer selects them (or exclude_tables leaves them out), so"
+                    + " they are no longer captured; the destinations keep the rows they have", out, pub);
         }
     }
 

@@ -649,11 +649,6 @@ final class TableJoiner {
     }
 
     private boolean allTables(Connection c) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT puballtables FROM pg_publication WHERE pubname = ?")) {
-            ps.setString(1, src.publication());
-            try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() && rs.getBoolean(1);
-            }
-        }
+        return Catalog.allTables(c, src.publication());
     }
 }

@@ -215,6 +215,29 @@ public final class Catalog {
     }
 
     /** Tables of a publication (as published: partitions through their root when publish_via_partition_root). */
+    /** Whether publication {@code publication} is {@code FOR ALL TABLES}. */
+    public static boolean allTables(Connection c, String publication) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT puballtables FROM pg_publication WHERE pubname = ?")) {
+            ps.setString(1, publication);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() && rs.getBoolean(1);
+            }
+        }
+    }
+
+    /** Whether the relation of {@code oid} is a partition (PostgreSQL 10+; false before). */
+    public static boolean isPartition(Connection c, int oid) throws SQLException {
+        if (serverVersion(c) < 100000) {
+            return false;
+        }
+        try (PreparedStatement ps = c.prepareStatement("SELECT relispartition FROM pg_class WHERE oid = ?::oid")) {
+            ps.setLong(1, Integer.toUnsignedLong(oid));
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() && rs.getBoolean(1);
+            }
+        }
+    }
+
     public static List<TableRef> publicationTables(Connection c, String publication) throws SQLException {
         List<TableRef> out = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(
