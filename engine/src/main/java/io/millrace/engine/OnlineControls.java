@@ -166,6 +166,20 @@ final class OnlineControls {
         }
     }
 
+    /**
+     * The columns of {@code after} that have another attribute number {@code now} than {@code old}: dropped and added again
+     * under the same name, which a Relation message cannot show (the same names and types). Their values are gone in the
+     * source (NULL, or the new column's default), while the destinations keep the old ones: found by a DBA, both
+     * destinations silently kept them. Empty when the numbers before are not known.
+     */
+    private static List<String> replaced(Map<String, Integer> old, Map<String, Integer> now, RelationInfo after) {
+        if (old == null || now == null) {
+            return List.of();
+        }
+        return after.columns().stream().map(ColumnInfo::name)
+                .filter(n -> old.containsKey(n) && now.containsKey(n) && !old.get(n).equals(now.get(n))).toList();
+    }
+
     /** Why the change from {@code before} to {@code after} rewrote existing rows without change events, or null. */
     private String rewrittenWithoutEvents(RelationInfo before, RelationInfo after) {
         ShapeChange change = ShapeChange.between(before, after);
@@ -173,8 +187,11 @@ final class OnlineControls {
         List<String> added = change.added().stream().map(ColumnInfo::name).toList();
         boolean misread;
         List<String> filled;
+        List<String> replaced;
         try (Connection c = ctx.conns.open()) {
+            Map<String, Integer> old = ctx.watch.attributeNumbers(after.oid());
             misread = ctx.watch.misread(c, before, after, change); // a column renamed, or dropped and another added in its place?
+            replaced = replaced(old, ctx.watch.attributeNumbers(after.oid()), after);
             filled = added.isEmpty() ? List.of() : Catalog.filledColumns(c, after.oid(), added);
             if (change.exact()) {
                 // A constant default (PostgreSQL's "missing" value, not written into the rows) the destinations give their rows
@@ -188,6 +205,9 @@ final class OnlineControls {
             throw PgErrors.translate("reading the columns of " + after.table(), e);
         }
         List<String> reasons = new ArrayList<>();
+        if (!replaced.isEmpty()) {
+            reasons.add("column(s) " + replaced + " dropped and added again under the same name (their values are gone in the source)");
+        }
         if (!filled.isEmpty()) {
             reasons.add("column(s) " + filled + " added with a value for existing rows");
         }

@@ -213,15 +213,16 @@ final class Assembler {
         }
         if (before == null && atStart != null && inTx && txCommitLsn.compareTo(startShapesAt) >= 0) {
             io.millrace.core.schema.ShapeChange c = io.millrace.core.schema.ShapeChange.between(atStart, rel);
-            if (!c.added().isEmpty() || !c.renamed().isEmpty() || !c.retyped().isEmpty()) {
-                before = atStart;
+            if (!c.added().isEmpty() || !c.renamed().isEmpty() || !c.retyped().isEmpty() || c.dropped().isEmpty()) {
+                before = atStart; // not when columns are only missing: a drop shows in the destinations as it is
             }
         }
         if (before == null && inTx && onShapeChange != null && reshapedUnseen(rel, atStart)) {
             onShapeChange.accept(null, rel);
             return;
         }
-        if (before != null && onShapeChange != null && !before.sameShape(rel)) {
+        if (before != null && onShapeChange != null) {
+            // also in the same shape: a column dropped and added again under its name shows no difference here
             onShapeChange.accept(before, rel);
         }
     }

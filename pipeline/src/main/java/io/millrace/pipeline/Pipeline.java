@@ -158,7 +158,9 @@ public final class Pipeline implements AutoCloseable {
 
     /**
      * Calls {@code callback(before, after)} on the assembler thread, in commit order, when a relation's shape
-     * changes while streaming (pgoutput sends a Relation message with other columns); {@code before} is null when the
+     * changes while streaming (pgoutput sends a Relation message with other columns), and when the stream describes a
+     * relation again in the same shape (after DDL, a column dropped and added again under its name looks the same:
+     * the callee tells by the catalog); {@code before} is null when the
      * change was made where the stream does not show it ({@link #shapesWritten}). Call before {@link #startStreaming}.
      */
     public void onShapeChange(java.util.function.BiConsumer<io.millrace.core.schema.RelationInfo, io.millrace.core.schema.RelationInfo> callback) {
