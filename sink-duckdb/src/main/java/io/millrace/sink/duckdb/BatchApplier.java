@@ -155,7 +155,7 @@ final class BatchApplier extends TableApplier {
                     if (v == null || v == Reduction.UNCHANGED) {
                         app.appendNull();
                     } else {
-                        DuckTypes.append(app, stage.kinds[i], rel.codec(i), v);
+                        DuckTypes.append(app, stage.kinds[i], stage.types[i], rel.codec(i), v);
                     }
                 }
                 app.append(row.delete);
@@ -171,7 +171,7 @@ final class BatchApplier extends TableApplier {
                     }
                     app.append(mask.toString());
                     for (int k = 0; k < keyIdx.length; k++) {
-                        DuckTypes.append(app, stage.kinds[keyIdx[k]], rel.codec(keyIdx[k]), row.from[k]);
+                        DuckTypes.append(app, stage.kinds[keyIdx[k]], stage.types[keyIdx[k]], rel.codec(keyIdx[k]), row.from[k]);
                     }
                 }
                 app.endRow();
@@ -233,6 +233,8 @@ final class BatchApplier extends TableApplier {
         final RelationInfo shape;
         /** Per column: how its values are staged ({@link DuckTypes#stageKind}). */
         final char[] kinds;
+        /** Per column: its DuckDB type ({@link DuckTypes#sqlType}). */
+        final String[] types;
         final String createSql;
         final String upsertSql;
         final String upsertToastSql;
@@ -247,7 +249,7 @@ final class BatchApplier extends TableApplier {
             this.shape = rel;
             int n = rel.columnCount();
             int[] keyIdx = rel.keyIndexes();
-            String[] types = new String[n];
+            types = new String[n];
             String[] names = new String[n];
             kinds = new char[n];
             List<String> defs = new ArrayList<>();
@@ -340,7 +342,7 @@ final class BatchApplier extends TableApplier {
                             if (v == null) {
                                 app.appendNull();
                             } else {
-                                DuckTypes.append(app, stage.kinds[i], rel.codec(i), v);
+                                DuckTypes.append(app, stage.kinds[i], stage.types[i], rel.codec(i), v);
                             }
                         }
                         app.append(false);
@@ -371,13 +373,13 @@ final class BatchApplier extends TableApplier {
                         if (after != null) {
                             for (int i = 0; i < n; i++) {
                                 if (after[i] != UnchangedToast.INSTANCE) {
-                                    ps.setString(p++, after[i] == null ? null : rel.codec(i).toPgText(after[i]));
+                                    ps.setString(p++, after[i] == null ? null : DuckTypes.stagedText(stage.types[i], rel.codec(i), after[i]));
                                 }
                             }
                         }
                         for (int i = 0; i < n; i++) {
                             if (before[i] != UnchangedToast.INSTANCE) {
-                                ps.setString(p++, before[i] == null ? null : rel.codec(i).toPgText(before[i]));
+                                ps.setString(p++, before[i] == null ? null : DuckTypes.stagedText(stage.types[i], rel.codec(i), before[i]));
                             }
                         }
                         if (ps.executeUpdate() == 0) {

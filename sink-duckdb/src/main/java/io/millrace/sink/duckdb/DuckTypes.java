@@ -94,6 +94,7 @@ final class DuckTypes {
             case "REAL" -> 'f';
             case "DOUBLE" -> 'd';
             case "UUID" -> 'u';
+            case "DATE", "TIMESTAMP", "TIMESTAMPTZ" -> 'D'; // text too, in DuckDB's form of a BC year (dateTimeText)
             default -> type.startsWith("DECIMAL") ? 'n' : 't'; // n: text too, cast with NaN as NULL (fromText)
         };
     }
@@ -110,11 +111,46 @@ final class DuckTypes {
 
     /** Whether values of {@code kind} travel as PostgreSQL text (a DECIMAL's too). */
     private static boolean textStaged(char kind) {
-        return kind == 't' || kind == 'n';
+        return kind == 't' || kind == 'n' || kind == 'D';
     }
 
-    /** Appends one non-null value the way {@link #stageKind} says. */
-    static void append(org.duckdb.DuckDBAppender app, char kind, io.millrace.core.types.TypeCodec codec, Object v)
+    /** The last year DuckDB's TIMESTAMP holds (294247 AD, 294246 whole); PostgreSQL's goes to 294276 AD. */
+    private static final int LAST_TIMESTAMP_YEAR = 294246;
+    private static final java.util.concurrent.atomic.AtomicBoolean RANGE_TOLD = new java.util.concurrent.atomic.AtomicBoolean();
+
+    /**
+     * The text DuckDB reads as the same date or time as PostgreSQL's text {@code pg} of a column of DuckDB type {@code type}
+     * (DATE, TIMESTAMP, TIMESTAMPTZ): a BC year as DuckDB writes it ({@code 0044-03-15 (BC) 12:00:00+00}, where PostgreSQL
+     * writes {@code 0044-03-15 12:00:00+00 BC}). Before, DuckDB read a BC date as the same year AD — 87 years off for 44 BC,
+     * silently — and refused a BC timestamp, which stopped the pipeline at every restart (found by a DBA). Null for a
+     * timestamp after DuckDB's last one, which it cannot hold (logged once); infinities pass as they are.
+     */
+    static String dateTimeText(String type, String pg) {
+        if (!"DATE".equals(type) && pg.length() > 7 && Character.isDigit(pg.charAt(0))) {
+            int dash = pg.indexOf('-');
+            if (dash > 5 && !pg.endsWith(" BC") && Integer.parseInt(pg.substring(0, dash)) > LAST_TIMESTAMP_YEAR) {
+                if (RANGE_TOLD.compareAndSet(false, true)) {
+                    LOG.warn("a timestamp after DuckDB's last one (294247 AD) is stored as NULL in DuckDB: {} (told once)", pg);
+                }
+                return null;
+            }
+        }
+        if (!pg.endsWith(" BC")) {
+            return pg;
+        }
+        String s = pg.substring(0, pg.length() - 3);
+        int space = s.indexOf(' ');
+        return space < 0 ? s + " (BC)" : s.substring(0, space) + " (BC)" + s.substring(space);
+    }
+
+    /** The text a value of a text-staged column is staged as ({@link #stageKind}), or null when DuckDB cannot hold it. */
+    static String stagedText(String type, io.millrace.core.types.TypeCodec codec, Object v) {
+        String text = codec.toPgText(v);
+        return stageKind(type) == 'D' ? dateTimeText(type, text) : text;
+    }
+
+    /** Appends one non-null value of a column of DuckDB type {@code type} the way {@link #stageKind} says. */
+    static void append(org.duckdb.DuckDBAppender app, char kind, String type, io.millrace.core.types.TypeCodec codec, Object v)
             throws java.sql.SQLException {
         switch (kind) {
             case 'h' -> app.append(((Number) v).shortValue());
@@ -130,6 +166,14 @@ final class DuckTypes {
                             + " in the source): DuckDB's DECIMAL has no NaN (told once)");
                 }
                 app.append(codec.toPgText(v));
+            }
+            case 'D' -> {
+                String text = dateTimeText(type, codec.toPgText(v));
+                if (text == null) {
+                    app.appendNull();
+                } else {
+                    app.append(text);
+                }
             }
             default -> app.append(codec.toPgText(v));
         }

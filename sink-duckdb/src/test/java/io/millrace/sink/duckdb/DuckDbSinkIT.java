@@ -117,6 +117,32 @@ class DuckDbSinkIT {
         }
     }
 
+    /**
+     * BC dates and timestamps, and a timestamp after DuckDB's last one (PostgreSQL accepts up to 294276 AD, DuckDB 294247):
+     * found by a DBA, DuckDB read '0044-03-15 BC' as 44 AD (87 years off, silently) and refused the BC timestamps and the
+     * late one, which stopped the pipeline at every restart. Now BC values keep their year, and the late timestamp is NULL.
+     * Keyed and keyless tables (their SQL differs: staged, and matched by value).
+     */
+    @Test
+    void bcDatesAndTimestampsKeepTheirYearAndATimestampDuckDbCannotHoldIsNull() throws Exception {
+        RelationInfo t = Events.rel(103, "public.eras", 'd', "*id:23", "d:1082", "ts:1114", "tz:1184");
+        RelationInfo keyless = Events.rel(104, "public.eras_log", 'f', "n:23", "d:1082", "tz:1184");
+        try (DuckDbSink sink = open("d10")) {
+            Events ev = Events.transaction(10);
+            sink.write(List.of(ev.insertText(t, 1, "0044-03-15 BC", "0044-03-15 12:00:00 BC", "0044-03-15 12:00:00+00 BC"),
+                    ev.insertText(t, 2, "2024-02-29", "294270-06-01 12:00:00", "2024-02-29 10:00:00+00"),
+                    ev.insertText(keyless, 1, "0100-01-01 BC", "0100-01-01 00:00:00+00 BC"),
+                    ev.insertText(keyless, 2, "2024-01-01", "2024-01-01 00:00:00+00")), Events.checkpoint("d10", 10));
+            Events ev2 = Events.transaction(20);
+            sink.write(List.of(ev2.updateText(keyless, new Object[] {"1", "0100-01-01 BC", "0100-01-01 00:00:00+00 BC"}, 1,
+                    "0101-01-01 BC", "0100-01-01 00:00:00+00 BC")), Events.checkpoint("d10", 20));
+            assertEquals(List.of("1|-43|-43|-43", "2|2024|null|2024"),
+                    query("SELECT id, year(d), year(ts), year(tz AT TIME ZONE 'UTC') FROM public.eras ORDER BY id"));
+            assertEquals(List.of("1|-100|-99", "2|2024|2024"),
+                    query("SELECT n, year(d), year(tz AT TIME ZONE 'UTC') FROM public.eras_log ORDER BY n"));
+        }
+    }
+
     @Test
     void severalChangesToOneKeyInOneBatchEndInTheLastState() throws Exception {
         RelationInfo t = Events.rel(101, "public.k", 'd', "*id:20", "v:25");
