@@ -211,15 +211,20 @@ final class Assembler {
         if (withheldAt(rel, before, atStart)) {
             return;
         }
-        if (before == null && atStart != null && inTx && txCommitLsn.compareTo(startShapesAt) >= 0) {
-            io.millrace.core.schema.ShapeChange c = io.millrace.core.schema.ShapeChange.between(atStart, rel);
-            if (!c.added().isEmpty() || !c.renamed().isEmpty() || !c.retyped().isEmpty() || c.dropped().isEmpty()) {
-                before = atStart; // not when columns are only missing: a drop shows in the destinations as it is
-            }
+        boolean afterStart = atStart != null && inTx && txCommitLsn.compareTo(startShapesAt) >= 0;
+        io.millrace.core.schema.ShapeChange c = afterStart ? io.millrace.core.schema.ShapeChange.between(atStart, rel) : null;
+        if (before == null && afterStart && (!c.added().isEmpty() || !c.renamed().isEmpty() || !c.retyped().isEmpty())) {
+            before = atStart;
         }
         if (before == null && inTx && onShapeChange != null && reshapedUnseen(rel, atStart)) {
             onShapeChange.accept(null, rel);
             return;
+        }
+        if (before == null && afterStart && c.dropped().isEmpty()) {
+            // The same columns (perhaps in another order): told all the same, since a column dropped and added again under
+            // its name looks the same here; the callee reads the catalog's attribute numbers. Not when columns are only
+            // missing: a drop, which the destinations follow as it is (a column list: withheldAt).
+            before = atStart;
         }
         if (before != null && onShapeChange != null) {
             // also in the same shape: a column dropped and added again under its name shows no difference here
