@@ -131,8 +131,8 @@ public final class Engine {
             teardown.monitor = SlotMonitor.start(ctx.conns, config.source().slot(), config.operations(), sample -> ctx.slotSample = sample,
                     c -> {
                         ctx.watch.tick(c); // the watch of the moment: a snapshot started again builds a new one
-                        ctx.joiner.poll(c);
-                        ctx.narrow.tick(c); // a publication that stopped publishing some kinds of change
+                        ctx.narrow.tick(c); // a publication narrowed: fewer kinds of change, partitions published as themselves
+                        ctx.joiner.poll(c); // after: a root published through its partitions is not a table that left
                     });
 
             sinks.addAll(Destinations.of(config));

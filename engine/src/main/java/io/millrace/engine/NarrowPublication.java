@@ -109,6 +109,7 @@ final class NarrowPublication implements Pipeline.Withholding {
             return;
         }
         var src = ctx.config.source();
+        viaRoot(c, watch);
         List<String> left = Preflight.unpublished(c, src.publication());
         if (left.isEmpty() == narrowedTo.isEmpty()) {
             return;
@@ -138,6 +139,66 @@ final class NarrowPublication implements Pipeline.Withholding {
         narrowedTo = List.of();
         LOG.info("publication {} publishes every kind of change again: the captured tables' changes flow again from here, each"
                 + " table copied again online, reconciling", pub);
+    }
+
+    /** Whether the last look found publish_via_partition_root off and told it (slot monitor thread). */
+    private boolean viaPartitionsTold;
+
+    /**
+     * {@code publish_via_partition_root} turned off while captured partitioned tables stream: pgoutput then sends their
+     * partitions' changes as tables of their own, and the root no longer appears published. Found by a DBA: every poll
+     * found the root gone from the publication and copied it again whole (five copies in 40 s, for as long as it lasted),
+     * and the destinations got tables named after the partitions holding the changed rows. A publication Millrace manages
+     * is set right at once and each captured root copied again, reconciling, in stream order (the changes made meanwhile
+     * reached the destinations under the partitions' names, logged); otherwise it is logged with the fix.
+     */
+    private void viaRoot(Connection c, SourceWatch watch) throws SQLException {
+        var src = ctx.config.source();
+        if (io.millrace.source.Catalog.serverVersion(c) < 130000) {
+            return;
+        }
+        boolean via;
+        try (java.sql.PreparedStatement ps = c.prepareStatement("SELECT pubviaroot FROM pg_publication WHERE pubname = ?")) {
+            ps.setString(1, src.publication());
+            try (java.sql.ResultSet rs = ps.executeQuery()) {
+                via = !rs.next() || rs.getBoolean(1);
+            }
+        }
+        if (via) {
+            viaPartitionsTold = false;
+            return;
+        }
+        List<Integer> roots = new java.util.ArrayList<>();
+        List<TableRef> names = new java.util.ArrayList<>();
+        for (Map.Entry<Integer, TableRef> e : watch.captured().entrySet()) {
+            io.millrace.source.Catalog.TableInfo info = io.millrace.source.Catalog.table(c, e.getValue());
+            if (info != null && info.partitioned()) {
+                roots.add(e.getKey());
+                names.add(e.getValue());
+            }
+        }
+        if (roots.isEmpty()) {
+            return;
+        }
+        String pub = Ident.quote(src.publication());
+        String fix = "ALTER PUBLICATION " + pub + " SET (publish_via_partition_root = true);";
+        if (!src.createPublication()) {
+            if (!viaPartitionsTold) {
+                viaPartitionsTold = true;
+                LOG.error("publication {} no longer has publish_via_partition_root: the changes of the partitions of {} reach the"
+                        + " destinations as tables of their own, not as their root's. Fix, as the publication's owner: {}", pub, names, fix);
+            }
+            return;
+        }
+        String oids = roots.stream().map(Integer::toUnsignedString).collect(java.util.stream.Collectors.joining(","));
+        message(c, Pipeline.WITHHOLD_PREFIX, oids);
+        try (Statement s = c.createStatement()) {
+            s.execute(fix);
+        }
+        message(c, Pipeline.RECONCILE_PREFIX, oids); // after the fix: each root copied again, reconciling
+        LOG.error("publication {} had publish_via_partition_root turned off while Millrace ran: Millrace manages it and set it right"
+                + " ({}); {} are copied again online, reconciling. Changes made to their partitions meanwhile reached the destinations"
+                + " under the partitions' names (tables there that can be dropped)", pub, fix, names);
     }
 
     /**

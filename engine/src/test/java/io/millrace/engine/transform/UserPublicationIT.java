@@ -224,6 +224,39 @@ class UserPublicationIT {
         }
     }
 
+    /**
+     * publish_via_partition_root turned off on Millrace's publication while a partitioned table streams. Found by a DBA:
+     * every poll found the root gone from the publication and copied it again whole, for as long as it lasted (five copies
+     * in 40 s). Now Millrace sets the option right at once and copies the root again once, reconciling.
+     */
+    @Test
+    void publishViaPartitionRootTurnedOffWhileStreamingIsSetRightAndTheRootReconciled(@TempDir Path dir) throws Exception {
+        pg.createDatabase("vr");
+        pg.createDatabase("vr_dst");
+        try (Connection c = pg.connect("vr")) {
+            E2e.exec(c, "CREATE TABLE public.events (id int, at date, v text, PRIMARY KEY (id, at)) PARTITION BY RANGE (at)",
+                    "CREATE TABLE public.events_2024 PARTITION OF public.events FOR VALUES FROM ('2024-01-01') TO ('2025-01-01')",
+                    "CREATE TABLE public.events_2025 PARTITION OF public.events FOR VALUES FROM ('2025-01-01') TO ('2026-01-01')",
+                    "INSERT INTO public.events SELECT g, '2024-06-01'::date + g, 'v' || g FROM generate_series(1, 300) g");
+        }
+        String yaml = E2e.yaml(pg, "vr", "s_vr", List.of("public.events"), "auto", "vr_dst", dir)
+                .replace("  binary: auto", "  binary: auto\n  new_tables_poll_s: 1") + "\noperations:\n  monitor_interval_ms: 200\n";
+        io.millrace.core.schema.TableRef events = io.millrace.core.schema.TableRef.parse("public.events");
+        try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT);
+             Connection src = pg.connect("vr"); Connection dst = pg.connect("vr_dst")) {
+            E2e.awaitSame(src, dst, List.of(events), WAIT);
+            E2e.exec(src, "ALTER PUBLICATION s_vr SET (publish_via_partition_root = false)",
+                    "UPDATE public.events SET v = 'changed' WHERE id <= 3", "DELETE FROM public.events WHERE id = 4");
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (!E2e.queryString(src, "SELECT pubviaroot FROM pg_publication WHERE pubname = 's_vr'").equals("t")) {
+                assertThat(System.nanoTime()).as("Millrace sets publish_via_partition_root right").isLessThan(deadline);
+                Thread.sleep(100);
+            }
+            E2e.exec(src, "INSERT INTO public.events VALUES (1000, '2025-02-01', 'after')");
+            E2e.awaitSame(src, dst, List.of(events), WAIT);
+        }
+    }
+
     @Test
     void aPublicationThatLeavesOutUpdatesDeletesOrTruncatesIsRefused(@TempDir Path dir) throws Exception {
         pg.createDatabase("ops");
