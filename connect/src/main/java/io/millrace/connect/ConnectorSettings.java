@@ -162,10 +162,13 @@ final class ConnectorSettings {
             .define(SKIPPED_OPERATIONS, Type.LIST, "t", ConfigDef.ValidList.in("t", "none"), Importance.LOW,
                     "t: truncates are not written (Debezium's default); none: a truncate is a record with op t.", G_EVENTS, 3,
                     ConfigDef.Width.SHORT, "Skipped operations")
-            .define(DECIMAL_MODE, Type.STRING, "string", ConfigDef.ValidString.in("string"), Importance.LOW,
-                    "numeric and money values: string only (the plain decimal; docs/TYPES.md).", G_EVENTS, 4, ConfigDef.Width.SHORT, "Decimals")
-            .define(INTERVAL_MODE, Type.STRING, "string", ConfigDef.ValidString.in("string"), Importance.LOW,
-                    "interval values: string only (ISO-8601).", G_EVENTS, 5, ConfigDef.Width.SHORT, "Intervals")
+            .define(DECIMAL_MODE, Type.STRING, "precise", ConfigDef.ValidString.in("precise", "double", "string"), Importance.LOW,
+                    "numeric and money values, as Debezium's: precise (Kafka Decimal; io.debezium.data.VariableScaleDecimal for a"
+                            + " numeric without a scale; NaN and infinities null), double, or string (the plain decimal, as Millrace's"
+                            + " own JSON; docs/TYPES.md).", G_EVENTS, 4, ConfigDef.Width.SHORT, "Decimals")
+            .define(INTERVAL_MODE, Type.STRING, "numeric", ConfigDef.ValidString.in("numeric", "string"), Importance.LOW,
+                    "interval values, as Debezium's: numeric (io.debezium.time.MicroDuration, months as 365.25 / 12 days) or"
+                            + " string (ISO-8601, as Millrace's own JSON).", G_EVENTS, 5, ConfigDef.Width.SHORT, "Intervals")
             .define(BINARY_MODE, Type.STRING, "bytes", ConfigDef.ValidString.in("bytes"), Importance.LOW,
                     "bytea values: bytes only.", G_EVENTS, 6, ConfigDef.Width.SHORT, "Binary")
             .define(TX_METADATA, Type.BOOLEAN, false, Importance.LOW,
@@ -264,6 +267,11 @@ final class ConnectorSettings {
 
     String database() {
         return config.getString(DBNAME);
+    }
+
+    /** How numeric, money and interval values are written ({@code decimal.handling.mode}, {@code interval.handling.mode}). */
+    ColumnTypes.Modes modes() {
+        return new ColumnTypes.Modes(config.getString(DECIMAL_MODE), config.getString(INTERVAL_MODE));
     }
 
     boolean tombstones() {

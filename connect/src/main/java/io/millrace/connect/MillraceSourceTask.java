@@ -58,7 +58,8 @@ public final class MillraceSourceTask extends SourceTask {
     public void start(Map<String, String> props) {
         settings = new ConnectorSettings(props);
         maker = new RecordMaker(settings.topicPrefix(), new io.millrace.core.event.EnvelopeWriter(new io.millrace.core.event.SourceMeta(
-                settings.topicPrefix(), settings.database())), settings.tombstones(), settings.truncates(), settings.transactionTopic());
+                settings.topicPrefix(), settings.database())), settings.tombstones(), settings.truncates(), settings.transactionTopic(),
+                settings.modes());
         transactions = context.transactionContext(); // null unless exactly once with transaction.boundary=connector
         handoff = new Handoff(transactions != null, settings.commitTimeoutMs());
         millrace = Millrace.builder().name(settings.topicPrefix()).source(settings.source()).snapshot(settings.snapshot())

@@ -73,16 +73,24 @@ final class RecordMaker {
     private final Map<RelationInfo, Shapes> shapes = new IdentityHashMap<>();
     /** Debezium's transaction metadata, or null ({@code provide.transaction.metadata=false}: the block is null). */
     private final TransactionMetadata transactions;
+    /** How numeric, money and interval values are written ({@code decimal.handling.mode}, {@code interval.handling.mode}). */
+    private final ColumnTypes.Modes modes;
 
     RecordMaker(String prefix, String database, boolean tombstones, boolean truncates) {
         this(prefix, new EnvelopeWriter(new SourceMeta(prefix, database)), tombstones, truncates, null);
+    }
+
+    RecordMaker(String prefix, EnvelopeWriter envelope, boolean tombstones, boolean truncates, String transactionTopic) {
+        this(prefix, envelope, tombstones, truncates, transactionTopic, ColumnTypes.Modes.STRINGS);
     }
 
     /**
      * With the envelope writer given (a test's, with a fixed clock), and the transaction metadata written to
      * {@code transactionTopic} (null: none).
      */
-    RecordMaker(String prefix, EnvelopeWriter envelope, boolean tombstones, boolean truncates, String transactionTopic) {
+    RecordMaker(String prefix, EnvelopeWriter envelope, boolean tombstones, boolean truncates, String transactionTopic,
+                ColumnTypes.Modes modes) {
+        this.modes = modes;
         this.prefix = prefix;
         this.tombstones = tombstones;
         this.truncates = truncates;
@@ -219,6 +227,25 @@ final class RecordMaker {
         if (v == null || v.isNull()) {
             return null;
         }
+        if (schema.name() != null) {
+            switch (schema.name()) {
+                case org.apache.kafka.connect.data.Decimal.LOGICAL_NAME:
+                    return special(v) ? null : new java.math.BigDecimal(v.textValue()).setScale(
+                            Integer.parseInt(schema.parameters().get(org.apache.kafka.connect.data.Decimal.SCALE_FIELD)),
+                            java.math.RoundingMode.UNNECESSARY);
+                case ColumnTypes.VARIABLE_SCALE_DECIMAL: {
+                    if (special(v)) {
+                        return null;
+                    }
+                    java.math.BigDecimal d = new java.math.BigDecimal(v.textValue());
+                    return new Struct(schema).put("scale", d.scale()).put("value", d.unscaledValue().toByteArray());
+                }
+                case ColumnTypes.MICRO_DURATION:
+                    return microDuration(v.textValue(), topic, field);
+                default:
+                    break;
+            }
+        }
         switch (schema.type()) {
             case BOOLEAN:
                 return v.booleanValue();
@@ -295,6 +322,52 @@ final class RecordMaker {
         };
     }
 
+    /**
+     * NaN and ±Infinity of a numeric: Debezium's precise mode has no form for them (its documentation: only string and
+     * double modes encode them), and writes null, as here.
+     */
+    private static boolean special(JsonNode v) {
+        String t = v.textValue();
+        return t == null || t.equals("NaN") || t.equals("Infinity") || t.equals("-Infinity");
+    }
+
+    private static final java.util.regex.Pattern ISO_INTERVAL = java.util.regex.Pattern.compile(
+            "P(?:(-?\\d+)Y)?(?:(-?\\d+)M)?(?:(-?\\d+)D)?(?:T(?:(-?\\d+)H)?(?:(-?\\d+)M)?(?:(-?\\d+(?:\\.\\d+)?)S)?)?");
+
+    /**
+     * An interval's ISO-8601 form (docs/TYPES.md) as Debezium's {@code interval.handling.mode=numeric} writes it: micros,
+     * computed as its {@code MicroDuration.durationMicros} does from pgjdbc's {@code PGInterval} parts (months as 365.25 / 12
+     * days, in doubles, truncated), so that the numbers are the same. PostgreSQL 17's ±infinity has no such number: null.
+     */
+    static Long microDuration(String iso, String topic, String field) {
+        if (iso.equals("infinity") || iso.equals("-infinity")) {
+            return null;
+        }
+        java.util.regex.Matcher m = ISO_INTERVAL.matcher(iso);
+        if (!m.matches()) {
+            throw new DataException("topic " + topic + ", field " + field + ": '" + iso + "' is not an ISO-8601 interval");
+        }
+        int years = part(m, 1);
+        int months = part(m, 2);
+        int days = part(m, 3);
+        int hours = part(m, 4);
+        int minutes = part(m, 5);
+        double seconds = 0;
+        if (m.group(6) != null) { // as PGInterval keeps them: whole seconds and rounded micros, summed again as a double
+            double s = Double.parseDouble(m.group(6));
+            int whole = (int) s;
+            int micros = (int) Math.round((s - whole) * 1_000_000);
+            seconds = whole + (double) micros / 1_000_000;
+        }
+        double numberOfDays = (double) (years * 12 + months) * (365.25 / 12.0) + (double) days;
+        double numberOfSeconds = ((numberOfDays * 24.0 + (double) hours) * 60.0 + (double) minutes) * 60.0 + seconds;
+        return (long) (numberOfSeconds * 1_000_000.0);
+    }
+
+    private static int part(java.util.regex.Matcher m, int group) {
+        return m.group(group) == null ? 0 : Integer.parseInt(m.group(group));
+    }
+
     private static DataException unrepresentable(Schema schema, JsonNode v, String topic, String field) {
         String text = v.toString();
         return new DataException("topic " + topic + ", field " + field + ": the value " + (text.length() > 120 ? text.substring(0, 120)
@@ -338,14 +411,14 @@ final class RecordMaker {
         String topic = topic(prefix, rel.table().schema(), rel.table().table());
         SchemaBuilder row = SchemaBuilder.struct().optional().name(topic + ".Value");
         for (int i = 0; i < rel.columnCount(); i++) {
-            row.field(rel.column(i).name(), ColumnTypes.schema(rel.codec(i).typeName(), true));
+            row.field(rel.column(i).name(), ColumnTypes.schema(rel.codec(i).typeName(), rel.column(i).typeMod(), true, modes));
         }
         Schema rowSchema = row.build();
         Schema keySchema = null;
         if (rel.hasKey()) {
             SchemaBuilder key = SchemaBuilder.struct().name(topic + ".Key");
             for (int i : rel.keyIndexes()) {
-                key.field(rel.column(i).name(), ColumnTypes.schema(rel.codec(i).typeName(), false));
+                key.field(rel.column(i).name(), ColumnTypes.schema(rel.codec(i).typeName(), rel.column(i).typeMod(), false, modes));
             }
             keySchema = key.build();
         }

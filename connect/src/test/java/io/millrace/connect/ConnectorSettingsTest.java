@@ -107,7 +107,7 @@ class ConnectorSettingsTest {
 
     @Test
     void valuesMillraceCannotHonourAreRefusedByName() {
-        for (Map.Entry<String, String> bad : Map.of("snapshot.mode", "when_needed", "decimal.handling.mode", "precise",
+        for (Map.Entry<String, String> bad : Map.of("snapshot.mode", "when_needed", "decimal.handling.mode", "exact",
                 "plugin.name", "decoderbufs", "publication.autocreate.mode", "all_tables", "topic.transaction", "tx topic",
                 "table.include.list", "public\\.(a|b)", "skipped.operations", "c", "slot.name", "Bad-Slot", "topic.prefix", "a b",
                 "database.port", "0").entrySet()) {

@@ -104,6 +104,51 @@ class RecordMakerTest {
         return JSON.readTree(new String(envelope.keyBytes(e), StandardCharsets.UTF_8));
     }
 
+    /**
+     * Debezium's defaults, decimal.handling.mode=precise and interval.handling.mode=numeric (found by a Debezium-on-Connect
+     * user: Millrace wrote strings, so a consumer of Debezium's records, an Avro or JDBC sink, saw every numeric and interval
+     * column change type): numeric(p,s) is a Kafka Decimal of scale s with Debezium's precision parameter, a numeric
+     * without a scale a VariableScaleDecimal (scale and unscaled bytes), money a Decimal of scale 2, NaN null, an interval
+     * a MicroDuration computed as Debezium's (months as 365.25 / 12 days). Array elements keep their string form.
+     */
+    @Test
+    void debeziumsDefaultDecimalAndIntervalModes() throws Exception {
+        RelationInfo rel = new RelationInfo(16391, new TableRef("public", "money"), 'd', List.of(col("id", 23, true),
+                new ColumnInfo("price", Codecs.builtin(1700), ((12 << 16) | 3) + 4, false), col("nu", 1700, false),
+                col("m", 790, false), col("iv", 1186, false), col("na", 1231, false)), TypeResolver.builtinsOnly());
+        RecordMaker precise = new RecordMaker("shop", envelope, true, true, null, ColumnTypes.Modes.DEBEZIUM);
+        List<SourceRecord> out = new ArrayList<>();
+        precise.add(event(Op.CREATE, rel, null, row(rel, "1", "1.500", "-12.0345", "-1234.56", "1 year 2 mons 3 days 04:05:06.789",
+                "{1.5,NaN}")), OFFSET, out);
+        precise.add(event(Op.CREATE, rel, null, row(rel, "2", "NaN", "NaN", "0.00", "-1 years -2 mons +3 days -04:05:06.5",
+                "{}")), OFFSET, out);
+        org.apache.kafka.connect.data.Struct after = ((org.apache.kafka.connect.data.Struct) out.get(0).value()).getStruct("after");
+        assertThat(after.get("price")).isEqualTo(new java.math.BigDecimal("1.500"));
+        org.apache.kafka.connect.data.Schema price = after.schema().field("price").schema();
+        assertThat(price.name()).isEqualTo(org.apache.kafka.connect.data.Decimal.LOGICAL_NAME);
+        assertThat(price.parameters()).containsEntry("scale", "3").containsEntry("connect.decimal.precision", "12");
+        org.apache.kafka.connect.data.Struct nu = after.getStruct("nu");
+        assertThat(nu.schema().name()).isEqualTo("io.debezium.data.VariableScaleDecimal");
+        assertThat(new java.math.BigDecimal(new java.math.BigInteger(nu.getBytes("value")), nu.getInt32("scale")))
+                .isEqualTo(new java.math.BigDecimal("-12.0345"));
+        assertThat(after.get("m")).isEqualTo(new java.math.BigDecimal("-1234.56"));
+        // Debezium's MicroDuration.durationMicros: ((1*12+2)*30.4375 + 3) days, 4 h 5 min 6.789 s
+        long micros = (long) (((((14 * (365.25 / 12.0) + 3) * 24.0 + 4) * 60.0 + 5) * 60.0 + 6.789) * 1_000_000.0);
+        assertThat(after.get("iv")).isEqualTo(micros);
+        assertThat(micros / 1_000_000).isEqualTo(37_091_106L); // 429.125 days, 4 h 5 min 6 s
+        assertThat(after.schema().field("iv").schema().name()).isEqualTo("io.debezium.time.MicroDuration");
+        assertThat(after.getArray("na")).containsExactly("1.5", "NaN");
+        org.apache.kafka.connect.data.Struct second = ((org.apache.kafka.connect.data.Struct) out.get(1).value()).getStruct("after");
+        assertThat(second.get("price")).as("NaN: no Decimal").isNull();
+        assertThat(second.get("nu")).isNull();
+        double negative = (((-14 * (365.25 / 12.0) + 3) * 24.0 - 4) * 60.0 - 5) * 60.0 - 6.5; // each part signed, as PGInterval's
+        assertThat(second.get("iv")).isEqualTo((long) (negative * 1_000_000.0));
+        // through the JSON converter with schemas, as a consumer reads them
+        JsonNode v = value(out.get(0), withSchemas);
+        assertThat(v.get("payload").get("after").get("price").textValue()).isEqualTo(
+                java.util.Base64.getEncoder().encodeToString(new java.math.BigDecimal("1.500").unscaledValue().toByteArray()));
+    }
+
     @Test
     void insertIsMillracesJsonWithoutSchemasAndDebeziumsSchemaWithThem() throws Exception {
         ChangeEvent e = event(Op.CREATE, ALL, null, ROW);
