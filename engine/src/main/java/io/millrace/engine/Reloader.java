@@ -136,7 +136,8 @@ final class Reloader {
                     }
                 }
                 String done = "source.tables reloaded: " + (added.isEmpty() ? "no table added" : "adding " + added.stream().sorted().toList()
-                        + " (copied online while streaming)") + ", " + (removed.isEmpty() ? "no table removed" : "removed "
+                        + " (each copied online while streaming once it joins; one that cannot, having no key or no replica"
+                        + " identity, is listed under not_captured with the fix)") + ", " + (removed.isEmpty() ? "no table removed" : "removed "
                         + removed.stream().sorted().toList() + " (no longer captured; the destinations keep their rows)")
                         + (notes.isEmpty() ? "" : "; " + String.join("; ", notes));
                 LOG.info(done);

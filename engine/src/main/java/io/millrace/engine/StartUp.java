@@ -227,7 +227,8 @@ final class StartUp {
             }
             String pub = Ident.quote(src.publication());
             String drop = out.stream().map(t -> "ALTER PUBLICATION " + pub + " DROP TABLE " + t.sql() + ";").collect(Collectors.joining(" "));
-            if (!src.createPublication() || Catalog.allTables(c, src.publication())) {
+            // As a reload: with source.tables empty the publication is the selection, the user's, and is not altered
+            if (!src.createPublication() || src.tables().isEmpty() || Catalog.allTables(c, src.publication())) {
                 LOG.warn("publication {} publishes {}, which source.tables does not select (or exclude_tables leaves out): their changes"
                         + " still reach the destinations. Millrace does not manage the publication; to stop them, run {}", pub, out, drop);
                 return;

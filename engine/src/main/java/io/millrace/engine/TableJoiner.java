@@ -368,8 +368,8 @@ final class TableJoiner {
             asked.put(oid, System.nanoTime());
         } catch (SQLException e) {
             notCapture(oid, hint, Why.FAILED, "could not ask for it to join: " + PgErrors.translate("asking for table " + hint, e).getMessage(),
-                    null, "table " + hint + " could not join the pipeline (the next look at the catalog, every source.new_tables_poll_s,"
-                            + " tries again): " + e.getMessage());
+                    null, "table " + hint + " could not join the pipeline (a look at the catalog tries again within a minute): "
+                            + e.getMessage());
         }
     }
 
@@ -396,8 +396,12 @@ final class TableJoiner {
         } catch (SQLException | MillraceException e) {
             String msg = e instanceof SQLException q ? PgErrors.translate("joining table " + name, q).getMessage() : e.getMessage();
             TableRef shown = name == null ? new TableRef("?", Integer.toUnsignedString(oid)) : name;
-            notCapture(oid, shown, Why.FAILED, "could not join the pipeline: " + msg, null, "table " + shown + " could not join the"
-                    + " pipeline (the next look at the catalog, every source.new_tables_poll_s, tries again): " + msg);
+            // a role that may not alter the publication: the statement to run, as the status's fix (it was only in the reason)
+            String fix = e instanceof MillraceException m && m.kind() == MillraceException.Kind.PERMISSION && name != null
+                    ? "ALTER PUBLICATION " + Ident.quote(src.publication()) + " ADD TABLE " + name.sql() + "; (as the publication's owner"
+                    + " or a superuser)" : null;
+            notCapture(oid, shown, Why.FAILED, "could not join the pipeline: " + msg, fix, "table " + shown + " could not join the"
+                    + " pipeline (a look at the catalog tries again within a minute): " + msg);
             return false;
         }
     }
