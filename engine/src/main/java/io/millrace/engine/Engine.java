@@ -131,7 +131,12 @@ public final class Engine {
             teardown.monitor = SlotMonitor.start(ctx.conns, config.source().slot(), config.operations(), sample -> ctx.slotSample = sample,
                     c -> {
                         ctx.watch.tick(c); // the watch of the moment: a snapshot started again builds a new one
-                        ctx.narrow.tick(c); // a publication narrowed: fewer kinds of change, partitions published as themselves
+                        try {
+                            ctx.narrow.tick(c); // a publication narrowed: fewer kinds of change, partitions published as themselves
+                        } catch (java.sql.SQLException | RuntimeException e) { // never keeps the poll below from running
+                            LOG.warn("could not look at publication '{}' (tried again at the next look): {}", config.source().publication(),
+                                    e.toString());
+                        }
                         ctx.joiner.poll(c); // after: a root published through its partitions is not a table that left
                     });
 

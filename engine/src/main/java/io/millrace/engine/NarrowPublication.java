@@ -68,6 +68,9 @@ final class NarrowPublication implements Pipeline.Withholding {
 
     @Override
     public boolean leftOut(RelationInfo rel, List<String> missing) {
+        if (ctx.survey != null && ctx.survey.report().serverVersion() < 150000) {
+            return false; // no column lists before PostgreSQL 15: a column missing was dropped
+        }
         Map<String, Integer> live = live(rel);
         if (live == null) {
             return false; // dropped since: nothing to hold
@@ -109,7 +112,8 @@ final class NarrowPublication implements Pipeline.Withholding {
             return;
         }
         var src = ctx.config.source();
-        viaRoot(c, watch);
+        boolean messages = io.millrace.source.Catalog.serverVersion(c) >= 140000; // logical messages in the stream: 14+
+        viaRoot(c, watch, messages);
         List<String> left = Preflight.unpublished(c, src.publication());
         if (left.isEmpty() == narrowedTo.isEmpty()) {
             return;
@@ -119,6 +123,12 @@ final class NarrowPublication implements Pipeline.Withholding {
         String pub = Ident.quote(src.publication());
         String fix = "ALTER PUBLICATION " + pub + " SET (publish = '" + Preflight.allKinds(c) + "');";
         if (!left.isEmpty()) {
+            if (!messages) { // no way to withhold in stream order before 14: said, as at every start (Preflight.operations)
+                narrowedTo = left;
+                LOG.error("publication {} no longer publishes {} (its publish option was changed while Millrace ran): the destinations"
+                        + " miss those changes, and the next start refuses the publication. Fix, as its owner: {}", pub, left, fix);
+                return;
+            }
             message(c, Pipeline.WITHHOLD_PREFIX, oids); // first: from here on nothing of theirs reaches a destination
             narrowedTo = left;
             String reason = "publication " + pub + " no longer publishes " + String.join(", ", left) + " (its publish option was"
@@ -127,12 +137,18 @@ final class NarrowPublication implements Pipeline.Withholding {
             if (src.createPublication()) {
                 try (Statement s = c.createStatement()) {
                     s.execute(fix);
+                    LOG.error("{}. Millrace manages it and set it right ({})", reason, fix);
+                    return;
+                } catch (SQLException e) { // e.g. a role that does not own it: the user's fix, as for one Millrace does not manage
+                    LOG.error("could not set publication {} right ({}): {}", pub, fix, e.getMessage());
                 }
-                LOG.error("{}. Millrace manages it and set it right ({})", reason, fix);
-            } else {
-                captured.forEach((oid, t) -> withheld.put(oid, new EngineStatus.NotCaptured(t.toString(), reason, fix)));
-                LOG.error("{}. Fix, as the publication's owner: {}", reason, fix);
             }
+            captured.forEach((oid, t) -> withheld.put(oid, new EngineStatus.NotCaptured(t.toString(), reason, fix)));
+            LOG.error("{}. Fix, as the publication's owner: {}", reason, fix);
+            return;
+        }
+        if (!messages) {
+            narrowedTo = List.of();
             return;
         }
         message(c, Pipeline.RECONCILE_PREFIX, oids);
@@ -152,7 +168,7 @@ final class NarrowPublication implements Pipeline.Withholding {
      * is set right at once and each captured root copied again, reconciling, in stream order (the changes made meanwhile
      * reached the destinations under the partitions' names, logged); otherwise it is logged with the fix.
      */
-    private void viaRoot(Connection c, SourceWatch watch) throws SQLException {
+    private void viaRoot(Connection c, SourceWatch watch, boolean messages) throws SQLException {
         var src = ctx.config.source();
         if (io.millrace.source.Catalog.serverVersion(c) < 130000) {
             return;
@@ -168,37 +184,59 @@ final class NarrowPublication implements Pipeline.Withholding {
             viaPartitionsTold = false;
             return;
         }
-        List<Integer> roots = new java.util.ArrayList<>();
-        List<TableRef> names = new java.util.ArrayList<>();
-        for (Map.Entry<Integer, TableRef> e : watch.captured().entrySet()) {
-            io.millrace.source.Catalog.TableInfo info = io.millrace.source.Catalog.table(c, e.getValue());
-            if (info != null && info.partitioned()) {
-                roots.add(e.getKey());
-                names.add(e.getValue());
-            }
-        }
-        if (roots.isEmpty()) {
+        Map<Integer, TableRef> captured = watch.captured();
+        List<Integer> roots = partitioned(c, captured.keySet());
+        if (roots.isEmpty() || viaPartitionsTold) {
             return;
         }
+        List<TableRef> names = roots.stream().map(captured::get).toList();
         String pub = Ident.quote(src.publication());
         String fix = "ALTER PUBLICATION " + pub + " SET (publish_via_partition_root = true);";
-        if (!src.createPublication()) {
-            if (!viaPartitionsTold) {
+        if (src.createPublication()) {
+            try (Statement s = c.createStatement()) {
+                s.execute(fix);
+            } catch (SQLException e) { // e.g. a role that does not own it
+                LOG.error("could not set publication {} right ({}): {}", pub, fix, e.getMessage());
                 viaPartitionsTold = true;
                 LOG.error("publication {} no longer has publish_via_partition_root: the changes of the partitions of {} reach the"
                         + " destinations as tables of their own, not as their root's. Fix, as the publication's owner: {}", pub, names, fix);
+                return;
             }
+            if (messages) { // the roots copied again, reconciling, where the stream reaches the fix (one transaction: in order)
+                String oids = roots.stream().map(Integer::toUnsignedString).collect(java.util.stream.Collectors.joining(","));
+                boolean auto = c.getAutoCommit();
+                c.setAutoCommit(false);
+                try {
+                    message(c, Pipeline.WITHHOLD_PREFIX, oids);
+                    message(c, Pipeline.RECONCILE_PREFIX, oids);
+                    c.commit();
+                } finally {
+                    c.setAutoCommit(auto);
+                }
+            }
+            LOG.error("publication {} had publish_via_partition_root turned off while Millrace ran: Millrace manages it and set it"
+                    + " right ({}){}. Changes made to their partitions meanwhile reached the destinations under the partitions' names"
+                    + " (tables there that can be dropped)", pub, fix, messages ? "; " + names + " are copied again online, reconciling"
+                    : "");
             return;
         }
-        String oids = roots.stream().map(Integer::toUnsignedString).collect(java.util.stream.Collectors.joining(","));
-        message(c, Pipeline.WITHHOLD_PREFIX, oids);
-        try (Statement s = c.createStatement()) {
-            s.execute(fix);
+        viaPartitionsTold = true;
+        LOG.error("publication {} no longer has publish_via_partition_root: the changes of the partitions of {} reach the"
+                + " destinations as tables of their own, not as their root's. Fix, as the publication's owner: {}", pub, names, fix);
+    }
+
+    /** Of the tables of {@code oids}, the partitioned ones, by one catalog query. */
+    private static List<Integer> partitioned(Connection c, java.util.Collection<Integer> oids) throws SQLException {
+        List<Integer> roots = new java.util.ArrayList<>();
+        try (java.sql.PreparedStatement ps = c.prepareStatement("SELECT oid::int8 FROM pg_class WHERE relkind = 'p' AND oid::int8 = ANY (?)")) {
+            ps.setArray(1, c.createArrayOf("int8", oids.stream().map(Integer::toUnsignedLong).toArray()));
+            try (java.sql.ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    roots.add((int) rs.getLong(1));
+                }
+            }
         }
-        message(c, Pipeline.RECONCILE_PREFIX, oids); // after the fix: each root copied again, reconciling
-        LOG.error("publication {} had publish_via_partition_root turned off while Millrace ran: Millrace manages it and set it right"
-                + " ({}); {} are copied again online, reconciling. Changes made to their partitions meanwhile reached the destinations"
-                + " under the partitions' names (tables there that can be dropped)", pub, fix, names);
+        return roots;
     }
 
     /**
@@ -259,6 +297,7 @@ final class NarrowPublication implements Pipeline.Withholding {
         }
         try (Connection c = ctx.conns.open()) {
             // After the transactions open now: one that changed the table while it was withheld may commit after this point
+            online.cancel(oid); // a copy under way missed the changes withheld (its chunks' windows did not see them)
             if (online.submitJoined(oid, TableJoiner.currentXmax(c), true)) {
                 LOG.info("table {}: its changes flow again, and it is copied again online, reconciling the changes withheld", table);
             }
@@ -272,8 +311,8 @@ final class NarrowPublication implements Pipeline.Withholding {
 
     /** The table's live columns by name, with their attribute numbers; null when it is gone. */
     private Map<String, Integer> live(RelationInfo rel) {
-        try (Connection c = ctx.conns.open()) {
-            return Catalog.attributeNumbers(c, List.of(rel.oid())).get(rel.oid());
+        try {
+            return ctx.assemblerCatalog.read(c -> Catalog.attributeNumbers(c, List.of(rel.oid())).get(rel.oid()));
         } catch (SQLException e) {
             throw PgErrors.translate("reading the columns of " + rel.table(), e);
         }

@@ -226,7 +226,8 @@ final class StartUp {
                 return;
             }
             String pub = Ident.quote(src.publication());
-            String drop = out.stream().map(t -> "ALTER PUBLICATION " + pub + " DROP TABLE " + t.sql() + ";").collect(Collectors.joining(" "));
+            List<String> drops = out.stream().map(t -> "ALTER PUBLICATION " + pub + " DROP TABLE " + t.sql() + ";").toList();
+            String drop = String.join(" ", drops);
             // As a reload: with source.tables empty the publication is the selection, the user's, and is not altered
             if (!src.createPublication() || src.tables().isEmpty() || Catalog.allTables(c, src.publication())) {
                 LOG.warn("publication {} publishes {}, which source.tables does not select (or exclude_tables leaves out): their changes"
@@ -235,7 +236,7 @@ final class StartUp {
             }
             try (Statement st = c.createStatement()) {
                 st.execute("SET lock_timeout = '" + TableJoiner.LOCK_TIMEOUT + "'");
-                for (String sql : drop.split("(?<=;) ")) {
+                for (String sql : drops) {
                     st.execute(sql);
                 }
             }

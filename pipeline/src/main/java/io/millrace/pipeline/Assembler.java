@@ -173,6 +173,9 @@ final class Assembler {
                 List<String> whole = io.millrace.core.change.SourceShapes.withheldColumns(entry);
                 if (whole != null) {
                     withheld.putIfAbsent(oid, whole); // INV: RESUME — a hold recorded before the restart goes on
+                    if (io.millrace.core.change.SourceShapes.untilReconciled(entry)) {
+                        untilReconciled.add(oid);
+                    }
                 }
             });
         }
@@ -186,6 +189,12 @@ final class Assembler {
     private final java.util.Map<Integer, List<String>> withheld = new java.util.HashMap<>();
     /** Shape entries to record with the next batch ({@link Batch#shapes}): a hold begun, or ended. */
     private final java.util.Map<Integer, String> shapeMarks = new java.util.HashMap<>();
+    /**
+     * Withheld tables whose hold only a {@link Pipeline#RECONCILE_PREFIX} message ends (begun by a {@link
+     * Pipeline#WITHHOLD_PREFIX} one: the publication stopped publishing some kinds of change, which no Relation message
+     * shows, so one in the same shape says nothing of it). INV: BOUNDED — one per withheld table.
+     */
+    private final java.util.Set<Integer> untilReconciled = new java.util.HashSet<>();
     private Pipeline.Withholding withholding;
 
     /** See {@link Pipeline#withholding}. Call before the first message. */
@@ -244,7 +253,7 @@ final class Assembler {
         }
         List<String> whole = withheld.get(rel.oid());
         if (whole != null) {
-            if (withholding.whole(rel, whole)) {
+            if (!untilReconciled.contains(rel.oid()) && withholding.whole(rel, whole)) {
                 withheld.remove(rel.oid());
                 if (!recopied.remove(rel.oid())) {
                     withholding.recopy(rel.oid());
@@ -287,13 +296,16 @@ final class Assembler {
 
     /** Withholds the table of {@code oid} from here on ({@link Pipeline#WITHHOLD_PREFIX}), with the columns known of it. */
     private void hold(int oid) {
-        if (withheld.containsKey(oid)) {
+        if (untilReconciled.contains(oid)) {
             return;
         }
         RelationInfo known = shapes.containsKey(oid) ? shapes.get(oid) : startShapes.get(oid);
-        List<String> had = known == null ? List.of() : known.columns().stream().map(io.millrace.core.schema.ColumnInfo::name).toList();
+        List<String> had = withheld.containsKey(oid) ? withheld.get(oid) // withheld for a column list already: its whole columns
+                : known == null ? List.of() : known.columns().stream().map(io.millrace.core.schema.ColumnInfo::name).toList();
         withheld.put(oid, had);
-        shapeMarks.put(oid, io.millrace.core.change.SourceShapes.withheld(had));
+        recopied.remove(oid); // a copy submitted before this hold does not end it: the reconcile message copies it again
+        untilReconciled.add(oid);
+        shapeMarks.put(oid, io.millrace.core.change.SourceShapes.withheldUntilReconciled(had));
     }
 
     /** Withheld tables whose copy was submitted while their stream still showed them without some columns. */
@@ -308,6 +320,7 @@ final class Assembler {
         if (whole == null || recopied.contains(oid)) {
             return;
         }
+        untilReconciled.remove(oid);
         withholding.recopy(oid);
         RelationInfo rel = shapes.get(oid);
         if (rel != null && !withholding.whole(rel, whole)) {
@@ -595,6 +608,7 @@ final class Assembler {
         if (withheld.remove(c.oid()) != null) {
             shapeMarks.remove(c.oid()); // dropped: its entry goes with it
             recopied.remove(c.oid());
+            untilReconciled.remove(c.oid());
         }
         watermarks.truncated(c.table());
         Position p = new Position(txCommitLsn, ++ordinal);

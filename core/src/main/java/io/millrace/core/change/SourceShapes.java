@@ -42,6 +42,8 @@ public final class SourceShapes {
 
     /** What a withheld table's entry starts with ({@link #withheld}); never a fingerprint, which is 16 hex digits. */
     private static final String WITHHELD = "withheld:";
+    /** What the entry of a table withheld until a reconcile message starts with ({@link #withheldUntilReconciled}). */
+    private static final String WITHHELD_UNTIL_RECONCILED = "withheld-until-reconciled:";
 
     /**
      * The entry of a table whose changes are withheld from the destinations (INV: RESUME): its stream shows fewer
@@ -51,20 +53,39 @@ public final class SourceShapes {
      * that does not know the entry reads it as a shape it never wrote, and copies the table again: also right.
      */
     public static String withheld(List<String> whole) {
+        return entry(WITHHELD, whole);
+    }
+
+    /**
+     * As {@link #withheld}, for a hold that only a reconcile message ends, not the stream showing the table whole: the
+     * publication stopped publishing some kinds of change, which no Relation message shows.
+     */
+    public static String withheldUntilReconciled(List<String> whole) {
+        return entry(WITHHELD_UNTIL_RECONCILED, whole);
+    }
+
+    /** Whether {@code entry} is a {@link #withheldUntilReconciled} entry. */
+    public static boolean untilReconciled(String entry) {
+        return entry != null && entry.startsWith(WITHHELD_UNTIL_RECONCILED);
+    }
+
+    private static String entry(String prefix, List<String> whole) {
         try {
-            return WITHHELD + JSON.writeValueAsString(whole);
+            return prefix + JSON.writeValueAsString(whole);
         } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
             throw new IllegalStateException(e);
         }
     }
 
-    /** The columns of a {@link #withheld} entry, or null when {@code entry} is a fingerprint (or null). */
+    /** The columns of a {@link #withheld} (or {@link #withheldUntilReconciled}) entry, or null for a fingerprint (or null). */
     public static List<String> withheldColumns(String entry) {
-        if (entry == null || !entry.startsWith(WITHHELD)) {
+        String prefix = entry == null ? null : entry.startsWith(WITHHELD) ? WITHHELD
+                : entry.startsWith(WITHHELD_UNTIL_RECONCILED) ? WITHHELD_UNTIL_RECONCILED : null;
+        if (prefix == null) {
             return null;
         }
         try {
-            return List.of(JSON.readValue(entry.substring(WITHHELD.length()), String[].class));
+            return List.of(JSON.readValue(entry.substring(prefix.length()), String[].class));
         } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
             throw new IllegalArgumentException("a checkpoint's shape entry '" + entry + "' is not a withheld table's columns", e);
         }
@@ -107,6 +128,13 @@ public final class SourceShapes {
                 after.remove(rel.oid());
             } else {
                 after.put(rel.oid(), fp);
+            }
+        }
+        if (after != null) {
+            for (java.util.Map.Entry<Integer, String> e : before.entrySet()) {
+                if (withheldColumns(e.getValue()) != null && after.containsKey(e.getKey())) {
+                    after.put(e.getKey(), e.getValue()); // a hold stands over the rows of a copy under way: ended by its own entry only
+                }
             }
         }
         return after == null ? before : after;
