@@ -40,6 +40,8 @@ final class EngineContext {
     final TableJoiner joiner;
     /** Tables whose stream leaves columns out (a publication's column list), their changes withheld. */
     final NarrowPublication narrow;
+    /** The assembler thread's catalog connection (Relation messages). */
+    final AssemblerCatalog assemblerCatalog;
 
     volatile String lastError;
     /** The slot's last replacement as the checkpoints record it ({@code source.on_slot_lost: resnapshot}), or null. */
@@ -60,6 +62,7 @@ final class EngineContext {
         this.transforms = config.transforms();
         this.joiner = new TableJoiner(this);
         this.narrow = new NarrowPublication(this);
+        this.assemblerCatalog = new AssemblerCatalog(conns);
     }
 
     /** {@code t} is captured from now on (it joined while streaming). Any thread. */

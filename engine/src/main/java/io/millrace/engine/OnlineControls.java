@@ -188,11 +188,12 @@ final class OnlineControls {
         boolean misread;
         List<String> filled;
         List<String> replaced;
-        try (Connection c = ctx.conns.open()) {
+        try {
             Map<String, Integer> old = ctx.watch.attributeNumbers(after.oid());
-            misread = ctx.watch.misread(c, before, after, change); // a column renamed, or dropped and another added in its place?
+            // a column renamed, or dropped and another added in its place?
+            misread = ctx.assemblerCatalog.read(c -> ctx.watch.misread(c, before, after, change));
             replaced = replaced(old, ctx.watch.attributeNumbers(after.oid()), after);
-            filled = added.isEmpty() ? List.of() : Catalog.filledColumns(c, after.oid(), added);
+            filled = added.isEmpty() ? List.of() : ctx.assemblerCatalog.read(c -> Catalog.filledColumns(c, after.oid(), added));
             if (change.exact()) {
                 // A constant default (PostgreSQL's "missing" value, not written into the rows) the destinations give their rows
                 // themselves, told by the event trigger: no copy. A volatile one rewrote the rows: copied again.

@@ -51,6 +51,7 @@ final class Teardown {
                 // already reported by the main path
             }
         }
+        ctx.assemblerCatalog.close(); // the assembler has stopped
         Thread readerThread = streaming == null ? null : streaming.readerThread();
         if (readerThread != null) {
             readerThread.join(10_000);
