@@ -61,6 +61,13 @@ final class NarrowPublication implements Pipeline.Withholding {
         this.ctx = ctx;
     }
 
+    /**
+     * Tables withheld because their stream left columns out (a column list), until a look at the catalog finds them
+     * published whole again and asks for their reconciling copy in stream order ({@link #columnListsLifted}): a table that
+     * is not changed again would otherwise wait for its next change.
+     */
+    private final java.util.Set<Integer> columnListHeld = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
     /** For the status: the tables whose changes are withheld since this run saw their stream leave columns out. Any thread. */
     List<EngineStatus.NotCaptured> withheld() {
         return List.copyOf(withheld.values());
@@ -86,6 +93,7 @@ final class NarrowPublication implements Pipeline.Withholding {
         String pub = Ident.quote(ctx.config.source().publication());
         String fix = "BEGIN; ALTER PUBLICATION " + pub + " DROP TABLE " + rel.table().sql() + "; ALTER PUBLICATION " + pub + " ADD TABLE "
                 + rel.table().sql() + "; COMMIT;";
+        columnListHeld.add(rel.oid());
         withheld.put(rel.oid(), new EngineStatus.NotCaptured(rel.table().toString(), "publication " + pub + " leaves out its columns "
                 + left + " (a column list): its changes are withheld from the destinations until the stream carries the whole table,"
                 + " which is then copied again, reconciling", fix));
@@ -114,6 +122,7 @@ final class NarrowPublication implements Pipeline.Withholding {
         var src = ctx.config.source();
         boolean messages = io.millrace.source.Catalog.serverVersion(c) >= 140000; // logical messages in the stream: 14+
         viaRoot(c, watch, messages);
+        columnListsLifted(c);
         List<String> left = Preflight.unpublished(c, src.publication());
         if (left.isEmpty() == narrowedTo.isEmpty()) {
             return;
@@ -225,6 +234,31 @@ final class NarrowPublication implements Pipeline.Withholding {
                 + " destinations as tables of their own, not as their root's. Fix, as the publication's owner: {}", pub, names, fix);
     }
 
+    /**
+     * The tables withheld for a column list that the publication now publishes whole (or no longer has: the joiner's): their
+     * holds end where the stream reaches a reconcile message written now (slot monitor thread).
+     */
+    private void columnListsLifted(Connection c) throws SQLException {
+        if (columnListHeld.isEmpty()) {
+            return;
+        }
+        java.util.Set<Integer> lifted = new java.util.TreeSet<>(columnListHeld);
+        try (java.sql.PreparedStatement ps = c.prepareStatement("SELECT pr.prrelid::int8 FROM pg_publication_rel pr JOIN pg_publication p"
+                + " ON p.oid = pr.prpubid WHERE p.pubname = ? AND pr.prattrs IS NOT NULL")) {
+            ps.setString(1, ctx.config.source().publication());
+            try (java.sql.ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    lifted.remove((int) rs.getLong(1));
+                }
+            }
+        }
+        if (!lifted.isEmpty()) {
+            message(c, Pipeline.RECONCILE_PREFIX, lifted.stream().map(Integer::toUnsignedString)
+                    .collect(java.util.stream.Collectors.joining(",")));
+            columnListHeld.removeAll(lifted);
+        }
+    }
+
     /** Of the tables of {@code oids}, the partitioned ones, by one catalog query. */
     private static List<Integer> partitioned(Connection c, java.util.Collection<Integer> oids) throws SQLException {
         List<Integer> roots = new java.util.ArrayList<>();
@@ -271,6 +305,7 @@ final class NarrowPublication implements Pipeline.Withholding {
     @Override
     public void recopy(int oid) {
         withheld.remove(oid);
+        columnListHeld.remove(oid);
         copyAgain(oid);
     }
 

@@ -214,7 +214,6 @@ public final class Catalog {
         return filled;
     }
 
-    /** Tables of a publication (as published: partitions through their root when publish_via_partition_root). */
     /** Whether publication {@code publication} is {@code FOR ALL TABLES}. */
     public static boolean allTables(Connection c, String publication) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("SELECT puballtables FROM pg_publication WHERE pubname = ?")) {
@@ -238,6 +237,7 @@ public final class Catalog {
         }
     }
 
+    /** Tables of a publication (as published: partitions through their root when publish_via_partition_root). */
     public static List<TableRef> publicationTables(Connection c, String publication) throws SQLException {
         List<TableRef> out = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(
