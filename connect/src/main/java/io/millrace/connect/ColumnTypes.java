@@ -63,13 +63,15 @@ final class ColumnTypes {
             if (label.equals("money")) {
                 return org.apache.kafka.connect.data.Decimal.builder(2); // as Debezium's money.fraction.digits default
             }
-            if (typmod < 4) {
+            int t = typmod - 4;
+            int scale = ((t & 0x7ff) ^ 1024) - 1024;
+            int precision = (t >> 16) & 0xffff;
+            if (typmod < 4 || scale < 0 || scale > precision) {
+                // no scale; or PostgreSQL 15's negative scale or one above the precision, which a Decimal schema (Avro's) cannot hold
                 return SchemaBuilder.struct().name(VARIABLE_SCALE_DECIMAL).version(1).doc("Variable scaled decimal")
                         .field("scale", Schema.INT32_SCHEMA).field("value", Schema.BYTES_SCHEMA);
             }
-            int t = typmod - 4;
-            int scale = ((t & 0x7ff) ^ 1024) - 1024;
-            return org.apache.kafka.connect.data.Decimal.builder(scale).parameter(PRECISION, String.valueOf((t >> 16) & 0xffff));
+            return org.apache.kafka.connect.data.Decimal.builder(scale).parameter(PRECISION, String.valueOf(precision));
         }
         if (label.equals("interval") && modes.interval().equals("numeric")) {
             return SchemaBuilder.int64().name(MICRO_DURATION).version(1);

@@ -230,9 +230,17 @@ final class RecordMaker {
         if (schema.name() != null) {
             switch (schema.name()) {
                 case org.apache.kafka.connect.data.Decimal.LOGICAL_NAME:
-                    return special(v) ? null : new java.math.BigDecimal(v.textValue()).setScale(
-                            Integer.parseInt(schema.parameters().get(org.apache.kafka.connect.data.Decimal.SCALE_FIELD)),
-                            java.math.RoundingMode.UNNECESSARY);
+                    if (special(v)) {
+                        return null;
+                    }
+                    try {
+                        return new java.math.BigDecimal(v.textValue()).setScale(
+                                Integer.parseInt(schema.parameters().get(org.apache.kafka.connect.data.Decimal.SCALE_FIELD)),
+                                java.math.RoundingMode.UNNECESSARY);
+                    } catch (ArithmeticException e) { // money under an lc_monetary with other than 2 fraction digits
+                        throw new DataException("topic " + topic + ", field " + field + ": " + v.textValue() + " has more fraction"
+                                + " digits than the field's Decimal scale; set " + ConnectorSettings.DECIMAL_MODE + "=string", e);
+                    }
                 case ColumnTypes.VARIABLE_SCALE_DECIMAL: {
                     if (special(v)) {
                         return null;
@@ -328,7 +336,7 @@ final class RecordMaker {
      */
     private static boolean special(JsonNode v) {
         String t = v.textValue();
-        return t == null || t.equals("NaN") || t.equals("Infinity") || t.equals("-Infinity");
+        return t == null || t.equals("NaN") || t.equals("Infinity") || t.equals("-Infinity") || t.equals(UNAVAILABLE);
     }
 
     private static final java.util.regex.Pattern ISO_INTERVAL = java.util.regex.Pattern.compile(

@@ -143,6 +143,11 @@ class RecordMakerTest {
         assertThat(second.get("nu")).isNull();
         double negative = (((-14 * (365.25 / 12.0) + 3) * 24.0 - 4) * 60.0 - 5) * 60.0 - 6.5; // each part signed, as PGInterval's
         assertThat(second.get("iv")).isEqualTo((long) (negative * 1_000_000.0));
+        // PostgreSQL 15's numeric(5,-2) and numeric(2,4): no Decimal schema holds them (Avro's scale is 0..precision)
+        assertThat(ColumnTypes.schema("numeric", ((5 << 16) | (-2 & 0x7ff)) + 4, true, ColumnTypes.Modes.DEBEZIUM).name())
+                .isEqualTo(ColumnTypes.VARIABLE_SCALE_DECIMAL);
+        assertThat(ColumnTypes.schema("numeric", ((2 << 16) | 4) + 4, true, ColumnTypes.Modes.DEBEZIUM).name())
+                .isEqualTo(ColumnTypes.VARIABLE_SCALE_DECIMAL);
         // through the JSON converter with schemas, as a consumer reads them
         JsonNode v = value(out.get(0), withSchemas);
         assertThat(v.get("payload").get("after").get("price").textValue()).isEqualTo(
