@@ -546,8 +546,8 @@ public final class KafkaSink implements Sink {
             }
             consumer.assign(parts);
             consumer.seekToBeginning(parts);
-            Map<TopicPartition, Long> end = consumer.endOffsets(parts, Duration.ofMillis(timeoutMs)); // read_committed: the LSO
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+            Map<TopicPartition, Long> end = stableEnd(consumer, parts, deadline);
             while (!reached(consumer, end)) {
                 if (System.nanoTime() > deadline) {
                     throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': could not read checkpoint topic "
@@ -569,6 +569,58 @@ public final class KafkaSink implements Sink {
         } catch (IllegalArgumentException e) {
             throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': the checkpoint stored in topic "
                     + config.checkpointTopic() + " under key '" + config.transactionalId() + "' is unreadable (" + e.getMessage() + ")", e);
+        }
+    }
+
+    /**
+     * The end of the checkpoint topic as it is now, once every transaction open before it is over. INV: RESUME — the
+     * topic is shared by every pipeline writing to these brokers, and a {@code read_committed} reader stops at the first
+     * record of a transaction still open (the last stable offset): another pipeline killed between its checkpoint record
+     * and its commit holds that bound back until the broker aborts its transaction ({@code transaction.timeout.ms}), and
+     * our own checkpoints committed after its record would not be read. Resuming from an older checkpoint than the one
+     * the slot was confirmed for, the engine would refuse to start. Our own earlier producer's transaction was ended by
+     * {@code initTransactions}; a commit whose markers the broker has not written yet (it answers a commit before) is
+     * waited for the same way.
+     */
+    private Map<TopicPartition, Long> stableEnd(KafkaConsumer<byte[], byte[]> consumer, List<TopicPartition> parts, long deadline) {
+        Map<String, Object> props = clientProps(ConsumerConfig.configNames());
+        props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted");
+        props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, config.transactionalId() + "-checkpoint-end");
+        Map<TopicPartition, Long> written;
+        try (KafkaConsumer<byte[], byte[]> all = new KafkaConsumer<>(props)) {
+            written = all.endOffsets(parts, Duration.ofMillis(timeoutMs)); // the high watermark: committed or not
+        }
+        long loggedAt = System.nanoTime();
+        while (true) {
+            Map<TopicPartition, Long> stable = consumer.endOffsets(parts, Duration.ofMillis(timeoutMs)); // read_committed: the LSO
+            boolean settled = true;
+            for (TopicPartition p : parts) {
+                settled &= stable.getOrDefault(p, 0L) >= written.getOrDefault(p, 0L);
+            }
+            if (settled) {
+                return stable;
+            }
+            long now = System.nanoTime();
+            if (now > deadline) {
+                // CONNECTION: the broker ends the other transaction at its timeout; the supervisor starts again then.
+                throw new MillraceException(Kind.CONNECTION, "destination '" + config.name() + "': a transaction on checkpoint topic "
+                        + config.checkpointTopic() + " stayed open for " + timeoutMs + " ms (up to offsets " + written + ", readable up to "
+                        + stable + "): another pipeline writing its checkpoints there was stopped in the middle of a batch; the broker"
+                        + " aborts it after that pipeline's transaction.timeout.ms, and this pipeline starts once it has");
+            }
+            if (now - loggedAt > TimeUnit.SECONDS.toNanos(5)) {
+                LOG.info("destination '{}': waiting for a transaction open on checkpoint topic {} to end (readable up to {}, written up"
+                        + " to {}) before reading this pipeline's checkpoint", config.name(), config.checkpointTopic(), stable, written);
+                loggedAt = now;
+            }
+            try {
+                Thread.sleep(100);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': interrupted while reading the checkpoint", e);
+            }
         }
     }
 

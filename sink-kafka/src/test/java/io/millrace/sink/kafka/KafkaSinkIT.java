@@ -183,6 +183,43 @@ class KafkaSinkIT {
                 summary("p3.shop.items"));
     }
 
+    /**
+     * The checkpoint topic is shared by every pipeline writing to these brokers. Another pipeline killed between its
+     * checkpoint record and its commit leaves a transaction open on it until the broker times it out, and a
+     * {@code read_committed} reader stops at that transaction's first record (the last stable offset): this pipeline's
+     * checkpoints written after it were not seen, so its engine resumed from an older checkpoint, found the slot
+     * confirmed past it and refused to start (IDENTITY: "the slot was re-created or advanced by another process").
+     * Now open() waits until the open transactions before the topic's end are over.
+     */
+    @Test
+    void anotherPipelinesOpenTransactionOnTheCheckpointTopicDoesNotHideOurLatestCheckpoint() throws Exception {
+        KafkaSink sink = new KafkaSink(config("p9"));
+        sink.open();
+        sink.write(List.of(Events.transaction(100).insertText(ITEMS, 1, "a", 1)), Events.checkpoint("k", 100));
+        Map<String, Object> props = Map.of("bootstrap.servers", kafka.bootstrapServers(), "transactional.id", "millrace.killed-mid-batch",
+                "key.serializer", org.apache.kafka.common.serialization.StringSerializer.class.getName(),
+                "value.serializer", org.apache.kafka.common.serialization.StringSerializer.class.getName());
+        try (org.apache.kafka.clients.producer.KafkaProducer<String, String> other = new org.apache.kafka.clients.producer.KafkaProducer<>(props)) {
+            other.initTransactions();
+            other.beginTransaction();
+            other.send(new org.apache.kafka.clients.producer.ProducerRecord<>(KafkaSinkConfig.DEFAULT_CHECKPOINT_TOPIC,
+                    "millrace.killed-mid-batch", "{}")).get();
+            sink.write(List.of(Events.transaction(200).insertText(ITEMS, 2, "b", 2)), Events.checkpoint("k", 200));
+            sink.close();
+            java.util.concurrent.CompletableFuture<Optional<Checkpoint>> opened = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try (KafkaSink again = new KafkaSink(config("p9"))) {
+                    return again.open();
+                }
+            });
+            Thread.sleep(1_500);
+            assertFalse(opened.isDone(), "open() read the checkpoint topic while a transaction before its end was open: "
+                    + (opened.isDone() ? opened.get() : ""));
+            other.abortTransaction(); // what the broker does at the killed producer's transaction timeout
+            assertEquals(200, opened.get(30, java.util.concurrent.TimeUnit.SECONDS).orElseThrow().flushLsn().value(),
+                    "the checkpoint committed after the other pipeline's open transaction began");
+        }
+    }
+
     @Test
     void aFailedWriteIsAbortedAndTheCheckpointDoesNotAdvance() throws Exception {
         KafkaSinkConfig c = config("p4").withProducer(Map.of("max.request.size", "20000"));
