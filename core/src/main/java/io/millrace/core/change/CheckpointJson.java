@@ -54,6 +54,10 @@ public final class CheckpointJson {
                 if (t.reconcile()) {
                     task.put("reconcile", true);
                 }
+                if (t.key() != null) {
+                    ArrayNode key = task.putArray("key");
+                    t.key().forEach(key::add);
+                }
                 ArrayNode ranges = task.putArray("remaining");
                 for (OnlineTask.KeyRange r : t.remaining()) {
                     ObjectNode range = ranges.addObject();
@@ -126,7 +130,8 @@ public final class CheckpointJson {
                     ranges.add(new OnlineTask.KeyRange(key(r.get("lo")), key(r.get("hi"))));
                 }
                 online.add(new OnlineTask(t.required("table").asText(), t.hasNonNull("filter") ? t.get("filter").asText() : null,
-                        ranges, t.path("rows_done").asLong(), (int) t.path("oid").asLong(), t.path("reconcile").asBoolean(false)));
+                        ranges, t.path("rows_done").asLong(), (int) t.path("oid").asLong(), t.path("reconcile").asBoolean(false),
+                        key(t.get("key"))));
             }
             java.util.SortedMap<Integer, TableRef> tables = new java.util.TreeMap<>();
             for (JsonNode t : root.path("tables")) {

@@ -18,12 +18,21 @@ import java.util.Objects;
  *                  has (the re-copy after a lost slot, {@code source.on_slot_lost: resnapshot}): each chunk brings, with
  *                  its rows, a delete for every key the destinations held in its range that the chunk did not read and
  *                  the stream did not change between its watermarks
+ * @param key       the key columns {@code remaining} was cut on, in key order; null when not recorded (checkpoints written
+ *                  before it was). A table whose key changed since (while Millrace was stopped) is copied from its first key
+ *                  again: ranges of the old key's values would skip rows of the new one
  */
-public record OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone, int oid, boolean reconcile) {
+public record OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone, int oid, boolean reconcile,
+                         List<String> key) {
 
     public OnlineTask {
         Objects.requireNonNull(table, "table");
         remaining = List.copyOf(remaining);
+        key = key == null ? null : List.copyOf(key);
+    }
+
+    public OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone, int oid, boolean reconcile) {
+        this(table, filter, remaining, rowsDone, oid, reconcile, null);
     }
 
     public OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone, int oid) {

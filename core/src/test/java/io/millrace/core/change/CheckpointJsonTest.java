@@ -21,9 +21,12 @@ class CheckpointJsonTest {
                 new OnlineTask.KeyRange(Arrays.asList("30", "\"quoted\""), List.of("40", "ü"))), 1234);
         Checkpoint c = new Checkpoint(Checkpoint.VERSION, ID, Lsn.parse("0/16B3748"), new Position(Lsn.parse("0/16B3700"), 17),
                 new SnapshotProgress(SnapshotProgress.State.RUNNING, Lsn.parse("0/1000"), List.of("public.a"), List.of("public.b#1/4")),
-                List.of(task, OnlineTask.whole("public.items", null)));
+                List.of(task, OnlineTask.whole("public.items", null), new OnlineTask("public.keyed", null, List.of(OnlineTask.KeyRange.ALL),
+                        0, 5, false, List.of("region", "id"))));
         Checkpoint back = CheckpointJson.read(CheckpointJson.write(c));
         assertThat(back).isEqualTo(c);
+        assertThat(back.online().get(2).key()).containsExactly("region", "id");
+        assertThat(back.online().get(0).key()).as("not recorded: unknown").isNull();
         assertThat(back.online().get(0).remaining().get(0).lo()).isNull();
         assertThat(back.online().get(1).filter()).isNull();
     }

@@ -302,6 +302,90 @@ class DdlIT {
         }
     }
 
+    /** Starts with public.a streaming, then again with public.b (5000 rows) added, its online copy paused after its first chunk; stops. */
+    private static void stopInTheMiddleOfCopyingB(Connection src, Path dir, String db, String online) throws Exception {
+        E2e.exec(src, "CREATE TABLE public.a (id int PRIMARY KEY)", "INSERT INTO public.a VALUES (1)");
+        String first = Ddl.yaml(pg, db, List.of("public.a"), dir, "").replace("snapshot:\n  mode: initial\n  readers: 2\n", online);
+        try (RunningEngine e = RunningEngine.start(first, dir).awaitStreaming(WAIT)) {
+            e.engine(); // streaming: public.b joins at the next start
+        }
+        E2e.exec(src, "CREATE TABLE public.b (id int PRIMARY KEY, code int NOT NULL, v text)",
+                "INSERT INTO public.b SELECT g, 5001 - g, 'b' || g FROM generate_series(1, 5000) g");
+        String both = Ddl.yaml(pg, db, List.of("public.a", "public.b"), dir, "").replace("snapshot:\n  mode: initial\n  readers: 2\n", online);
+        try (RunningEngine e = RunningEngine.start(both, dir).awaitStreaming(WAIT)) {
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (e.engine().onlineSnapshots().isEmpty() || e.engine().onlineSnapshots().get(0).rowsDone() == 0) {
+                assertThat(System.nanoTime()).as("no chunk of b landed").isLessThan(deadline);
+                Thread.sleep(2);
+            }
+            e.engine().pauseSnapshots(true);
+            Thread.sleep(300); // a chunk in flight lands
+            E2e.exec(src, "INSERT INTO public.a VALUES (2)"); // a batch: it records the copy's progress
+            try (Connection dst = pg.connect(db + "_dst")) {
+                E2e.awaitSame(src, dst, E2e.refs(List.of("public.a")), WAIT);
+            }
+        }
+    }
+
+    private static final String SMALL_CHUNKS = "snapshot:\n  mode: initial\n  readers: 2\n  online:\n    readers: 1\n    chunk_rows: 200\n"
+            + "    min_chunk_rows: 100\n    max_chunk_rows: 200\n    target_chunk_ms: 20\n";
+
+    /**
+     * The primary key of a table moved to another column while Millrace was stopped in the middle of its online copy. The
+     * copy's remaining key ranges were cut on the old key ({@code id > 200}); resumed on the new one they read
+     * {@code code > 200}, and the rows with a low {@code code} were never copied: a silent divergence. The ranges are
+     * recorded with the key they were cut on, and a copy whose key changed starts again from the first key.
+     */
+    @Test
+    void aCopyStoppedHalfWayGoesOnWholeWhenTheKeyMovedToAnotherColumnMeanwhile(@TempDir Path dir) throws Exception {
+        String db = db("keymove");
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            stopInTheMiddleOfCopyingB(src, dir, db, SMALL_CHUNKS);
+            long copied = Ddl.strings(dst, "SELECT count(*)::text FROM public.b").stream().mapToLong(Long::parseLong).sum();
+            assertThat(copied).as("rows of b copied before the stop").isBetween(1L, 4999L);
+            E2e.exec(src, "ALTER TABLE public.b DROP CONSTRAINT b_pkey, ADD PRIMARY KEY (code)");
+            String both = Ddl.yaml(pg, db, List.of("public.a", "public.b"), dir, "");
+            try (RunningEngine e = RunningEngine.start(both, dir).awaitStreaming(WAIT)) {
+                E2e.exec(src, "UPDATE public.b SET v = 'changed' WHERE code IN (1, 4999)");
+                List<TableRef> tables = E2e.refs(List.of("public.a", "public.b"));
+                E2e.awaitSame(src, dst, tables, WAIT);
+                try (Connection duck = Ddl.duck(dir)) {
+                    Ddl.awaitDuckSame(src, duck, tables.get(1), WAIT);
+                }
+            }
+        }
+    }
+
+    /**
+     * A table lost its primary key (kept capturable by {@code REPLICA IDENTITY FULL}) while Millrace was stopped in the
+     * middle of its online copy. The start failed on the copy ("has no primary key ... cannot be copied online", a
+     * configuration error: the pipeline stopped, and every start after it too), although the stream needs no key. Now the
+     * pipeline streams, the copy waits for a key with the fix in the log and in the status, and goes on once the table
+     * has one again; every destination ends equal to the source.
+     */
+    @Test
+    void aCopyStoppedHalfWayWaitsForAKeyWhenTheTableLostItMeanwhile(@TempDir Path dir) throws Exception {
+        String db = db("keylost");
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            stopInTheMiddleOfCopyingB(src, dir, db, SMALL_CHUNKS);
+            E2e.exec(src, "ALTER TABLE public.b REPLICA IDENTITY FULL", "ALTER TABLE public.b DROP CONSTRAINT b_pkey");
+            String both = Ddl.yaml(pg, db, List.of("public.a", "public.b"), dir, "");
+            try (LogCapture log = new LogCapture(); RunningEngine e = RunningEngine.start(both, dir).awaitStreaming(WAIT)) {
+                E2e.exec(src, "INSERT INTO public.a VALUES (3)", "INSERT INTO public.b VALUES (6000, -999, 'while keyless')");
+                E2e.awaitSame(src, dst, E2e.refs(List.of("public.a")), WAIT);
+                assertThat(e.engine().onlineSnapshots()).as("the copy of b waits").hasSize(1);
+                assertThat(log.lines()).anyMatch(l -> l.contains("online snapshot of public.b waits for a key")
+                        && l.contains("ADD PRIMARY KEY"));
+                E2e.exec(src, "ALTER TABLE public.b ADD PRIMARY KEY (id)", "UPDATE public.b SET v = 'changed' WHERE id IN (1, 4999)");
+                List<TableRef> tables = E2e.refs(List.of("public.a", "public.b"));
+                E2e.awaitSame(src, dst, tables, WAIT);
+                try (Connection duck = Ddl.duck(dir)) {
+                    Ddl.awaitDuckSame(src, duck, tables.get(1), WAIT);
+                }
+            }
+        }
+    }
+
     /**
      * Without the DDL event trigger: a column retyped with {@code USING} rewrites the rows without change events, so the
      * stream's next change of the table, in the new shape, asks for an online copy of it. The table was renamed before

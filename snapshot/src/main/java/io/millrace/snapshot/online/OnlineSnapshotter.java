@@ -116,6 +116,18 @@ public final class OnlineSnapshotter implements AutoCloseable {
         private boolean frozen;
         volatile boolean finished;
         /**
+         * The key columns {@link #chunker}'s ranges were cut on ({@link OnlineTask#key}): the target's, but for a task
+         * waiting for a key, whose table has none now.
+         */
+        final List<String> rangeKey;
+        /**
+         * The table has no key now (dropped while Millrace was stopped, or while the table was copied): no chunk can be
+         * cut, and the task waits, recorded, until it has one ({@link #lookForKey}). Set before the task is listed.
+         */
+        volatile boolean awaitingKey;
+        /** When {@link #lookForKey} last read the catalog for this task (System.nanoTime). */
+        volatile long keyLookedAt;
+        /**
          * No chunk is read until every transaction older than this xid (64-bit, as {@code pg_current_snapshot()} shows
          * it) has ended; 0 once none need be waited for. See {@link #submitJoined}.
          */
@@ -125,17 +137,24 @@ public final class OnlineSnapshotter implements AutoCloseable {
 
         /** A re-read task for moved keys, taking keys until its chunk is cut. */
         Task(TableRef table, Target target, String firstKey) {
-            this(table, null, target, List.of(KeyRange.ALL), 0, new ArrayList<>(), false);
+            this(table, null, target, List.of(KeyRange.ALL), 0, new ArrayList<>(), false, null);
             offer(firstKey);
         }
 
         Task(TableRef table, String filter, Target target, List<KeyRange> remaining, long rowsDone, boolean reconcile) {
-            this(table, filter, target, remaining, rowsDone, null, reconcile);
+            this(table, filter, target, remaining, rowsDone, null, reconcile, null);
+        }
+
+        /** @param rangeKey the key {@code remaining} was cut on, when not the target's (its table has none now) */
+        Task(TableRef table, String filter, Target target, List<KeyRange> remaining, long rowsDone, boolean reconcile,
+             List<String> rangeKey) {
+            this(table, filter, target, remaining, rowsDone, null, reconcile, rangeKey);
         }
 
         private Task(TableRef table, String filter, Target target, List<KeyRange> remaining, long rowsDone, List<String> keys,
-                     boolean reconcile) {
+                     boolean reconcile, List<String> rangeKey) {
             this.table = table;
+            this.rangeKey = target.keyColumns().isEmpty() && rangeKey != null ? List.copyOf(rangeKey) : target.keyColumns();
             this.filter = filter;
             this.keys = keys;
             this.reread = keys != null || filter != null && filter.startsWith(REREAD);
@@ -249,7 +268,8 @@ public final class OnlineSnapshotter implements AutoCloseable {
         }
 
         OnlineTask progress() {
-            return new OnlineTask(table.toString(), filter, chunker.remaining(), rows.get(), target.relation().oid(), reconcile);
+            return new OnlineTask(table.toString(), filter, chunker.remaining(), rows.get(), target.relation().oid(), reconcile,
+                    rangeKey.isEmpty() ? null : rangeKey);
         }
     }
 
@@ -355,8 +375,19 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 watermarks.markDirty();
                 continue;
             }
-            Task task = new Task(ref, t.filter(), target, t.remaining(), t.rowsDone(), t.reconcile());
+            List<KeyRange> remaining = t.remaining();
+            if (t.key() != null && !target.keyColumns().isEmpty() && !t.key().equals(target.keyColumns())) {
+                // INV: COVER — ranges of the old key's values would leave rows of the new key unread
+                LOG.info("online snapshot of {} starts again from its first key: the table's key changed from ({}) to ({}) while"
+                        + " Millrace was stopped", ref, String.join(", ", t.key()), String.join(", ", target.keyColumns()));
+                remaining = List.of(KeyRange.ALL);
+            }
+            Task task = new Task(ref, t.filter(), target, remaining, t.rowsDone(), t.reconcile(), t.key());
             task.notBefore = notBefore.getOrDefault(target.relation().oid(), 0L);
+            if (target.keyColumns().isEmpty() && target.relation().oid() != 0) {
+                awaitKey(task);
+                continue;
+            }
             add(task, true);
         }
         for (int i = 0; i < Math.max(1, options.readers()); i++) {
@@ -766,6 +797,10 @@ public final class OnlineSnapshotter implements AutoCloseable {
         tasks.stream().filter(t -> t.reread).forEach(order::add);
         tasks.stream().filter(t -> !t.reread).forEach(order::add);
         for (Task t : order) {
+            if (t.awaitingKey) {
+                lookForKey(t);
+                continue;
+            }
             if (t.finished || !opened(conn, t)) {
                 continue;
             }
@@ -831,11 +866,71 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 || !target.keyColumns().equals(t.target.keyColumns())) && tasks.remove(t)) {
             LOG.info("online snapshot of {} goes on{}: the table changed in the source while it was copied", t.table,
                     now.equals(t.table) ? "" : " as " + now);
-            add(new Task(now, t.filter, target, t.chunker.remaining(), t.rows.get(), t.reconcile), false);
+            Task next = new Task(now, t.filter, target, onKey(t, target), t.rows.get(), t.reconcile, t.rangeKey);
+            if (target.keyColumns().isEmpty()) {
+                awaitKey(next);
+            } else {
+                add(next, false);
+            }
             return true;
         }
         return false;
     }
+
+    /**
+     * The ranges left of {@code t} for a copy on {@code target}'s key: the same when the key is (or none, for a task that
+     * waits for one); from the first key when it changed (INV: COVER — ranges of the old key's values, {@code id > 200},
+     * read as ranges of the new one, {@code code > 200}, would leave rows unread).
+     */
+    private static List<KeyRange> onKey(Task t, Target target) {
+        if (target.keyColumns().isEmpty() || target.keyColumns().equals(t.rangeKey)) {
+            return t.chunker.remaining();
+        }
+        LOG.info("online snapshot of {} starts again from its first key: the table's key changed from ({}) to ({})", t.table,
+                String.join(", ", t.rangeKey), String.join(", ", target.keyColumns()));
+        return List.of(KeyRange.ALL);
+    }
+
+    /**
+     * A copy whose table has no key now waits for one, recorded in the checkpoints (INV: RESUME) with the ranges left and
+     * the key they were cut on. The stream goes on: a table without a key can still be captured (REPLICA IDENTITY FULL),
+     * only not copied in chunks. Before, a resumed copy of such a table stopped every start with a configuration error.
+     */
+    private void awaitKey(Task t) {
+        t.awaitingKey = true;
+        t.keyLookedAt = System.nanoTime();
+        tasks.add(t);
+        watermarks.markDirty();
+        LOG.error("online snapshot of {} waits for a key: the table has no primary key (or replica identity index) now, and a copy"
+                + " is cut in key order. The stream goes on; the copy goes on once the table has one. Fix: ALTER TABLE {} ADD PRIMARY"
+                + " KEY (...), or a unique index on NOT NULL columns and ALTER TABLE {} REPLICA IDENTITY USING INDEX <index>", t.table,
+                t.table.sql(), t.table.sql());
+    }
+
+    /** Every {@link #KEY_LOOK_NANOS}, whether the table of a task waiting for a key has one again; it goes on then. */
+    private void lookForKey(Task t) {
+        long now = System.nanoTime();
+        if (now - t.keyLookedAt < KEY_LOOK_NANOS) {
+            return;
+        }
+        t.keyLookedAt = now;
+        Target target = resolve(t.target.relation().oid());
+        if (target == null) {
+            if (tasks.remove(t)) {
+                watermarks.markDirty();
+                LOG.warn("online snapshot of {} stopped: the table was dropped in the source", t.table);
+            }
+            return;
+        }
+        if (!target.keyColumns().isEmpty() && tasks.remove(t)) {
+            LOG.info("online snapshot of {} goes on: the table has a key again ({})", target.relation().table(),
+                    String.join(", ", target.keyColumns()));
+            add(new Task(target.relation().table(), t.filter, target, onKey(t, target), t.rows.get(), t.reconcile), false);
+        }
+    }
+
+    /** How often a task waiting for a key looks at the catalog. */
+    private static final long KEY_LOOK_NANOS = 2_000_000_000L;
 
     /** Whether the table's columns (names, types, modifiers, in order) are still those the task reads. */
     private static boolean sameColumns(Connection c, Task task) throws SQLException {
@@ -937,8 +1032,10 @@ public final class OnlineSnapshotter implements AutoCloseable {
                     inProgress[i] = xs[i];
                 }
             }
-            if (task.target.relation().oid() != 0 && !sameColumns(c, task)) {
-                // The table changed shape since the task resolved it: this chunk is not read in the old shape.
+            if (task.target.relation().oid() != 0 && (!sameColumns(c, task) || !io.millrace.source.Catalog.keyColumns(c,
+                    task.target.relation().oid()).equals(task.target.keyColumns()))) {
+                // The table changed shape (or key) since the task resolved it: this chunk is not read in the old shape, nor
+                // cut on the old key, nor compared with the stream's changes by it in its window.
                 c.rollback();
                 task.chunker.giveBack(chunk);
                 watermarks.abandon(window);
