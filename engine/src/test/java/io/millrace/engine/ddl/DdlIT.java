@@ -327,6 +327,15 @@ class DdlIT {
         }
     }
 
+    /** public.a and public.b equal in the postgres destination, public.b in the DuckDB one. */
+    private static void awaitABSame(Connection src, Connection dst, Path dir) throws Exception {
+        List<TableRef> tables = E2e.refs(List.of("public.a", "public.b"));
+        E2e.awaitSame(src, dst, tables, WAIT);
+        try (Connection duck = Ddl.duck(dir)) {
+            Ddl.awaitDuckSame(src, duck, tables.get(1), WAIT);
+        }
+    }
+
     private static final String SMALL_CHUNKS = "snapshot:\n  mode: initial\n  readers: 2\n  online:\n    readers: 1\n    chunk_rows: 200\n"
             + "    min_chunk_rows: 100\n    max_chunk_rows: 200\n    target_chunk_ms: 20\n";
 
@@ -347,11 +356,7 @@ class DdlIT {
             String both = Ddl.yaml(pg, db, List.of("public.a", "public.b"), dir, "");
             try (RunningEngine e = RunningEngine.start(both, dir).awaitStreaming(WAIT)) {
                 E2e.exec(src, "UPDATE public.b SET v = 'changed' WHERE code IN (1, 4999)");
-                List<TableRef> tables = E2e.refs(List.of("public.a", "public.b"));
-                E2e.awaitSame(src, dst, tables, WAIT);
-                try (Connection duck = Ddl.duck(dir)) {
-                    Ddl.awaitDuckSame(src, duck, tables.get(1), WAIT);
-                }
+                awaitABSame(src, dst, dir);
             }
         }
     }
@@ -377,11 +382,7 @@ class DdlIT {
                 assertThat(log.lines()).anyMatch(l -> l.contains("online snapshot of public.b waits for a key")
                         && l.contains("ADD PRIMARY KEY"));
                 E2e.exec(src, "ALTER TABLE public.b ADD PRIMARY KEY (id)", "UPDATE public.b SET v = 'changed' WHERE id IN (1, 4999)");
-                List<TableRef> tables = E2e.refs(List.of("public.a", "public.b"));
-                E2e.awaitSame(src, dst, tables, WAIT);
-                try (Connection duck = Ddl.duck(dir)) {
-                    Ddl.awaitDuckSame(src, duck, tables.get(1), WAIT);
-                }
+                awaitABSame(src, dst, dir);
             }
         }
     }
