@@ -302,6 +302,39 @@ class DdlIT {
         }
     }
 
+    /**
+     * A keyless table captured with {@code REPLICA IDENTITY FULL} gets a primary key while Millrace streams, as a user
+     * fixes the table once they notice: every destination follows, with the rows before and after it.
+     */
+    @Test
+    void aKeylessTableThatGetsAPrimaryKeyWhileStreamingIsFollowed(@TempDir Path dir) throws Exception {
+        String db = db("keyadd");
+        TableRef k = TableRef.parse("public.k");
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.exec(src, "CREATE TABLE public.k (id int NOT NULL, v text)", "ALTER TABLE public.k REPLICA IDENTITY FULL",
+                    "INSERT INTO public.k SELECT g, 'k' || g FROM generate_series(1, 50) g");
+            String yaml = Ddl.yaml(pg, db, List.of("public.k"), dir, "");
+            try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT)) {
+                E2e.exec(src, "UPDATE public.k SET v = 'before' WHERE id = 1");
+                E2e.awaitSame(src, dst, List.of(k), WAIT);
+                E2e.exec(src, "ALTER TABLE public.k ADD PRIMARY KEY (id)", "UPDATE public.k SET v = 'after' WHERE id = 2",
+                        "DELETE FROM public.k WHERE id = 3", "INSERT INTO public.k VALUES (51, 'new')");
+                E2e.awaitSame(src, dst, List.of(k), WAIT);
+                try (Connection duck = Ddl.duck(dir)) {
+                    Ddl.awaitDuckSame(src, duck, k, WAIT);
+                }
+            }
+            E2e.exec(src, "UPDATE public.k SET v = 'stopped' WHERE id = 4");
+            try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT)) {
+                E2e.exec(src, "UPDATE public.k SET v = 'again' WHERE id = 5");
+                E2e.awaitSame(src, dst, List.of(k), WAIT);
+                try (Connection duck = Ddl.duck(dir)) {
+                    Ddl.awaitDuckSame(src, duck, k, WAIT);
+                }
+            }
+        }
+    }
+
     /** Starts with public.a streaming, then again with public.b (5000 rows) added, its online copy paused after its first chunk; stops. */
     private static void stopInTheMiddleOfCopyingB(Connection src, Path dir, String db, String online) throws Exception {
         E2e.exec(src, "CREATE TABLE public.a (id int PRIMARY KEY)", "INSERT INTO public.a VALUES (1)");
