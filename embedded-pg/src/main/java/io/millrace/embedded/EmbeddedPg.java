@@ -130,6 +130,7 @@ public final class EmbeddedPg implements AutoCloseable {
             }
             try {
                 Path hba = Files.createTempFile("millrace-pg_hba", ".conf");
+                hba.toFile().deleteOnExit(); // the server reads it at start and reload; removed with it (close) or with this JVM
                 Files.writeString(hba, String.join("\n",
                         "local all postgres trust",
                         "host all postgres 127.0.0.1/32 trust",
@@ -167,7 +168,11 @@ public final class EmbeddedPg implements AutoCloseable {
 
                     @Override
                     public void close() throws IOException {
-                        started.close();
+                        try {
+                            started.close();
+                        } finally {
+                            Files.deleteIfExists(hba);
+                        }
                     }
                 }, major);
             } catch (IOException e) {
