@@ -217,8 +217,11 @@ final class StartUp {
         try (Connection c = ctx.conns.open()) {
             List<TableRef> out = new ArrayList<>();
             for (TableRef t : Catalog.publicationTables(c, src.publication())) {
+                if (ctx.selection.selects(t, true) || t.equals(signal)) {
+                    continue; // the catalog is read only for the few tables left: not twice per captured table at every start
+                }
                 Catalog.TableInfo info = Catalog.table(c, t);
-                if (!ctx.selection.selects(t, true) && !t.equals(signal) && info != null && !Catalog.isPartition(c, info.oid())) {
+                if (info != null && !Catalog.isPartition(c, info.oid())) {
                     out.add(t);
                 }
             }
