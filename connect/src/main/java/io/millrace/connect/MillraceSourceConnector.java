@@ -53,10 +53,15 @@ public final class MillraceSourceConnector extends SourceConnector {
         return ConnectorSettings.DEF;
     }
 
-    /** The {@link ConfigDef}'s checks, plus an error naming each key this connector does not support. */
+    /**
+     * The {@link ConfigDef}'s checks, plus an error naming each key this connector does not support; once the settings
+     * hold, the source database's checks ({@link SourceValidation}): a connector that could not start is refused here.
+     */
     @Override
     public Config validate(Map<String, String> connectorConfigs) {
-        return new Config(ConnectorSettings.validate(connectorConfigs));
+        List<org.apache.kafka.common.config.ConfigValue> values = ConnectorSettings.validate(connectorConfigs);
+        SourceValidation.check(connectorConfigs, values);
+        return new Config(values);
     }
 
     /**

@@ -65,6 +65,60 @@ class ConnectClusterIT extends ConnectClusterTests {
         }
     }
 
+    /**
+     * Kafka Connect's validate (also called when a connector is created) checks the database once the settings hold, as
+     * Debezium's connector does: a database that does not exist, a role without REPLICATION and a table without a
+     * replica identity are refused at once, on the key to change, with the fix, in the connector's key names. Before,
+     * the connector was created and its task failed after it started, with a message naming the YAML configuration's
+     * keys (source.database).
+     */
+    @Test
+    void validateChecksTheDatabaseAndNamesTheKeyToChange() throws Exception {
+        String name = NAME;
+        String db = DB;
+        try {
+            use("valid");
+            pg.createDatabase(DB);
+            exec("CREATE TABLE accounts (id int PRIMARY KEY, owner text)", "CREATE TABLE notes (line text)",
+                    "CREATE ROLE plain LOGIN PASSWORD 'plain-pw'", "GRANT SELECT ON ALL TABLES IN SCHEMA public TO plain");
+            Map<String, String> good = config();
+            good.put("name", NAME);
+            assertThat(errors(good)).as("a configuration that can start").isEmpty();
+
+            Map<String, String> noDb = new HashMap<>(good);
+            noDb.put("database.dbname", "nosuchdb");
+            assertThat(errors(noDb)).singleElement().satisfies(e -> assertThat(e).startsWith("database.dbname=")
+                    .contains("\"nosuchdb\" does not exist").contains("Check the database name (database.dbname)"));
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> connect.configureConnector(NAME, noDb))
+                    .as("creating it is refused too").hasMessageContaining("nosuchdb");
+
+            Map<String, String> plain = new HashMap<>(good);
+            plain.put("database.user", "plain");
+            plain.put("database.password", "plain-pw");
+            assertThat(errors(plain)).anySatisfy(e -> assertThat(e).startsWith("database.user=").contains("REPLICATION"));
+
+            Map<String, String> keyless = new HashMap<>(good);
+            keyless.put("table.include.list", "public\\.notes");
+            assertThat(errors(keyless)).singleElement().satisfies(e -> assertThat(e).startsWith("table.include.list=")
+                    .contains("public.notes").contains("REPLICA IDENTITY"));
+        } finally {
+            NAME = name;
+            DB = db;
+        }
+    }
+
+    /** "key=message" for each error validate gives. */
+    private static List<String> errors(Map<String, String> config) {
+        List<String> out = new java.util.ArrayList<>();
+        for (org.apache.kafka.connect.runtime.rest.entities.ConfigInfo ci : connect.validateConnectorConfig(
+                "io.millrace.connect.MillraceSourceConnector", config).configs()) {
+            if (ci.configValue() != null) {
+                ci.configValue().errors().forEach(e -> out.add(ci.configValue().name() + "=" + e));
+            }
+        }
+        return out;
+    }
+
     private static void use(String database) {
         DB = database;
         NAME = "millrace-" + database;

@@ -217,6 +217,32 @@ public final class Millrace implements AutoCloseable {
         supervisor.snapshot(refs, filter);
     }
 
+    /**
+     * Checks {@code source} as {@code millrace preflight} does, without starting anything or changing the source: the
+     * server's version and {@code wal_level}, the role's privileges, the slot, the publication, and each table (that it
+     * exists, can be read, and has a replica identity). For a tool that validates a configuration before it creates a
+     * pipeline (Kafka Connect's validate, a deployment check).
+     *
+     * @return every finding, failures first; a start refuses when one {@link SourceCheck#failed()}
+     * @throws MillraceException when the source cannot be reached or logged into: its {@link MillraceException#kind()}
+     *                           says which ({@code CONNECTION}, {@code AUTHENTICATION}, {@code CONFIG} for a database that
+     *                           does not exist), its message what to fix
+     */
+    public static List<SourceCheck> checkSource(SourceSettings source) {
+        io.millrace.source.PgConnections conns = new io.millrace.source.PgConnections(EngineConfigs.source(Objects.requireNonNull(source, "source")));
+        try (java.sql.Connection c = conns.open()) {
+            List<SourceCheck> out = new ArrayList<>();
+            for (io.millrace.source.Preflight.Check ch : io.millrace.source.Preflight.run(conns, c).checks()) {
+                out.add(new SourceCheck(ch.name(), SourceCheck.Outcome.valueOf(ch.status().name()), ch.detail(), ch.fix(),
+                        ch.status() == io.millrace.source.Preflight.Status.FAIL ? ch.kind() : null));
+            }
+            out.sort(java.util.Comparator.comparing(ch -> !ch.failed()));
+            return out;
+        } catch (java.sql.SQLException e) {
+            throw new MillraceException(MillraceException.Kind.CONNECTION, "closing the connection to the source failed: " + e.getMessage(), e);
+        }
+    }
+
     /** Pauses the online snapshots under way (streaming goes on); {@link #resumeSnapshots()} continues them. */
     public void pauseSnapshots() {
         supervisor.pauseSnapshots(true);

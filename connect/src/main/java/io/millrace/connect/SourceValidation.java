@@ -1,0 +1,111 @@
+package io.millrace.connect;
+
+import io.millrace.api.Millrace;
+import io.millrace.api.SourceCheck;
+import io.millrace.core.MillraceException;
+import org.apache.kafka.common.config.ConfigValue;
+
+import java.sql.SQLException;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The database half of the connector's validate: once the settings themselves are valid, the source is checked as
+ * {@code millrace preflight} checks it ({@link Millrace#checkSource}), so that {@code PUT .../config/validate} and the
+ * creation of a connector refuse a wrong password, a database that does not exist, a role without REPLICATION, a table
+ * without a replica identity, ..., at once, with the fix, on the key to change (as Debezium's connector does), instead
+ * of a task that fails after it started. Messages name the connector's keys, not the YAML configuration's.
+ */
+final class SourceValidation {
+    private SourceValidation() {
+    }
+
+    /** The YAML configuration's source keys and the connector keys that set the same thing. */
+    private static final Map<String, String> KEYS = Map.of("host", ConnectorSettings.HOST, "port", ConnectorSettings.PORT,
+            "database", ConnectorSettings.DBNAME, "user", ConnectorSettings.USER, "password", ConnectorSettings.PASSWORD,
+            "slot", ConnectorSettings.SLOT, "publication", ConnectorSettings.PUBLICATION, "tables", ConnectorSettings.TABLE_INCLUDE,
+            "exclude_tables", ConnectorSettings.TABLE_EXCLUDE, "create_publication", ConnectorSettings.PUBLICATION_AUTOCREATE);
+    private static final Pattern YAML_KEY = Pattern.compile("\\bsource\\.([a-z_]+)\\b");
+
+    /** Adds the source's failures to {@code values} (on the key that fixes each); nothing when a setting is in error already. */
+    static void check(Map<String, String> props, List<ConfigValue> values) {
+        if (values.stream().anyMatch(v -> !v.errorMessages().isEmpty())) {
+            return; // the settings first: the source is checked with settings that hold
+        }
+        ConnectorSettings settings;
+        try {
+            settings = new ConnectorSettings(props);
+        } catch (RuntimeException e) {
+            error(values, ConnectorSettings.HOST, connectorKeys(e.getMessage()));
+            return;
+        }
+        try {
+            for (SourceCheck c : Millrace.checkSource(settings.source())) {
+                if (c.failed()) {
+                    error(values, keyOf(c), connectorKeys(c.name() + ": " + c.detail() + (c.fix() == null ? "" : ". Fix: " + c.fix())));
+                }
+            }
+        } catch (MillraceException e) {
+            error(values, keyOf(e), connectorKeys(e.getMessage()));
+        }
+    }
+
+    /** {@code message} with the YAML configuration's source keys ({@code source.database}) named as the connector's ({@code database.dbname}). */
+    static String connectorKeys(String message) {
+        if (message == null) {
+            return null;
+        }
+        Matcher m = YAML_KEY.matcher(message);
+        StringBuilder out = new StringBuilder();
+        while (m.find()) {
+            String key = KEYS.get(m.group(1));
+            m.appendReplacement(out, Matcher.quoteReplacement(key != null ? key : m.group()));
+        }
+        m.appendTail(out);
+        return out.toString();
+    }
+
+    private static String keyOf(SourceCheck c) {
+        String name = c.name();
+        if (name.equals("replication privilege") || c.kind() == MillraceException.Kind.PERMISSION && !name.startsWith("table")) {
+            return ConnectorSettings.USER;
+        }
+        if (name.startsWith("table")) {
+            return ConnectorSettings.TABLE_INCLUDE;
+        }
+        if (name.contains("slot") && !name.startsWith("max_")) {
+            return ConnectorSettings.SLOT;
+        }
+        if (name.startsWith("publication")) {
+            return ConnectorSettings.PUBLICATION;
+        }
+        return ConnectorSettings.HOST; // the server's settings and version
+    }
+
+    private static String keyOf(MillraceException e) {
+        for (Throwable t = e.getCause(); t != null; t = t.getCause()) {
+            if (t instanceof SQLException s && "3D000".equals(s.getSQLState())) {
+                return ConnectorSettings.DBNAME;
+            }
+        }
+        return switch (e.kind()) {
+            case AUTHENTICATION -> e.getMessage().contains("password") ? ConnectorSettings.PASSWORD : ConnectorSettings.USER;
+            case PERMISSION -> ConnectorSettings.USER;
+            default -> ConnectorSettings.HOST;
+        };
+    }
+
+    private static void error(List<ConfigValue> values, String key, String message) {
+        for (ConfigValue v : values) {
+            if (v.name().equals(key)) {
+                v.addErrorMessage(message);
+                return;
+            }
+        }
+        ConfigValue v = new ConfigValue(key);
+        v.addErrorMessage(message);
+        values.add(v);
+    }
+}
