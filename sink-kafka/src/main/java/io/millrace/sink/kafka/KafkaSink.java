@@ -593,6 +593,7 @@ public final class KafkaSink implements Sink {
             written = all.endOffsets(parts, Duration.ofMillis(timeoutMs)); // the high watermark: committed or not
         }
         long loggedAt = System.nanoTime();
+        boolean lookedForOwn = false;
         while (true) {
             Map<TopicPartition, Long> stable = consumer.endOffsets(parts, Duration.ofMillis(timeoutMs)); // read_committed: the LSO
             boolean settled = true;
@@ -601,6 +602,10 @@ public final class KafkaSink implements Sink {
             }
             if (settled) {
                 return stable;
+            }
+            if (!lookedForOwn && System.nanoTime() - loggedAt > TimeUnit.SECONDS.toNanos(1)) {
+                lookedForOwn = true;
+                refuseOwnHanging(parts);
             }
             long now = System.nanoTime();
             if (now > deadline) {
@@ -621,6 +626,48 @@ public final class KafkaSink implements Sink {
                 Thread.currentThread().interrupt();
                 throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': interrupted while reading the checkpoint", e);
             }
+        }
+    }
+
+    /**
+     * A transaction of this pipeline's own producer still open on the checkpoint topic after {@code initTransactions}
+     * (which ends every transaction of the id it knows of) will never end: the broker lost its markers. Seen with a single
+     * broker shut down while it completed a commit ("Couldn't find leader endpoint for partitions ... these partitions are
+     * likely deleted already and hence can be skipped" in its log, KafkaOutageIT): the commit the producer was told of
+     * never reaches the partitions, and {@code read_committed} readers stop at it. Millrace cannot complete it, and waiting
+     * does not help: the engine stops, saying what happened and what to do. Nothing when the look itself is not allowed.
+     */
+    private void refuseOwnHanging(List<TopicPartition> parts) {
+        if (admin == null) {
+            return;
+        }
+        try {
+            long pid = admin.describeTransactions(List.of(config.transactionalId())).description(config.transactionalId())
+                    .get(timeoutMs, TimeUnit.MILLISECONDS).producerId();
+            Map<TopicPartition, org.apache.kafka.clients.admin.DescribeProducersResult.PartitionProducerState> states = admin.describeProducers(parts).all()
+                    .get(timeoutMs, TimeUnit.MILLISECONDS);
+            for (Map.Entry<TopicPartition, org.apache.kafka.clients.admin.DescribeProducersResult.PartitionProducerState> e : states.entrySet()) {
+                for (org.apache.kafka.clients.admin.ProducerState p : e.getValue().activeProducers()) {
+                    if (p.producerId() == pid && p.currentTransactionStartOffset().isPresent()) {
+                        throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': a transaction of this pipeline"
+                                + " (transactional id '" + config.transactionalId() + "', producer id " + pid + ", epoch "
+                                + p.producerEpoch() + ") is hanging on " + e.getKey() + " from offset "
+                                + p.currentTransactionStartOffset().getAsLong() + ": the broker ended it but never wrote its commit or abort"
+                                + " markers there (a broker shut down while it completed the transaction?), so Kafka keeps it open and"
+                                + " read_committed consumers, Millrace's checkpoint reader too, stop at it. Fix: find it with"
+                                + " kafka-transactions.sh --bootstrap-server " + config.bootstrapServers() + " find-hanging --broker-id <the"
+                                + " partition leader>, abort it (kafka-transactions.sh abort --topic " + e.getKey().topic() + " --partition "
+                                + e.getKey().partition() + " --start-offset " + p.currentTransactionStartOffset().getAsLong() + "); its"
+                                + " records are then lost to read_committed consumers: start this pipeline again with a new snapshot"
+                                + " (millrace reset) if Millrace then refuses its slot");
+                    }
+                }
+            }
+        } catch (ExecutionException | TimeoutException e) {
+            LOG.debug("destination '{}': could not look for a hanging transaction of its own: {}", config.name(), e.toString());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': interrupted while reading the checkpoint", e);
         }
     }
 

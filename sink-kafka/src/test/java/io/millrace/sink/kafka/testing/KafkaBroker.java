@@ -48,12 +48,57 @@ public final class KafkaBroker implements AutoCloseable {
     private final Path dir;
     private final String bootstrap;
     private KafkaRaftServer server; // null while stopped (test thread only)
+    /** The broker's own JVM, for a broker started by {@link #startProcess()}; null while stopped. */
+    private Process process;
+    private final boolean forked;
 
     private KafkaBroker(KafkaConfig config, KafkaRaftServer server, Path dir, String bootstrap) {
         this.config = config;
         this.server = server;
         this.dir = dir;
         this.bootstrap = bootstrap;
+        this.forked = false;
+    }
+
+    private KafkaBroker(KafkaConfig config, Process process, Path dir, String bootstrap) {
+        this.config = config;
+        this.process = process;
+        this.dir = dir;
+        this.bootstrap = bootstrap;
+        this.forked = true;
+    }
+
+    /**
+     * A broker in a JVM of its own (this JVM's class path), which {@link #stop()} kills (SIGKILL), as a crash or a
+     * lost machine does. An outage test needs it: a broker of this JVM can only shut down gracefully, and a single
+     * broker shutting down while it completes a transaction skips the partitions' commit markers ("Couldn't find leader
+     * endpoint ... likely deleted already and hence can be skipped"), leaving the transaction hanging for ever
+     * (KafkaOutageIT, one run in ten). Killed, it sends them when it is back.
+     */
+    public static KafkaBroker startProcess() throws Exception {
+        KafkaBroker inJvm = start(Map.of());
+        inJvm.stop(); // formatted, and its configuration made: the forked broker serves the same storage and ports
+        KafkaBroker b = new KafkaBroker(inJvm.config, (Process) null, inJvm.dir, inJvm.bootstrap);
+        b.restart();
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            Process p = b.process;
+            if (p != null) {
+                p.destroyForcibly(); // a test that ended without close(): no broker outlives its JVM
+            }
+        }));
+        return b;
+    }
+
+    private Process fork() throws IOException {
+        Path props = dir.resolve("server.properties");
+        Properties p = new Properties();
+        config.originals().forEach((k, v) -> p.put(k, String.valueOf(v)));
+        try (OutputStream out = Files.newOutputStream(props)) {
+            p.store(out, "millrace test broker");
+        }
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        return new ProcessBuilder(java, "-Xmx512m", "-cp", System.getProperty("java.class.path"), "kafka.Kafka", props.toString())
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("broker.log").toFile())).start();
     }
 
     /** Formats the storage, starts the node and waits until the broker serves. */
@@ -213,8 +258,20 @@ public final class KafkaBroker implements AutoCloseable {
         return true;
     }
 
-    /** Shuts the broker down, keeping its data: clients see it unreachable until {@link #restart()}. */
+    /**
+     * Shuts the broker down, keeping its data: clients see it unreachable until {@link #restart()}. A broker of
+     * {@link #startProcess()} is killed.
+     */
     public void stop() {
+        if (process != null) {
+            process.destroyForcibly();
+            try {
+                process.waitFor();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            process = null;
+        }
         if (server != null) {
             server.shutdown();
             server.awaitShutdown();
@@ -224,8 +281,18 @@ public final class KafkaBroker implements AutoCloseable {
 
     /** Starts the stopped broker again, on the same port with the same data, and waits until it serves. */
     public void restart() throws Exception {
-        if (server != null) {
+        if (server != null || process != null) {
             throw new IllegalStateException("the broker at " + bootstrap + " is running");
+        }
+        if (forked) {
+            process = fork();
+            try {
+                awaitReady(bootstrap);
+            } catch (Exception e) {
+                stop();
+                throw new IllegalStateException(e.getMessage() + "; its log: " + dir.resolve("broker.log"), e);
+            }
+            return;
         }
         KafkaRaftServer s = new KafkaRaftServer(config, Time.SYSTEM);
         s.startup();
