@@ -129,7 +129,7 @@ class SoakIT {
             Node dst = Node.primary(work.resolve("pg-dst"), ports[2]);
             nodes.add(dst);
             dst.pg.createDatabase(DST);
-            kafka = KafkaBroker.start();
+            kafka = KafkaBroker.startProcess(); // its outages kill it (KafkaBroker.startProcess: no hanging transactions)
             Path config = work.resolve("config.yaml");
             Files.writeString(config, config(ports[0], ports[1], dst.port, kafka.bootstrapServers(), duckFile, events), StandardCharsets.UTF_8);
             List<String> jvm = EngineProcess.binMillraceJvmOptions();
