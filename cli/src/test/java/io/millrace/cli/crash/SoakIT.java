@@ -129,7 +129,7 @@ class SoakIT {
             Node dst = Node.primary(work.resolve("pg-dst"), ports[2]);
             nodes.add(dst);
             dst.pg.createDatabase(DST);
-            kafka = KafkaBroker.startProcess(); // its outages kill it (KafkaBroker.startProcess: no hanging transactions)
+            kafka = KafkaBroker.startBehindProxy(); // its outages cut it off (KafkaBroker.startBehindProxy: no hanging transactions)
             Path config = work.resolve("config.yaml");
             Files.writeString(config, config(ports[0], ports[1], dst.port, kafka.bootstrapServers(), duckFile, events), StandardCharsets.UTF_8);
             List<String> jvm = EngineProcess.binMillraceJvmOptions();
@@ -207,9 +207,9 @@ class SoakIT {
                             primary.pg.makeSynchronous(slot);
                         }
                         case KAFKA_DOWN -> {
-                            kafka.stop();
+                            kafka.cutOff();
                             Thread.sleep(outage);
-                            kafka.restart();
+                            kafka.reconnect();
                         }
                         default -> throw new IllegalStateException(f.name());
                     }

@@ -37,7 +37,7 @@ class KafkaOutageIT {
 
     @BeforeAll
     static void start() throws Exception {
-        kafka = KafkaBroker.startProcess(); // killed for the outage: see its javadoc
+        kafka = KafkaBroker.startBehindProxy(); // cut off for the outage: see its javadoc
         pg = EmbeddedPg.builder().major(17).start();
         pg.createDatabase(DB);
         pg.execute(DB, "CREATE TABLE public.items (id bigint PRIMARY KEY, version int NOT NULL)",
@@ -103,10 +103,10 @@ class KafkaOutageIT {
             load.start();
             Thread.sleep(3_000);
             long before = committed.get();
-            kafka.stop(); // the brokers go away, mid-stream (killed)
+            kafka.cutOff(); // the brokers go away, mid-stream
             Thread.sleep(15_000);
             long during = committed.get() - before;
-            kafka.restart();
+            kafka.reconnect();
             Thread.sleep(5_000);
             stopLoad.set(true);
             load.join();

@@ -593,7 +593,6 @@ public final class KafkaSink implements Sink {
             written = all.endOffsets(parts, Duration.ofMillis(timeoutMs)); // the high watermark: committed or not
         }
         long loggedAt = System.nanoTime();
-        boolean lookedForOwn = false;
         while (true) {
             Map<TopicPartition, Long> stable = consumer.endOffsets(parts, Duration.ofMillis(timeoutMs)); // read_committed: the LSO
             boolean settled = true;
@@ -603,12 +602,9 @@ public final class KafkaSink implements Sink {
             if (settled) {
                 return stable;
             }
-            if (!lookedForOwn && System.nanoTime() - loggedAt > TimeUnit.SECONDS.toNanos(1)) {
-                lookedForOwn = true;
-                refuseOwnHanging(parts);
-            }
             long now = System.nanoTime();
             if (now > deadline) {
+                ownHanging(parts);
                 // CONNECTION: the broker ends the other transaction at its timeout; the supervisor starts again then.
                 throw new MillraceException(Kind.CONNECTION, "destination '" + config.name() + "': a transaction on checkpoint topic "
                         + config.checkpointTopic() + " stayed open for " + timeoutMs + " ms (up to offsets " + written + ", readable up to "
@@ -631,13 +627,14 @@ public final class KafkaSink implements Sink {
 
     /**
      * A transaction of this pipeline's own producer still open on the checkpoint topic after {@code initTransactions}
-     * (which ends every transaction of the id it knows of) will never end: the broker lost its markers. Seen with a single
-     * broker shut down while it completed a commit ("Couldn't find leader endpoint for partitions ... these partitions are
+     * (which ends every transaction of the id it knows of) has lost its markers, for now or for ever. Seen with a single
+     * broker stopped while it completed a commit ("Couldn't find leader endpoint for partitions ... these partitions are
      * likely deleted already and hence can be skipped" in its log, KafkaOutageIT): the commit the producer was told of
-     * never reaches the partitions, and {@code read_committed} readers stop at it. Millrace cannot complete it, and waiting
-     * does not help: the engine stops, saying what happened and what to do. Nothing when the look itself is not allowed.
+     * never reaches the partitions, and {@code read_committed} readers stop at it. Millrace cannot complete it: the error
+     * says what happened and what to do (CONNECTION: retried, should the broker still write them). Nothing when the look
+     * itself is not allowed, or finds nothing.
      */
-    private void refuseOwnHanging(List<TopicPartition> parts) {
+    private void ownHanging(List<TopicPartition> parts) {
         if (admin == null) {
             return;
         }
@@ -649,7 +646,7 @@ public final class KafkaSink implements Sink {
             for (Map.Entry<TopicPartition, org.apache.kafka.clients.admin.DescribeProducersResult.PartitionProducerState> e : states.entrySet()) {
                 for (org.apache.kafka.clients.admin.ProducerState p : e.getValue().activeProducers()) {
                     if (p.producerId() == pid && p.currentTransactionStartOffset().isPresent()) {
-                        throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': a transaction of this pipeline"
+                        throw new MillraceException(Kind.CONNECTION, "destination '" + config.name() + "': a transaction of this pipeline"
                                 + " (transactional id '" + config.transactionalId() + "', producer id " + pid + ", epoch "
                                 + p.producerEpoch() + ") is hanging on " + e.getKey() + " from offset "
                                 + p.currentTransactionStartOffset().getAsLong() + ": the broker ended it but never wrote its commit or abort"

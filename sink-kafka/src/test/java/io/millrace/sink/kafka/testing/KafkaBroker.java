@@ -48,57 +48,15 @@ public final class KafkaBroker implements AutoCloseable {
     private final Path dir;
     private final String bootstrap;
     private KafkaRaftServer server; // null while stopped (test thread only)
-    /** The broker's own JVM, for a broker started by {@link #startProcess()}; null while stopped. */
-    private Process process;
-    private final boolean forked;
+    /** The clients' way in, for a broker of {@link #startBehindProxy()}; null otherwise. */
+    private final TcpProxy proxy;
 
-    private KafkaBroker(KafkaConfig config, KafkaRaftServer server, Path dir, String bootstrap) {
+    private KafkaBroker(KafkaConfig config, KafkaRaftServer server, Path dir, String bootstrap, TcpProxy proxy) {
         this.config = config;
         this.server = server;
         this.dir = dir;
         this.bootstrap = bootstrap;
-        this.forked = false;
-    }
-
-    private KafkaBroker(KafkaConfig config, Process process, Path dir, String bootstrap) {
-        this.config = config;
-        this.process = process;
-        this.dir = dir;
-        this.bootstrap = bootstrap;
-        this.forked = true;
-    }
-
-    /**
-     * A broker in a JVM of its own (this JVM's class path), which {@link #stop()} kills (SIGKILL), as a crash or a
-     * lost machine does. An outage test needs it: a broker of this JVM can only shut down gracefully, and a single
-     * broker shutting down while it completes a transaction skips the partitions' commit markers ("Couldn't find leader
-     * endpoint ... likely deleted already and hence can be skipped"), leaving the transaction hanging for ever
-     * (KafkaOutageIT, one run in ten). Killed, it sends them when it is back.
-     */
-    public static KafkaBroker startProcess() throws Exception {
-        KafkaBroker inJvm = start(Map.of());
-        inJvm.stop(); // formatted, and its configuration made: the forked broker serves the same storage and ports
-        KafkaBroker b = new KafkaBroker(inJvm.config, (Process) null, inJvm.dir, inJvm.bootstrap);
-        b.restart();
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            Process p = b.process;
-            if (p != null) {
-                p.destroyForcibly(); // a test that ended without close(): no broker outlives its JVM
-            }
-        }));
-        return b;
-    }
-
-    private Process fork() throws IOException {
-        Path props = dir.resolve("server.properties");
-        Properties p = new Properties();
-        config.originals().forEach((k, v) -> p.put(k, String.valueOf(v)));
-        try (OutputStream out = Files.newOutputStream(props)) {
-            p.store(out, "millrace test broker");
-        }
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        return new ProcessBuilder(java, "-Xmx512m", "-cp", System.getProperty("java.class.path"), "kafka.Kafka", props.toString())
-                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("broker.log").toFile())).start();
+        this.proxy = proxy;
     }
 
     /** Formats the storage, starts the node and waits until the broker serves. */
@@ -108,17 +66,61 @@ public final class KafkaBroker implements AutoCloseable {
 
     /** With further broker settings. */
     public static KafkaBroker start(Map<String, String> settings) throws Exception {
+        return start(settings, null);
+    }
+
+    /**
+     * A broker its clients reach through a TCP proxy, which {@link #cutOff()} closes: for an outage. A broker stopped
+     * for one ({@link #stop()}) is not what an outage test wants: a single broker stopped while it completes a
+     * transaction (also when killed) may skip the partitions' commit markers ("Couldn't find leader endpoint ... likely
+     * deleted already and hence can be skipped" in its log) and keep that transaction open for ever, so that
+     * {@code read_committed} readers stop at it (KafkaOutageIT, one run in ten). Cut off, it goes on completing them.
+     */
+    public static KafkaBroker startBehindProxy() throws Exception {
+        return start(Map.of(), new TcpProxy(freePort(), 0));
+    }
+
+    /** Drops every client connection and refuses new ones, as brokers that went away, until {@link #reconnect()}. */
+    public void cutOff() throws IOException {
+        proxyOnly().cut();
+    }
+
+    /** Lets clients in again after {@link #cutOff()}, and waits until the broker serves them. */
+    public void reconnect() throws Exception {
+        proxyOnly().restore();
+        awaitReady(bootstrap);
+    }
+
+    private TcpProxy proxyOnly() {
+        if (proxy == null) {
+            throw new IllegalStateException("the broker at " + bootstrap + " was not started behind a proxy (startBehindProxy)");
+        }
+        return proxy;
+    }
+
+    private static KafkaBroker start(Map<String, String> settings, TcpProxy via) throws Exception {
         Path dir = Files.createTempDirectory("millrace-kafka-");
         int port = freePort();
         int controller = freePort();
+        TcpProxy proxy = via == null ? null : new TcpProxy(via.port(), port);
         Properties p = new Properties();
         p.put("process.roles", "broker,controller");
         p.put("node.id", "1");
-        p.put("listeners", "PLAINTEXT://127.0.0.1:" + port + ",CONTROLLER://127.0.0.1:" + controller);
-        p.put("advertised.listeners", "PLAINTEXT://127.0.0.1:" + port);
+        if (proxy == null) {
+            p.put("listeners", "PLAINTEXT://127.0.0.1:" + port + ",CONTROLLER://127.0.0.1:" + controller);
+            p.put("advertised.listeners", "PLAINTEXT://127.0.0.1:" + port);
+            p.put("inter.broker.listener.name", "PLAINTEXT");
+            p.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
+        } else {
+            // clients come in through the proxy (EXTERNAL, advertised at its port); the broker's own traffic does not
+            int internal = freePort();
+            p.put("listeners", "EXTERNAL://127.0.0.1:" + port + ",INTERNAL://127.0.0.1:" + internal + ",CONTROLLER://127.0.0.1:" + controller);
+            p.put("advertised.listeners", "EXTERNAL://127.0.0.1:" + proxy.port() + ",INTERNAL://127.0.0.1:" + internal);
+            p.put("inter.broker.listener.name", "INTERNAL");
+            p.put("listener.security.protocol.map", "EXTERNAL:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT");
+            proxy.restore();
+        }
         p.put("controller.listener.names", "CONTROLLER");
-        p.put("inter.broker.listener.name", "PLAINTEXT");
-        p.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
         p.put("controller.quorum.voters", "1@127.0.0.1:" + controller);
         p.put("log.dirs", dir.resolve("data").toString());
         p.put("offsets.topic.replication.factor", "1");
@@ -139,17 +141,20 @@ public final class KafkaBroker implements AutoCloseable {
                 .setDirectories(List.of(p.getProperty("log.dirs").split(",")))
                 .run();
         KafkaRaftServer server = new KafkaRaftServer(config, Time.SYSTEM);
-        String bootstrap = "127.0.0.1:" + port;
+        String bootstrap = "127.0.0.1:" + (proxy == null ? port : proxy.port());
         try {
             server.startup();
             awaitReady(bootstrap);
         } catch (Exception e) {
             server.shutdown();
             server.awaitShutdown();
+            if (proxy != null) {
+                proxy.close();
+            }
             delete(dir);
             throw e;
         }
-        return new KafkaBroker(config, server, dir, bootstrap);
+        return new KafkaBroker(config, server, dir, bootstrap, proxy);
     }
 
     private static void awaitReady(String bootstrap) throws Exception {
@@ -258,20 +263,8 @@ public final class KafkaBroker implements AutoCloseable {
         return true;
     }
 
-    /**
-     * Shuts the broker down, keeping its data: clients see it unreachable until {@link #restart()}. A broker of
-     * {@link #startProcess()} is killed.
-     */
+    /** Shuts the broker down, keeping its data: clients see it unreachable until {@link #restart()}. */
     public void stop() {
-        if (process != null) {
-            process.destroyForcibly();
-            try {
-                process.waitFor();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            process = null;
-        }
         if (server != null) {
             server.shutdown();
             server.awaitShutdown();
@@ -281,18 +274,8 @@ public final class KafkaBroker implements AutoCloseable {
 
     /** Starts the stopped broker again, on the same port with the same data, and waits until it serves. */
     public void restart() throws Exception {
-        if (server != null || process != null) {
+        if (server != null) {
             throw new IllegalStateException("the broker at " + bootstrap + " is running");
-        }
-        if (forked) {
-            process = fork();
-            try {
-                awaitReady(bootstrap);
-            } catch (Exception e) {
-                stop();
-                throw new IllegalStateException(e.getMessage() + "; its log: " + dir.resolve("broker.log"), e);
-            }
-            return;
         }
         KafkaRaftServer s = new KafkaRaftServer(config, Time.SYSTEM);
         s.startup();
@@ -302,6 +285,9 @@ public final class KafkaBroker implements AutoCloseable {
 
     @Override
     public void close() throws Exception {
+        if (proxy != null) {
+            proxy.close();
+        }
         stop();
         delete(dir);
     }
