@@ -131,6 +131,7 @@ public final class Engine {
             teardown.monitor = SlotMonitor.start(ctx.conns, config.source().slot(), config.operations(), sample -> ctx.slotSample = sample,
                     c -> {
                         ctx.watch.tick(c); // the watch of the moment: a snapshot started again builds a new one
+                        renamedOut();
                         try {
                             ctx.narrow.tick(c); // a publication narrowed: fewer kinds of change, partitions published as themselves
                         } catch (java.sql.SQLException | RuntimeException e) { // never keeps the poll below from running
@@ -206,6 +207,28 @@ public final class Engine {
         }
         Optional<Checkpoint> at = duck.copyTo(file);
         return "copied destination '" + destination + "' to " + file.toAbsolutePath() + at.map(c -> " (up to " + c.applied() + ")").orElse("");
+    }
+
+    /**
+     * A captured table renamed to a name the selection does not take stops being captured, as at a start and a reload
+     * (slot monitor's thread). Tried again at the next look when it fails, or while the engine is not streaming yet.
+     */
+    private void renamedOut() {
+        SourceWatch watch = ctx.watch;
+        if (watch == null || ctx.state.get() != State.STREAMING || ctx.online == null || !watch.takeRenamedOut()) {
+            return;
+        }
+        try {
+            Reloader.apply(ctx, ctx.selection);
+        } catch (MillraceException e) {
+            if (e.kind() == Kind.CONFIG) {
+                // a table source.tables names was renamed: it stays captured until the next start, which stops with the fix
+                LOG.warn("a table renamed out of source.tables stays captured until the next start: {}", e.getMessage());
+                return;
+            }
+            watch.renamedOutAgain();
+            LOG.warn("could not stop capturing a table renamed out of source.tables (tried again at the next look): {}", e.getMessage());
+        }
     }
 
     /**

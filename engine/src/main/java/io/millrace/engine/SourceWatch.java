@@ -25,8 +25,10 @@ import java.util.concurrent.ConcurrentHashMap;
  *       their copy as it was; a table created later under that name gets a copy of its own and the old one is kept aside
  *       ({@link io.millrace.core.change.SourceTables}).</li>
  *   <li>A table created that {@code source.tables} matches: {@link TableJoiner} lets it join while streaming.</li>
- *   <li>A captured table renamed: it keeps its oid, so it stays captured; the destinations follow at its next change.
- *       Logged once, by whichever sees it first: the tick, or the stream's Relation message.</li>
+ *   <li>A captured table renamed: it keeps its oid, so it stays captured while {@code source.tables} selects its new name;
+ *       the destinations follow at its next change. Renamed to a name the selection does not take, it is no longer
+ *       captured ({@link #takeRenamedOut}). Logged once, by whichever sees it first: the tick, or the stream's Relation
+ *       message.</li>
  *   <li>At start: tables the destinations hold that were dropped or renamed while Millrace was stopped.</li>
  *   <li>Columns: {@link ShapeChange} reads renames from Relation messages, which carry no attribute numbers; {@link #misread}
  *       checks that reading against the catalog's attribute numbers.</li>
@@ -151,12 +153,38 @@ final class SourceWatch {
 
     private void rename(int oid, TableRef from, TableRef to) {
         if (!from.equals(to) && captured.replace(oid, from, to)) {
-            LOG.info("table {} (oid {}) was renamed to {} in the source: it stays captured, and the destinations follow at its next"
-                    + " change (tables are renamed, events carry the new name){}", from, Integer.toUnsignedString(oid), to,
-                    matched(to) ? "" : ". source.tables does not match its new name; the publication holds the table by oid, so it"
-                            + " stays captured. To stop capturing it: ALTER PUBLICATION " + Ident.quote(config.publication())
-                            + " DROP TABLE " + to.sql() + ";");
+            if (matched(to)) {
+                LOG.info("table {} (oid {}) was renamed to {} in the source: it stays captured, and the destinations follow at its next"
+                        + " change (tables are renamed, events carry the new name)", from, Integer.toUnsignedString(oid), to);
+                return;
+            }
+            // Selected by name, as at a start and a reload: before, it stayed captured while streaming (the publication holds
+            // it by oid) and the next start took it out of the publication, so its changes stopped reaching the destinations
+            // silently, at a restart (found by a DBA who moved a table to another schema).
+            renamedOut = true;
+            LOG.warn("table {} (oid {}) was renamed to {} in the source, which source.tables does not select: it is no longer"
+                    + " captured (taken out of the publication at the next look, as a reload does), and the destinations keep its rows"
+                    + " as they are then. To go on capturing it, add {} to source.tables: it is then copied again online, and the"
+                    + " copy reconciles the destinations' rows", from, Integer.toUnsignedString(oid), to, to);
         }
+    }
+
+    /** Set when a captured table was renamed out of the selection; see {@link #takeRenamedOut()}. */
+    private volatile boolean renamedOut;
+
+    /**
+     * Whether a captured table was renamed to a name the selection does not take since the last call: the caller (the
+     * slot monitor's thread) then applies the selection again ({@code Reloader.apply}), which stops capturing it.
+     */
+    boolean takeRenamedOut() {
+        boolean r = renamedOut;
+        renamedOut = false;
+        return r;
+    }
+
+    /** {@link #takeRenamedOut} said true, and applying the selection failed: it says so again at the next look. */
+    void renamedOutAgain() {
+        renamedOut = true;
     }
 
     /**
