@@ -161,6 +161,43 @@ class DdlIT {
     }
 
     /**
+     * A column added with a default to a partitioned table captured through its root, with a write to one of its
+     * partitions right after, and its key retyped (a user's DBA session): the root is copied again, never a partition as a
+     * table of its own. pgoutput describes the partition too, after the root, though its changes come as the root's:
+     * before, each partition so described was copied into every destination as a table of its own ({@code public.ev_a}
+     * beside {@code public.ev}), never updated after.
+     */
+    @Test
+    void aColumnAddedToAPartitionedRootCopiesTheRootNotAPartition(@TempDir Path dir) throws Exception {
+        String db = db("partadd");
+        TableRef ev = TableRef.parse("public.ev");
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.exec(src, "CREATE TABLE public.ev (id int, ts date NOT NULL, kind text, PRIMARY KEY (id, ts)) PARTITION BY RANGE (ts)",
+                    "CREATE TABLE public.ev_a PARTITION OF public.ev FOR VALUES FROM ('2023-01-01') TO ('2023-07-01')",
+                    "CREATE TABLE public.ev_b PARTITION OF public.ev FOR VALUES FROM ('2023-07-01') TO ('2024-01-01')",
+                    "INSERT INTO public.ev SELECT g, DATE '2023-01-01' + (g % 360), 'k' FROM generate_series(1, 200) g");
+            String yaml = Ddl.yaml(pg, db, List.of("public.*"), dir, "");
+            try (LogCapture log = new LogCapture(); RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT)) {
+                for (int i = 1; i <= 5; i++) {
+                    try (java.sql.Statement s = src.createStatement()) {
+                        s.execute("ALTER TABLE public.ev ADD COLUMN x" + i + " text DEFAULT 'x" + i + "'");
+                        s.execute("INSERT INTO public.ev (id, ts, kind) VALUES (" + (1000 + i) + ", '2023-0" + (i + 4) + "-05', 'b')");
+                    }
+                }
+                E2e.exec(src, "ALTER TABLE public.ev ALTER COLUMN id TYPE bigint", "UPDATE public.ev SET kind = 'retyped' WHERE id = 2");
+                E2e.exec(src, "UPDATE public.ev SET kind = 'last' WHERE id = 1");
+                E2e.awaitSame(src, dst, List.of(ev), WAIT);
+                try (Connection duck = Ddl.duck(dir)) {
+                    Ddl.awaitDuckSame(src, duck, ev, WAIT);
+                    assertThat(Ddl.duckTables(duck)).containsExactly("ev");
+                }
+                assertThat(Ddl.pgTables(dst)).containsExactly("ev");
+                assertThat(log.lines()).noneMatch(l -> l.contains("public.ev_a") || l.contains("public.ev_b"));
+            }
+        }
+    }
+
+    /**
      * A table named in {@code source.tables} and renamed in the source: the destinations follow while streaming; the next
      * start with the old name stops with a configuration error naming both names and the fix, and starts with the new.
      */
