@@ -22,6 +22,14 @@ final class RunCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        // The stop signals first: a SIGTERM while the configuration loads (the JVM's first second or two) ended the process
+        // with 143, not in the exit codes (found by a user); now it stops the run before it starts, and it exits 0.
+        java.util.concurrent.atomic.AtomicReference<Runnable> stopper = new java.util.concurrent.atomic.AtomicReference<>(() -> { });
+        java.util.concurrent.atomic.AtomicBoolean stopAsked = new java.util.concurrent.atomic.AtomicBoolean();
+        onStopSignals(() -> {
+            stopAsked.set(true);
+            stopper.get().run();
+        });
         EngineConfig cfg = ConfigLoader.fromSystem().load(config);
         // JSON logs are for collectors: no progress lines on standard output then (the log says when each table lands).
         boolean json = LogFormat.apply(cfg.operations().logFormat()) == EngineConfig.LogFormat.JSON;
@@ -40,7 +48,10 @@ final class RunCommand implements Callable<Integer> {
             }
         }, "millrace-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
-        onStopSignals(engine::stop);
+        stopper.set(engine::stop);
+        if (stopAsked.get()) {
+            engine.stop(); // asked before the engine existed: it ends before it starts
+        }
         engine.reloadFrom(() -> ConfigLoader.fromSystem().load(config));
         onReloadSignal(engine);
         try {

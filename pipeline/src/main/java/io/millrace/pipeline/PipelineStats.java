@@ -132,6 +132,11 @@ public final class PipelineStats {
         return lag;
     }
 
+    /** The durable position the run starts from: the lowest over the destinations' checkpoints (no batch written yet). */
+    void resumedAt(Lsn lsn) {
+        durable.compareAndSet(Lsn.ZERO, lsn);
+    }
+
     void durable(Lsn lsn) {
         durable.set(lsn);
         lastDurableAtMillis = System.currentTimeMillis();

@@ -39,6 +39,10 @@ final class SinkWriter {
         this.checkpoints = checkpoints.toArray(new Checkpoint[0]);
         this.onDurable = onDurable;
         this.stats = stats;
+        if (!checkpoints.isEmpty()) {
+            // durable from the start: what the destinations hold (a stop before the first batch reported 0/0, found by a user)
+            stats.resumedAt(checkpoints.stream().map(Checkpoint::flushLsn).reduce(Lsn::min).orElseThrow());
+        }
     }
 
     Checkpoint checkpoint(int sink) {

@@ -23,6 +23,24 @@ class PipelineStatsTest {
                 TypeResolver.builtinsOnly());
     }
 
+    /**
+     * Before its first batch the durable position is where the destinations are (the lowest of their checkpoints), not
+     * 0/0: a pipeline stopped before it wrote anything logged "stopped; durable position 0/0" (found by a user).
+     */
+    @Test
+    void theDurablePositionStartsAtTheLowestCheckpoint() {
+        PipelineStats stats = new PipelineStats();
+        io.millrace.core.change.Identity id = new io.millrace.core.change.Identity("1", "db", "slot", "pub", "d");
+        new SinkWriter(List.of(), List.of(checkpoint(id, 0x5000), checkpoint(id, 0x4000)), new io.millrace.core.ByteBudget(1 << 20),
+                lsn -> { }, stats);
+        assertThat(stats.durable()).isEqualTo(Lsn.of(0x4000));
+    }
+
+    private static io.millrace.core.change.Checkpoint checkpoint(io.millrace.core.change.Identity id, long lsn) {
+        return new io.millrace.core.change.Checkpoint(io.millrace.core.change.Checkpoint.VERSION, id, Lsn.of(lsn), new Position(Lsn.of(lsn), 1),
+                io.millrace.core.change.SnapshotProgress.skipped(Lsn.of(0x1000)));
+    }
+
     @Test
     void countsSnapshotRowsAndChangesPerTable() {
         RelationInfo a = rel(1, "a");
