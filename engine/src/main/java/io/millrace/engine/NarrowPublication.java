@@ -82,6 +82,14 @@ final class NarrowPublication implements Pipeline.Withholding {
         if (live == null) {
             return false; // dropped since: nothing to hold
         }
+        List<String> gone = rel.columns().stream().map(io.millrace.core.schema.ColumnInfo::name).filter(n -> !live.containsKey(n)).toList();
+        if (!gone.isEmpty()) {
+            // The description is older than DDL since (a replay after a stop): it names columns the table no longer has
+            // under those names (renamed or dropped since), so the columns it lacks were renamed or added since, not left
+            // out by a column list (a list only leaves columns out). Held, the table's changes were withheld, with a
+            // wrong fix, until a copy (found by two users: a column renamed and another added while Millrace was stopped).
+            return false;
+        }
         Map<String, Integer> known = ctx.watch == null ? null : ctx.watch.attributeNumbers(rel.oid());
         // Still in the source under the same attribute number: left out, not dropped (a column dropped and added again
         // under its name has another number)
