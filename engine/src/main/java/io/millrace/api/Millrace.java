@@ -98,6 +98,10 @@ public final class Millrace implements AutoCloseable {
             Thread.currentThread().interrupt();
         } catch (RuntimeException | Error e) {
             error.set(e);
+            // said where an embedder looks first (millrace run prints it on standard error): before, only await() and
+            // status() told it, and the log had a DEBUG line (found by a user whose destination failed for good)
+            org.slf4j.LoggerFactory.getLogger(Millrace.class).error("pipeline '{}' stopped: {}", config.name(),
+                    e.getMessage() == null ? e.toString() : e.getMessage(), e instanceof MillraceException ? null : e);
         } finally {
             phase.set(Phase.ENDED);
             ended.countDown();

@@ -13,7 +13,8 @@ import java.util.Optional;
  * <p>The contract (INV: DURABLE, RESUME, IDENTITY):
  * <ul>
  *   <li>{@link #accept} applies the batch and stores {@code checkpoint} in one transaction of yours: when it returns
- *       both are durable; when it throws, neither is (and the engine stops).</li>
+ *       both are durable; when it throws, neither is, and the engine stops — or, for a lost connection, starts again
+ *       after a backoff, as {@link ChangeConsumer} says.</li>
  *   <li>{@link #open} returns the checkpoint stored last. The engine resumes from it: nothing at or before it is
  *       delivered again, nothing after it is skipped. {@link Checkpoints#toJson} and {@link Checkpoints#fromJson}
  *       give it a text form to store.</li>

@@ -37,9 +37,21 @@ final class StatusReport {
         // with several source.hosts: the one this engine found the primary (all of them until it has looked)
         return new EngineStatus(ctx.config.name(), shown, ctx.conns.captureWhere(), src.slot(), src.publication(), durable,
                 m == null ? null : m.serverLsn().toString(), m == null || m.confirmedLsn() == null ? null : m.confirmedLsn().toString(),
-                m == null ? -1 : m.retainedBytes(), lagBytes, st == null ? -1 : st.lagMillis(now), st == null ? 0 : st.eventsWritten(),
+                m == null ? -1 : m.retainedBytes(), lagBytes, lagMillis(st, lagBytes, w, now), st == null ? 0 : st.eventsWritten(),
                 p == null ? 0 : p.inflightBytes(), ctx.config.pipeline().budgetBytes(), tables(ctx, st, s), ctx.lastError,
                 controls.status(), slow, values(ctx), slotLost(ctx), notCaptured(ctx), ctx.lastReload);
+    }
+
+    /**
+     * The pipeline's lag in time; 0 when the destinations hold all the WAL the server has and nothing is being written
+     * (on an idle server no batch comes to say so: the lag stayed at the last change's latency, minutes after a
+     * catch-up, and a lag alert kept firing; found by a user).
+     */
+    private static long lagMillis(PipelineStats st, long lagBytes, PipelineStats.Writing w, long now) {
+        if (st == null) {
+            return -1;
+        }
+        return lagBytes == 0 && w == null ? 0 : st.lagMillis(now);
     }
 
     private static List<EngineStatus.NotCaptured> notCaptured(EngineContext ctx) {

@@ -369,6 +369,7 @@ class MillraceIT {
                 .publication("idsrc").tables("public.orders").build();
         // In try-with-resources, as a user writes it: close() must not throw again the error await() threw (Java would add
         // it to itself as suppressed: "IllegalArgumentException: Self-suppression not permitted", hiding it).
+        io.millrace.engine.online.LogCapture log = new io.millrace.engine.online.LogCapture();
         MillraceException e = catchThrowableOfType(MillraceException.class, () -> {
             try (Millrace m = Millrace.builder().source(other).transactionalConsumer("mirror", new MirrorConsumer("iddst",
                     new AtomicBoolean())).build()) {
@@ -376,7 +377,10 @@ class MillraceIT {
                 m.await(WAIT);
             }
         });
+        log.close();
         assertThat(e).isNotNull();
+        // logged as an error too, where an embedder looks first (before: a DEBUG line only; found by a user)
+        assertThat(log.lines()).anyMatch(l -> l.startsWith("pipeline '") && l.contains("stopped: ") && l.contains("another pipeline"));
         assertThat(e.getSuppressed()).isEmpty();
         assertThat(e.kind()).isEqualTo(MillraceException.Kind.IDENTITY);
         assertThat(e.getMessage()).contains("destination 'mirror' holds a checkpoint of another pipeline");

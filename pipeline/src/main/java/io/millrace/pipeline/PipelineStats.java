@@ -106,6 +106,10 @@ public final class PipelineStats {
             lastCommitMicros = newestCommit;
             lastLatencyMicros = Math.max(0, now * 1000 - newestCommit);
             listener.durable(streamed, lastLatencyMicros);
+        } else if (events.isEmpty()) {
+            // a batch of no change (the idle slot's advance): the destinations hold everything the server sent, nothing is
+            // behind. Before, the lag stayed at the last change's latency while idle (a catch-up's minutes: found by a user)
+            lastLatencyMicros = 0;
         }
     }
 

@@ -36,6 +36,19 @@ class PipelineStatsTest {
         assertThat(stats.durable()).isEqualTo(Lsn.of(0x4000));
     }
 
+    /** Idle after a catch-up (a batch of no change became durable): no lag, not the last change's latency for ever. */
+    @Test
+    void theLagIsZeroOnceAnIdleBatchIsDurable() {
+        PipelineStats stats = new PipelineStats();
+        RelationInfo a = rel(1, "a");
+        long twoMinutesAgo = (System.currentTimeMillis() - 120_000) * 1000;
+        stats.written(List.of(new ChangeEvent(Op.CREATE, a, null, new Object[]{1}, Lsn.of(100), new Position(Lsn.of(200), 1), 7,
+                twoMinutesAgo, false)));
+        assertThat(stats.lagMillis(System.currentTimeMillis())).isGreaterThanOrEqualTo(119_000);
+        stats.written(List.of());
+        assertThat(stats.lagMillis(System.currentTimeMillis())).isZero();
+    }
+
     private static io.millrace.core.change.Checkpoint checkpoint(io.millrace.core.change.Identity id, long lsn) {
         return new io.millrace.core.change.Checkpoint(io.millrace.core.change.Checkpoint.VERSION, id, Lsn.of(lsn), new Position(Lsn.of(lsn), 1),
                 io.millrace.core.change.SnapshotProgress.skipped(Lsn.of(0x1000)));

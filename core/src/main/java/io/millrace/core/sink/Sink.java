@@ -54,7 +54,13 @@ public interface Sink extends AutoCloseable {
      *       in increasing position.</li>
      * </ul>
      *
-     * @throws io.millrace.core.MillraceException of kind SINK (or CONNECTION) when the destination fails
+     * @throws io.millrace.core.MillraceException of kind SINK (or CONNECTION) when the destination fails. What the engine
+     *         does then: CONNECTION is transient, and the engine starts again after a backoff ({@code operations.retry}),
+     *         opens the destinations again and resumes from their checkpoints; SINK is too when its cause is a lost
+     *         connection (a {@code ConnectException}, {@code SocketException}, {@code SocketTimeoutException},
+     *         {@code EOFException}, an {@code SQLException} of SQLSTATE class 08, or 57P01-57P03, 40001, 40P01, 53300)
+     *         and stops the pipeline otherwise (exit code 10). Any other exception is taken for a bug and stops it
+     *         (exit code 1).
      */
     void write(List<ChangeEvent> events, Checkpoint checkpoint);
 
