@@ -397,7 +397,9 @@ public final class ConfigLoader {
         String type = d.requireString("type", "jsonl");
         DestinationProvider provider = providers.find(type).orElseThrow(() -> Node.error(d.key("type"), "must be one of "
                 + String.join(", ", providers.types()) + "; got '" + type + "'" + (BUILT_IN_MODULES.contains(type)
-                ? " (its module, millrace-sink-" + type + ", is not on the class path)" : "")));
+                ? " (its module, millrace-sink-" + type + ", is not on the class path)" : " (a destination of your own is found by its"
+                + " type once its jar, with its DestinationProvider listed in META-INF/services, is on the class path:"
+                + " MILLRACE_CLASSPATH for bin/millrace)")));
         String name = d.string("name", type);
         DestinationConfig out = provider.configure(name, new NodeSettings(d, base, (n, prefix) -> secret(n, prefix, base, true)), context);
         d.done();

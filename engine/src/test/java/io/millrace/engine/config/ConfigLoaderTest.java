@@ -351,7 +351,8 @@ class ConfigLoaderTest {
     @Test
     void destinationTypesAreTheProvidersOnTheClassPath() {
         assertThat(fail(SOURCE + "destinations:\n  - {name: k, type: kinesis}\n"))
-                .contains("destinations[0].type must be one of postgres, jsonl, duckdb, kafka, discard; got 'kinesis'");
+                .contains("destinations[0].type must be one of postgres, jsonl, duckdb, kafka, discard; got 'kinesis'")
+                .contains("its DestinationProvider listed in META-INF/services, is on the class path"); // a user's own type: how
         MillraceException e = catchThrowableOfType(MillraceException.class, () -> new ConfigLoader(ENV::get)
                 .withProviders(DestinationProviders.of(List.of(new JsonlDestinationProvider())))
                 .parse(SOURCE + "destinations:\n  - {name: r, type: postgres, database: r, user: u}\n", dir));
