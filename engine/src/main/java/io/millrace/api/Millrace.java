@@ -65,6 +65,7 @@ public final class Millrace implements AutoCloseable {
     private Millrace(EngineConfig config, Object owner) {
         this.owner = owner;
         this.config = config;
+        this.selected = config;
         this.supervisor = new Supervisor(config);
     }
 
@@ -246,6 +247,29 @@ public final class Millrace implements AutoCloseable {
             throw new MillraceException(MillraceException.Kind.CONNECTION, "closing the connection to the source failed: " + e.getMessage(), e);
         }
     }
+
+    /**
+     * Changes the tables this pipeline captures while it streams, as {@code SIGHUP} (or {@code POST /reload}) does for
+     * {@code millrace run}: tables newly selected join (added to the publication, copied online, then streamed); tables
+     * no longer selected stop being captured (the destinations keep their rows). Later restarts of this handle (after a
+     * transient failure) keep the new selection. Nothing changes when it is refused.
+     *
+     * @param tables        names or patterns, as {@link SourceSettings.Builder#tables}
+     * @param excludeTables names or patterns left out, as {@link SourceSettings.Builder#excludeTables}
+     * @return what changed, as the log says it
+     * @throws MillraceException (CONFIG) when a table named does not exist, or the pipeline does not stream
+     */
+    public synchronized String reloadTables(List<String> tables, List<String> excludeTables) {
+        EngineConfig next = selected.withSource(selected.source().withTables(Check.tables("source.tables", tables),
+                Check.tables("source.exclude_tables", excludeTables)));
+        supervisor.reloadFrom(() -> next);
+        String done = supervisor.reload();
+        selected = next;
+        return done;
+    }
+
+    /** The configuration with the table selection of the last {@link #reloadTables}. Guarded by this. */
+    private EngineConfig selected;
 
     /** Pauses the online snapshots under way (streaming goes on); {@link #resumeSnapshots()} continues them. */
     public void pauseSnapshots() {

@@ -353,6 +353,35 @@ class MillraceIT {
         }
     }
 
+    /**
+     * An embedder changes the tables captured while the pipeline streams, as SIGHUP does for millrace run (a user found no
+     * way to, short of a new handle): a table added is copied and streamed, one removed is no longer captured, and a
+     * table that does not exist is refused with nothing changed.
+     */
+    @Test
+    void theTablesCapturedChangeWhileStreaming(@TempDir Path dir) throws Exception {
+        pg.createDatabase("reload");
+        exec("reload", "CREATE TABLE public.orders (id int PRIMARY KEY, qty int NOT NULL, note text)",
+                "CREATE TABLE public.items (id int PRIMARY KEY)", "INSERT INTO public.items SELECT g FROM generate_series(1, 5) g");
+        List<String> seen = Collections.synchronizedList(new ArrayList<>());
+        ChangeConsumer collect = batch -> batch.forEach(c -> seen.add(c.table().table() + " " + c.op()));
+        try (Millrace m = Millrace.builder().source(source("reload")).changeConsumer("events", dir.resolve("cp.json"), collect).build()) {
+            m.start();
+            awaitStreaming(m);
+            MillraceException refused = catchThrowableOfType(MillraceException.class,
+                    () -> m.reloadTables(List.of("public.orders", "public.nope"), List.of()));
+            assertThat(refused.getMessage()).contains("public.nope").contains("nothing was changed");
+            assertThat(m.reloadTables(List.of("public.orders", "public.items"), List.of())).contains("adding [public.items]");
+            awaitTrue("the 5 rows of items copied", () -> seen.stream().filter(x -> x.equals("items READ")).count() == 5);
+            exec("reload", "INSERT INTO public.items VALUES (6)");
+            awaitTrue("the insert into items", () -> seen.contains("items CREATE"));
+            assertThat(m.reloadTables(List.of("public.items"), List.of())).contains("removed [public.orders]");
+            exec("reload", "INSERT INTO public.orders VALUES (1, 1, 'not captured')", "INSERT INTO public.items VALUES (7)");
+            awaitTrue("the second insert into items", () -> seen.stream().filter(x -> x.equals("items CREATE")).count() == 2);
+            assertThat(seen).noneMatch(x -> x.startsWith("orders"));
+        }
+    }
+
     @Test
     void aCheckpointOfAnotherPipelineIsRefused() throws Exception {
         pg.createDatabase("idsrc");

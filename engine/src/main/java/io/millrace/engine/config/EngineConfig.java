@@ -33,6 +33,11 @@ public record EngineConfig(String name, SourceConfig source, SnapshotMode snapsh
         this(name, source, snapshotMode, snapshot, destinations, pipeline, operations, spillDir, online, Transforms.NONE);
     }
 
+    /** This configuration with {@code s} as its source (an embedder's reload of the table selection). */
+    public EngineConfig withSource(SourceConfig s) {
+        return new EngineConfig(name, s, snapshotMode, snapshot, destinations, pipeline, operations, spillDir, online, transforms);
+    }
+
     /** This configuration with {@code t} as its transforms (a reload builds them again from the YAML). */
     public EngineConfig withTransforms(Transforms t) {
         return new EngineConfig(name, source, snapshotMode, snapshot, destinations, pipeline, operations, spillDir, online, t);
