@@ -87,6 +87,9 @@ final class Cutover {
                 }
                 Thread.sleep(100);
             }
+            if (state != MigrationState.FENCED) {
+                awaitFollower(src, state, deadline, timeout);
+            }
             String db = Planner.one(src, "SELECT current_database()");
             long fenceStart = System.nanoTime();
             if (state == MigrationState.FOLLOWING) {
@@ -194,6 +197,28 @@ final class Cutover {
     }
 
     /** WAL between the source's current position and the target's durable checkpoint; {@code Long.MAX_VALUE} before one. */
+    /**
+     * Waits until a process reads the source's slot ({@code millrace migrate run}): without one, the fence marker never
+     * reaches the target, and the source would stay read-only for the whole timeout, then until an abort, for nothing
+     * (found by a user: {@code cutover} after {@code run} was stopped fenced production for the default 300 s). The lag
+     * read before is no sign of it: it comes from the target's last checkpoint, however old.
+     */
+    private void awaitFollower(Connection src, MigrationState state, long deadline, Duration timeout)
+            throws SQLException, InterruptedException {
+        String slot = ends.source.slot();
+        String sql = "SELECT active::text FROM pg_replication_slots WHERE slot_name = " + io.millrace.core.schema.Ident.literal(slot);
+        while (!"true".equals(Planner.oneOrNull(src, sql))) {
+            if (System.nanoTime() > deadline) {
+                throw new MillraceException(Kind.CONFIG, "migrate cutover: nothing reads the source's slot '" + slot + "' (is 'millrace"
+                        + " migrate run' running?) within " + timeout.toSeconds() + " s, so the fence marker could not reach the target; "
+                        + (state == MigrationState.FOLLOWING ? "nothing was fenced" : "the source stays fenced (state FENCING):"
+                        + " 'millrace migrate abort' unfences it") + ". Fix: start 'millrace migrate run', then run 'millrace migrate"
+                        + " cutover' again");
+            }
+            Thread.sleep(100);
+        }
+    }
+
     long lag(Connection src, Connection tgt) throws SQLException {
         String at = ends.targetFlushLsn(tgt);
         if (at == null) {
