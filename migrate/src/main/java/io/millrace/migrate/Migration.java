@@ -447,8 +447,10 @@ public final class Migration {
                 steps.add(s.at() + " " + s.state() + (s.detail() == null ? "" : ": " + s.detail()));
             }
             long lag = new Cutover(ends, store).lag(src, tgt);
+            // read, or held by a run still copying (the slot is read once the copy is done): before, status said "no process
+            // follows the source now" during the copy, which invited a second run (found by a user)
             boolean read = Planner.bool(src, "SELECT active FROM pg_replication_slots WHERE slot_name = "
-                    + io.millrace.core.schema.Ident.literal(ends.source.slot()));
+                    + io.millrace.core.schema.Ident.literal(ends.source.slot())) || io.millrace.source.PipelineLock.held(src, ends.source.slot());
             return new MigrationStatus(store.current(tgt), steps, Fence.fenced(src), Fence.fenced(tgt), lag == Long.MAX_VALUE ? -1 : lag,
                     ends.source.slot(), read, tables(src, tgt, lag == Long.MAX_VALUE ? -1 : lag));
         } catch (SQLException e) {

@@ -105,6 +105,13 @@ class MigrateFollowIT extends TwoServers {
         assertThat(stopped.render()).containsPattern("shop.orders: copied, ~\\d+ row\\(s\\) on the target, \\d+ bytes behind, not following")
                 .doesNotContainPattern("following \\d").contains("no process follows the source now (slot '" + stopped.slot() + "' is not read):"
                         + " 'millrace migrate run' goes on from where it stopped");
+        // A run still copying holds the pipeline's lock, and reads the slot only once the copy is done: it is running, and
+        // status must not invite a second one (it said "no process follows the source now" then; found by a user)
+        try (java.sql.Connection c = src.connect(db); java.sql.Statement s = c.createStatement()) {
+            s.execute("SELECT pg_advisory_lock(hashtext('millrace.pipeline'), hashtext('" + stopped.slot() + "'))");
+            assertThat(m.status().read()).isTrue();
+            assertThat(m.status().render()).doesNotContain("no process follows");
+        }
     }
 
     /**

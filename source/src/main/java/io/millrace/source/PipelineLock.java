@@ -107,6 +107,11 @@ public final class PipelineLock implements AutoCloseable {
     private record Holder(int pid, String client, String started) {
     }
 
+    /** Whether an engine of the pipeline of {@code slot} holds the lock now (on {@code c}'s database): it runs. */
+    public static boolean held(Connection c, String slot) throws SQLException {
+        return holder(c, slot) != null;
+    }
+
     /** The session holding the lock (two int4 keys: classid, objid, objsubid 2), or null if it is gone. */
     private static Holder holder(Connection c, String slot) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("SELECT l.pid, host(a.client_addr), a.backend_start::text FROM pg_locks l"
