@@ -225,4 +225,34 @@ class MigrateFollowIT extends TwoServers {
         }
         assertThat(m.status().state()).isEqualTo(MigrationState.CUT_OVER);
     }
+
+    /**
+     * A value added to an enum on the source while following (ALTER TYPE ... ADD VALUE), then used: the stream carries no
+     * change of types, so the target refuses the row. The follow stops naming the fix (it said only the server's "invalid
+     * input value for enum"; found by a user); once the value is added on the target too, a new follow goes on from there.
+     */
+    @Test
+    void anEnumValueAddedOnTheSourceWhileFollowingIsNamedWithItsFix() throws Exception {
+        String db = "follow5";
+        Migration m = shop(db, "CREATE TYPE shop.mood AS ENUM ('calm', 'glad')",
+                "CREATE TABLE shop.feeling (id int PRIMARY KEY, m shop.mood NOT NULL)", "INSERT INTO shop.feeling VALUES (1, 'calm')");
+        tgt.execute(db, "CREATE SCHEMA shop", "CREATE TYPE shop.mood AS ENUM ('calm', 'glad')"); // migrate makes tables, not types
+        Throwable stopped;
+        try (Millrace following = m.follow(Duration.ofSeconds(30))) {
+            src.execute(db, "ALTER TYPE shop.mood ADD VALUE 'angry'");
+            src.execute(db, "INSERT INTO shop.feeling VALUES (2, 'angry')");
+            stopped = org.assertj.core.api.Assertions.catchThrowable(() -> following.await(Duration.ofSeconds(30)));
+        }
+        assertThat(stopped).as("the follow stops").isInstanceOf(io.millrace.core.MillraceException.class)
+                .hasMessageContaining("invalid input value for enum").hasMessageContaining("Fix: add the value to the type on the"
+                        + " destination too");
+        tgt.execute(db, "ALTER TYPE shop.mood ADD VALUE 'angry'"); // the fix
+        try (Millrace following = Migration.of(Servers.source(src, db, "shop.*"), Servers.target(tgt, db)).follow(Duration.ofSeconds(30))) {
+            long deadline = System.nanoTime() + 30_000_000_000L;
+            while (Servers.count(tgt, db, "SELECT count(*) FROM shop.feeling WHERE m = 'angry'") == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(100);
+            }
+            assertThat(Servers.count(tgt, db, "SELECT count(*) FROM shop.feeling WHERE m = 'angry'")).isEqualTo(1);
+        }
+    }
 }

@@ -37,6 +37,13 @@ final class Errors {
                     + " too (as on the source: CREATE TABLE ... PARTITION OF " + target.sql() + " FOR VALUES ...), then start again:"
                     + " nothing of this batch was applied, and the stream goes on from it", e);
         }
+        if ("22P02".equals(e.getSQLState()) && message(e).contains("invalid input value for enum")) {
+            // a value added to an enum on the source (ALTER TYPE ... ADD VALUE) since the type was made on the destination:
+            // the stream carries no change of types (found by a user following a migration)
+            return new MillraceException(Kind.SINK, what + ". Fix: add the value to the type on the destination too, as on the"
+                    + " source (ALTER TYPE ... ADD VALUE '...'; the stream carries no change of types), then start again: nothing"
+                    + " of this batch was applied, and the stream goes on from it", e);
+        }
         return new MillraceException(Kind.SINK, what, e);
     }
 
