@@ -222,12 +222,15 @@ public final class Engine {
             Reloader.apply(ctx, ctx.selection);
         } catch (MillraceException e) {
             if (e.kind() == Kind.CONFIG) {
-                // a table source.tables names was renamed: it stays captured until the next start, which stops with the fix
+                // a table source.tables names was renamed too: it stays captured until the next start, which stops with the fix
                 LOG.warn("a table renamed out of source.tables stays captured until the next start: {}", e.getMessage());
                 return;
             }
             watch.renamedOutAgain();
             LOG.warn("could not stop capturing a table renamed out of source.tables (tried again at the next look): {}", e.getMessage());
+        } catch (RuntimeException e) { // never keeps the monitor's other looks from running
+            watch.renamedOutAgain();
+            LOG.warn("could not stop capturing a table renamed out of source.tables (tried again at the next look): {}", e.toString());
         }
     }
 

@@ -158,6 +158,12 @@ final class SourceWatch {
                         + " change (tables are renamed, events carry the new name)", from, Integer.toUnsignedString(oid), to);
                 return;
             }
+            if (selection.get().tables().stream().anyMatch(t -> !t.isPattern() && t.equals(from))) {
+                LOG.warn("table {} (oid {}) was renamed to {} in the source: source.tables names it by its old name, so it stays"
+                        + " captured until the next start, which stops with the fix (write the new name in source.tables)", from,
+                        Integer.toUnsignedString(oid), to);
+                return;
+            }
             // Selected by name, as at a start and a reload: before, it stayed captured while streaming (the publication holds
             // it by oid) and the next start took it out of the publication, so its changes stopped reaching the destinations
             // silently, at a restart (found by a DBA who moved a table to another schema).
