@@ -82,8 +82,7 @@ final class NarrowPublication implements Pipeline.Withholding {
         if (live == null) {
             return false; // dropped since: nothing to hold
         }
-        List<String> gone = rel.columns().stream().map(io.millrace.core.schema.ColumnInfo::name).filter(n -> !live.containsKey(n)).toList();
-        if (!gone.isEmpty()) {
+        if (rel.columns().stream().anyMatch(col -> !live.containsKey(col.name()))) {
             // The description is older than DDL since (a replay after a stop): it names columns the table no longer has
             // under those names (renamed or dropped since), so the columns it lacks were renamed or added since, not left
             // out by a column list (a list only leaves columns out). Held, the table's changes were withheld, with a

@@ -202,18 +202,11 @@ class MigrateCutoverIT extends TwoServers {
         String db = "cut2";
         Migration m = shop(db);
         try (Millrace following = m.follow(Duration.ofSeconds(30));
-             java.sql.Connection lock = tgt.connect(db); java.sql.Statement s = lock.createStatement()) {
+             java.sql.Connection lock = tgt.connect(db)) {
             assertThat(m.status().state()).isEqualTo(MigrationState.FOLLOWING);
             // The target's checkpoints cannot be written (a lock readers pass): the fence marker never lands there, so the
             // cutover gives up, fenced, and says so.
-            String checkpoints;
-            try (java.sql.ResultSet rs = s.executeQuery("SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c JOIN pg_namespace n"
-                    + " ON n.oid = c.relnamespace WHERE c.relname = 'checkpoints'")) {
-                rs.next();
-                checkpoints = rs.getString(1);
-            }
-            lock.setAutoCommit(false);
-            s.execute("LOCK TABLE " + checkpoints + " IN SHARE MODE");
+            lockCheckpoints(lock);
             assertThatThrownBy(() -> m.cutover(Long.MAX_VALUE, Duration.ofSeconds(3))).isInstanceOf(MillraceException.class)
                     .hasMessageContaining("the source stays fenced (state FENCING)").hasMessageContaining("migrate abort");
             lock.rollback();

@@ -33,15 +33,8 @@ class MigrateResumeIT extends TwoServers {
         // The target's checkpoints cannot be written (a lock readers pass): the marker never lands there, and the cutover
         // gives up with the source fenced. (With nothing following, a cutover now refuses before it fences.)
         try (Millrace following = m.follow(Duration.ofSeconds(30));
-             java.sql.Connection lock = tgt.connect(db); java.sql.Statement s = lock.createStatement()) {
-            String checkpoints;
-            try (java.sql.ResultSet rs = s.executeQuery("SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c JOIN pg_namespace n"
-                    + " ON n.oid = c.relnamespace WHERE c.relname = 'checkpoints'")) {
-                rs.next();
-                checkpoints = rs.getString(1);
-            }
-            lock.setAutoCommit(false);
-            s.execute("LOCK TABLE " + checkpoints + " IN SHARE MODE");
+             java.sql.Connection lock = tgt.connect(db)) {
+            lockCheckpoints(lock);
             assertThatThrownBy(() -> m.cutover(Long.MAX_VALUE, Duration.ofSeconds(2))).isInstanceOf(MillraceException.class)
                     .hasMessageContaining("state FENCING");
             lock.rollback();

@@ -48,4 +48,21 @@ abstract class TwoServers {
             tgt.close();
         }
     }
+
+    /**
+     * Locks the target's checkpoints table on {@code lock} (in its own transaction) in a mode readers pass: the sink can
+     * write no checkpoint, so a fence marker never lands there while the lock is held.
+     */
+    static void lockCheckpoints(java.sql.Connection lock) throws java.sql.SQLException {
+        try (java.sql.Statement s = lock.createStatement()) {
+            String checkpoints;
+            try (java.sql.ResultSet rs = s.executeQuery("SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c JOIN pg_namespace n"
+                    + " ON n.oid = c.relnamespace WHERE c.relname = 'checkpoints'")) {
+                rs.next();
+                checkpoints = rs.getString(1);
+            }
+            lock.setAutoCommit(false);
+            s.execute("LOCK TABLE " + checkpoints + " IN SHARE MODE");
+        }
+    }
 }
