@@ -118,11 +118,16 @@ public final class Migration {
             awaitCopy(engine, p.tables(), copyTimeout);
             try (Connection tgt = ends.target(true)) {
                 List<String> ddl = SchemaWriter.afterCopy(p.tables());
-                SchemaWriter.apply(tgt, store, ddl, MigrationState.FOLLOWING, ddl.size() + " index and constraint statement(s)");
+                SchemaWriter.applyWhileFollowing(tgt, store, ddl, p.tables().stream().map(SourceCatalog.Table::ref).toList(),
+                        MigrationState.FOLLOWING,
+                        ddl.size() + " index and constraint statement(s)");
                 LOG.info("migrate: copy done; {} index and constraint statement(s) applied on the target; following", ddl.size());
             } catch (SQLException e) {
                 engine.stop();
                 throw Endpoints.failed("migrate: creating the indexes and constraints on the target", e);
+            } catch (InterruptedException e) {
+                engine.stop();
+                throw e;
             }
         }
         return engine;
