@@ -3,6 +3,7 @@ package io.millrace.migrate;
 import io.millrace.api.Millrace;
 import io.millrace.api.SourceSettings;
 import io.millrace.api.Status;
+import io.millrace.core.Lsn;
 import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
 import io.millrace.sink.postgres.PostgresSinkConfig;
@@ -385,14 +386,18 @@ public final class Migration {
      * @param steps    each recorded step with its time and detail, oldest first
      * @param fenced   whether the source database has the fence's read-only default now
      * @param targetFenced whether the target database has it (from a rollback on: the target is then the one fenced)
-     * @param lagBytes WAL between the source's position and the target's durable checkpoint; -1 before the first
+     * @param lagBytes WAL between the source's position and the target's durable checkpoint; -1 before the first, and
+     *                 from the cutover on (the source is no longer followed: its position moves on with nothing to follow)
      * @param slot     the migration's replication slot on the source
      * @param read     whether a process reads that slot now ({@code migrate run} or {@code follow}): without one the target
      *                 falls behind and {@code lagBytes} grows
      * @param tables   each table's copy phase on the target
+     * @param reverseLagBytes WAL between the target's position and the reverse stream's durable checkpoint on the source,
+     *                 while there is a way back (from a {@code cutover --reverse} until the rollback ends); -1 otherwise
+     * @param reverseRead whether a process ({@code migrate reverse}) reads the target's reverse slot now
      */
     public record MigrationStatus(MigrationState state, List<String> steps, boolean fenced, boolean targetFenced, long lagBytes,
-                                  String slot, boolean read, List<TableStatus> tables) {
+                                  String slot, boolean read, List<TableStatus> tables, long reverseLagBytes, boolean reverseRead) {
         public MigrationStatus {
             steps = List.copyOf(steps);
             tables = List.copyOf(tables);
@@ -410,6 +415,13 @@ public final class Migration {
                     .append(t.verifiedAt() == null ? ", not verified yet" : ", last verify pass "
                     + t.verifiedAt() + ": " + t.verifiedChunks() + " chunk(s), " + (t.differedChunks() == 0 ? "all equal"
                     : t.differedChunks() + " differing when read (re-checked: see that pass's report)")).append('\n'));
+            if (state == MigrationState.CUT_OVER || state == MigrationState.ROLLING_BACK) {
+                b.append(reverseLagBytes < 0 ? "no way back was prepared (the cutover ran without --reverse)\n"
+                        : "the way back: the source is " + reverseLagBytes + " bytes behind the target" + (reverseRead
+                        ? ", 'millrace migrate reverse' streams to it\n"
+                        : "; nothing streams the target's writes to it now ('millrace migrate reverse' does; the target's reverse"
+                        + " slot holds them meanwhile)\n"));
+            }
             if (fenced && !state.sourceMayBeFenced()) {
                 b.append("the source is fenced but the migration is not cutting over: 'millrace migrate abort' unfences it\n");
             } else if (state == MigrationState.FENCING || state == MigrationState.FENCED) {
@@ -451,13 +463,28 @@ public final class Migration {
             for (StateStore.Step s : store.steps(tgt)) {
                 steps.add(s.at() + " " + s.state() + (s.detail() == null ? "" : ": " + s.detail()));
             }
-            long lag = new Cutover(ends, store).lag(src, tgt);
+            MigrationState state = store.current(tgt);
+            // the forward stream ends at the cutover: the source's position moves on (its other databases, checkpoints) with
+            // nothing to follow, so a lag from then on would only grow (a user saw it do so after the cutover)
+            boolean forward = !(state == MigrationState.CUT_OVER || state == MigrationState.ROLLING_BACK || state == MigrationState.ROLLED_BACK);
+            long lag = forward ? new Cutover(ends, store).lag(src, tgt) : Long.MAX_VALUE;
+            String reverseSlot = io.millrace.core.schema.Ident.literal(Reverse.slot(ends.source.slot()));
+            String active = forward || state == MigrationState.ROLLED_BACK ? null
+                    : Planner.oneOrNull(tgt, "SELECT active::text FROM pg_replication_slots WHERE slot_name = " + reverseSlot);
+            long reverseLag = -1;
+            if (active != null) {
+                String at = ends.reverseFlushLsn(src);
+                if (at == null) { // nothing stored yet: from where the slot starts
+                    at = Planner.one(tgt, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = " + reverseSlot);
+                }
+                reverseLag = Math.max(0, Lsn.parse(Planner.one(tgt, "SELECT pg_current_wal_lsn()::text")).value() - Lsn.parse(at).value());
+            }
             // read, or held by a run still copying (the slot is read once the copy is done): before, status said "no process
             // follows the source now" during the copy, which invited a second run (found by a user)
             boolean read = Planner.bool(src, "SELECT active FROM pg_replication_slots WHERE slot_name = "
                     + io.millrace.core.schema.Ident.literal(ends.source.slot())) || io.millrace.source.PipelineLock.held(src, ends.source.slot());
-            return new MigrationStatus(store.current(tgt), steps, Fence.fenced(src), Fence.fenced(tgt), lag == Long.MAX_VALUE ? -1 : lag,
-                    ends.source.slot(), read, tables(src, tgt, lag == Long.MAX_VALUE ? -1 : lag));
+            return new MigrationStatus(state, steps, Fence.fenced(src), Fence.fenced(tgt), lag == Long.MAX_VALUE ? -1 : lag,
+                    ends.source.slot(), read, tables(src, tgt, lag == Long.MAX_VALUE ? -1 : lag), reverseLag, "true".equals(active));
         } catch (SQLException e) {
             throw Endpoints.failed("migrate status", e);
         }

@@ -46,6 +46,15 @@ class MigrateReverseIT extends TwoServers {
         assertThat(report.reverseSlot()).isEqualTo("mig_rev1_reverse");
         assertThat(Servers.text(tgt, db, "SELECT attidentity FROM pg_attribute WHERE attrelid = 'shop.orders'::regclass"
                 + " AND attname = 'id'")).isEqualTo("a");
+        // Cut over: the forward stream ended at the fence, so no forward lag (before, it grew with the source's WAL for ever);
+        // the new primary's writes wait in the reverse slot, which nothing reads yet.
+        Migration.MigrationStatus cut = m.status();
+        assertThat(cut.lagBytes()).isEqualTo(-1);
+        assertThat(cut.tables()).allSatisfy(t -> assertThat(t.lagBytes()).isEqualTo(-1));
+        assertThat(cut.reverseRead()).isFalse();
+        assertThat(cut.reverseLagBytes()).isPositive();
+        assertThat(cut.render()).doesNotContain("bytes behind\n").contains("the way back: the source is " + cut.reverseLagBytes()
+                + " bytes behind the target; nothing streams the target's writes to it now");
         try (Millrace back = m.reverse(Duration.ofSeconds(15))) {
             // The forward slot is gone: what the reverse stream writes into the source does not flow forward again.
             assertThat(Servers.count(src, db, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'mig_rev1'")).isZero();
@@ -55,6 +64,10 @@ class MigrateReverseIT extends TwoServers {
             tgt.execute(db, "UPDATE shop.orders SET qty = qty + 1 WHERE id = (SELECT max(id) FROM shop.orders)");
             awaitEqual(db, Duration.ofSeconds(60));
             assertThat(back.status().state()).isEqualTo("streaming");
+            Migration.MigrationStatus following = m.status();
+            assertThat(following.reverseRead()).isTrue();
+            assertThat(following.reverseLagBytes()).isNotNegative().isLessThan(cut.reverseLagBytes() + (1 << 20));
+            assertThat(following.render()).contains("'millrace migrate reverse' streams to it");
         }
         // Still fenced for the applications: the reverse stream's sessions alone write past the fence.
         assertThatThrownBy(() -> src.execute(db, "INSERT INTO shop.customer (email) VALUES ('late@old')"))
@@ -103,7 +116,11 @@ class MigrateReverseIT extends TwoServers {
             // a large transaction just before: the reverse stream is seconds behind when the rollback starts
             tgt.execute(db, "INSERT INTO shop.notes SELECT i, repeat('x', 100) FROM generate_series(1000, 200000) i");
             report = m.rollback(Duration.ofSeconds(60)); // under the load: the fence ends its sessions
-            assertThat(m.status().state()).isEqualTo(MigrationState.ROLLED_BACK);
+            Migration.MigrationStatus back2 = m.status();
+            assertThat(back2.state()).isEqualTo(MigrationState.ROLLED_BACK);
+            assertThat(back2.lagBytes()).isEqualTo(-1); // neither way is followed now
+            assertThat(back2.reverseLagBytes()).isEqualTo(-1);
+            assertThat(back2.render()).doesNotContain("bytes behind").doesNotContain("the way back");
             // every transaction the new primary committed is on the old one now, with nothing awaited
             for (String t : TABLES) {
                 assertThat(MigrateFollowIT.rows(src, db, t)).as(t).isEqualTo(MigrateFollowIT.rows(tgt, db, t));
