@@ -61,6 +61,8 @@ public final class Millrace implements AutoCloseable {
     private final AtomicReference<Throwable> error = new AtomicReference<>();
     /** Whether {@link #await} has thrown the error to the caller. */
     private volatile boolean reported;
+    /** Whether {@link #stop()} ended the pipeline before {@link #start()}. */
+    private volatile boolean stoppedBeforeStart;
 
     private Millrace(EngineConfig config, Object owner) {
         this.owner = owner;
@@ -77,10 +79,15 @@ public final class Millrace implements AutoCloseable {
     /**
      * Starts the pipeline on a new thread and returns at once; watch {@link #status()} or wait with {@link #await()}.
      *
-     * @throws IllegalStateException when it was started before
+     * @throws IllegalStateException when it was started, or stopped, before: a handle runs once
      */
     public void start() {
-        move(Phase.CREATED, Phase.RUNNING);
+        if (!phase.compareAndSet(Phase.CREATED, Phase.RUNNING)) {
+            // a handle runs once: before, stop() and then start() did nothing, without a word (found by a user)
+            throw new IllegalStateException("pipeline '" + config.name() + "' " + (stoppedBeforeStart ? "was stopped before it"
+                    + " started" : "was started before") + ": a Millrace handle runs once; build a new one with the same settings"
+                    + " to run again (it goes on from the destinations' checkpoints)");
+        }
         if (config.operations().httpPort() > 0) {
             // the status server is millrace run's (module ops); an embedder took the setting for served (found by a user)
             org.slf4j.LoggerFactory.getLogger(Millrace.class).warn("operations.http_port {} is not served by an embedded pipeline:"
@@ -109,18 +116,16 @@ public final class Millrace implements AutoCloseable {
         }
     }
 
-    private void move(Phase from, Phase to) {
-        if (!phase.compareAndSet(from, to)) {
-            throw new IllegalStateException(String.format("Cannot change the pipeline's state to '%s' as it is not in expected state"
-                    + " '%s', its current state is '%s'", to, from, phase.get()));
-        }
-    }
-
     /**
      * Asks the pipeline to stop and returns at once: a running engine stops after its last durable checkpoint (what the
-     * destinations acknowledged stays acknowledged; nothing is cut in half), a wait before a restart ends.
+     * destinations acknowledged stays acknowledged; nothing is cut in half), a wait before a restart ends. Before {@link
+     * #start()}, it ends the pipeline there: {@link #await()} returns and {@code start()} throws.
      */
     public void stop() {
+        if (phase.compareAndSet(Phase.CREATED, Phase.ENDED)) {
+            stoppedBeforeStart = true;
+            ended.countDown();
+        }
         supervisor.stop();
     }
 

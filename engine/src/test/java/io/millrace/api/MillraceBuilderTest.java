@@ -304,4 +304,20 @@ class MillraceBuilderTest {
                 () -> TestConfigs.of(pipeline(source()).transforms(Map.of("tables", List.of(Map.of("match", "public.orders", "mask",
                         Map.of("a", "scramble")))))), "config: transforms.tables[0].mask.a must be redact, hash, truncate(N)");
     }
+
+    /**
+     * A handle runs once. stop() before start() ends it there: await() returns, status says stopped, and start() throws
+     * naming why (before, start() then returned as if it ran, and nothing ever did).
+     */
+    @Test
+    void aPipelineStoppedBeforeItStartedSaysSoWhenStarted() throws Exception {
+        Millrace m = pipeline(source()).build();
+        m.stop();
+        assertThat(m.await(java.time.Duration.ofSeconds(5))).isTrue();
+        assertThat(m.status().state()).isEqualTo("stopped");
+        assertThatThrownBy(m::start).isInstanceOf(IllegalStateException.class)
+                .hasMessage("pipeline 'millrace' was stopped before it started: a Millrace handle runs once; build a new one with"
+                        + " the same settings to run again (it goes on from the destinations' checkpoints)");
+        m.close();
+    }
 }
