@@ -85,6 +85,22 @@ public final class DdlTrigger {
                                 'type', format_type(a.atttypid, a.atttypmod), 'not_null', a.attnotnull, 'missing', a.atthasmissing,
                                 'value', CASE WHEN a.atthasmissing THEN (a.attmissingval::text::text[])[1] END) ORDER BY a.attnum), '[]')
                             INTO cols FROM pg_attribute a WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped;
+                        -- a partitioned table has no storage: PostgreSQL keeps a constant default for the existing rows on
+                        -- each partition, so a column is "missing" when every leaf has it missing with one and the same value
+                        IF current_setting('server_version_num')::int >= 120000
+                                AND (SELECT c.relkind FROM pg_class c WHERE c.oid = rel) = 'p' THEN
+                            SELECT coalesce(jsonb_agg(jsonb_build_object('attnum', a.attnum, 'name', a.attname::text,
+                                    'type', format_type(a.atttypid, a.atttypmod), 'not_null', a.attnotnull,
+                                    'missing', coalesce(l.missing, false), 'value', CASE WHEN l.missing THEN l.value END)
+                                    ORDER BY a.attnum), '[]')
+                                INTO cols FROM pg_attribute a CROSS JOIN LATERAL (
+                                    SELECT bool_and(x.atthasmissing) AND count(DISTINCT x.attmissingval::text) = 1 AS missing,
+                                        min((x.attmissingval::text::text[])[1]) AS value
+                                    FROM pg_partition_tree(rel) t JOIN pg_attribute x ON x.attrelid = t.relid
+                                        AND x.attname = a.attname AND NOT x.attisdropped
+                                    WHERE t.isleaf AND t.relid <> rel) l
+                                WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped;
+                        END IF;
                         SELECT s.nspname, s.relname, s.columns INTO prev FROM millrace.ddl_shape s WHERE s.relid = rel;
                         PERFORM pg_logical_emit_message(true, %s, jsonb_build_object('command', tag, 'oid', rel::bigint,
                             'schema', nsp, 'table', rname, 'old_schema', prev.nspname, 'old_table', prev.relname,

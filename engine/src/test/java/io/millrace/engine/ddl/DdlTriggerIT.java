@@ -230,6 +230,37 @@ class DdlTriggerIT {
      * its old rows keep NULL in the new column. The test above, with the trigger, keeps the data.
      */
     /**
+     * A constant default added to a partitioned table captured through its root, with the trigger: PostgreSQL keeps the
+     * value for the existing rows on each partition (the root has no storage, and no "missing" value of its own), and the
+     * destinations give it to their rows, as for a plain table: no copy. Before, the trigger read the root's own flag, and
+     * the whole root was copied again (a user's DBA session, on a large table).
+     */
+    @Test
+    void aConstantDefaultAddedToAPartitionedRootNeedsNoCopy(@TempDir Path dir) throws Exception {
+        String db = db("trigpart");
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            DdlTrigger.install(src);
+            E2e.exec(src, "CREATE TABLE public.ev (id int, ts date NOT NULL, kind text, PRIMARY KEY (id, ts)) PARTITION BY RANGE (ts)",
+                    "CREATE TABLE public.ev_a PARTITION OF public.ev FOR VALUES FROM ('2023-01-01') TO ('2023-07-01')",
+                    "CREATE TABLE public.ev_b PARTITION OF public.ev FOR VALUES FROM ('2023-07-01') TO ('2024-01-01')",
+                    "INSERT INTO public.ev SELECT g, DATE '2023-01-01' + (g % 360), 'k' FROM generate_series(1, 200) g");
+            String yaml = Ddl.yaml(pg, db, List.of("public.*"), dir, "").replace("name: e2e\n", "name: " + db + "\n");
+            List<TableRef> ev = E2e.refs(List.of("public.ev"));
+            try (LogCapture log = new LogCapture(); RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT)) {
+                E2e.exec(src, "ALTER TABLE public.ev ADD COLUMN e text DEFAULT 'dflt'", "INSERT INTO public.ev (id, ts, kind) VALUES (201, '2023-08-01', 'b')",
+                        "UPDATE public.ev SET kind = 'u' WHERE id = 1");
+                E2e.awaitSame(src, dst, ev, WAIT);
+                try (Connection duck = Ddl.duck(dir)) {
+                    Ddl.awaitDuckSame(src, duck, ev.get(0), WAIT);
+                }
+                assertThat(E2e.queryLong(dst, "SELECT count(*) FROM public.ev WHERE e = 'dflt'")).as("old rows took the default").isEqualTo(201);
+                assertThat(log.containing("copying it again")).as("the root was not copied again").noneMatch(l -> l.contains("public.ev"));
+                assertThat(e.engine().onlineSnapshots()).isEmpty();
+            }
+        }
+    }
+
+    /**
      * A column renamed as a table's first change of a run that did not start the pipeline (a restart): the table's shape
      * before it is the catalog's at the start, not a Relation message of this run. The trigger tells the rename; before
      * the fix the destinations read the catalog shape against the new one by name, and DuckDB and postgres added the new
