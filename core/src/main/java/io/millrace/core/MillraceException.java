@@ -27,7 +27,10 @@ public class MillraceException extends RuntimeException {
         DECODE(9, false),
         /** A destination failed to write. */
         SINK(10, true),
-        /** A migration's target is not ready: an older major version, a missing extension, tables already there. */
+        /**
+         * A destination is not set up for the pipeline (a postgres destination's foreign key between tables it writes), or a
+         * migration's target is not ready: an older major version, a missing extension, tables already there.
+         */
         TARGET_SETUP(11, false),
         /** A migration's source and target differ (verify found divergent chunks). */
         DIVERGED(12, false),

@@ -72,12 +72,13 @@ final class BatchApplier extends TableApplier {
     private long textChanges;
     private static final String UNIQUE_VIOLATION = "23505";
 
-    BatchApplier(Connection conn, String destination, String where, String targetSchema, boolean dropTables) throws SQLException {
+    BatchApplier(Connection conn, String destination, String where, String targetSchema, boolean dropTables, boolean replicaRole)
+            throws SQLException {
         super(destination, dropTables);
         this.conn = conn;
         this.where = where;
         this.copy = conn.unwrap(PGConnection.class).getCopyAPI();
-        this.tables = new TargetTables(conn, destination, targetSchema);
+        this.tables = new TargetTables(conn, destination, targetSchema, replicaRole);
     }
 
     /** Changes of keyed runs reduced for a COPY in binary format and in text format, since this applier began. */

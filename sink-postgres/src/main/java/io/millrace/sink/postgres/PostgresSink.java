@@ -175,7 +175,7 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
     public io.millrace.core.sink.SinkReset reset(List<io.millrace.core.schema.TableRef> tables, io.millrace.core.sink.SinkReset.Data data) {
         state.reset();
         connect(); // the connection is the reset's now: it closes it
-        TargetTables targets = new TargetTables(conn, config.name(), config.targetSchema());
+        TargetTables targets = new TargetTables(conn, config.name(), config.targetSchema(), config.replicaRole());
         return io.millrace.core.sink.JdbcReset.plan(conn, config.name(), where, config.stateSchema(),
                 tables.stream().map(targets::targetOf).toList(), data, this::readCheckpoint);
     }
@@ -346,7 +346,7 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
             }
             c.commit();
             this.conn = c;
-            this.applier = new BatchApplier(c, config.name(), where, config.targetSchema(), config.dropTables());
+            this.applier = new BatchApplier(c, config.name(), where, config.targetSchema(), config.dropTables(), config.replicaRole());
         } catch (SQLException e) {
             try {
                 c.close();

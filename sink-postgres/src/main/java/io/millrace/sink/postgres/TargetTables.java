@@ -66,10 +66,14 @@ final class TargetTables {
     private final Map<TableRef, Table> tables = new HashMap<>();
     private final Set<String> schemas = new HashSet<>();
 
-    TargetTables(Connection conn, String destination, String targetSchema) {
+    /** Whether the sessions run with {@code session_replication_role = replica}: foreign keys do not fire then. */
+    private final boolean replicaRole;
+
+    TargetTables(Connection conn, String destination, String targetSchema, boolean replicaRole) {
         this.conn = conn;
         this.destination = destination;
         this.targetSchema = targetSchema;
+        this.replicaRole = replicaRole;
     }
 
     static Set<String> keyNames(RelationInfo rel) {
@@ -198,6 +202,7 @@ final class TargetTables {
             LOG.info("destination '{}': created table {} for {}", destination, target, rel.table());
             return new Table(target, rel.table(), rel, columns, keyed ? keyNames(rel) : null);
         }
+        refuseForeignKeys(target, oid);
         Set<String> columns = readColumns(oid);
         if (held) {
             renameAtFirstSight(target, oid, rel, columns);
@@ -574,6 +579,51 @@ final class TargetTables {
         }
         return out;
     }
+
+    /**
+     * Refuses a foreign key between {@code target} and another table this destination writes, unless the sessions run
+     * with {@code session_replication_role = replica}. A batch is applied table by table and tables are copied in
+     * parallel ({@link BatchApplier}), so such a key fails on rows the source committed together (a child before its
+     * parent) and would stop the pipeline at some later change (a user's destination schema made by {@code pg_dump
+     * --schema-only} did: exit 10 on an ordinary transaction). Said at the table's first sight instead, with the fix. A
+     * key to a table Millrace does not write (a lookup table of the destination's own) is the user's affair, and a key
+     * of a table to itself holds within one statement.
+     */
+    private void refuseForeignKeys(TableRef target, int oid) throws SQLException {
+        if (replicaRole) {
+            return;
+        }
+        try (PreparedStatement ps = conn.prepareStatement("SELECT k.conname, k.conrelid = ?, n.nspname, c.relname FROM pg_constraint k"
+                + " JOIN pg_class c ON c.oid = CASE WHEN k.conrelid = ? THEN k.confrelid ELSE k.conrelid END"
+                + " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                + " WHERE k.contype = 'f' AND k.conparentid = 0 AND (k.conrelid = ? OR k.confrelid = ?) AND k.conrelid <> k.confrelid"
+                + " ORDER BY 1")) {
+            for (int i = 1; i <= 4; i++) {
+                ps.setInt(i, oid);
+            }
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    TableRef other = new TableRef(rs.getString(3), rs.getString(4));
+                    if (!owners.containsKey(other)) {
+                        continue;
+                    }
+                    TableRef child = rs.getBoolean(2) ? target : other;
+                    throw new MillraceException(MillraceException.Kind.TARGET_SETUP, "destination '" + destination + "': "
+                            + (rs.getBoolean(2) ? "table " + target + " has foreign key " + rs.getString(1) + " referencing "
+                            + other : "table " + other + " has foreign key " + rs.getString(1) + " referencing " + target)
+                            + ", and this destination writes both. " + FOREIGN_KEY_FIX + " (ALTER TABLE " + child.sql()
+                            + " DROP CONSTRAINT " + Ident.quote(rs.getString(1)) + "); then start again");
+                }
+            }
+        }
+    }
+
+    /** Why a foreign key between tables Millrace writes fails, and the fix. */
+    static final String FOREIGN_KEY_FIX = "Millrace applies a batch table by table and copies tables in parallel, so such a key"
+            + " fails on rows the source committed together (a child before its parent). Fix: set 'session_replication_role:"
+            + " replica' on this destination (foreign keys and triggers then do not fire for replicated rows, as on a"
+            + " logical-replication subscriber; it takes a superuser, or on PostgreSQL 15+ GRANT SET ON PARAMETER"
+            + " session_replication_role TO the destination's user), or drop the foreign key on the destination";
 
     /** The generated columns of the table of {@code oid}. */
     private Set<String> generatedOf(int oid) throws SQLException {
