@@ -596,7 +596,8 @@ final class TargetTables {
         try (PreparedStatement ps = conn.prepareStatement("SELECT k.conname, k.conrelid = ?, n.nspname, c.relname FROM pg_constraint k"
                 + " JOIN pg_class c ON c.oid = CASE WHEN k.conrelid = ? THEN k.confrelid ELSE k.conrelid END"
                 + " JOIN pg_namespace n ON n.oid = c.relnamespace"
-                + " WHERE k.contype = 'f' AND k.conparentid = 0 AND (k.conrelid = ? OR k.confrelid = ?) AND k.conrelid <> k.confrelid"
+                + " WHERE k.contype = 'f'" + (conn.getMetaData().getDatabaseMajorVersion() < 11 ? "" : " AND k.conparentid = 0")
+                + " AND (k.conrelid = ? OR k.confrelid = ?) AND k.conrelid <> k.confrelid"
                 + " ORDER BY 1")) {
             for (int i = 1; i <= 4; i++) {
                 ps.setInt(i, oid);
