@@ -23,6 +23,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * the source and no transaction applied twice; the third must stop with an error that names the directory.
  */
 class RestartFaultsIT {
+    @TempDir
+    static Path data;
+    private static final java.nio.file.attribute.FileAttribute<?> PRIVATE =
+            java.nio.file.attribute.PosixFilePermissions.asFileAttribute(java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
     private static Path srcData;
     private static Path dstData;
     private static EmbeddedPg src;
@@ -34,8 +38,10 @@ class RestartFaultsIT {
     @BeforeAll
     static void start() throws Exception {
         E2e.init();
-        srcData = Files.createTempDirectory("millrace-restart-src");
-        dstData = Files.createTempDirectory("millrace-restart-dst");
+        // under JUnit's temporary folder, deleted after the class: the two data directories (about 470 MB) were left in the
+        // temporary folder after every run, and filled a machine's disk over a day of runs
+        srcData = Files.createDirectory(data.resolve("src"), PRIVATE);
+        dstData = Files.createDirectory(data.resolve("dst"), PRIVATE);
         // Ports outside the ephemeral range (32768-60999 here): a server restarted on its port must find it free, and an
         // OS-assigned port can be taken meanwhile as the local port of a client's connection (the engine reconnecting).
         src = EmbeddedPg.builder().major(17).dataDirectory(srcData, false).port(quietPort()).start();
