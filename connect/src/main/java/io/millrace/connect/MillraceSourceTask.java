@@ -61,7 +61,7 @@ public final class MillraceSourceTask extends SourceTask {
                 settings.topicPrefix(), settings.database())), settings.tombstones(), settings.truncates(), settings.transactionTopic(),
                 settings.modes());
         transactions = context.transactionContext(); // null unless exactly once with transaction.boundary=connector
-        handoff = new Handoff(transactions != null, settings.commitTimeoutMs());
+        handoff = new Handoff(transactions != null, settings.commitTimeoutMs(), this::stored);
         millrace = Millrace.builder().name(settings.topicPrefix()).source(settings.source()).snapshot(settings.snapshot())
                 .pipeline(settings.pipeline()).transactionalConsumer("connect", new Consumer()).build();
         LOG.info("Millrace task for {} starts (slot {}, {} transaction boundaries)", settings.topicPrefix(), settings.slot(),
@@ -102,6 +102,16 @@ public final class MillraceSourceTask extends SourceTask {
             }
         } catch (RuntimeException e) {
             throw e instanceof ConnectException c ? c : new ConnectException("the Millrace pipeline failed: " + SourceValidation.connectorKeys(e.getMessage()), e);
+        }
+    }
+
+    /** Whether Connect's offset store holds {@code offset} as this connector's committed offset now. */
+    private boolean stored(Map<String, ?> offset) {
+        try {
+            return offset.equals(context.offsetStorageReader().offset(maker.partition()));
+        } catch (RuntimeException e) {
+            LOG.debug("reading the committed offset failed; the batch waits for the next offset commit", e);
+            return false;
         }
     }
 
