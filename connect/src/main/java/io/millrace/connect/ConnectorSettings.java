@@ -357,9 +357,17 @@ final class ConnectorSettings {
     static String pattern(String key, String regex) {
         StringBuilder out = new StringBuilder();
         boolean separated = false;
+        // Debezium matches the whole name, so the anchors ^ and $ around an expression say nothing more (before, a trailing
+        // $ was read as part of the table's name: "table "public"."orders$" does not exist", found by a user)
+        int from = regex.startsWith("^") ? 1 : 0;
+        int to = regex.endsWith("$") && !regex.endsWith("\\$") ? regex.length() - 1 : regex.length();
+        regex = regex.substring(from, Math.max(from, to));
         for (int i = 0; i < regex.length(); i++) {
             char c = regex.charAt(i);
-            if (c == '\\' && i + 1 < regex.length() && regex.charAt(i + 1) == '.') {
+            if (c == '\\' && i + 1 < regex.length() && regex.charAt(i + 1) == '$') {
+                out.append('$'); // a $ in the name, escaped as a regular expression escapes it
+                i++;
+            } else if (c == '\\' && i + 1 < regex.length() && regex.charAt(i + 1) == '.') {
                 out.append('.');
                 separated = true;
                 i++;

@@ -27,7 +27,11 @@ final class SourceValidation {
             "database", ConnectorSettings.DBNAME, "user", ConnectorSettings.USER, "password", ConnectorSettings.PASSWORD,
             "slot", ConnectorSettings.SLOT, "publication", ConnectorSettings.PUBLICATION, "tables", ConnectorSettings.TABLE_INCLUDE,
             "exclude_tables", ConnectorSettings.TABLE_EXCLUDE, "create_publication", ConnectorSettings.PUBLICATION_AUTOCREATE);
-    private static final Pattern YAML_KEY = Pattern.compile("\\bsource\\.([a-z_]+)\\b");
+    private static final Pattern YAML_KEY = Pattern.compile("\\bsource\\.([a-z_]+(?:\\.[a-z_]+)?)\\b");
+    /** Keys of the YAML configuration with no one-to-one word in {@link #KEYS} (a password's sources, the TLS block). */
+    private static final Map<String, String> PHRASES = Map.of("source.password_env / source.password_file", ConnectorSettings.PASSWORD,
+            "source.password_env", ConnectorSettings.PASSWORD, "source.password_file", ConnectorSettings.PASSWORD,
+            "source.ssl.mode", ConnectorSettings.SSLMODE);
 
     /** Adds the source's failures to {@code values} (on the key that fixes each); nothing when a setting is in error already. */
     static void check(Map<String, String> props, List<ConfigValue> values) {
@@ -43,7 +47,11 @@ final class SourceValidation {
         }
         try {
             for (SourceCheck c : Millrace.checkSource(settings.source())) {
-                if (c.failed()) {
+                // A slot in use is no error of the configuration: when the connector's configuration is changed (PUT
+                // .../config validates it first), its own running task reads the slot, and a task that starts while another
+                // process holds it waits and retries. Before, every change of a running connector's configuration was
+                // refused, with a fix that would end its own task's connection (found by a user).
+                if (c.failed() && c.kind() != MillraceException.Kind.SLOT_IN_USE) {
                     error(values, keyOf(c), connectorKeys(c.name() + ": " + c.detail() + (c.fix() == null ? "" : ". Fix: " + c.fix())));
                 }
             }
@@ -57,10 +65,19 @@ final class SourceValidation {
         if (message == null) {
             return null;
         }
+        // the longest phrases first ("source.password_env / source.password_file" before its parts)
+        for (String phrase : PHRASES.keySet().stream().sorted((a, b) -> b.length() - a.length()).toList()) {
+            message = message.replace(phrase, PHRASES.get(phrase));
+        }
         Matcher m = YAML_KEY.matcher(message);
         StringBuilder out = new StringBuilder();
         while (m.find()) {
-            String key = KEYS.get(m.group(1));
+            String yaml = m.group(1);
+            int dot = yaml.indexOf('.');
+            String key = KEYS.get(yaml);
+            if (key == null && dot > 0 && KEYS.containsKey(yaml.substring(0, dot))) {
+                key = KEYS.get(yaml.substring(0, dot)) + yaml.substring(dot); // a word after the key: kept
+            }
             m.appendReplacement(out, Matcher.quoteReplacement(key != null ? key : m.group()));
         }
         m.appendTail(out);

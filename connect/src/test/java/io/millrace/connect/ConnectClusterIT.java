@@ -101,6 +101,26 @@ class ConnectClusterIT extends ConnectClusterTests {
             keyless.put("table.include.list", "public\\.notes");
             assertThat(errors(keyless)).singleElement().satisfies(e -> assertThat(e).startsWith("table.include.list=")
                     .contains("public.notes").contains("REPLICA IDENTITY"));
+
+            // A running connector's configuration changed (PUT .../config validates it first): its own task reads the slot,
+            // which is no error. Before, every change was refused with "slot ... is in use by process ..." and a fix that
+            // would end the task's own replication connection (found by a user).
+            connect.configureConnector(NAME, good);
+            connect.assertions().assertConnectorAndExactlyNumTasksAreRunning(NAME, 1, NAME + " runs");
+            awaitTrue("the task reads the slot", () -> {
+                try {
+                    return ConnectClusterTests.count("SELECT count(*) FROM pg_replication_slots WHERE active AND slot_name = '"
+                            + good.get("slot.name") + "'") == 1;
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            assertThat(errors(good)).as("validate while its own task reads the slot").isEmpty();
+            Map<String, String> changed = new HashMap<>(good);
+            changed.put("millrace.pipeline.linger.ms", "50");
+            connect.configureConnector(NAME, changed);
+            connect.assertions().assertConnectorAndExactlyNumTasksAreRunning(NAME, 1, NAME + " runs with the change");
+            connect.deleteConnector(NAME);
         } finally {
             NAME = name;
             DB = db;

@@ -155,6 +155,9 @@ class ConnectorSettingsTest {
         assertThat(ConnectorSettings.pattern("k", "public.orders")).isEqualTo("public.orders");
         assertThat(ConnectorSettings.pattern("k", "public\\..*")).isEqualTo("public.*");
         assertThat(ConnectorSettings.pattern("k", "public\\.order.")).isEqualTo("public.order?");
+        // Debezium matches whole names: its anchors add nothing (a trailing $ was taken for part of the name); \$ is a $
+        assertThat(ConnectorSettings.pattern("k", "^public\\.orders$")).isEqualTo("public.orders");
+        assertThat(ConnectorSettings.pattern("k", "public\\.price\\$")).isEqualTo("public.price$");
         assertThatThrownBy(() -> ConnectorSettings.pattern("k", "orders")).hasMessageContaining("<schema>");
         assertThatThrownBy(() -> ConnectorSettings.pattern("k", "public\\.[ab]")).hasMessageContaining("'['");
     }

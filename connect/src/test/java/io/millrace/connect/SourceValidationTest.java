@@ -1,0 +1,23 @@
+package io.millrace.connect;
+
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The engine's messages name the YAML configuration's keys; the connector's validate and task failures name the
+ * connector's. Before, a wrong password said "(source.password_env / source.password_file)" and a refused TLS mode "set
+ * source.ssl.mode to prefer", keys a Connect user does not have (found by a user).
+ */
+class SourceValidationTest {
+    @Test
+    void yamlKeysAreNamedAsTheConnectorsKeys() {
+        assertThat(SourceValidation.connectorKeys("Check the user name and the password (source.password_env / source.password_file)."))
+                .isEqualTo("Check the user name and the password (database.password).");
+        assertThat(SourceValidation.connectorKeys("the server refused TLS: set source.ssl.mode to prefer or disable"))
+                .isEqualTo("the server refused TLS: set database.sslmode to prefer or disable");
+        assertThat(SourceValidation.connectorKeys("Check the database name (source.database). Name them in source.tables."))
+                .isEqualTo("Check the database name (database.dbname). Name them in table.include.list.");
+        assertThat(SourceValidation.connectorKeys("source.unknown stays")).isEqualTo("source.unknown stays");
+    }
+}
