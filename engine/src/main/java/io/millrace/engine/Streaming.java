@@ -160,6 +160,7 @@ final class Streaming {
                         p.flush();
                     }
                 }, p.failure()::report);
+        p.whileReaderWaits(r::keepAlive); // a destination blocked for long: the walsender keeps the connection
         ctx.reader = r;
         Thread t = new Thread(r, "millrace-reader");
         t.setDaemon(true);

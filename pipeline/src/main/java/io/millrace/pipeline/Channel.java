@@ -28,9 +28,17 @@ final class Channel<T> {
     }
 
     void send(T item) throws Stopped, InterruptedException {
+        send(item, null);
+    }
+
+    /** As {@link #send(Object)}, running {@code whileWaiting} (if not null) every 20 ms while the channel is full. */
+    void send(T item, Runnable whileWaiting) throws Stopped, InterruptedException {
         while (!queue.offer(item, 20, TimeUnit.MILLISECONDS)) {
             if (failure.isSet()) {
                 throw new Stopped();
+            }
+            if (whileWaiting != null) {
+                whileWaiting.run();
             }
         }
     }

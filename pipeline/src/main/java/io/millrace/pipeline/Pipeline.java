@@ -427,13 +427,24 @@ public final class Pipeline implements AutoCloseable {
         }
     }
 
+    /** Run by the reader thread while it waits for room in the channel to the assembler ({@link #whileReaderWaits}). */
+    private Runnable readerWaiting;
+
+    /**
+     * What the reader thread does while {@link #offer} or {@link #flush} waits for the assembler (a destination blocked
+     * holds everything behind it): the reader's keepalive, so the server does not end the replication connection.
+     */
+    public void whileReaderWaits(Runnable keepAlive) {
+        this.readerWaiting = keepAlive;
+    }
+
     /** Hands on the messages offered so far (reader thread only; called when nothing more is pending to read). */
     public void flush() throws InterruptedException {
         if (pendingRaw.isEmpty()) {
             return;
         }
         try {
-            raw.send(pendingRaw);
+            raw.send(pendingRaw, readerWaiting);
             pendingRaw = new ArrayList<>(RAW_BATCH);
         } catch (Channel.Stopped s) {
             Thread.currentThread().interrupt(); // the reader sees the stop and leaves its loop

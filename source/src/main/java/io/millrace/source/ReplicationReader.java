@@ -122,6 +122,50 @@ public final class ReplicationReader implements Runnable {
     /** Silence after which the connection counts as stalled ({@code -Dmillrace.receive_timeout_ms}): twice PostgreSQL's wal_receiver_timeout default, as a walsender decoding a long transaction may answer late. */
     static final long DEFAULT_RECEIVE_TIMEOUT_MILLIS = 120_000;
 
+    /** The open stream and what was last reported on it: the reader thread's only. */
+    private PGReplicationStream stream;
+    private Lsn reported = Lsn.ZERO;
+    private long lastStatus;
+    private long statusNanos;
+
+    /** Reports a new durable position to the server (reader thread). */
+    private void reportDurable() throws SQLException {
+        Lsn d = durable.get();
+        if (d.isAfter(reported)) {
+            // INV: DURABLE — only what every sink made durable is reported as flushed.
+            LogSequenceNumber l = LogSequenceNumber.valueOf(d.value());
+            Faults.hit(FaultPoint.SOURCE_BEFORE_FEEDBACK);
+            stream.setFlushedLSN(l);
+            stream.setAppliedLSN(l);
+            stream.forceUpdateStatus();
+            lastStatus = System.nanoTime();
+            reported = d;
+        }
+    }
+
+    /**
+     * While the handler waits for room downstream (reader thread only, from inside {@link Handler#onMessage} or {@link
+     * Handler#flush}): reports a new durable position, and a status once one is due, so that the walsender does not end
+     * the connection ({@code wal_sender_timeout}, 60 s by default) while a destination is blocked. Before, a destination
+     * blocked for longer (a lock held on one of its tables) cost a reconnect, reported as the source's failure (found by a
+     * user). A failure here is left for the next read to meet.
+     */
+    public void keepAlive() {
+        if (stream == null) {
+            return;
+        }
+        try {
+            reportDurable();
+            long now = System.nanoTime();
+            if (now - lastStatus >= statusNanos) {
+                stream.forceUpdateStatus();
+                lastStatus = now;
+            }
+        } catch (SQLException e) {
+            LOG.debug("a status update while waiting failed: {}", e.toString());
+        }
+    }
+
     @Override
     public void run() {
         String slot = connections.config().slot();
@@ -132,9 +176,10 @@ public final class ReplicationReader implements Runnable {
             SocketWait socket = Boolean.getBoolean("millrace.reader.poll") ? null : SocketWait.of(c);
             LOG.info("streaming from slot '{}' at {} (pgoutput proto_version {}, {} values{})", slot, options.startLsn(),
                     options.protoVersion(), options.binary() ? "binary" : "text", options.streaming() ? ", large transactions streamed" : "");
-            Lsn reported = Lsn.ZERO;
-            long lastStatus = System.nanoTime();
-            long statusNanos = TimeUnit.MILLISECONDS.toNanos(options.statusIntervalMillis());
+            this.stream = stream;
+            reported = Lsn.ZERO;
+            lastStatus = System.nanoTime();
+            statusNanos = TimeUnit.MILLISECONDS.toNanos(options.statusIntervalMillis());
             int waitMillis = (int) Math.max(1, Math.min(MAX_WAIT_MILLIS, options.statusIntervalMillis()));
             int idleSpins = 0;
             // A connection that stalls without closing (a middlebox that lost its state) would leave the reader waiting
@@ -151,17 +196,7 @@ public final class ReplicationReader implements Runnable {
             boolean awaitAnswer = false;
             boolean asked = false; // a keepalive asking for a reply is buffered, or was read by the last readPending
             while (!stopping) {
-                Lsn d = durable.get();
-                if (d.isAfter(reported)) {
-                    // INV: DURABLE — only what every sink made durable is reported as flushed.
-                    LogSequenceNumber l = LogSequenceNumber.valueOf(d.value());
-                    Faults.hit(FaultPoint.SOURCE_BEFORE_FEEDBACK);
-                    stream.setFlushedLSN(l);
-                    stream.setAppliedLSN(l);
-                    stream.forceUpdateStatus();
-                    lastStatus = System.nanoTime();
-                    reported = d;
-                }
+                reportDurable();
                 if (budget.exhausted()) {
                     handler.flush();
                     // INV: BOUNDED — stop reading, but keep the walsender from timing us out.
