@@ -15,7 +15,9 @@ import java.util.function.LongSupplier;
  * position, events written, rows copied, bytes in flight, online chunks read) moved for {@code live_max_stall_s}. An
  * engine waiting to retry after a transient failure is live: restarting the process would not help it. <b>Ready</b>
  * while it streams (the initial snapshot has landed and the reader holds the slot) within {@code ready_max_lag_s} and
- * {@code ready_max_lag_mb}; an unknown lag (no sample yet, no change delivered yet) does not count against it.
+ * {@code ready_max_lag_mb}, with no table still being copied (an initial snapshot continued online after a restart) and
+ * no re-copy after a lost slot under way; an unknown lag (no sample yet, no change delivered yet) does not count
+ * against it.
  *
  * <p>Threads: {@link #observe} from the status sampler once a second and from requests; all methods synchronized.
  */
@@ -74,6 +76,18 @@ final class Health {
         observe(s);
         if (!"streaming".equals(s.state())) {
             return answer(false, s, "not streaming: the engine is " + s.state() + (s.lastError() == null ? "" : " (" + s.lastError() + ")"));
+        }
+        // Streaming is not enough: an initial snapshot interrupted and continued online, or a re-copy after a lost slot,
+        // leaves the destinations without rows until it lands (before, /readyz said 200 there, found by a user).
+        List<String> copying = s.tables().stream().filter(t -> t.phase().equals("waiting") || t.phase().equals("snapshot"))
+                .map(EngineStatus.Table::table).toList();
+        if (!copying.isEmpty()) {
+            return answer(false, s, "the destinations do not hold every row yet: " + copying.size() + " table(s) still being copied ("
+                    + String.join(", ", copying.subList(0, Math.min(3, copying.size()))) + (copying.size() > 3 ? ", ..." : "") + ")");
+        }
+        if (s.slotLost() != null && "reconciling".equals(s.slotLost().action())) {
+            return answer(false, s, "the destinations are being reconciled after the slot was lost: " + s.slotLost().reconciling().size()
+                    + " table(s) copied again");
         }
         if (s.lagMillis() > bounds.readyMaxLagMillis()) {
             return answer(false, s, "lag " + s.lagMillis() + " ms exceeds operations.ready_max_lag_s (" + bounds.readyMaxLagMillis() / 1000 + " s)");
