@@ -427,6 +427,12 @@ public final class SourceSettings {
 
         public Builder sslRootCert(Path file) {
             this.sslRootCert = Check.given("source.ssl.root_cert", file);
+            if (!java.nio.file.Files.isReadable(file)) {
+                // said at once: the driver's "Could not open SSL root certificate file" was retried as a lost connection for
+                // minutes, then exit 3 (found by a user)
+                throw Check.error("source.ssl.root_cert", "file " + file.toAbsolutePath() + " does not exist or cannot be read (the"
+                        + " certificate of the authority that signed the server's certificate, PEM)");
+            }
             return this;
         }
 

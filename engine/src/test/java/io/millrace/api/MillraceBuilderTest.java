@@ -238,6 +238,7 @@ class MillraceBuilderTest {
                   live_max_stall_s: 0
                   log_format: json
                 """ + FILES;
+        Files.writeString(dir.resolve("ca.pem"), "-----BEGIN CERTIFICATE-----\n");
         EngineConfig loaded = new ConfigLoader(ENV::get).parse(yaml, dir);
         EngineConfig built = Millrace.builder().name("shop")
                 .source(SourceSettings.builder().host("db1").port(5433).database("shop").user("cdc").password(Secret.of("s3cret-src"))
@@ -319,5 +320,12 @@ class MillraceBuilderTest {
                 .hasMessage("pipeline 'millrace' was stopped before it started: a Millrace handle runs once; build a new one with"
                         + " the same settings to run again (it goes on from the destinations' checkpoints)");
         m.close();
+    }
+
+    /** A root certificate that is not there is a configuration error at once (it was retried as a lost connection, then exit 3). */
+    @Test
+    void aRootCertificateThatIsNotThereIsAConfigurationError() {
+        assertThat(yamlError(SOURCE.replace("  tables: [public.orders]\n", "  tables: [public.orders]\n  ssl: {mode: verify-full, root_cert: nope.pem}\n")
+                + FILES)).startsWith("config: source.ssl.root_cert file ").contains("nope.pem does not exist or cannot be read");
     }
 }
