@@ -231,6 +231,13 @@ public final class Preflight {
                     fail(name, Kind.SOURCE_SETUP, "slot '" + config.slot() + "' belongs to database '" + rs.getString(3)
                             + "', not '" + config.database() + "' (slot names are shared by all databases of a server)",
                             "check source.database (this slot was created for '" + rs.getString(3) + "'), or choose another source.slot");
+                } else if (rs.getBoolean(4) && PipelineLock.held(c, config.slot())) {
+                    // another engine of this very pipeline runs: the walsender's PID is its connection, and ending it would stop
+                    // a healthy pipeline (the fix said so before, found by a user starting a second 'millrace run')
+                    fail(name, Kind.SLOT_IN_USE, "slot '" + config.slot() + "' is read by another Millrace engine running this pipeline"
+                            + " (it holds the pipeline's lock; its replication connection is process " + rs.getInt(5) + ")",
+                            "this pipeline runs already; stop that engine first (SIGTERM) if this one is to replace it, or give this"
+                            + " one its own source.slot");
                 } else if (rs.getBoolean(4)) {
                     fail(name, Kind.SLOT_IN_USE, SlotInUse.detail(config.slot(), rs.getInt(5)), SlotInUse.fix(rs.getInt(5)));
                 } else if ("lost".equals(rs.getString(7)) && config.onSlotLost() == SourceConfig.OnSlotLost.RESNAPSHOT) {

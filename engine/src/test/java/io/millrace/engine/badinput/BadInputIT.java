@@ -336,7 +336,11 @@ class BadInputIT {
             int firstPid = awaitSlotActive(pg, "twice", Duration.ofSeconds(30));
             MillraceException e = startFails(yaml, dir, ENV);
             assertThat(e.kind()).isEqualTo(Kind.SLOT_IN_USE);
-            assertThat(e.getMessage()).contains("slot 'twice' is in use by process " + firstPid).contains("choose another source.slot");
+            // named as the same pipeline running, with no fix that would end the first one's connection (before: "stop that
+            // process (SELECT pg_terminate_backend(<the first's walsender>))", found by a user)
+            assertThat(e.getMessage()).contains("slot 'twice' is read by another Millrace engine running this pipeline (it holds the"
+                    + " pipeline's lock; its replication connection is process " + firstPid + ")").contains("its own source.slot")
+                    .doesNotContain("pg_terminate_backend");
             // The first one is undisturbed.
             pg.execute(SRC, "UPDATE public.items SET v = 'seen by the first' WHERE id = 3");
             RunningEngine.awaitEqual(src, dst, List.of(new TableRef("public", "items")), "twice_t", Duration.ofSeconds(30));

@@ -289,7 +289,8 @@ class NetworkFaultsIT {
             Throwable end = second.awaitEnd(Duration.ofSeconds(60));
             assertThat(end).isInstanceOf(MillraceException.class);
             assertThat(((MillraceException) end).kind()).isEqualTo(Kind.SLOT_IN_USE);
-            assertThat(end.getMessage()).contains("slot 'twice' is in use by").contains("choose another source.slot");
+            assertThat(end.getMessage()).contains("slot 'twice' is read by another Millrace engine running this pipeline")
+                    .contains("its own source.slot");
             assertThat(second.supervisor.restarts()).isEqualTo(Supervisor.SLOT_IN_USE_ATTEMPTS);
             assertThat(first.supervisor.status().state()).isEqualTo("streaming");
             assertEqualAndOnce("twice", load);
