@@ -84,6 +84,13 @@ public final class Supervisor implements EngineView {
     private volatile Attempt current;
     private volatile Retrying retrying;
     private volatile EngineStatus lastStatus;
+    /**
+     * The last status with known positions and lag (an engine that read the source), and when it was taken: while the
+     * supervisor waits to retry, a new attempt that failed before it read anything knows none, and the status showed -1
+     * (no lag) through a destination's outage, exactly when the source's WAL piled up (found by a user).
+     */
+    private volatile EngineStatus lastKnown;
+    private volatile long lastKnownAt;
     private volatile int restarts;
 
     public Supervisor(EngineConfig config) {
@@ -219,6 +226,12 @@ public final class Supervisor implements EngineView {
         if (r == null && a != null) {
             EngineStatus s = a.status();
             lastStatus = s;
+            if (s.lagMillis() >= 0 || s.lagBytes() >= 0 || s.retainedWalBytes() >= 0) {
+                lastKnown = s;
+                lastKnownAt = nanoClock.getAsLong();
+            } else if (lastKnown != null && s.durableLsn() == null) {
+                return known(s, s.state(), s.lastError()); // a restart that has read nothing yet: the last known figures
+            }
             return s;
         }
         EngineStatus s = lastStatus;
@@ -233,9 +246,20 @@ public final class Supervisor implements EngineView {
                     config.source().publication(), null, null, null, -1, -1, -1, 0, 0, config.pipeline().budgetBytes(),
                     java.util.List.of(), text);
         }
-        return new EngineStatus(s.name(), "retrying", s.source(), s.slot(), s.publication(), s.durableLsn(), s.serverLsn(),
-                s.confirmedLsn(), s.retainedWalBytes(), s.lagBytes(), s.lagMillis(), s.eventsWritten(), 0, s.budgetLimit(),
-                s.tables(), text, null, null, s.values(), s.slotLost(), s.notCaptured(), s.lastReload());
+        return known(s, "retrying", text);
+    }
+
+    /**
+     * {@code s} with the positions and lag of {@link #lastKnown}: nothing becomes durable while no engine reads, so the
+     * destinations fall further behind in time by the wait since (the WAL figures stay as last read).
+     */
+    private EngineStatus known(EngineStatus s, String state, String error) {
+        EngineStatus k = lastKnown != null ? lastKnown : s;
+        long lagMillis = k.lagMillis() < 0 || lastKnown == null ? k.lagMillis()
+                : k.lagMillis() + TimeUnit.NANOSECONDS.toMillis(nanoClock.getAsLong() - lastKnownAt);
+        return new EngineStatus(s.name(), state, s.source(), s.slot(), s.publication(), k.durableLsn(), k.serverLsn(),
+                k.confirmedLsn(), k.retainedWalBytes(), k.lagBytes(), lagMillis, s.eventsWritten(), 0, s.budgetLimit(),
+                s.tables(), error, null, null, s.values(), s.slotLost(), s.notCaptured(), s.lastReload());
     }
 
     /**

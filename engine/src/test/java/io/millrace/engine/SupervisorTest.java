@@ -167,6 +167,71 @@ class SupervisorTest {
         }
     }
 
+    /**
+     * Through a destination's outage the attempts fail before they read anything, so they know no positions: the status
+     * keeps those of the last engine that read the source, with the lag in time growing by the wait (nothing becomes
+     * durable meanwhile). Before, it said -1 (no lag, no retained WAL) exactly while the source's WAL piled up.
+     */
+    @Test
+    void whileRetryingTheStatusKeepsTheLastKnownPositionsAndItsLagGrows() throws Exception {
+        CountDownLatch sampled = new CountDownLatch(1);
+        CountDownLatch fail = new CountDownLatch(1);
+        AtomicInteger attempts = new AtomicInteger();
+        java.util.function.Supplier<Supervisor.Attempt> script = () -> {
+            boolean first = attempts.incrementAndGet() == 1;
+            return new Supervisor.Attempt() {
+                @Override
+                public void run() throws InterruptedException {
+                    if (first) {
+                        fail.await();
+                    }
+                    throw connection(); // then the destination is down: each attempt fails before it reads anything
+                }
+
+                @Override
+                public void stop() {
+                }
+
+                @Override
+                public EngineStatus status() {
+                    return first ? new EngineStatus("p", "streaming", "h:1/app", "s", "pub", "0/10", "0/20", "0/10", 5000, 4000, 1200, 7, 0, 1,
+                            List.of(), null)
+                            : new EngineStatus("p", "starting", "h:1/app", "s", "pub", null, null, null, -1, -1, -1, 0, 0, 1, List.of(), null);
+                }
+
+                @Override
+                public PipelineStats stats() {
+                    return null;
+                }
+            };
+        };
+        Supervisor s = new Supervisor(config("{initial_ms: 200, max_ms: 200, attempts: 50}"), script, System::nanoTime, 60_000);
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        Thread t = runAsync(s, failed);
+        try {
+            long deadline = System.currentTimeMillis() + 10_000;
+            while (!"streaming".equals(s.status().state())) { // the monitor samples the first engine
+                assertThat(System.currentTimeMillis()).isLessThan(deadline);
+                Thread.sleep(5);
+            }
+            fail.countDown();
+            while (attempts.get() < 4) { // a few attempts that never read anything
+                assertThat(System.currentTimeMillis()).isLessThan(deadline);
+                s.status();
+                Thread.sleep(5);
+            }
+            EngineStatus st = s.status(); // retrying, or an attempt starting: the same figures either way
+            assertThat(st.state()).isIn("retrying", "starting");
+            assertThat(st.retainedWalBytes()).isEqualTo(5000);
+            assertThat(st.lagBytes()).isEqualTo(4000);
+            assertThat(st.durableLsn()).isEqualTo("0/10");
+            assertThat(st.lagMillis()).as("the last known lag plus the wait").isGreaterThan(1200 + 400);
+        } finally {
+            s.stop();
+            t.join(5_000);
+        }
+    }
+
     @Test
     void stopEndsABackoffWaitAtOnceAndStatusShowsTheRetry() throws Exception {
         Script script = new Script(connection());
