@@ -285,10 +285,12 @@ final class BatchApplier extends TableApplier {
             List<String> keyNames = new ArrayList<>();
             List<String> fromJoin = new ArrayList<>();
             List<String> delJoin = new ArrayList<>();
+            List<String> semiJoin = new ArrayList<>();
             for (int k = 0; k < keyIdx.length; k++) {
                 int i = keyIdx[k];
                 keyNames.add(names[i]);
                 fromJoin.add("o." + names[i] + " = " + DuckTypes.fromStage(types[i], "s.f" + k));
+                semiJoin.add("o2." + names[i] + " = " + DuckTypes.fromStage(types[i], "s2.f" + k));
                 delJoin.add("d." + names[i] + " = " + DuckTypes.fromStage(types[i], "s.c" + i));
             }
             String conflict = " ON CONFLICT (" + String.join(", ", keyNames) + ") DO "
@@ -296,8 +298,14 @@ final class BatchApplier extends TableApplier {
             String cols = " (" + String.join(", ", names) + ")";
             upsertSql = "INSERT INTO " + dn.of(target) + cols + " SELECT " + String.join(", ", plain) + " FROM " + sql
                     + " s WHERE NOT s._mr_del" + conflict;
+            // The old rows the unchanged TOAST values come from, read by a semi join with the staged keys: DuckDB builds the
+            // hash table on the stage and probes the table. A LEFT JOIN of the whole table built it on the table instead,
+            // every column of every row, at every batch: 30-38 s a batch of 21,846 updates on a table of 2M rows (a user's
+            // 2M-row UPDATE would have taken 30-45 min), 0.8-1.6 s this way, measured side by side on the same file.
+            String old = "(SELECT * FROM " + dn.of(target) + " o2 WHERE EXISTS (SELECT 1 FROM " + sql + " s2 WHERE s2._mr_unch IS NOT NULL AND "
+                    + String.join(" AND ", semiJoin) + "))";
             upsertToastSql = "INSERT INTO " + dn.of(target) + cols + " SELECT " + String.join(", ", toast) + " FROM " + sql
-                    + " s LEFT JOIN " + dn.of(target) + " o ON s._mr_unch IS NOT NULL AND " + String.join(" AND ", fromJoin)
+                    + " s LEFT JOIN " + old + " o ON s._mr_unch IS NOT NULL AND " + String.join(" AND ", fromJoin)
                     + " WHERE NOT s._mr_del" + conflict;
             missingFromSql = "SELECT count(*) FROM " + sql + " s WHERE s._mr_unch IS NOT NULL AND NOT s._mr_del AND NOT EXISTS"
                     + " (SELECT 1 FROM " + dn.of(target) + " o WHERE " + String.join(" AND ", fromJoin) + ")";
