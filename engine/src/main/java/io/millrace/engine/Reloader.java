@@ -66,14 +66,40 @@ final class Reloader {
             if (n.equals("destinations")) {
                 return destination(running, next);
             }
-            return switch (n) {
+            String section = switch (n) {
                 case "snapshotMode" -> "snapshot.mode";
                 case "online" -> "snapshot.online";
                 case "spillDir" -> "pipeline.spill_dir";
                 default -> n;
             };
+            return section + key(get(c, running), get(c, next)); // the setting inside it (it said "pipeline", found by a user)
         }
         return null;
+    }
+
+    /** The YAML keys of the settings inside {@code pipeline:} and {@code operations:}, by their record component. */
+    private static final java.util.Map<String, String> KEYS = java.util.Map.ofEntries(java.util.Map.entry("budgetBytes", "memory_budget_mb"),
+            java.util.Map.entry("batchBytes", "batch_kb"), java.util.Map.entry("maxBatchBytes", "batch_kb"),
+            java.util.Map.entry("lingerMillis", "linger_ms"), java.util.Map.entry("decoders", "decoders"),
+            java.util.Map.entry("decodeChunkRows", "decode_chunk_rows"), java.util.Map.entry("monitorIntervalMillis", "monitor_interval_ms"),
+            java.util.Map.entry("retainedWalWarnBytes", "retained_wal_warn_mb"), java.util.Map.entry("httpHost", "http_host"),
+            java.util.Map.entry("httpPort", "http_port"), java.util.Map.entry("retry", "retry"),
+            java.util.Map.entry("controlToken", "control_token_env or control_token_file"),
+            java.util.Map.entry("health", "ready_max_lag_s, ready_max_lag_mb or live_max_stall_s"),
+            java.util.Map.entry("logFormat", "log_format"));
+
+    /** ".key" of the first setting that differs between two sections' records, when known; "" otherwise. */
+    private static String key(Object a, Object b) {
+        if (a == null || b == null || !a.getClass().isRecord() || a.getClass() != b.getClass()) {
+            return "";
+        }
+        for (RecordComponent rc : a.getClass().getRecordComponents()) {
+            if (!Objects.equals(get(rc, a), get(rc, b))) {
+                String k = KEYS.get(rc.getName());
+                return k == null ? "" : "." + k;
+            }
+        }
+        return "";
     }
 
     private static String destination(EngineConfig running, EngineConfig next) {

@@ -101,7 +101,7 @@ class ReloadIT {
                 assertThat(r.message()).contains("tabels");
                 // Another setting changed: refused with its name.
                 Files.writeString(file, yaml(db, List.of("shop.a", "shop.c"), events).replace("  linger_ms: 20", "  linger_ms: 30"));
-                assertThatThrownBy(sup::reload).hasMessageContaining("config: pipeline changed, which needs a restart");
+                assertThatThrownBy(sup::reload).hasMessageContaining("config: pipeline.linger_ms changed, which needs a restart");
                 Files.writeString(file, yaml(db, List.of("shop.a", "shop.c"), events).replace("slot: s_reload", "slot: other"));
                 assertThatThrownBy(sup::reload).hasMessageContaining("config: source.slot changed, which needs a restart");
                 assertThat(sup.status().lastReload().ok()).isFalse();
