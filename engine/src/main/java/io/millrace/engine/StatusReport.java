@@ -95,6 +95,14 @@ final class StatusReport {
         if (st != null) {
             all.addAll(st.tables().keySet());
         }
+        SourceWatch watch = ctx.watch;
+        if (watch != null) {
+            // The captured tables, each under its name now: one idle since a restart is listed too (it was missing until its
+            // first change), one a reload released no longer is (it stayed "streaming"), found by a user.
+            Set<TableRef> captured = new java.util.HashSet<>(watch.captured().values());
+            all.addAll(captured);
+            all.removeIf(t -> !captured.contains(t));
+        }
         for (TableRef t : all) {
             SnapshotProgressTracker.Row sp = ctx.progress.row(t);
             long copied = sp == null ? 0 : sp.copied();

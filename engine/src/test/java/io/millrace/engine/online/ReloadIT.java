@@ -116,6 +116,13 @@ class ReloadIT {
                 assertThat(NewTableIT.published(src, db)).doesNotContain("b"); // at once
                 NewTableIT.awaitPublished(src, db, "c", true); // where the stream reaches the reload's join message
                 assertThat(NewTableIT.published(src, db)).containsExactlyInAnyOrder("a", "c");
+                // the status lists what is captured now: b no longer (it stayed "streaming", found by a user), c
+                assertThat(sup.status().tables()).extracting(EngineStatus.Table::table).contains("shop.a").doesNotContain("shop.b");
+                long joined = System.nanoTime() + WAIT.toNanos();
+                while (sup.status().tables().stream().noneMatch(t -> t.table().equals("shop.c"))) {
+                    assertThat(System.nanoTime()).as("shop.c listed once it joined").isLessThan(joined);
+                    Thread.sleep(20);
+                }
 
                 // Written after the reload: b's row reaches no destination, a's does.
                 E2e.exec(src, "INSERT INTO shop.b VALUES (-1, -1, 'after the reload')", "INSERT INTO shop.a VALUES (-1, -1, 'marker')");
