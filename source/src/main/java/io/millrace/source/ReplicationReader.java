@@ -127,6 +127,8 @@ public final class ReplicationReader implements Runnable {
     private Lsn reported = Lsn.ZERO;
     private long lastStatus;
     private long statusNanos;
+    /** Whether {@link #keepAlive} ran since it was last cleared: the reader waited for the destinations, not the server. */
+    private boolean waited;
 
     /** Reports a new durable position to the server (reader thread). */
     private void reportDurable() throws SQLException {
@@ -154,6 +156,7 @@ public final class ReplicationReader implements Runnable {
         if (stream == null) {
             return;
         }
+        waited = true;
         try {
             reportDurable();
             long now = System.nanoTime();
@@ -213,7 +216,11 @@ public final class ReplicationReader implements Runnable {
                 ByteBuffer buf = awaitAnswer ? null : stream.readPending();
                 awaitAnswer = false;
                 if (buf == null) {
+                    waited = false;
                     handler.flush();
+                    if (waited) {
+                        lastByte = System.nanoTime(); // it waited for a destination (keepAlive): that silence was ours
+                    }
                     // All messages read so far were handed over; keepalives moved lastReceiveLSN to the
                     // server's decoding position (what pg_recvlogical confirms when idle).
                     serverCaughtUp = Lsn.of(stream.getLastReceiveLSN().asLong());
@@ -273,6 +280,7 @@ public final class ReplicationReader implements Runnable {
                 lastReceived = at;
                 int len = buf.remaining();
                 handler.onMessage(at, buf.array(), buf.arrayOffset() + buf.position(), len); // takes its cost from the budget
+                lastByte = System.nanoTime(); // it may have waited for a destination (keepAlive): not the server's silence
             }
             stream.close();
         } catch (InterruptedException e) {
