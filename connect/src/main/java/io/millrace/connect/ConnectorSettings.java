@@ -391,7 +391,9 @@ final class ConnectorSettings {
     }
 
     private static String schemaPattern(String key, String regex) {
-        String p = pattern(key, regex + "\\.x");
+        String bare = regex.startsWith("^") ? regex.substring(1) : regex; // Debezium's anchors, as in pattern()
+        bare = bare.endsWith("$") && !bare.endsWith("\\$") ? bare.substring(0, bare.length() - 1) : bare;
+        String p = pattern(key, bare + "\\.x");
         return p.substring(0, p.length() - 1) + "*";
     }
 

@@ -118,6 +118,13 @@ final class Handoff {
                     inFlight = null;
                     return;
                 }
+                if (closed) { // as above: a stop or the deadline wins over a look in the store
+                    throw new ConnectException("the task is stopping: the batch's offset was not committed (it is delivered again)");
+                }
+                if (deadline - System.currentTimeMillis() <= 0) {
+                    throw new ConnectException("Connect did not commit the batch's offset within " + timeoutMs + " ms ("
+                            + ConnectorSettings.M_HANDOFF_TIMEOUT + ")");
+                }
                 batch.lookInStore = false;
             }
             // Outside the lock (a read of the offsets topic): Connect's own record of what it committed. On an exactly-once

@@ -99,6 +99,11 @@ class HandoffTest {
         assertThat(reads).hasValue(0);
         h.acked(first);
         h.committed(); // this flush did not hold the offset yet
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (reads.get() < 1) { // the engine thread's look in the store
+            assertThat(System.nanoTime()).isLessThan(deadline);
+            Thread.sleep(5);
+        }
         stillWaiting(f);
         assertThat(reads).hasValue(1);
         store.set(Map.of("checkpoint", "new")); // the next one did (read back through the JSON converter: equal, not the same)

@@ -89,6 +89,11 @@ final class StatusReport {
         return r != null && r.started();
     }
 
+    private static boolean copying(EngineContext ctx, TableRef t) {
+        SnapshotProgressTracker.Row r = ctx.progress.row(t);
+        return r != null && !r.done();
+    }
+
     private static List<EngineStatus.Table> tables(EngineContext ctx, PipelineStats st, State s) {
         List<EngineStatus.Table> tables = new ArrayList<>();
         Set<TableRef> all = new TreeSet<>(ctx.progress.tables());
@@ -101,7 +106,7 @@ final class StatusReport {
             // first change), one a reload released no longer is (it stayed "streaming"), found by a user.
             Set<TableRef> captured = new java.util.HashSet<>(watch.captured().values());
             all.addAll(captured);
-            all.removeIf(t -> !captured.contains(t));
+            all.removeIf(t -> !captured.contains(t) && !copying(ctx, t)); // a copy renamed meanwhile keeps its row until it lands
         }
         for (TableRef t : all) {
             SnapshotProgressTracker.Row sp = ctx.progress.row(t);

@@ -89,8 +89,18 @@ public final class Supervisor implements EngineView {
      * supervisor waits to retry, a new attempt that failed before it read anything knows none, and the status showed -1
      * (no lag) through a destination's outage, exactly when the source's WAL piled up (found by a user).
      */
-    private volatile EngineStatus lastKnown;
-    private volatile long lastKnownAt;
+    private volatile Known lastKnown;
+
+    /** A status with known figures and when it was read. */
+    private record Known(EngineStatus status, long atNanos) {
+    }
+
+    /** Keeps {@code s} as the last known figures when it has them. */
+    private void remember(EngineStatus s) {
+        if (s != null && (s.lagMillis() >= 0 || s.lagBytes() >= 0 || s.retainedWalBytes() >= 0)) {
+            lastKnown = new Known(s, nanoClock.getAsLong());
+        }
+    }
     private volatile int restarts;
 
     public Supervisor(EngineConfig config) {
@@ -226,10 +236,8 @@ public final class Supervisor implements EngineView {
         if (r == null && a != null) {
             EngineStatus s = a.status();
             lastStatus = s;
-            if (s.lagMillis() >= 0 || s.lagBytes() >= 0 || s.retainedWalBytes() >= 0) {
-                lastKnown = s;
-                lastKnownAt = nanoClock.getAsLong();
-            } else if (lastKnown != null && s.durableLsn() == null) {
+            remember(s);
+            if (lastKnown != null && s.durableLsn() == null) {
                 return known(s, s.state(), s.lastError()); // a restart that has read nothing yet: the last known figures
             }
             return s;
@@ -254,9 +262,10 @@ public final class Supervisor implements EngineView {
      * destinations fall further behind in time by the wait since (the WAL figures stay as last read).
      */
     private EngineStatus known(EngineStatus s, String state, String error) {
-        EngineStatus k = lastKnown != null ? lastKnown : s;
-        long lagMillis = k.lagMillis() < 0 || lastKnown == null ? k.lagMillis()
-                : k.lagMillis() + TimeUnit.NANOSECONDS.toMillis(nanoClock.getAsLong() - lastKnownAt);
+        Known known = lastKnown;
+        EngineStatus k = known != null ? known.status() : s;
+        long lagMillis = k.lagMillis() < 0 || known == null ? k.lagMillis()
+                : k.lagMillis() + TimeUnit.NANOSECONDS.toMillis(nanoClock.getAsLong() - known.atNanos());
         return new EngineStatus(s.name(), state, s.source(), s.slot(), s.publication(), k.durableLsn(), k.serverLsn(),
                 k.confirmedLsn(), k.retainedWalBytes(), k.lagBytes(), lagMillis, s.eventsWritten(), 0, s.budgetLimit(),
                 s.tables(), error, null, null, s.values(), s.slotLost(), s.notCaptured(), s.lastReload());
@@ -343,6 +352,7 @@ public final class Supervisor implements EngineView {
                     throw e;
                 }
                 lastStatus = a.status();
+                remember(lastStatus); // the failed engine's figures, read at its failure
                 long wait = backoff(inRow, policy.initialMillis(), policy.maxMillis(), ThreadLocalRandom.current().nextDouble());
                 retrying = new Retrying(inRow, nanoClock.getAsLong() + TimeUnit.MILLISECONDS.toNanos(wait), error);
                 current = null;

@@ -270,6 +270,9 @@ class MigrateFollowIT extends TwoServers {
                 "INSERT INTO shop.a SELECT i, i FROM generate_series(1, 1000) i", "INSERT INTO shop.b SELECT i, i FROM generate_series(1, 1000) i");
         StateStore store = new StateStore("millrace");
         try (java.sql.Connection ddl = tgt.connect(db); java.sql.Connection stream = tgt.connect(db); java.sql.Statement s = stream.createStatement()) {
+            // The step's session must be the one that finds the deadlock (it waits first); under load this one's check could
+            // come first and end the test's own transaction, so it checks late.
+            s.execute("SET deadlock_timeout = '30s'");
             stream.setAutoCommit(false);
             s.execute("INSERT INTO shop.b VALUES (-1, -1)"); // the stream's transaction holds shop.b
             java.util.concurrent.CompletableFuture<Void> step = java.util.concurrent.CompletableFuture.runAsync(() -> {

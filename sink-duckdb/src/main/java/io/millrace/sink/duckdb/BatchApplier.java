@@ -300,8 +300,8 @@ final class BatchApplier extends TableApplier {
                     + " s WHERE NOT s._mr_del" + conflict;
             // The old rows the unchanged TOAST values come from, read by a semi join with the staged keys: DuckDB builds the
             // hash table on the stage and probes the table. A LEFT JOIN of the whole table built it on the table instead,
-            // every column of every row, at every batch: 30-38 s a batch of 21,846 updates on a table of 2M rows (a user's
-            // 2M-row UPDATE would have taken 30-45 min), 0.8-1.6 s this way, measured side by side on the same file.
+            // every column of every row, at every batch (a user's 2M-row UPDATE applied at about 1,000 rows/s). Side by side
+            // on a 2M-row table, batches of 21,846 updates: 46.6-73.0 s before, 1.6-3.0 s after (docs/BENCHMARKS.md).
             String old = "(SELECT * FROM " + dn.of(target) + " o2 WHERE EXISTS (SELECT 1 FROM " + sql + " s2 WHERE s2._mr_unch IS NOT NULL AND "
                     + String.join(" AND ", semiJoin) + "))";
             upsertToastSql = "INSERT INTO " + dn.of(target) + cols + " SELECT " + String.join(", ", toast) + " FROM " + sql

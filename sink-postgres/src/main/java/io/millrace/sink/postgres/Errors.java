@@ -39,8 +39,10 @@ final class Errors {
         }
         if ("23503".equals(e.getSQLState())) {
             // a foreign key of the destination's (a schema made with pg_dump --schema-only): see TargetTables.refuseForeignKeys
-            return new MillraceException(Kind.TARGET_SETUP, what + ". A foreign key on the destination: " + TargetTables.FOREIGN_KEY_FIX
-                    + "; then start again: nothing of this batch was applied, and the stream goes on from it", e);
+            return new MillraceException(Kind.TARGET_SETUP, what + ". A foreign key on the destination. When it is between two tables"
+                    + " Millrace writes: " + TargetTables.FOREIGN_KEY_FIX + ". When it references a table only the destination has,"
+                    + " that table lacks the row named above: add it there. Then start again: nothing of this batch was applied, and"
+                    + " the stream goes on from it", e);
         }
         if ("22P02".equals(e.getSQLState()) && message(e).contains("invalid input value for enum")) {
             // a value added to an enum on the source (ALTER TYPE ... ADD VALUE) since the type was made on the destination:
