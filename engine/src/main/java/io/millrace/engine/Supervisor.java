@@ -95,6 +95,12 @@ public final class Supervisor implements EngineView {
     private record Known(EngineStatus status, long atNanos) {
     }
 
+    /** The failed engine's status, read at its failure, with its figures when it has them. */
+    private void keepStatusOf(Attempt a) {
+        lastStatus = a.status();
+        remember(lastStatus);
+    }
+
     /** Keeps {@code s} as the last known figures when it has them. */
     private void remember(EngineStatus s) {
         if (s != null && (s.lagMillis() >= 0 || s.lagBytes() >= 0 || s.retainedWalBytes() >= 0)) {
@@ -351,8 +357,7 @@ public final class Supervisor implements EngineView {
                     LOG.error("giving up after {} failed attempt(s) in a row (operations.retry.attempts): {}", inRow, error);
                     throw e;
                 }
-                lastStatus = a.status();
-                remember(lastStatus); // the failed engine's figures, read at its failure
+                keepStatusOf(a);
                 long wait = backoff(inRow, policy.initialMillis(), policy.maxMillis(), ThreadLocalRandom.current().nextDouble());
                 retrying = new Retrying(inRow, nanoClock.getAsLong() + TimeUnit.MILLISECONDS.toNanos(wait), error);
                 current = null;
