@@ -357,11 +357,7 @@ final class ConnectorSettings {
     static String pattern(String key, String regex) {
         StringBuilder out = new StringBuilder();
         boolean separated = false;
-        // Debezium matches the whole name, so the anchors ^ and $ around an expression say nothing more (before, a trailing
-        // $ was read as part of the table's name: "table "public"."orders$" does not exist", found by a user)
-        int from = regex.startsWith("^") ? 1 : 0;
-        int to = regex.endsWith("$") && !regex.endsWith("\\$") ? regex.length() - 1 : regex.length();
-        regex = regex.substring(from, Math.max(from, to));
+        regex = unanchored(regex);
         for (int i = 0; i < regex.length(); i++) {
             char c = regex.charAt(i);
             if (c == '\\' && i + 1 < regex.length() && regex.charAt(i + 1) == '$') {
@@ -390,10 +386,19 @@ final class ConnectorSettings {
         return out.toString();
     }
 
+    /**
+     * {@code regex} without a leading {@code ^} and a trailing unescaped {@code $}: Debezium matches the whole name, so
+     * those anchors say nothing more (before, a trailing $ was read as part of the table's name: "table "public"."orders$"
+     * does not exist", found by a user).
+     */
+    private static String unanchored(String regex) {
+        int from = regex.startsWith("^") ? 1 : 0;
+        int to = regex.endsWith("$") && !regex.endsWith("\\$") ? regex.length() - 1 : regex.length();
+        return regex.substring(from, Math.max(from, to));
+    }
+
     private static String schemaPattern(String key, String regex) {
-        String bare = regex.startsWith("^") ? regex.substring(1) : regex; // Debezium's anchors, as in pattern()
-        bare = bare.endsWith("$") && !bare.endsWith("\\$") ? bare.substring(0, bare.length() - 1) : bare;
-        String p = pattern(key, bare + "\\.x");
+        String p = pattern(key, unanchored(regex) + "\\.x");
         return p.substring(0, p.length() - 1) + "*";
     }
 

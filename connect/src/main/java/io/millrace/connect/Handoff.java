@@ -102,7 +102,7 @@ final class Handoff {
         }
         while (true) {
             synchronized (this) {
-                while (!batch.durable && !batch.lookInStore) {
+                while (!batch.durable) { // a stop or the deadline wins over a look in the store
                     if (closed) {
                         throw new ConnectException("the task is stopping: the batch's offset was not committed (it is delivered again)");
                     }
@@ -112,18 +112,14 @@ final class Handoff {
                                 + ConnectorSettings.M_HANDOFF_TIMEOUT + ")" + (connectorBoundaries ? "" : "; without connector-defined"
                                 + " transaction boundaries a batch waits for an offset flush: check offset.flush.interval.ms"));
                     }
+                    if (batch.lookInStore) {
+                        break;
+                    }
                     wait(left);
                 }
                 if (batch.durable) {
                     inFlight = null;
                     return;
-                }
-                if (closed) { // as above: a stop or the deadline wins over a look in the store
-                    throw new ConnectException("the task is stopping: the batch's offset was not committed (it is delivered again)");
-                }
-                if (deadline - System.currentTimeMillis() <= 0) {
-                    throw new ConnectException("Connect did not commit the batch's offset within " + timeoutMs + " ms ("
-                            + ConnectorSettings.M_HANDOFF_TIMEOUT + ")");
                 }
                 batch.lookInStore = false;
             }

@@ -90,24 +90,11 @@ public final class Supervisor implements EngineView {
      * (no lag) through a destination's outage, exactly when the source's WAL piled up (found by a user).
      */
     private volatile Known lastKnown;
+    private volatile int restarts;
 
     /** A status with known figures and when it was read. */
     private record Known(EngineStatus status, long atNanos) {
     }
-
-    /** The failed engine's status, read at its failure, with its figures when it has them. */
-    private void keepStatusOf(Attempt a) {
-        lastStatus = a.status();
-        remember(lastStatus);
-    }
-
-    /** Keeps {@code s} as the last known figures when it has them. */
-    private void remember(EngineStatus s) {
-        if (s != null && (s.lagMillis() >= 0 || s.lagBytes() >= 0 || s.retainedWalBytes() >= 0)) {
-            lastKnown = new Known(s, nanoClock.getAsLong());
-        }
-    }
-    private volatile int restarts;
 
     public Supervisor(EngineConfig config) {
         this(config, new SnapshotRunner.Listener() {
@@ -261,6 +248,19 @@ public final class Supervisor implements EngineView {
                     java.util.List.of(), text);
         }
         return known(s, "retrying", text);
+    }
+
+    /** The failed engine's status, read at its failure, with its figures when it has them. */
+    private void keepStatusOf(Attempt a) {
+        lastStatus = a.status();
+        remember(lastStatus);
+    }
+
+    /** Keeps {@code s} as the last known figures when it has them. */
+    private void remember(EngineStatus s) {
+        if (s != null && (s.lagMillis() >= 0 || s.lagBytes() >= 0 || s.retainedWalBytes() >= 0)) {
+            lastKnown = new Known(s, nanoClock.getAsLong());
+        }
     }
 
     /**

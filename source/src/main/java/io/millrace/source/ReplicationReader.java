@@ -159,13 +159,18 @@ public final class ReplicationReader implements Runnable {
         waited = true;
         try {
             reportDurable();
-            long now = System.nanoTime();
-            if (now - lastStatus >= statusNanos) {
-                stream.forceUpdateStatus();
-                lastStatus = now;
-            }
+            statusIfDue();
         } catch (SQLException e) {
             LOG.debug("a status update while waiting failed: {}", e.toString());
+        }
+    }
+
+    /** Sends a status update once one is due (every status interval) while the reader reads nothing (reader thread). */
+    private void statusIfDue() throws SQLException {
+        long now = System.nanoTime();
+        if (now - lastStatus >= statusNanos) {
+            stream.forceUpdateStatus();
+            lastStatus = now;
         }
     }
 
@@ -203,10 +208,7 @@ public final class ReplicationReader implements Runnable {
                 if (budget.exhausted()) {
                     handler.flush();
                     // INV: BOUNDED — stop reading, but keep the walsender from timing us out.
-                    if (System.nanoTime() - lastStatus >= statusNanos) {
-                        stream.forceUpdateStatus();
-                        lastStatus = System.nanoTime();
-                    }
+                    statusIfDue();
                     budget.awaitRoom(50);
                     lastByte = System.nanoTime(); // not reading: silence is ours, not the server's
                     continue;
