@@ -40,8 +40,12 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <pre>
  * java -cp bench/target/millrace-bench.jar io.millrace.bench.ApplyBench [--rows 1000000] [--tx-rows 10000,10]
- *      [--rounds 1] [--only native,millrace-postgres,millrace-duckdb]
+ *      [--rounds 1] [--only native,millrace-postgres,millrace-duckdb] [--keyless]
  * </pre>
+ *
+ * <p>{@code --keyless}: the bench table has no primary key and REPLICA IDENTITY FULL (the source keeps a plain index on
+ * {@code id} for its own UPDATE and DELETE), in the source and in every target: each update and delete is matched by
+ * its whole old row.
  */
 public final class ApplyBench {
     private static final String[] PHASES = {"insert", "update", "delete"};
@@ -54,12 +58,14 @@ public final class ApplyBench {
         List<Integer> txRows = List.of(10_000, 10);
         int rounds = 1;
         List<String> contestants = List.of("native", "millrace-postgres", "millrace-duckdb");
+        boolean keyless = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--rows" -> rows = Long.parseLong(args[++i]);
                 case "--tx-rows" -> txRows = Arrays.stream(args[++i].split(",")).map(Integer::parseInt).toList();
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
                 case "--only" -> contestants = List.of(args[++i].split(","));
+                case "--keyless" -> keyless = true;
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
@@ -76,7 +82,7 @@ public final class ApplyBench {
                      .setting("wal_retrieve_retry_interval", "100ms").start()) {
             for (int shape : txRows) {
                 for (int round = 0; round < rounds; round++) {
-                    runShape(src, tgt, work, rows, shape, round, contestants);
+                    runShape(src, tgt, work, rows, shape, round, contestants, keyless);
                 }
             }
         } finally {
@@ -86,13 +92,18 @@ public final class ApplyBench {
         }
     }
 
-    private static void runShape(EmbeddedPg src, EmbeddedPg tgt, Path work, long rows, int txRows, int round, List<String> contestants)
-            throws Exception {
+    private static void runShape(EmbeddedPg src, EmbeddedPg tgt, Path work, long rows, int txRows, int round, List<String> contestants,
+                                 boolean keyless) throws Exception {
         String tag = "s" + txRows + "_" + round;
         String srcDb = "src_" + tag;
         src.createDatabase(srcDb);
         try (Connection c = src.connect(srcDb); Statement s = c.createStatement()) {
             Workload.createTable(c);
+            if (keyless) {
+                s.execute("ALTER TABLE bench DROP CONSTRAINT bench_pkey");
+                s.execute("CREATE INDEX bench_id ON bench (id)");
+                s.execute("ALTER TABLE bench REPLICA IDENTITY FULL");
+            }
             s.execute("CREATE TABLE bench_mark (id int PRIMARY KEY, phase int NOT NULL)");
             s.execute("INSERT INTO bench_mark VALUES (1, 0)");
             s.execute("ALTER PUBLICATION " + Workload.PUBLICATION + " ADD TABLE bench_mark");
@@ -108,7 +119,7 @@ public final class ApplyBench {
         List<Contestant> all = new ArrayList<>();
         for (String name : contestants) {
             all.add(switch (name) {
-                case "native" -> new Native(src, tgt, srcDb, "native_" + tag);
+                case "native" -> new Native(src, tgt, srcDb, "native_" + tag, keyless);
                 case "millrace-postgres", "millrace-duckdb" -> new Millrace(src, tgt, srcDb, name, tag, work);
                 default -> throw new IllegalArgumentException("unknown contestant " + name);
             });
@@ -181,12 +192,14 @@ public final class ApplyBench {
         private final EmbeddedPg tgt;
         private final String srcDb;
         private final String db;
+        private final boolean keyless;
 
-        Native(EmbeddedPg src, EmbeddedPg tgt, String srcDb, String db) {
+        Native(EmbeddedPg src, EmbeddedPg tgt, String srcDb, String db, boolean keyless) {
             this.src = src;
             this.tgt = tgt;
             this.srcDb = srcDb;
             this.db = db;
+            this.keyless = keyless;
         }
 
         @Override
@@ -197,7 +210,7 @@ public final class ApplyBench {
         @Override
         public void prepare() {
             tgt.createDatabase(db);
-            tgt.execute(db, "CREATE TABLE bench (id bigint PRIMARY KEY, a int, b text, c timestamptz, d numeric(12,2), e text)",
+            tgt.execute(db, "CREATE TABLE bench (id bigint" + (keyless ? "" : " PRIMARY KEY") + ", a int, b text, c timestamptz, d numeric(12,2), e text)",
                     "CREATE TABLE bench_mark (id int PRIMARY KEY, phase int NOT NULL)", "INSERT INTO bench_mark VALUES (1, 0)",
                     "CREATE SUBSCRIPTION " + db + " CONNECTION 'host=" + src.host() + " port=" + src.port() + " dbname=" + srcDb
                             + " user=postgres' PUBLICATION " + Workload.PUBLICATION + " WITH (copy_data = false, enabled = false)");

@@ -242,6 +242,8 @@ final class BatchApplier extends TableApplier {
         final String dropMissingSql;
         final String deleteSql;
         final String insertSql;
+        /** Deletes, of each row image staged k times, k rows equal to it (all columns, NULL equal to NULL). */
+        final String keylessDeleteSql;
 
         Stage(String name, TableRef target, RelationInfo rel, DuckNames dn) {
             this.name = name;
@@ -314,7 +316,33 @@ final class BatchApplier extends TableApplier {
             deleteSql = "DELETE FROM " + dn.of(target) + " d USING " + sql + " s WHERE s._mr_del AND "
                     + String.join(" AND ", delJoin);
             insertSql = "INSERT INTO " + dn.of(target) + cols + " SELECT " + String.join(", ", plain) + " FROM " + sql + " s";
+            keylessDeleteSql = keylessDelete(dn.of(target), sql, names, types);
         }
+    }
+
+    /**
+     * The DELETE of a long keyless run's net effect ({@link Keyless#net}): the stage holds each row image to take away as
+     * many times as it goes; the table's rows equal to one of them (a semi join: DuckDB hashes the stage) are numbered
+     * among their equals, and so are the stage's, and the n-th equal row goes with the n-th staged copy.
+     */
+    private static String keylessDelete(String table, String stage, String[] names, String[] types) {
+        List<String> held = new ArrayList<>();
+        List<String> staged = new ArrayList<>();
+        List<String> semi = new ArrayList<>();
+        List<String> join = new ArrayList<>();
+        for (int i = 0; i < names.length; i++) {
+            held.add("o." + names[i] + " AS v" + i);
+            staged.add(DuckTypes.fromStage(types[i], "s.c" + i) + " AS v" + i);
+            semi.add("o." + names[i] + " IS NOT DISTINCT FROM " + DuckTypes.fromStage(types[i], "s2.c" + i));
+            join.add("x.v" + i + " IS NOT DISTINCT FROM y.v" + i);
+        }
+        String all = java.util.stream.IntStream.range(0, names.length).mapToObj(i -> "v" + i)
+                .collect(java.util.stream.Collectors.joining(", "));
+        return "DELETE FROM " + table + " WHERE rowid IN (SELECT x.r FROM (SELECT r, " + all + ", row_number() OVER (PARTITION BY "
+                + all + ") AS k FROM (SELECT o.rowid AS r, " + String.join(", ", held) + " FROM " + table + " o WHERE EXISTS (SELECT 1 FROM "
+                + stage + " s2 WHERE " + String.join(" AND ", semi) + "))) x JOIN (SELECT " + all + ", row_number() OVER (PARTITION BY "
+                + all + ") AS k FROM (SELECT " + String.join(", ", staged) + " FROM " + stage + " s)) y ON "
+                + String.join(" AND ", join) + " AND x.k = y.k)";
     }
 
     // ---------------------------------------------------------------- without key
@@ -322,9 +350,69 @@ final class BatchApplier extends TableApplier {
     @Override
     protected void applyKeyless(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
         tables.changed(target);
+        Stage stage = stage(target, rel);
+        Keyless.Net net = Keyless.net(target, rel, run);
+        long missed = net == null ? applyInOrder(target, rel, run, stage) : applyNet(rel, net, stage);
+        if (missed > 0) {
+            LOG.warn("destination '{}': {} update(s)/delete(s) of table {} (no key) matched no row in the destination;"
+                    + " it no longer matches the source. A table without a key cannot be copied while streaming: give source table {} a"
+                    + " primary key and copy it again (millrace snapshot CONFIG --table), or start the pipeline over (millrace reset, then"
+                    + " run: an initial snapshot copies tables without a key)", destination, missed, target, rel.table());
+        }
+    }
+
+    /**
+     * A long run of a table without a key by its net effect ({@link Keyless#net}): the rows it adds appended and inserted,
+     * then the rows it takes away staged (each as many times as it goes) and deleted in one statement ({@link
+     * Stage#keylessDeleteSql}), so the table is read once per run instead of once per change. Returns how many rows it
+     * took away fewer than it should have.
+     */
+    private long applyNet(RelationInfo rel, Keyless.Net net, Stage stage) throws SQLException {
+        for (boolean removing : new boolean[]{false, true}) {
+            List<Keyless.Counted> rows = removing ? net.removed() : net.added();
+            if (rows.isEmpty()) {
+                continue;
+            }
+            try (DuckDBAppender app = duck.createAppender(names.catalog(), DuckDbSink.STATE_SCHEMA, stage.name)) {
+                for (Keyless.Counted c : rows) {
+                    for (int k = 0; k < c.times(); k++) {
+                        appendRow(app, stage, rel, c.values(), removing);
+                    }
+                }
+            }
+            long done;
+            try (Statement s = conn.createStatement()) {
+                done = s.executeUpdate(removing ? stage.keylessDeleteSql : stage.insertSql);
+            }
+            execute("DELETE FROM " + stage.sql);
+            if (removing) {
+                return net.removedRows() - done;
+            }
+        }
+        return 0;
+    }
+
+    private static void appendRow(DuckDBAppender app, Stage stage, RelationInfo rel, Object[] values, boolean delete) throws SQLException {
+        app.beginRow();
+        for (int i = 0; i < values.length; i++) {
+            if (values[i] == null) {
+                app.appendNull();
+            } else {
+                DuckTypes.append(app, stage.kinds[i], stage.types[i], rel.codec(i), values[i]);
+            }
+        }
+        app.append(delete);
+        app.appendNull();
+        for (int k = 0; k < rel.keyIndexes().length; k++) {
+            app.appendNull();
+        }
+        app.endRow();
+    }
+
+    /** A run of a table without a key one change at a time, in order ({@link Keyless#sql}); returns how many matched no row. */
+    private int applyInOrder(TableRef target, RelationInfo rel, List<ChangeEvent> run, Stage stage) throws SQLException {
         int n = rel.columnCount();
         int keys = rel.keyIndexes().length;
-        Stage stage = stage(target, rel);
         String[] types = new String[n];
         for (int i = 0; i < n; i++) {
             types[i] = DuckTypes.sqlType(rel.column(i));
@@ -410,12 +498,7 @@ final class BatchApplier extends TableApplier {
                 ps.close();
             }
         }
-        if (missed > 0) {
-            LOG.warn("destination '{}': {} update(s)/delete(s) of table {} (no key) matched no row in the destination;"
-                    + " it no longer matches the source. A table without a key cannot be copied while streaming: give source table {} a"
-                    + " primary key and copy it again (millrace snapshot CONFIG --table), or start the pipeline over (millrace reset, then"
-                    + " run: an initial snapshot copies tables without a key)", destination, missed, target, rel.table());
-        }
+        return missed;
     }
 
     private void flushInserts(DuckDBAppender app, Stage stage) throws SQLException {

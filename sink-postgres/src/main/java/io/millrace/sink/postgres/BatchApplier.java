@@ -478,12 +478,93 @@ final class BatchApplier extends TableApplier {
 
     @Override
     protected void applyKeyless(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
-        int n = rel.columnCount();
+        Keyless.Net net = Keyless.net(target, rel, run);
+        long missed = net == null ? applyInOrder(target, rel, run) : applyNet(target, rel, net);
+        if (missed > 0) {
+            LOG.warn("destination '{}': {} update(s)/delete(s) of table {} (no key) matched no row in the destination;"
+                    + " it no longer matches the source. A table without a key cannot be copied while streaming: give source table {} a"
+                    + " primary key and copy it again (millrace snapshot CONFIG --table), or start the pipeline over (millrace reset, then"
+                    + " run: an initial snapshot copies tables without a key)", destination, missed, target,
+                    rel.table());
+        }
+    }
+
+    private static String keylessCopySql(TableRef target, RelationInfo rel) {
         List<String> names = new ArrayList<>();
         for (ColumnInfo c : rel.columns()) {
             names.add(Ident.quote(c.name()));
         }
-        String copySql = "COPY " + target.sql() + " (" + String.join(", ", names) + ") FROM STDIN";
+        return "COPY " + target.sql() + " (" + String.join(", ", names) + ") FROM STDIN";
+    }
+
+    /**
+     * A long run of a table without a key by its net effect ({@link Keyless#net}): the rows it adds copied in, then the
+     * rows it takes away loaded into a temporary table (their text and count) and deleted in one statement that reads
+     * the table once, a hash join on each row's text (as {@link #keylessDialect}'s match: by the text form, NULL
+     * included: a row value's text tells NULL from an empty string), taking as many equal rows as the count.
+     * Returns how many rows it took away fewer than it should have.
+     */
+    private long applyNet(TableRef target, RelationInfo rel, Keyless.Net net) throws SQLException {
+        int n = rel.columnCount();
+        if (!net.added().isEmpty()) {
+            CopyText out = new CopyText(copy.copyIn(keylessCopySql(target, rel)));
+            try {
+                for (Keyless.Counted c : net.added()) {
+                    for (int k = 0; k < c.times(); k++) {
+                        textRow(out, rel, c.values());
+                    }
+                }
+                out.finish();
+            } catch (SQLException | RuntimeException e) {
+                out.cancel();
+                throw e;
+            }
+        }
+        if (net.removed().isEmpty()) {
+            return 0;
+        }
+        String gone = "millrace_gone_" + n;
+        List<String> defs = new ArrayList<>();
+        List<String> staged = new ArrayList<>();
+        List<String> held = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            defs.add("c" + i + " text");
+            staged.add("CAST(CAST(c" + i + " AS " + TypeMapping.sqlType(rel.column(i)) + ") AS text)");
+            held.add("x." + Ident.quote(rel.column(i).name()) + "::text");
+        }
+        execute("CREATE TEMPORARY TABLE IF NOT EXISTS " + gone + " (n int, " + String.join(", ", defs) + ") ON COMMIT DELETE ROWS");
+        CopyText out = new CopyText(copy.copyIn("COPY " + gone + " FROM STDIN"));
+        try {
+            for (Keyless.Counted c : net.removed()) {
+                out.field(Integer.toString(c.times()));
+                textRow(out, rel, c.values());
+            }
+            out.finish();
+        } catch (SQLException | RuntimeException e) {
+            out.cancel();
+            throw e;
+        }
+        String table = target.sql();
+        long deleted = executeUpdate("DELETE FROM " + table + " t USING (SELECT o, c FROM (SELECT x.tableoid AS o, x.ctid AS c,"
+                + " d.n, row_number() OVER (PARTITION BY d.r) AS k FROM " + table + " x JOIN (SELECT ROW(" + String.join(", ", staged)
+                + ")::text AS r, sum(n) AS n FROM " + gone + " GROUP BY 1) d ON ROW(" + String.join(", ", held) + ")::text = d.r) m"
+                + " WHERE k <= n) g WHERE t.tableoid = g.o AND t.ctid = g.c");
+        execute("TRUNCATE " + gone);
+        return net.removedRows() - deleted;
+    }
+
+    private static void textRow(CopyText out, RelationInfo rel, Object[] values) throws SQLException {
+        for (int i = 0; i < values.length; i++) {
+            Object v = values[i];
+            out.field(v == null ? CopyText.NULL : CopyText.escape(rel.codec(i).toPgText(v)));
+        }
+        out.endRow();
+    }
+
+    /** A run of a table without a key one change at a time, in order ({@link Keyless#sql}); returns how many matched no row. */
+    private int applyInOrder(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
+        int n = rel.columnCount();
+        String copySql = keylessCopySql(target, rel);
         Map<String, PreparedStatement> statements = new HashMap<>();
         Keyless.Dialect dialect = keylessDialect(rel);
         CopyText out = null;
@@ -574,13 +655,7 @@ final class BatchApplier extends TableApplier {
                 ps.close();
             }
         }
-        if (missed > 0) {
-            LOG.warn("destination '{}': {} update(s)/delete(s) of table {} (no key) matched no row in the destination;"
-                    + " it no longer matches the source. A table without a key cannot be copied while streaming: give source table {} a"
-                    + " primary key and copy it again (millrace snapshot CONFIG --table), or start the pipeline over (millrace reset, then"
-                    + " run: an initial snapshot copies tables without a key)", destination, missed, target,
-                    rel.table());
-        }
+        return missed;
     }
 
     /**
