@@ -30,6 +30,7 @@ public final class OperationsSettings {
     private final int retryInitialMs;
     private final int retryMaxMs;
     private final int retryAttempts;
+    private final int retryAttemptsOnceRunning;
     private final Secret controlToken;
     private final int readyMaxLagS;
     private final int readyMaxLagMb;
@@ -44,6 +45,7 @@ public final class OperationsSettings {
         this.retryInitialMs = b.retryInitialMs;
         this.retryMaxMs = b.retryMaxMs;
         this.retryAttempts = b.retryAttempts;
+        this.retryAttemptsOnceRunning = b.retryAttemptsOnceRunning;
         this.controlToken = controlToken;
         this.readyMaxLagS = b.readyMaxLagS;
         this.readyMaxLagMb = b.readyMaxLagMb;
@@ -91,9 +93,17 @@ public final class OperationsSettings {
         return retryMaxMs;
     }
 
-    /** Restarts in a row before giving up ({@code retry.attempts}; 0: no limit). */
+    /**
+     * Restarts in a row before giving up while no attempt of this run has run for a minute ({@code retry.attempts}; 0: no
+     * limit): a start that never worked fails.
+     */
     public int retryAttempts() {
         return retryAttempts;
+    }
+
+    /** Restarts in a row before giving up once an attempt has run for a minute ({@code retry.attempts_once_running}; 0: no limit). */
+    public int retryAttemptsOnceRunning() {
+        return retryAttemptsOnceRunning;
     }
 
     /** The bearer token HTTP control calls must carry, or {@link Secret#NONE} (control calls refused). */
@@ -131,6 +141,7 @@ public final class OperationsSettings {
         private int retryInitialMs = (int) DEFAULTS.retry().initialMillis();
         private int retryMaxMs = (int) DEFAULTS.retry().maxMillis();
         private int retryAttempts = DEFAULTS.retry().attempts();
+        private int retryAttemptsOnceRunning = DEFAULTS.retry().attemptsOnceRunning();
         private Secret controlToken = Secret.NONE;
         private String controlTokenEnv;
         private Path controlTokenFile;
@@ -180,6 +191,11 @@ public final class OperationsSettings {
 
         public Builder retryAttempts(int attempts) {
             this.retryAttempts = Check.range(Limit.RETRY_ATTEMPTS, "operations.retry.attempts", attempts);
+            return this;
+        }
+
+        public Builder retryAttemptsOnceRunning(int attempts) {
+            this.retryAttemptsOnceRunning = Check.range(Limit.RETRY_ATTEMPTS, "operations.retry.attempts_once_running", attempts);
             return this;
         }
 

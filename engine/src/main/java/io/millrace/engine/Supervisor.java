@@ -29,7 +29,9 @@ import java.util.function.LongSupplier;
  * <ul>
  *   <li>{@link Kind#CONNECTION}: the source or a destination unreachable, a connection lost, PostgreSQL shutting
  *       down or starting up (SQLSTATE 08xxx, 57P01–57P03) — retried up to {@code operations.retry.attempts}
- *       times in a row (0 = no limit);</li>
+ *       times in a row (0 = no limit) until an attempt of this run has run for {@link #healthyMillis}, then up to
+ *       {@code attempts_once_running} (default 0: no limit) — a start that never worked fails, a pipeline that ran
+ *       waits out an outage;</li>
  *   <li>{@link Kind#SINK} when caused by a lost connection, a serialization failure or deadlock (40001, 40P01) or
  *       too many connections (53300) — as above; any other destination error (a constraint, a type) is
  *       permanent: repeating the same batch would fail the same way;</li>
@@ -308,6 +310,14 @@ public final class Supervisor implements EngineView {
         }
     }
 
+    /** Whether {@code inRow} failures in a row ({@code slotInRow} of them a slot in use) use up a budget (0: none). */
+    private static boolean exhausted(Verdict v, int inRow, int slotInRow, int budget) {
+        if (v == Verdict.RETRY_FEW) {
+            return slotInRow > Math.min(SLOT_IN_USE_ATTEMPTS, budget == 0 ? Integer.MAX_VALUE : budget);
+        }
+        return budget != 0 && inRow > budget;
+    }
+
     private boolean stopping() {
         return stopRequested.getCount() == 0;
     }
@@ -321,6 +331,7 @@ public final class Supervisor implements EngineView {
         EngineConfig.Retry policy = config.operations().retry();
         int inRow = 0;
         int slotInRow = 0;
+        boolean ranOnce = false;
         while (!stopping()) {
             Attempt a = attempts.get();
             current = a;
@@ -340,21 +351,18 @@ public final class Supervisor implements EngineView {
                 if (ranMillis >= healthyMillis) {
                     inRow = 0;
                     slotInRow = 0;
+                    ranOnce = true;
                 }
+                int budget = ranOnce ? policy.attemptsOnceRunning() : policy.attempts();
                 inRow++;
-                if (v == Verdict.RETRY_FEW) {
-                    slotInRow++;
-                } else {
-                    slotInRow = 0;
-                }
+                slotInRow = v == Verdict.RETRY_FEW ? slotInRow + 1 : 0;
                 String error = e.getMessage() == null ? e.toString() : e.getMessage();
                 if (v == Verdict.STOP) {
                     throw e;
                 }
-                boolean exhausted = v == Verdict.RETRY_FEW ? slotInRow > Math.min(SLOT_IN_USE_ATTEMPTS,
-                        policy.attempts() == 0 ? Integer.MAX_VALUE : policy.attempts()) : policy.attempts() != 0 && inRow > policy.attempts();
-                if (exhausted) {
-                    LOG.error("giving up after {} failed attempt(s) in a row (operations.retry.attempts): {}", inRow, error);
+                if (exhausted(v, inRow, slotInRow, budget)) {
+                    LOG.error("giving up after {} failed attempt(s) in a row (operations.retry.{}): {}", inRow,
+                            ranOnce ? "attempts_once_running" : "attempts", error);
                     throw e;
                 }
                 keepStatusOf(a);
@@ -363,7 +371,7 @@ public final class Supervisor implements EngineView {
                 current = null;
                 LOG.warn("{} (attempt {}{}, next in {} ms; the next engine resumes from the durable checkpoints)",
                         retryingText(retrying).replaceFirst("^retrying \\([^)]*\\): ", "transient failure: "), inRow,
-                        policy.attempts() == 0 ? "" : " of " + policy.attempts(), wait);
+                        budget == 0 ? "" : " of " + budget, wait);
                 try {
                     if (stopRequested.await(wait, TimeUnit.MILLISECONDS)) {
                         LOG.info("stopped while waiting to retry");

@@ -150,6 +150,37 @@ class SupervisorTest {
         assertThat(script.started.get()).isEqualTo(3);
     }
 
+    /**
+     * A pipeline that ran waits out an outage (a destination down for ten minutes: 10 attempts at the default waits ran out
+     * after about four, and the pipeline stopped while its slot kept WAL — found by a user); {@code attempts} still bounds a
+     * start that never worked, and {@code attempts_once_running} an outage if set.
+     */
+    @Test
+    void onceAnAttemptRanAnOutageIsWaitedOutUnlessAttemptsOnceRunningIsSet() throws Exception {
+        Script script = new Script(connection(), connection(), connection(), connection(), connection(), connection(), connection(),
+                connection(), connection());
+        long[] now = {0};
+        // the first attempt "runs" 100 s on this clock, the others fail at once
+        Supervisor s = new Supervisor(config("{initial_ms: 10, max_ms: 10, attempts: 2}"), script,
+                () -> script.started.get() == 1 ? (now[0] += 100_000_000_000L) : now[0], 60_000);
+        Thread t = runAsync(s, new AtomicReference<>());
+        try {
+            assertThat(script.lastRunning.await(10, TimeUnit.SECONDS)).isTrue();
+            assertThat(script.started.get()).isEqualTo(10); // 8 failures in a row after it, where attempts is 2
+        } finally {
+            s.stop();
+            t.join(5_000);
+        }
+
+        Script bounded = new Script(connection(), connection(), connection(), connection(), connection(), connection());
+        long[] then = {0};
+        Supervisor b = new Supervisor(config("{initial_ms: 10, max_ms: 10, attempts: 2, attempts_once_running: 3}"), bounded,
+                () -> bounded.started.get() == 1 ? (then[0] += 100_000_000_000L) : then[0], 60_000);
+        MillraceException e = catchThrowableOfType(MillraceException.class, b::run);
+        assertThat(e.kind()).isEqualTo(Kind.CONNECTION);
+        assertThat(bounded.started.get()).isEqualTo(4); // the one that ran, then 3 restarts in a row
+    }
+
     @Test
     void aHealthyRunResetsTheCount() {
         Script script = new Script(connection(), connection(), connection(), connection(), connection());
@@ -282,7 +313,8 @@ class SupervisorTest {
     @Test
     void retryKeysAreValidated() {
         EngineConfig.Retry r = config("{initial_ms: 50, max_ms: 5000, attempts: 0}").operations().retry();
-        assertThat(r).isEqualTo(new EngineConfig.Retry(50, 5000, 0));
+        assertThat(r).isEqualTo(new EngineConfig.Retry(50, 5000, 0, 0));
+        assertThat(config("{attempts_once_running: 20}").operations().retry().attemptsOnceRunning()).isEqualTo(20);
         assertThat(config(null).operations().retry()).isEqualTo(EngineConfig.Retry.defaults());
         MillraceException e = catchThrowableOfType(MillraceException.class, () -> config("{initial_ms: 500, max_ms: 100}"));
         assertThat(e).hasMessage("config: operations.retry.max_ms (100) must be at least operations.retry.initial_ms (500)");

@@ -276,6 +276,7 @@ public final class ConfigLoader {
         integer(rn, "initial_ms", Limit.RETRY_MS, b::retryInitialMs);
         integer(rn, "max_ms", Limit.RETRY_MS, b::retryMaxMs);
         integer(rn, "attempts", Limit.RETRY_ATTEMPTS, b::retryAttempts);
+        integer(rn, "attempts_once_running", Limit.RETRY_ATTEMPTS, b::retryAttemptsOnceRunning);
         rn.done();
         integer(o, "ready_max_lag_s", Limit.READY_MAX_LAG_S, b::readyMaxLagS);
         integer(o, "ready_max_lag_mb", Limit.READY_MAX_LAG_MB, b::readyMaxLagMb);

@@ -105,12 +105,20 @@ public record EngineConfig(String name, SourceConfig source, SnapshotMode snapsh
      *
      * @param initialMillis the first wait ({@code initial_ms}, default 1000)
      * @param maxMillis     the longest wait ({@code max_ms}, default 60000)
-     * @param attempts      restarts in a row before giving up ({@code attempts}, default 10: about 2.5 to 5 minutes of outage at the
-     *                      default waits); 0 = no limit
+     * @param attempts      restarts in a row before giving up while no attempt of this run has run for a minute ({@code attempts},
+     *                      default 10: about 2.5 to 5 minutes at the default waits; a start that never worked, a wrong host
+     *                      or port, fails instead of retrying for ever); 0 = no limit
+     * @param attemptsOnceRunning restarts in a row before giving up once an attempt has ({@code attempts_once_running},
+     *                      default 0 = no limit: a pipeline that ran waits out an outage of its source or a destination,
+     *                      shown by /status and /readyz, instead of stopping after a few minutes while the slot keeps WAL)
      */
-    public record Retry(long initialMillis, long maxMillis, int attempts) {
+    public record Retry(long initialMillis, long maxMillis, int attempts, int attemptsOnceRunning) {
+        public Retry(long initialMillis, long maxMillis, int attempts) {
+            this(initialMillis, maxMillis, attempts, 0);
+        }
+
         public static Retry defaults() {
-            return new Retry(1000, 60_000, 10);
+            return new Retry(1000, 60_000, 10, 0);
         }
     }
 

@@ -111,7 +111,7 @@ public final class EngineConfigs {
 
     private static EngineConfig.Operations operations(OperationsSettings o) {
         return new EngineConfig.Operations(o.monitorIntervalMs(), (long) o.retainedWalWarnMb() << 20, o.httpHost(), o.httpPort(),
-                new EngineConfig.Retry(o.retryInitialMs(), o.retryMaxMs(), o.retryAttempts()), o.controlToken(),
+                new EngineConfig.Retry(o.retryInitialMs(), o.retryMaxMs(), o.retryAttempts(), o.retryAttemptsOnceRunning()), o.controlToken(),
                 new EngineConfig.Health(o.readyMaxLagS() * 1000L, (long) o.readyMaxLagMb() << 20, o.liveMaxStallS() * 1000L),
                 EngineConfig.LogFormat.valueOf(o.logFormat().name()));
     }
