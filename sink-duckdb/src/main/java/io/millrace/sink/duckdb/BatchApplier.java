@@ -362,13 +362,14 @@ final class BatchApplier extends TableApplier {
     }
 
     /**
-     * A long run of a table without a key by its net effect ({@link Keyless#net}): the rows it adds appended and inserted,
-     * then the rows it takes away staged (each as many times as it goes) and deleted in one statement ({@link
-     * Stage#keylessDeleteSql}), so the table is read once per run instead of once per change. Returns how many rows it
+     * A long run of a table without a key by its net effect ({@link Keyless#net}): the rows it takes away staged (each as
+     * many times as it goes) and deleted in one statement ({@link Stage#keylessDeleteSql}), so the table is read once per
+     * run instead of once per change, then the rows it adds appended and inserted. Returns how many rows it
      * took away fewer than it should have.
      */
     private long applyNet(RelationInfo rel, Keyless.Net net, Stage stage) throws SQLException {
-        for (boolean removing : new boolean[]{false, true}) {
+        long missed = 0;
+        for (boolean removing : new boolean[]{true, false}) {
             List<Keyless.Counted> rows = removing ? net.removed() : net.added();
             if (rows.isEmpty()) {
                 continue;
@@ -386,10 +387,10 @@ final class BatchApplier extends TableApplier {
             }
             execute("DELETE FROM " + stage.sql);
             if (removing) {
-                return net.removedRows() - done;
+                missed = net.removedRows() - done;
             }
         }
-        return 0;
+        return missed;
     }
 
     private static void appendRow(DuckDBAppender app, Stage stage, RelationInfo rel, Object[] values, boolean delete) throws SQLException {

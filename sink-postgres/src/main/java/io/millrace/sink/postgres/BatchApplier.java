@@ -498,14 +498,14 @@ final class BatchApplier extends TableApplier {
     }
 
     /**
-     * A long run of a table without a key by its net effect ({@link Keyless#net}): the rows it adds copied in, then the
-     * rows it takes away loaded into a temporary table (their text and count) and deleted in one statement that reads
-     * the table once, a hash join on each row's text (as {@link #keylessDialect}'s match: by the text form, NULL
+     * A long run of a table without a key by its net effect ({@link Keyless#net}): the rows it takes away loaded into a
+     * temporary table (their text and count) and deleted in one statement that reads the table once, then the rows it
+     * adds copied in. The DELETE is a hash join on each row's text (as {@link #keylessDialect}'s match: by the text form, NULL
      * included: a row value's text tells NULL from an empty string), taking as many equal rows as the count.
      * Returns how many rows it took away fewer than it should have.
      */
     private long applyNet(TableRef target, RelationInfo rel, Keyless.Net net) throws SQLException {
-        int n = rel.columnCount();
+        long missed = net.removed().isEmpty() ? 0 : takeAway(target, rel, net);
         if (!net.added().isEmpty()) {
             CopyText out = new CopyText(copy.copyIn(keylessCopySql(target, rel)));
             try {
@@ -520,9 +520,12 @@ final class BatchApplier extends TableApplier {
                 throw e;
             }
         }
-        if (net.removed().isEmpty()) {
-            return 0;
-        }
+        return missed;
+    }
+
+    /** The DELETE of {@link #applyNet}; returns how many rows it took away fewer than it should have. */
+    private long takeAway(TableRef target, RelationInfo rel, Keyless.Net net) throws SQLException {
+        int n = rel.columnCount();
         String gone = "millrace_gone_" + n;
         List<String> defs = new ArrayList<>();
         List<String> staged = new ArrayList<>();
