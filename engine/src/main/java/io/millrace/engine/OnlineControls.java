@@ -202,6 +202,11 @@ final class OnlineControls {
     }
 
     /** Why the change from {@code before} to {@code after} rewrote existing rows without change events, or null. */
+    private boolean everyDestinationFillsDefaults() {
+        List<io.millrace.core.sink.Sink> sinks = ctx.sinks;
+        return !sinks.isEmpty() && sinks.stream().allMatch(io.millrace.core.sink.Sink::fillsAddedColumnDefaults);
+    }
+
     private String rewrittenWithoutEvents(RelationInfo before, RelationInfo after) {
         ShapeChange change = ShapeChange.between(before, after);
         List<String> retyped = change.retyped();
@@ -215,9 +220,10 @@ final class OnlineControls {
             misread = ctx.assemblerCatalog.read(c -> ctx.watch.misread(c, before, after, change));
             replaced = replaced(old, ctx.watch.attributeNumbers(after.oid()), after);
             filled = added.isEmpty() ? List.of() : ctx.assemblerCatalog.read(c -> Catalog.filledColumns(c, after.oid(), added));
-            if (change.exact()) {
+            if (change.exact() && everyDestinationFillsDefaults()) {
                 // A constant default (PostgreSQL's "missing" value, not written into the rows) the destinations give their rows
-                // themselves, told by the event trigger: no copy. A volatile one rewrote the rows: copied again.
+                // themselves, told by the event trigger: no copy. A volatile one rewrote the rows: copied again. So is the
+                // table when a destination does not give its rows the value (jsonl, Kafka, one of a user's: Sink's javadoc).
                 filled = filled.stream().filter(n -> {
                     io.millrace.core.schema.SchemaChange.Column col = change.ddl().column(n);
                     return col == null || !col.missing();

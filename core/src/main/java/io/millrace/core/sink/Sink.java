@@ -65,6 +65,19 @@ public interface Sink extends AutoCloseable {
     void write(List<ChangeEvent> events, Checkpoint checkpoint);
 
     /**
+     * Whether this destination gives the rows it holds of a table the value of a column added to it with a constant default
+     * itself, as PostgreSQL gives its rows without writing them: the event's {@code relation().ddl()} (when the DDL event
+     * trigger is installed, {@code millrace setup}) tells such a column by {@code column(name).missing()} and its
+     * {@code value()}. When every destination of a pipeline does, the engine does not copy the table again for such a
+     * column. When one does not (the default), the table is copied again online, and its rows arrive as reads (op r)
+     * with the value (found by a user writing a destination: with the trigger installed, its rows never got the value).
+     * The postgres and DuckDB destinations do.
+     */
+    default boolean fillsAddedColumnDefaults() {
+        return false;
+    }
+
+    /**
      * For {@code millrace reset}, instead of {@link #open()}: connects, reads this destination's checkpoint and
      * returns what removing it (and, as {@code data} says, the rows of {@code tables}, the source tables) would do,
      * writing nothing. The default suits a destination that keeps no state.

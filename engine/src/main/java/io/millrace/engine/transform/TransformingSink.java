@@ -75,6 +75,12 @@ class TransformingSink implements Sink {
         return sink.transactional();
     }
 
+    /** As the destination says, with no transform: one would have to apply to the value it fills too (a mask). */
+    @Override
+    public boolean fillsAddedColumnDefaults() {
+        return sink.fillsAddedColumnDefaults() && transforms.isEmpty() && (next.get() == null || next.get().isEmpty());
+    }
+
     /**
      * The tables the destination holds, by oid, under the names it holds them as (its rule's names), as it follows them
      * ({@link io.millrace.core.change.SourceTables}) from its last checkpoint through the events it was given. Owned by the

@@ -74,6 +74,12 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
         return true;
     }
 
+    /** Its tables take a constant default added in the source as their own column default, for the rows they hold. */
+    @Override
+    public boolean fillsAddedColumnDefaults() {
+        return true;
+    }
+
     @Override
     public Optional<Checkpoint> open() {
         state.open();

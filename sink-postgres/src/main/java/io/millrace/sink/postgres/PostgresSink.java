@@ -80,6 +80,12 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
         return true;
     }
 
+    /** Its tables take a constant default added in the source as their own column default, for the rows they hold. */
+    @Override
+    public boolean fillsAddedColumnDefaults() {
+        return true;
+    }
+
     @Override
     public Optional<Checkpoint> open() {
         state.requireNew();
