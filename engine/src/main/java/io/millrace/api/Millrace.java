@@ -45,9 +45,10 @@ import java.util.function.Function;
  * transient failure (a lost connection) restarts it after a backoff ({@link OperationsSettings}), from the
  * destinations' durable checkpoints. {@link #await()} waits for the end and throws the error that ended it.
  *
- * <p>Threads: every method may be called from any thread. From a consumer's {@code accept} (the engine's writer thread),
- * {@link #stop()} and {@link #close()} ask the pipeline to stop and return at once (it ends once {@code accept}
- * returns), and {@link #await()} refuses: it would wait for the thread that calls it.
+ * <p>Threads: every method may be called from any thread. From one of the pipeline's own threads — a consumer's
+ * {@code accept}, your {@link Sink}'s {@code open}, {@code write} or {@code close} — {@link #stop()} and {@link #close()}
+ * ask the pipeline to stop and return at once (it ends once that call returns), and {@link #await()} refuses: it would
+ * wait for the thread that calls it.
  */
 public final class Millrace implements AutoCloseable {
     private enum Phase { CREATED, RUNNING, ENDED }
@@ -56,6 +57,11 @@ public final class Millrace implements AutoCloseable {
     /** The token this pipeline's consumers carry ({@link ConsumerSink#inCallback}). */
     private final Object owner;
     private final Supervisor supervisor;
+    /**
+     * The group of the pipeline's threads: the one {@link #start()} makes and those it and theirs start (a thread is made
+     * in its maker's group), among them every destination's writer. A {@link #close()} there must not wait for the end.
+     */
+    private final ThreadGroup threads;
     private final AtomicReference<Phase> phase = new AtomicReference<>(Phase.CREATED);
     private final CountDownLatch ended = new CountDownLatch(1);
     private final AtomicReference<Throwable> error = new AtomicReference<>();
@@ -69,6 +75,7 @@ public final class Millrace implements AutoCloseable {
         this.config = config;
         this.selected = config;
         this.supervisor = new Supervisor(config);
+        this.threads = new ThreadGroup("millrace-" + config.name());
     }
 
     /** A builder; {@link Builder#source} and at least one destination are required. */
@@ -94,7 +101,7 @@ public final class Millrace implements AutoCloseable {
                     + " the HTTP status, metrics and control endpoints run with 'millrace run'; read status() here instead",
                     config.operations().httpPort());
         }
-        Thread t = new Thread(this::run, "millrace-" + config.name());
+        Thread t = new Thread(threads, this::run, "millrace-" + config.name());
         t.start();
     }
 
@@ -180,8 +187,10 @@ public final class Millrace implements AutoCloseable {
     @Override
     public void close() throws InterruptedException {
         stop();
-        if (ConsumerSink.inCallback(owner)) {
-            return; // from a consumer's accept, on the writer thread: the pipeline stops once accept returns (found by a user: it hung)
+        if (onOwnThread()) {
+            // from a consumer's accept or a sink's write, on the writer thread: the pipeline stops once it returns (found by
+            // users: it hung, from a consumer and then from a destination of their own)
+            return;
         }
         if (phase.get() != Phase.CREATED) {
             ended.await();
@@ -193,11 +202,16 @@ public final class Millrace implements AutoCloseable {
 
     /** From a consumer's {@code accept} (the engine's writer thread), waiting for the end would wait for itself. */
     private void refuseInCallback(String call) {
-        if (ConsumerSink.inCallback(owner)) {
-            throw new IllegalStateException(call + " called from a consumer's accept, on the thread that must return for the"
-                    + " pipeline to end, would wait for ever; call stop() or close() there (they return at once), and await() from"
-                    + " another thread");
+        if (onOwnThread()) {
+            throw new IllegalStateException(call + " called from a consumer's accept or a destination's write (a thread of the"
+                    + " pipeline), which must return for the pipeline to end, would wait for ever; call stop() or close() there (they"
+                    + " return at once), and await() from another thread");
         }
+    }
+
+    /** Whether the caller runs on one of this pipeline's threads ({@link #threads}), or in one of its consumers' callbacks. */
+    private boolean onOwnThread() {
+        return ConsumerSink.inCallback(owner) || threads.parentOf(Thread.currentThread().getThreadGroup());
     }
 
     /** The pipeline's state and progress now. */
@@ -406,12 +420,18 @@ public final class Millrace implements AutoCloseable {
         }
 
         /**
-         * Your own {@link Sink}, under {@code name}; it keeps the {@link Sink} contract (its checkpoint durable with its
+         * Your own {@link Sink}, under {@code name} (its own {@link Sink#name()}); it keeps the {@link Sink} contract (its checkpoint durable with its
          * data). The same instance is opened again when the engine restarts after a transient failure.
          */
         public Builder destination(String name, Sink sink) {
             String n = Check.text(key() + ".name", name);
             Objects.requireNonNull(sink, "sink");
+            if (!n.equals(sink.name())) {
+                // the checkpoint, the log and the status go by the sink's own name: the given one was ignored (found by a user)
+                throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, key() + ".name: '" + n
+                        + "' is not the sink's own name() '" + sink.name() + "', which its checkpoint, the log and the status go by;"
+                        + " give the same name");
+            }
             destinations.add(context -> new Given(n, "sink", () -> sink));
             return this;
         }

@@ -101,6 +101,15 @@ class MillraceBuilderTest {
         same(FILES, () -> Millrace.builder().destination("files", new NullSink("files")).build(), "config: source.database is required");
     }
 
+    /** A sink given under another name than its own ran under its own, silently (found by a user): refused, both named. */
+    @Test
+    void aSinkGivenUnderAnotherNameIsRefused() {
+        MillraceException e = catchThrowableOfType(MillraceException.class,
+                () -> Millrace.builder().destination("renamed", new NullSink("mirror")));
+        assertThat(e.kind()).isEqualTo(MillraceException.Kind.CONFIG);
+        assertThat(e).hasMessageContaining("destinations[0].name: 'renamed' is not the sink's own name() 'mirror'");
+    }
+
     @Test
     void snapshotAndPipelineBounds() {
         same(SOURCE + "snapshot:\n  readers: 0\n" + FILES, () -> SnapshotSettings.builder().readers(0),

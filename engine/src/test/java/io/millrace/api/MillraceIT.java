@@ -114,6 +114,63 @@ class MillraceIT {
         m.close();
     }
 
+    /**
+     * The same from a destination of one's own (a {@link io.millrace.core.sink.Sink} given to the builder): its write runs on
+     * the pipeline's writer thread, and close() there waited for that thread to end; the pipeline hung for good, and the
+     * application's shutdown hook with it (found by a user). Every thread of the pipeline is in the handle's thread group.
+     */
+    @Test
+    void closeCalledFromADestinationsWriteEndsThePipelineInsteadOfHanging(@TempDir Path dir) throws Exception {
+        pg.createDatabase("sinkclose");
+        exec("sinkclose", "CREATE TABLE public.orders (id int PRIMARY KEY, qty int NOT NULL, note text)",
+                "INSERT INTO public.orders SELECT g, g, 'before' FROM generate_series(1, 20) g");
+        java.util.concurrent.atomic.AtomicReference<Millrace> self = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicReference<Throwable> awaited = new java.util.concurrent.atomic.AtomicReference<>();
+        AtomicBoolean closedInWrite = new AtomicBoolean();
+        io.millrace.core.sink.Sink closing = new io.millrace.core.sink.Sink() {
+            @Override
+            public String name() {
+                return "own";
+            }
+
+            @Override
+            public boolean transactional() {
+                return false;
+            }
+
+            @Override
+            public java.util.Optional<io.millrace.core.change.Checkpoint> open() {
+                return java.util.Optional.empty();
+            }
+
+            @Override
+            public void write(List<io.millrace.core.change.ChangeEvent> events, io.millrace.core.change.Checkpoint checkpoint) {
+                if (events.isEmpty() || closedInWrite.get()) {
+                    return;
+                }
+                awaited.compareAndSet(null, catchThrowableOfType(IllegalStateException.class, () -> self.get().await()));
+                try {
+                    self.get().close();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                closedInWrite.set(true);
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        Millrace m = Millrace.builder().name("shop").source(source("sinkclose")).destination("own", closing).build();
+        self.set(m);
+        m.start();
+        assertThat(m.await(WAIT)).as("the pipeline ended after close() in the write").isTrue();
+        assertThat(closedInWrite).isTrue();
+        assertThat(awaited.get()).hasMessageContaining("await() called from a consumer's accept or a destination's write");
+        assertThat(m.status().state()).isEqualTo("stopped");
+        m.close();
+    }
+
     @Test
     void aChangeConsumerGetsEveryChangeOnceAcrossACleanRestart(@TempDir Path dir) throws Exception {
         pg.createDatabase("consumer");
