@@ -157,7 +157,7 @@ final class Reloader {
                 for (Map.Entry<Integer, TableRef> e : Catalog.userTablesByOid(c).entrySet()) {
                     TableRef t = e.getValue();
                     if (!watch.captures(e.getKey()) && next.selects(t, published.contains(t)) && !t.equals(ctx.config.online().signalTable())) {
-                        TableJoiner.ask(c, e.getKey()); // joins where the stream reaches this message
+                        TableJoiner.ask(c, e.getKey(), ctx.config.source().slot()); // joins where the stream reaches this message
                         added.add(t);
                     }
                 }

@@ -137,7 +137,7 @@ final class Streaming {
         }
         p.shapesAtStart(survey.relations(), survey.readAt()); // a table reshaped before its first change of the run
         p.shapesWritten(cps); // ... or while stopped
-        p.onTableSeen(ctx.joiner::seen);
+        p.onTableSeen(ctx.joiner::seen, ctx.config.source().slot());
         p.idleAdvanceInterval(ctx.config.source().statusInterval().toMillis());
         p.serverAsked(() -> {
             ReplicationReader rr = ctx.reader;

@@ -268,7 +268,7 @@ final class TableJoiner {
             }
             next.remove(oid); // new until its rows are copied: looked at again by the next poll
             if (at == null || now - at >= ASK_AGAIN_NANOS) { // seen, the message is no longer asked: deferred ones ask again
-                ask(c, oid); // INV: RESUME — handled where the stream reaches it, recorded with its batch
+                ask(c, oid, src.slot()); // INV: RESUME — handled where the stream reaches it, recorded with its batch
                 asked.put(oid, now);
             }
         }
@@ -364,7 +364,7 @@ final class TableJoiner {
 
     private void askFromStream(int oid, TableRef hint) {
         try (Connection c = ctx.conns.open()) {
-            ask(c, oid);
+            ask(c, oid, src.slot());
             asked.put(oid, System.nanoTime());
         } catch (SQLException e) {
             notCapture(oid, hint, Why.FAILED, "could not ask for it to join: " + PgErrors.translate("asking for table " + hint, e).getMessage(),
@@ -565,7 +565,7 @@ final class TableJoiner {
                     || !askAgain(c, oid, t, published, now)) {
                 continue;
             }
-            ask(c, oid); // INV: RESUME — the table joins where the stream reaches this message, recorded with its batch
+            ask(c, oid, src.slot()); // INV: RESUME — the table joins where the stream reaches this message, recorded with its batch
             asked.put(oid, now);
         }
     }
@@ -629,11 +629,14 @@ final class TableJoiner {
         }
     }
 
-    /** Writes the message that brings the table of {@code oid} to {@link #seen} in stream order. */
-    static void ask(Connection c, int oid) throws SQLException {
+    /**
+     * Writes the message that brings the table of {@code oid} to {@link #seen} in stream order, for the pipeline reading
+     * {@code slot} only (every slot of the database receives it).
+     */
+    static void ask(Connection c, int oid, String slot) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("SELECT pg_logical_emit_message(true, ?, ?)")) {
             ps.setString(1, Pipeline.JOIN_PREFIX);
-            ps.setString(2, Integer.toUnsignedString(oid));
+            ps.setString(2, Pipeline.joinMessage(oid, slot));
             ps.execute();
         }
     }

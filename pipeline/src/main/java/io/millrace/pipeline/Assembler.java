@@ -376,8 +376,12 @@ final class Assembler {
         void seen(int oid, io.millrace.core.schema.TableRef name);
     }
 
-    void onTableSeen(TableSeen callback) {
+    /** The slot of this pipeline, which its join messages name ({@link #JOIN_PREFIX}). */
+    private String joinSlot;
+
+    void onTableSeen(TableSeen callback, String slot) {
         this.tableSeen = callback;
+        this.joinSlot = slot;
     }
 
     long eventsOut() {
@@ -619,8 +623,11 @@ final class Assembler {
 
     /**
      * The prefix of the message Millrace writes when it finds, by looking at the catalog, a table it may capture from now
-     * on (content: the table's oid). Handled in stream order like the event trigger's CREATE TABLE, so a crash before the
-     * batch holding it is durable replays it (INV: RESUME).
+     * on (content: the table's oid, a space and the slot of the pipeline that wrote it). Handled in stream order like the
+     * event trigger's CREATE TABLE, so a crash before the batch holding it is durable replays it (INV: RESUME). Every slot
+     * of the database receives it: another pipeline's is not this one's (before the slot was in it, a pipeline restarting
+     * on the same database had the others copy their tables again, or list a keyless one as not captured: found by a
+     * user running four). A message of the oid alone (an earlier release) is taken as this pipeline's.
      */
     static final String JOIN_PREFIX = "millrace.join";
 
@@ -629,8 +636,12 @@ final class Assembler {
             return;
         }
         String text = new String(lm.content(), java.nio.charset.StandardCharsets.UTF_8).strip();
+        int space = text.indexOf(' ');
+        if (space >= 0 && !text.substring(space + 1).equals(joinSlot)) {
+            return; // another pipeline's
+        }
         try {
-            tableSeen.seen((int) Long.parseLong(text), null);
+            tableSeen.seen((int) Long.parseLong(space < 0 ? text : text.substring(0, space)), null);
         } catch (NumberFormatException e) {
             throw new MillraceException(Kind.DECODE, "cannot read a '" + JOIN_PREFIX + "' logical message: '" + text + "' is not an oid");
         }

@@ -263,18 +263,28 @@ public final class Pipeline implements AutoCloseable {
     }
 
     private volatile Assembler.TableSeen tableSeen;
+    private volatile String joinSlot;
 
-    /** The prefix of the logical message that asks the stream to look at a table the pipeline may capture (content: its oid). */
+    /**
+     * The prefix of the logical message that asks the stream to look at a table the pipeline may capture (content: its oid,
+     * a space, the pipeline's slot: {@link #joinMessage}).
+     */
     public static final String JOIN_PREFIX = Assembler.JOIN_PREFIX;
 
     /**
      * Calls {@code callback(oid, name)} on the assembler thread, in stream order, for a table the stream has not described
      * when the event trigger's message shows it created or changed ({@code name} as the message has it), and for each
-     * {@link #JOIN_PREFIX} message ({@code name} null). Whatever the callback records for the online snapshot is recorded
-     * with the batch holding that message (INV: RESUME). Call before {@link #startStreaming}.
+     * {@link #JOIN_PREFIX} message of this pipeline's {@code slot} ({@code name} null). Whatever the callback records for
+     * the online snapshot is recorded with the batch holding that message (INV: RESUME). Call before {@link #startStreaming}.
      */
-    public void onTableSeen(java.util.function.BiConsumer<Integer, io.millrace.core.schema.TableRef> callback) {
+    public void onTableSeen(java.util.function.BiConsumer<Integer, io.millrace.core.schema.TableRef> callback, String slot) {
         this.tableSeen = callback::accept;
+        this.joinSlot = slot;
+    }
+
+    /** The content of the {@link #JOIN_PREFIX} message that asks the pipeline reading {@code slot} to look at table {@code oid}. */
+    public static String joinMessage(int oid, String slot) {
+        return Integer.toUnsignedString(oid) + " " + slot;
     }
 
     /**
@@ -381,7 +391,7 @@ public final class Pipeline implements AutoCloseable {
             a.withholding(withholding);
         }
         if (tableSeen != null) {
-            a.onTableSeen(tableSeen);
+            a.onTableSeen(tableSeen, joinSlot);
         }
         java.util.function.LongSupplier asked = serverAsked;
         long[] seenAsks = {asked.getAsLong()}; // assembler thread only

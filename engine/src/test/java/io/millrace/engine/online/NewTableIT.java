@@ -434,6 +434,48 @@ class NewTableIT {
         return E2e.refs(List.of("shop.a", "shop.b"));
     }
 
+    /**
+     * Two pipelines on one database: every slot receives every join message, and one pipeline's restart asked the other to
+     * join the tables it was looking at (found by a user running four pipelines on one database: a keyless table the other
+     * had copied at its start was listed as not captured, with an error, at each restart; a keyed one was copied into it
+     * again). A join message names its pipeline's slot now, and another pipeline's is not this one's.
+     */
+    @Test
+    void anotherPipelinesJoinMessagesAreNotThisOnes(@TempDir Path dir) throws Exception {
+        String db = "newt_two";
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        pg.createDatabase(db + "_dst1");
+        String all = yaml(db, dir.resolve("all"));
+        String one = yaml(db, dir.resolve("one")).replace("s_" + db, "one_" + db).replace("name: e2e", "name: one")
+                .replace("database: " + db + "_dst", "database: " + db + "_dst1").replace("tables: [shop.*]", "tables: [shop.b, shop.nokey]");
+        try (Connection src = pg.connect(db); Connection dst1 = pg.connect(db + "_dst1")) {
+            E2e.exec(src, "CREATE SCHEMA shop", "CREATE TABLE shop.x (id int PRIMARY KEY)");
+            try (RunningEngine e = RunningEngine.start(all, dir.resolve("all")).awaitStreaming(WAIT)) {
+                assertThat(e.engine().status().notCaptured()).isEmpty();
+            }
+            // created while "all" is stopped: at its next start it asks for both in the stream
+            E2e.exec(src, "CREATE TABLE shop.b (id int PRIMARY KEY, v text)", "INSERT INTO shop.b SELECT g, 'b' FROM generate_series(1, 5) g",
+                    "CREATE TABLE shop.nokey (a int, b text)", "ALTER TABLE shop.nokey REPLICA IDENTITY FULL",
+                    "INSERT INTO shop.nokey SELECT g, 'k' FROM generate_series(1, 5) g");
+            try (RunningEngine first = RunningEngine.start(one, dir.resolve("one")).awaitStreaming(WAIT)) {
+                E2e.awaitSame(src, dst1, E2e.refs(List.of("shop.b", "shop.nokey")), WAIT);
+                try (RunningEngine other = RunningEngine.start(all, dir.resolve("all")).awaitStreaming(WAIT)) {
+                    awaitNotCaptured(other, "shop.nokey");
+                    awaitPublished(src, db, "b", true);
+                    // after "all"'s join messages in the stream: when "one" has this row, it has read them
+                    E2e.exec(src, "INSERT INTO shop.b VALUES (6, 'after')");
+                    E2e.awaitSame(src, dst1, E2e.refs(List.of("shop.b", "shop.nokey")), WAIT);
+                    E2e.awaitEvent(dir.resolve("one"), ev -> E2e.isTable(ev, "b") && E2e.row(ev).path("id").asInt() == 6, "row 6 in one", WAIT);
+                    assertThat(first.engine().status().notCaptured()).as("one captures shop.nokey").isEmpty();
+                    assertThat(first.engine().onlineSnapshots()).as("one copies nothing again").isEmpty();
+                    assertThat(E2e.events(dir.resolve("one")).stream().filter(ev -> E2e.isTable(ev, "b") && ev.path("op").asText().equals("r")))
+                            .as("shop.b's rows in one: its initial copy only").hasSize(5);
+                }
+            }
+        }
+    }
+
     static void awaitPublished(Connection c, String db, String table, boolean in) throws Exception {
         long deadline = System.nanoTime() + WAIT.toNanos();
         while (published(c, db).contains(table) != in) {
