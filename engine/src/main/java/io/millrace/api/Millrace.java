@@ -154,6 +154,7 @@ public final class Millrace implements AutoCloseable {
      * @throws MillraceException the error that ended it, if any
      */
     public boolean await(Duration timeout) throws InterruptedException {
+        Objects.requireNonNull(timeout, "await(timeout): timeout is null; give a Duration, or call await() to wait without one");
         refuseInCallback("await(timeout)");
         if (!ended.await(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
             return false;
