@@ -269,6 +269,29 @@ public final class Millrace implements AutoCloseable {
     }
 
     /**
+     * Installs the optional DDL event trigger on the source, as {@code millrace setup} does (PostgreSQL lets only a superuser
+     * create an event trigger; {@link #ddlTriggerSql()} gives the SQL to hand to one): schema changes then reach the
+     * destinations exactly and in order with the data (a column renamed keeps its values, a table dropped is followed). An
+     * embedder had no way to install it but an internal class (found by a user).
+     *
+     * @throws MillraceException when the source cannot be reached, or the role may not create an event trigger
+     *                           ({@code PERMISSION}, with the fix)
+     */
+    public static void installDdlTrigger(SourceSettings source) {
+        io.millrace.source.PgConnections conns = new io.millrace.source.PgConnections(EngineConfigs.source(Objects.requireNonNull(source, "source")));
+        try (java.sql.Connection c = conns.open()) {
+            io.millrace.source.DdlTrigger.install(c);
+        } catch (java.sql.SQLException e) {
+            throw new MillraceException(MillraceException.Kind.CONNECTION, "closing the connection to the source failed: " + e.getMessage(), e);
+        }
+    }
+
+    /** The SQL that installs the DDL event trigger ({@link #installDdlTrigger}), for a superuser to run. */
+    public static String ddlTriggerSql() {
+        return io.millrace.source.DdlTrigger.sql();
+    }
+
+    /**
      * Changes the tables this pipeline captures while it streams, as {@code SIGHUP} (or {@code POST /reload}) does for
      * {@code millrace run}: tables newly selected join (added to the publication, copied online, then streamed); tables
      * no longer selected stop being captured (the destinations keep their rows). Later restarts of this handle (after a

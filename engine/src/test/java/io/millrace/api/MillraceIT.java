@@ -171,6 +171,19 @@ class MillraceIT {
         m.close();
     }
 
+    /** The DDL event trigger from the API, as {@code millrace setup} installs it: an embedder needed an internal class. */
+    @Test
+    void theDdlTriggerIsInstalledFromTheApi() throws Exception {
+        pg.createDatabase("trigapi");
+        Millrace.installDdlTrigger(source("trigapi"));
+        try (java.sql.Connection c = pg.connect("trigapi"); java.sql.Statement s = c.createStatement();
+             java.sql.ResultSet rs = s.executeQuery("SELECT string_agg(evtname, ',' ORDER BY evtname) FROM pg_event_trigger")) {
+            rs.next();
+            assertThat(rs.getString(1)).isEqualTo(io.millrace.source.DdlTrigger.COMMAND_END + "," + io.millrace.source.DdlTrigger.SQL_DROP);
+        }
+        assertThat(Millrace.ddlTriggerSql()).contains("CREATE EVENT TRIGGER");
+    }
+
     @Test
     void aChangeConsumerGetsEveryChangeOnceAcrossACleanRestart(@TempDir Path dir) throws Exception {
         pg.createDatabase("consumer");
