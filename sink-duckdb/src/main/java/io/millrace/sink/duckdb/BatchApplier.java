@@ -322,27 +322,31 @@ final class BatchApplier extends TableApplier {
 
     /**
      * The DELETE of a long keyless run's net effect ({@link Keyless#net}): the stage holds each row image to take away as
-     * many times as it goes; the table's rows equal to one of them (a semi join: DuckDB hashes the stage) are numbered
-     * among their equals, and so are the stage's, and the n-th equal row goes with the n-th staged copy.
+     * many times as it goes; the table's rows equal to one of them (a join with the stage's distinct images: DuckDB hashes
+     * those and probes with the table) are numbered among their equals, and so are the stage's, and the n-th equal row
+     * goes with the n-th staged copy. Not an EXISTS: DuckDB turned it into a join that first grouped every row of the table
+     * (a 500,000-row keyless table's UPDATE ran out of the destination's 256 MB at its first batches, found by trying it).
      */
     private static String keylessDelete(String table, String stage, String[] names, String[] types) {
         List<String> held = new ArrayList<>();
         List<String> staged = new ArrayList<>();
-        List<String> semi = new ArrayList<>();
+        List<String> images = new ArrayList<>();
+        List<String> matched = new ArrayList<>();
         List<String> join = new ArrayList<>();
         for (int i = 0; i < names.length; i++) {
             held.add("o." + names[i] + " AS v" + i);
             staged.add(DuckTypes.fromStage(types[i], "s.c" + i) + " AS v" + i);
-            semi.add("o." + names[i] + " IS NOT DISTINCT FROM " + DuckTypes.fromStage(types[i], "s2.c" + i));
+            images.add(DuckTypes.fromStage(types[i], "s2.c" + i) + " AS w" + i);
+            matched.add("o." + names[i] + " IS NOT DISTINCT FROM d.w" + i);
             join.add("x.v" + i + " IS NOT DISTINCT FROM y.v" + i);
         }
         String all = java.util.stream.IntStream.range(0, names.length).mapToObj(i -> "v" + i)
                 .collect(java.util.stream.Collectors.joining(", "));
         return "DELETE FROM " + table + " WHERE rowid IN (SELECT x.r FROM (SELECT r, " + all + ", row_number() OVER (PARTITION BY "
-                + all + ") AS k FROM (SELECT o.rowid AS r, " + String.join(", ", held) + " FROM " + table + " o WHERE EXISTS (SELECT 1 FROM "
-                + stage + " s2 WHERE " + String.join(" AND ", semi) + "))) x JOIN (SELECT " + all + ", row_number() OVER (PARTITION BY "
-                + all + ") AS k FROM (SELECT " + String.join(", ", staged) + " FROM " + stage + " s)) y ON "
-                + String.join(" AND ", join) + " AND x.k = y.k)";
+                + all + ") AS k FROM (SELECT o.rowid AS r, " + String.join(", ", held) + " FROM " + table + " o JOIN (SELECT DISTINCT "
+                + String.join(", ", images) + " FROM " + stage + " s2) d ON " + String.join(" AND ", matched) + ")) x JOIN (SELECT " + all
+                + ", row_number() OVER (PARTITION BY " + all + ") AS k FROM (SELECT " + String.join(", ", staged) + " FROM " + stage
+                + " s)) y ON " + String.join(" AND ", join) + " AND x.k = y.k)";
     }
 
     // ---------------------------------------------------------------- without key
