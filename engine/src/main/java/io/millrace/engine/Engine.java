@@ -266,6 +266,12 @@ public final class Engine {
         controls.pause(pause);
     }
 
+    /** Tables {@code source.tables} names that this run saw renamed in the source, old name to new (see SourceWatch). */
+    java.util.Map<TableRef, TableRef> namedTablesRenamed() {
+        SourceWatch w = ctx.watch;
+        return w == null ? java.util.Map.of() : w.namedRenamed();
+    }
+
     /** The online snapshots under way (empty when none), for status and tests. */
     public List<OnlineTask> onlineSnapshots() {
         OnlineSnapshotter o = ctx.online;

@@ -159,6 +159,7 @@ final class SourceWatch {
                 return;
             }
             if (selection.get().tables().stream().anyMatch(t -> !t.isPattern() && t.equals(from))) {
+                namedRenamed.put(from, to);
                 LOG.warn("table {} (oid {}) was renamed to {} in the source: source.tables names it by its old name, so it stays"
                         + " captured until the next start, which stops with the fix (write the new name in source.tables)", from,
                         Integer.toUnsignedString(oid), to);
@@ -177,6 +178,19 @@ final class SourceWatch {
 
     /** Set when a captured table was renamed out of the selection; see {@link #takeRenamedOut()}. */
     private volatile boolean renamedOut;
+
+    /**
+     * Tables {@code source.tables} names that were renamed in the source while this run streamed, old name to new: the
+     * supervisor's next attempt after a transient failure captures them under the new name ({@link Supervisor}); a
+     * restart of the process stops with the fix. Before, the retry after a brief outage was a start like any other, and
+     * stopped the pipeline (found by a user: a table renamed, then the source restarted).
+     */
+    private final java.util.Map<TableRef, TableRef> namedRenamed = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** See {@link #namedRenamed}. */
+    java.util.Map<TableRef, TableRef> namedRenamed() {
+        return java.util.Map.copyOf(namedRenamed);
+    }
 
     /**
      * Whether a captured table was renamed to a name the selection does not take since the last call: the caller (the

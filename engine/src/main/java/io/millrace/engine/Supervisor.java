@@ -2,6 +2,7 @@ package io.millrace.engine;
 
 import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.schema.TableRef;
 import io.millrace.engine.config.EngineConfig;
 import io.millrace.pipeline.PipelineStats;
 import io.millrace.snapshot.SnapshotRunner;
@@ -13,6 +14,7 @@ import java.net.ConnectException;
 import java.net.SocketException;
 import java.net.SocketTimeoutException;
 import java.sql.SQLException;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
@@ -252,10 +254,23 @@ public final class Supervisor implements EngineView {
         return known(s, "retrying", text);
     }
 
-    /** The failed engine's status, read at its failure, with its figures when it has them. */
+    /**
+     * The failed engine's status, read at its failure, with its figures when it has them; and the tables {@code source.tables}
+     * names that it saw renamed in the source, which the next attempt captures under their new names (the file still names
+     * the old: a restart of the process stops with the fix, as README says).
+     */
     private void keepStatusOf(Attempt a) {
         lastStatus = a.status();
         remember(lastStatus);
+        Engine e = a.engine();
+        java.util.Map<TableRef, TableRef> renamed = e == null ? java.util.Map.of() : e.namedTablesRenamed();
+        if (!renamed.isEmpty()) {
+            EngineConfig c = config;
+            List<TableRef> tables = c.source().tables().stream().map(t -> renamed.getOrDefault(t, t)).toList();
+            config = c.withSource(c.source().withTables(tables, c.source().excludeTables()));
+            LOG.warn("the next attempt captures {} under the names they were renamed to in the source; write those in source.tables"
+                    + " before the next start of the process, which stops otherwise", renamed);
+        }
     }
 
     /** Keeps {@code s} as the last known figures when it has them. */
