@@ -49,6 +49,11 @@ final class DemoCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         PrintStream out = System.out;
+        if (major != 14 && major != 15 && major != 17) {
+            // before: an unexpected error (exit 1) with a stack trace from the embedded server (found by a user)
+            throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, "--pg-major " + major
+                    + ": the demo runs PostgreSQL 14, 15 or 17, whose binaries come with it; pick one of those");
+        }
         Path work = dir.toAbsolutePath();
         deleteTree(work.resolve("events"));
         Files.createDirectories(work);

@@ -376,8 +376,8 @@ public final class Supervisor implements EngineView {
                     throw e;
                 }
                 if (exhausted(v, inRow, slotInRow, budget)) {
-                    LOG.error("giving up after {} failed attempt(s) in a row (operations.retry.{}): {}", inRow,
-                            ranOnce ? "attempts_once_running" : "attempts", error);
+                    LOG.error("giving up after {} failures in a row ({} restarts, {}): {}", inRow, inRow - 1, v == Verdict.RETRY_FEW
+                            ? "the most for a slot in use" : "operations.retry." + (ranOnce ? "attempts_once_running: " : "attempts: ") + budget, error);
                     throw e;
                 }
                 keepStatusOf(a);

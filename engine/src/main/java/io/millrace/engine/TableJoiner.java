@@ -464,6 +464,16 @@ final class TableJoiner {
     private boolean refused(Connection c, int oid, TableRef name, Catalog.TableInfo info, List<TableRef> published) throws SQLException {
         // The source's writes first: never publish a table whose UPDATEs and DELETEs would then fail.
         Preflight.Check identity = Preflight.replicaIdentity(c, info, src.publication(), published);
+        if (identity != null && Catalog.keyColumns(c, oid).isEmpty()) {
+            // the key first: REPLICA IDENTITY FULL, the identity's fix, keeps the source's writes working but does not let the
+            // table join (its copy needs a key), and the next message asked for one (found by a user)
+            String fix = "ALTER TABLE " + name.sql() + " ADD PRIMARY KEY (...); which also gives it a replica identity (REPLICA"
+                    + " IDENTITY FULL alone keeps its UPDATEs working once published, but a table joining while streaming is copied in"
+                    + " key order and needs a key; or capture it with a fresh initial snapshot)";
+            notCapture(oid, name, Why.IDENTITY, identity.detail() + ", and no primary key", fix, "table " + name + " is not captured: "
+                    + identity.detail() + ", and no primary key. Fix: " + fix + " (it is captured once fixed)");
+            return true;
+        }
         if (identity != null) {
             notCapture(oid, name, Why.IDENTITY, identity.detail(), identity.fix(), "table " + name + " is not captured: " + identity.detail()
                     + ". Fix: " + identity.fix() + " (it is captured once fixed)");

@@ -119,7 +119,7 @@ public final class ConfigLoader {
             // A key given twice would otherwise silently keep the last value.
             root = new ObjectMapper(new YAMLFactory()).enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION).readTree(yaml);
         } catch (JsonProcessingException e) {
-            throw new MillraceException(Kind.CONFIG, "config: not valid YAML" + yamlError(e));
+            throw new MillraceException(Kind.CONFIG, "config: not valid YAML" + yamlError(e, yaml));
         }
         if (root == null || root.isNull() || root.isMissingNode()) {
             throw new MillraceException(Kind.CONFIG, "config: the file is empty; see config/example.yaml for a complete example");
@@ -153,7 +153,7 @@ public final class ConfigLoader {
         try {
             root = new ObjectMapper(new YAMLFactory()).enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION).readTree(yaml);
         } catch (JsonProcessingException e) {
-            throw new MillraceException(Kind.CONFIG, "config: not valid YAML" + yamlError(e));
+            throw new MillraceException(Kind.CONFIG, "config: not valid YAML" + yamlError(e, yaml));
         }
         Node r = new Node(root, "");
         r.allow(SECTIONS);
@@ -301,11 +301,17 @@ public final class ConfigLoader {
      * Where and what: the YAML parser's own problem position (Jackson's location is where the
      * enclosing construct began, e.g. line 1 for a tab on line 2), one line, no parser internals.
      */
-    private static String yamlError(JsonProcessingException e) {
+    private static String yamlError(JsonProcessingException e, String yaml) {
         for (Throwable t = e; t != null; t = t.getCause()) {
             if (t instanceof org.yaml.snakeyaml.error.MarkedYAMLException m && m.getProblemMark() != null) {
-                return " at line " + (m.getProblemMark().getLine() + 1) + ", column " + (m.getProblemMark().getColumn() + 1) + ": "
-                        + m.getProblem() + (m.getContext() == null ? "" : " (" + m.getContext() + ")");
+                int line = m.getProblemMark().getLine();
+                String[] lines = yaml.split("\n", -1);
+                String text = line < lines.length ? lines[line] : "";
+                // a pattern's ? in a [ ] list reads as YAML's own "?" (found by a user writing README's sales.orders_20??)
+                String hint = text.contains("[") && text.contains("?") ? "; a table pattern with ? or * in a [ ] list must be"
+                        + " quoted, e.g. tables: [\"sales.orders_20??\"]" : "";
+                return " at line " + (line + 1) + ", column " + (m.getProblemMark().getColumn() + 1) + ": "
+                        + m.getProblem() + (m.getContext() == null ? "" : " (" + m.getContext() + ")") + hint;
             }
         }
         String where = e.getLocation() == null ? "" : " at line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr();

@@ -138,6 +138,14 @@ class ConfigLoaderTest {
         assertThat(m).contains("not valid YAML").containsPattern("at line [34], column \\d+");
     }
 
+    /** README's own pattern, written in example.yaml's [ ] style: YAML reads its ? as a complex key (found by a user). */
+    @Test
+    void aPatternWithAQuestionMarkInAFlowListSaysToQuoteIt() {
+        String m = fail("source:\n  database: app\n  user: u\n  tables: [public.pk?]\ndestinations:\n  - {type: jsonl, directory: out}\n");
+        assertThat(m).contains("not valid YAML at line 4").contains("must be quoted, e.g. tables: [\"sales.orders_20??\"]");
+        assertThat(fail("source:\n  host: [a\n")).doesNotContain("quoted");
+    }
+
     @Test
     void aTabForIndentationNamesItsLine() {
         String m = fail("source:\n\thost: x\n");

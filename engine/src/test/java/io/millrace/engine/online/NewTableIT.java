@@ -119,7 +119,8 @@ class NewTableIT {
                 EngineStatus.NotCaptured nc = e.engine().status().notCaptured().stream().filter(n -> n.table().equals("shop.nopk"))
                         .findFirst().orElseThrow();
                 assertThat(nc.reason()).contains("no primary key");
-                assertThat(nc.fix()).contains("ALTER TABLE \"shop\".\"nopk\" REPLICA IDENTITY");
+                // the key first: REPLICA IDENTITY FULL, once the fix shown, only led to a second refusal for the key (found by a user)
+                assertThat(nc.fix()).startsWith("ALTER TABLE \"shop\".\"nopk\" ADD PRIMARY KEY");
                 // Fixed: it joins.
                 E2e.exec(src, "ALTER TABLE shop.nopk ADD PRIMARY KEY (id)");
                 awaitPublished(src, db, "nopk", true);
