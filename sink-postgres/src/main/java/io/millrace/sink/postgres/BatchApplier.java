@@ -548,10 +548,18 @@ final class BatchApplier extends TableApplier {
             throw e;
         }
         String table = target.sql();
+        // Without JIT: the planner's row estimates for the text join are far too high, and compiling it took 1.4 s of a
+        // 4.6 s DELETE on a 500,000-row table (EXPLAIN ANALYZE); for this statement only, the session's setting after it.
+        String jit = queryString("SELECT current_setting('jit')");
+        execute("SET LOCAL jit = off");
         long deleted = executeUpdate("DELETE FROM " + table + " t USING (SELECT o, c FROM (SELECT x.tableoid AS o, x.ctid AS c,"
                 + " d.n, row_number() OVER (PARTITION BY d.r) AS k FROM " + table + " x JOIN (SELECT ROW(" + String.join(", ", staged)
                 + ")::text AS r, sum(n) AS n FROM " + gone + " GROUP BY 1) d ON ROW(" + String.join(", ", held) + ")::text = d.r) m"
                 + " WHERE k <= n) g WHERE t.tableoid = g.o AND t.ctid = g.c");
+        try (PreparedStatement ps = conn.prepareStatement("SELECT set_config('jit', ?, true)")) {
+            ps.setString(1, jit);
+            ps.execute();
+        }
         execute("TRUNCATE " + gone);
         return net.removedRows() - deleted;
     }
@@ -718,6 +726,13 @@ final class BatchApplier extends TableApplier {
     private void execute(String sql) throws SQLException {
         try (Statement s = conn.createStatement()) {
             s.execute(sql);
+        }
+    }
+
+    private String queryString(String sql) throws SQLException {
+        try (Statement s = conn.createStatement(); java.sql.ResultSet rs = s.executeQuery(sql)) {
+            rs.next();
+            return rs.getString(1);
         }
     }
 
