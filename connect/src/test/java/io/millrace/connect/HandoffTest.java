@@ -145,4 +145,13 @@ class HandoffTest {
         f.get(5, TimeUnit.SECONDS);
         q.get(5, TimeUnit.SECONDS);
     }
+
+    /** A commit long after the acknowledgements (a worker flushing offsets every minute) is told, with the setting to change. */
+    @Test
+    void aCommitLongAfterTheAcknowledgementsIsToldWithTheFix() {
+        assertThat(Handoff.slowCommit(Handoff.SLOW_COMMIT_MS - 1, false)).isNull();
+        assertThat(Handoff.slowCommit(60_000, true)).as("connector boundaries: the transaction commits each batch").isNull();
+        assertThat(Handoff.slowCommit(60_000, false)).contains("60 s after Kafka acknowledged").contains("offset.flush.interval.ms=1000")
+                .contains("exactly.once.source.support=enabled");
+    }
 }
