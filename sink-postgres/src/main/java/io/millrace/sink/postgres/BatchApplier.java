@@ -476,6 +476,15 @@ final class BatchApplier extends TableApplier {
 
     // ---------------------------------------------------------------- without key
 
+    /**
+     * Source types (by oid) whose values the keyless DELETE hashes ({@code hash_record}): built-in types with a hash
+     * function whose equal values have equal hashes, so a row the text would match is never left out by its hash.
+     * bool, bytea, name, int8, int2, int4, text, oid, float4, float8, inet, bpchar, varchar, date, time, timestamp,
+     * timestamptz, interval, numeric, uuid, jsonb.
+     */
+    private static final Set<Integer> HASHED_TYPES = Set.of(16, 17, 19, 20, 21, 23, 25, 26, 700, 701, 869, 1042, 1043, 1082, 1083,
+            1114, 1184, 1186, 1700, 2950, 3802);
+
     @Override
     protected void applyKeyless(TableRef target, RelationInfo rel, List<ChangeEvent> run) throws SQLException {
         Keyless.Net net = Keyless.net(target, rel, run);
@@ -530,11 +539,27 @@ final class BatchApplier extends TableApplier {
         List<String> defs = new ArrayList<>();
         List<String> staged = new ArrayList<>();
         List<String> held = new ArrayList<>();
+        List<String> hashedHeld = new ArrayList<>();
+        List<String> hashedStaged = new ArrayList<>();
+        boolean typed = conn.getMetaData().getDatabaseMajorVersion() >= 14 && binary(target, rel); // hash_record, the source's types
         for (int i = 0; i < n; i++) {
+            String type = TypeMapping.sqlType(rel.column(i));
             defs.add("c" + i + " text");
-            staged.add("CAST(CAST(c" + i + " AS " + TypeMapping.sqlType(rel.column(i)) + ") AS text)");
+            staged.add("CAST(CAST(c" + i + " AS " + type + ") AS text)");
             held.add("x." + Ident.quote(rel.column(i).name()) + "::text");
+            if (typed && HASHED_TYPES.contains(rel.column(i).type().oid())) {
+                hashedHeld.add("x." + Ident.quote(rel.column(i).name()));
+                hashedStaged.add("CAST(c" + i + " AS " + type + ")");
+            }
         }
+        // The join: by a hash of the typed values where the table's columns have the source's types (equal values hash
+        // alike, and only those rows have their text made and compared: NULL equal to NULL, identity by the text), else by
+        // the text alone, made for every row of the table: about 2.4 µs a row against 0.4 (EXPLAIN ANALYZE, 500,000 rows).
+        boolean hashed = !hashedHeld.isEmpty();
+        String rowText = "ROW(" + String.join(", ", held) + ")::text";
+        String on = hashed ? "hash_record(ROW(" + String.join(", ", hashedHeld) + ")) = d.h AND " + rowText + " IS NOT DISTINCT FROM d.r"
+                : rowText + " = d.r";
+        String h = hashed ? ", hash_record(ROW(" + String.join(", ", hashedStaged) + ")) AS h" : "";
         execute("CREATE TEMPORARY TABLE IF NOT EXISTS " + gone + " (n int, " + String.join(", ", defs) + ") ON COMMIT DELETE ROWS");
         CopyText out = new CopyText(copy.copyIn("COPY " + gone + " FROM STDIN"));
         try {
@@ -554,7 +579,7 @@ final class BatchApplier extends TableApplier {
         execute("SET LOCAL jit = off");
         long deleted = executeUpdate("DELETE FROM " + table + " t USING (SELECT o, c FROM (SELECT x.tableoid AS o, x.ctid AS c,"
                 + " d.n, row_number() OVER (PARTITION BY d.r) AS k FROM " + table + " x JOIN (SELECT ROW(" + String.join(", ", staged)
-                + ")::text AS r, sum(n) AS n FROM " + gone + " GROUP BY 1) d ON ROW(" + String.join(", ", held) + ")::text = d.r) m"
+                + ")::text AS r" + h + ", sum(n) AS n FROM " + gone + " GROUP BY " + (hashed ? "1, 2" : "1") + ") d ON " + on + ") m"
                 + " WHERE k <= n) g WHERE t.tableoid = g.o AND t.ctid = g.c");
         try (PreparedStatement ps = conn.prepareStatement("SELECT set_config('jit', ?, true)")) {
             ps.setString(1, jit);
