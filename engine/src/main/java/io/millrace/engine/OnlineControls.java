@@ -161,11 +161,19 @@ final class OnlineControls {
                         Integer.toUnsignedString(after.oid()));
             }
         } catch (MillraceException e) {
+            if (!after.hasKey() && constantDefaultsOnly(before, after, why)) {
+                // told by the trigger: postgres and DuckDB give their rows the value themselves; an event destination's
+                // consumer has it in the schema-change event (existingRowsValue), and each old row with it at its next change
+                LOG.warn("{} has no key, so it cannot be copied again for {}: the postgres and DuckDB destinations give its existing rows"
+                        + " the value themselves; jsonl, Kafka and destinations of your own get each existing row with the value only"
+                        + " when it next changes (the schema-change event's existingRowsValue says what it is)", after.table(), why);
+                return;
+            }
             LOG.error("cannot copy {} again: {}. Until it is, the destinations keep the old values of its existing rows{}", after.table(),
                     e.getMessage(), after.hasKey() ? "" : ", and since its rows are found by their whole old image, the later updates and"
                             + " deletes of those rows find no row there; or start the pipeline over (millrace reset, then run: an initial"
                             + " snapshot copies tables without a key). The DDL event trigger (millrace setup) spares such a copy for a"
-                            + " column added with a constant default");
+                            + " column added with a constant default, in the postgres and DuckDB destinations");
         }
     }
 
@@ -202,6 +210,27 @@ final class OnlineControls {
     }
 
     /** Why the change from {@code before} to {@code after} rewrote existing rows without change events, or null. */
+    /**
+     * Whether {@code why} is only columns added with a constant default, as the event trigger told them (the postgres and
+     * DuckDB destinations give their rows the value themselves).
+     */
+    private static boolean constantDefaultsOnly(RelationInfo before, RelationInfo after, String why) {
+        if (before == null || after.ddl() == null || !why.matches("column\\(s\\) \\[[^\\]]*\\] added with a value for existing rows")) {
+            return false;
+        }
+        ShapeChange change = ShapeChange.between(before, after);
+        if (!change.exact()) {
+            return false;
+        }
+        for (String name : why.substring(why.indexOf('[') + 1, why.indexOf(']')).split(", ")) {
+            io.millrace.core.schema.SchemaChange.Column col = change.ddl().column(name);
+            if (col == null || !col.missing()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     private boolean everyDestinationFillsDefaults() {
         List<io.millrace.core.sink.Sink> sinks = ctx.sinks;
         return !sinks.isEmpty() && sinks.stream().allMatch(io.millrace.core.sink.Sink::fillsAddedColumnDefaults);

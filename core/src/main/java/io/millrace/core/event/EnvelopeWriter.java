@@ -286,7 +286,13 @@ public final class EnvelopeWriter {
                 gen.writeBooleanField("optional", !col.notNull());
                 String was = c.before() == null ? null : c.before().get(col.attnum());
                 gen.writeStringField("previousName", was == null || was.equals(col.name()) ? null : was);
-                gen.writeBooleanField("added", c.before() != null && was == null);
+                boolean added = c.before() != null && was == null;
+                gen.writeBooleanField("added", added);
+                if (added && col.missing()) {
+                    // the value the rows written before it have (ADD COLUMN ... DEFAULT <constant>): PostgreSQL writes no change
+                    // for them, and a consumer had no way to know it (found by a soak into jsonl of a keyless table)
+                    gen.writeStringField("existingRowsValue", col.value());
+                }
                 gen.writeEndObject();
             }
             gen.writeEndArray();

@@ -212,6 +212,11 @@ class DdlTriggerIT {
                     assertThat(changes).extracting(c -> c.path("tableChanges").get(0).path("type").asText() + " "
                             + c.path("tableChanges").get(0).path("id").asText()).contains(
                             "ALTER \"public\".\"k\"", "ALTER \"public\".\"t\"", "ALTER \"public\".\"t2\"", "DROP \"public\".\"k\"");
+                    // the value of the rows before ADD COLUMN e ... DEFAULT 'dflt', which no change event carries
+                    assertThat(changes).flatExtracting(c -> c.path("tableChanges").get(0).path("table").path("columns").findValues("name")
+                            .stream().map(JsonNode::asText).filter("e"::equals).map(n -> c).toList())
+                            .anySatisfy(c -> assertThat(c.path("tableChanges").get(0).path("table").path("columns").toString())
+                                    .contains("\"name\":\"e\"").contains("\"added\":true,\"existingRowsValue\":\"dflt\""));
                     JsonNode k = changes.stream().filter(c -> c.path("tableName").asText().equals("k") && c.path("command")
                             .asText().equals("ALTER TABLE")).findFirst().orElseThrow();
                     assertThat(k.path("ddl").asText()).contains("RENAME COLUMN a TO a2", "ALTER COLUMN a2 TYPE bigint");
