@@ -115,6 +115,70 @@ public final class Supervisor implements EngineView {
         this.attempts = attempts;
         this.nanoClock = nanoClock;
         this.healthyMillis = healthyMillis;
+        this.walReader = () -> readWal(this.config);
+    }
+
+    /**
+     * The source's WAL as read while waiting to retry: the server's position and how much WAL the slot retains. Through a
+     * destination's outage the status kept the figures an engine last read, and said lag_bytes 0 while the slot fell 138 MB
+     * behind (found by a soak). Null before the first read of a wait, or when the source could not be read.
+     */
+    record Wal(io.millrace.core.Lsn server, long retainedBytes) {
+    }
+
+    /** Reads the source's WAL for the status while waiting to retry; replaced in tests. */
+    java.util.function.Supplier<Wal> walReader;
+    private volatile Wal wal;
+    private final java.util.concurrent.atomic.AtomicBoolean walReading = new java.util.concurrent.atomic.AtomicBoolean();
+    /** How often the source's WAL is read while waiting to retry. */
+    static final long WAL_READ_MS = 5_000;
+
+    /**
+     * Waits {@code waitMs} before the next attempt, or until a stop (returns true); meanwhile reads the source's WAL every
+     * {@link #WAL_READ_MS} on a thread of its own, so that a stop never waits for a connection to a source that is down too.
+     */
+    private boolean waitToRetry(long waitMs) throws InterruptedException {
+        wal = null;
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMs); // real time: nanoClock is a test's in SupervisorTest
+        while (true) {
+            if (walReading.compareAndSet(false, true)) {
+                Thread t = new Thread(() -> {
+                    try {
+                        Wal w = walReader.get();
+                        if (w != null && retrying != null) {
+                            wal = w;
+                        }
+                    } finally {
+                        walReading.set(false);
+                    }
+                }, "millrace-retry-wal");
+                t.setDaemon(true);
+                t.start();
+            }
+            long left = TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime());
+            if (left <= 0) {
+                return false;
+            }
+            if (stopRequested.await(Math.min(left, WAL_READ_MS), TimeUnit.MILLISECONDS)) {
+                return true;
+            }
+        }
+    }
+
+    /** The source's WAL position and what the slot retains, or null when it cannot be read (the source down too). */
+    private static Wal readWal(EngineConfig config) {
+        try (java.sql.Connection c = new io.millrace.source.PgConnections(config.source()).open();
+             java.sql.PreparedStatement ps = c.prepareStatement("SELECT w::text, (w - restart_lsn)::bigint FROM (SELECT CASE WHEN"
+                     + " pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END AS w) n, pg_replication_slots"
+                     + " WHERE slot_name = ?")) {
+            ps.setString(1, config.source().slot());
+            try (java.sql.ResultSet rs = ps.executeQuery()) {
+                return rs.next() && rs.getString(1) != null ? new Wal(io.millrace.core.Lsn.parse(rs.getString(1)), rs.getLong(2)) : null;
+            }
+        } catch (SQLException | RuntimeException e) {
+            LOG.debug("reading the source's WAL position while waiting to retry: {}", e.toString());
+            return null;
+        }
     }
 
     private static Attempt engineAttempt(Engine e) {
@@ -289,8 +353,18 @@ public final class Supervisor implements EngineView {
         EngineStatus k = known != null ? known.status() : s;
         long lagMillis = k.lagMillis() < 0 || known == null ? k.lagMillis()
                 : k.lagMillis() + TimeUnit.NANOSECONDS.toMillis(nanoClock.getAsLong() - known.atNanos());
-        return new EngineStatus(s.name(), state, s.source(), s.slot(), s.publication(), k.durableLsn(), k.serverLsn(),
-                k.confirmedLsn(), k.retainedWalBytes(), k.lagBytes(), lagMillis, s.eventsWritten(), 0, s.budgetLimit(),
+        Wal w = wal;
+        String serverLsn = k.serverLsn();
+        long retained = k.retainedWalBytes();
+        long lagBytes = k.lagBytes();
+        if (w != null && k.durableLsn() != null) {
+            // read while waiting: the WAL written since the last engine read, which no destination has
+            serverLsn = w.server().toString();
+            retained = w.retainedBytes();
+            lagBytes = Math.max(0, w.server().value() - io.millrace.core.Lsn.parse(k.durableLsn()).value());
+        }
+        return new EngineStatus(s.name(), state, s.source(), s.slot(), s.publication(), k.durableLsn(), serverLsn,
+                k.confirmedLsn(), retained, lagBytes, lagMillis, s.eventsWritten(), 0, s.budgetLimit(),
                 s.tables(), error, null, null, s.values(), s.slotLost(), s.notCaptured(), s.lastReload());
     }
 
@@ -388,7 +462,7 @@ public final class Supervisor implements EngineView {
                         retryingText(retrying).replaceFirst("^retrying \\([^)]*\\): ", "transient failure: "), inRow,
                         budget == 0 ? "" : " of " + budget, wait);
                 try {
-                    if (stopRequested.await(wait, TimeUnit.MILLISECONDS)) {
+                    if (waitToRetry(wait)) {
                         LOG.info("stopped while waiting to retry");
                         lastStatus = stoppedWhileWaiting(lastStatus, retrying);
                         return;

@@ -205,10 +205,73 @@ class SupervisorTest {
      */
     @Test
     void whileRetryingTheStatusKeepsTheLastKnownPositionsAndItsLagGrows() throws Exception {
-        CountDownLatch sampled = new CountDownLatch(1);
         CountDownLatch fail = new CountDownLatch(1);
         AtomicInteger attempts = new AtomicInteger();
-        java.util.function.Supplier<Supervisor.Attempt> script = () -> {
+        Supervisor s = new Supervisor(config("{initial_ms: 200, max_ms: 200, attempts: 50}"), outage(fail, attempts), System::nanoTime, 60_000);
+        s.walReader = () -> null; // the source not read while waiting: the figures the last engine read
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        Thread t = runAsync(s, failed);
+        try {
+            long deadline = System.currentTimeMillis() + 10_000;
+            while (!"streaming".equals(s.status().state())) { // the monitor samples the first engine
+                assertThat(System.currentTimeMillis()).isLessThan(deadline);
+                Thread.sleep(5);
+            }
+            fail.countDown();
+            while (attempts.get() < 4) { // a few attempts that never read anything
+                assertThat(System.currentTimeMillis()).isLessThan(deadline);
+                s.status();
+                Thread.sleep(5);
+            }
+            EngineStatus st = s.status(); // retrying, or an attempt starting: the same figures either way
+            assertThat(st.state()).isIn("retrying", "starting");
+            assertThat(st.retainedWalBytes()).isEqualTo(5000);
+            assertThat(st.lagBytes()).isEqualTo(4000);
+            assertThat(st.durableLsn()).isEqualTo("0/10");
+            // three waits of 100-200 ms (200 ms scaled by the 0.5-1 jitter) before the fourth attempt
+            assertThat(st.lagMillis()).as("the last known lag plus the wait").isGreaterThanOrEqualTo(1200 + 300);
+        } finally {
+            s.stop();
+            t.join(5_000);
+        }
+    }
+
+    /**
+     * While waiting to retry, the source's WAL is read: the lag in bytes and the retained WAL grow through a destination's
+     * outage. Before, the status kept the last engine's figures, and a soak saw lag_bytes 0 while the slot fell 138 MB behind.
+     */
+    @Test
+    void whileRetryingTheSourcesWalIsReadForTheLagInBytes() throws Exception {
+        CountDownLatch fail = new CountDownLatch(1);
+        AtomicInteger attempts = new AtomicInteger();
+        Supervisor s = new Supervisor(config("{initial_ms: 5000, max_ms: 5000, attempts: 50}"), outage(fail, attempts), System::nanoTime, 60_000);
+        s.walReader = () -> new Supervisor.Wal(io.millrace.core.Lsn.parse("0/2000"), 9000);
+        Thread t = runAsync(s, new AtomicReference<>());
+        try {
+            long deadline = System.currentTimeMillis() + 10_000;
+            while (!"streaming".equals(s.status().state())) {
+                assertThat(System.currentTimeMillis()).isLessThan(deadline);
+                Thread.sleep(5);
+            }
+            fail.countDown();
+            EngineStatus st = s.status();
+            while (!("retrying".equals(st.state()) && st.lagBytes() == 0x2000 - 0x10)) {
+                assertThat(System.currentTimeMillis()).as("the WAL read while retrying: %s", st).isLessThan(deadline);
+                Thread.sleep(5);
+                st = s.status();
+            }
+            assertThat(st.serverLsn()).isEqualTo("0/2000");
+            assertThat(st.retainedWalBytes()).isEqualTo(9000);
+            assertThat(st.durableLsn()).isEqualTo("0/10");
+        } finally {
+            s.stop();
+            t.join(5_000);
+        }
+    }
+
+    /** A first engine that streams until {@code fail}, then attempts that fail before they read anything (a destination down). */
+    private static java.util.function.Supplier<Supervisor.Attempt> outage(CountDownLatch fail, AtomicInteger attempts) {
+        return () -> {
             boolean first = attempts.incrementAndGet() == 1;
             return new Supervisor.Attempt() {
                 @Override
@@ -236,32 +299,6 @@ class SupervisorTest {
                 }
             };
         };
-        Supervisor s = new Supervisor(config("{initial_ms: 200, max_ms: 200, attempts: 50}"), script, System::nanoTime, 60_000);
-        AtomicReference<Throwable> failed = new AtomicReference<>();
-        Thread t = runAsync(s, failed);
-        try {
-            long deadline = System.currentTimeMillis() + 10_000;
-            while (!"streaming".equals(s.status().state())) { // the monitor samples the first engine
-                assertThat(System.currentTimeMillis()).isLessThan(deadline);
-                Thread.sleep(5);
-            }
-            fail.countDown();
-            while (attempts.get() < 4) { // a few attempts that never read anything
-                assertThat(System.currentTimeMillis()).isLessThan(deadline);
-                s.status();
-                Thread.sleep(5);
-            }
-            EngineStatus st = s.status(); // retrying, or an attempt starting: the same figures either way
-            assertThat(st.state()).isIn("retrying", "starting");
-            assertThat(st.retainedWalBytes()).isEqualTo(5000);
-            assertThat(st.lagBytes()).isEqualTo(4000);
-            assertThat(st.durableLsn()).isEqualTo("0/10");
-            // three waits of 100-200 ms (200 ms scaled by the 0.5-1 jitter) before the fourth attempt
-            assertThat(st.lagMillis()).as("the last known lag plus the wait").isGreaterThanOrEqualTo(1200 + 300);
-        } finally {
-            s.stop();
-            t.join(5_000);
-        }
     }
 
     @Test

@@ -234,10 +234,12 @@ class RestartFaultsIT {
             dst.close();
             long down = System.currentTimeMillis();
             String retrying = null;
+            java.util.Set<String> serverLsns = new java.util.TreeSet<>();
             while (System.currentTimeMillis() - down < 10_000) {
                 var st = run.supervisor.status();
                 if ("retrying".equals(st.state())) {
                     retrying = st.lastError();
+                    serverLsns.add(st.serverLsn());
                 }
                 Thread.sleep(100);
             }
@@ -245,6 +247,8 @@ class RestartFaultsIT {
             dst = EmbeddedPg.builder().major(17).dataDirectory(dstData, false).port(port).start();
             run.awaitState("streaming", Duration.ofSeconds(60));
             assertEqualAndOnce("dstdown", load);
+            // the source's WAL read while waiting (the load writes on): before, the last engine's position, and lag_bytes 0
+            assertThat(serverLsns).as("server_lsn while retrying").hasSizeGreaterThan(1);
             assertThat(retrying).as("status while the destination was down").isNotNull()
                     .matches("retrying \\(attempt \\d+, next in \\d+\\.\\ds\\): .*").contains("destination 'replica'")
                     .contains("127.0.0.1:" + port);
