@@ -76,6 +76,7 @@ public final class Millrace implements AutoCloseable {
         this.selected = config;
         this.supervisor = new Supervisor(config);
         this.threads = new ThreadGroup("millrace-" + config.name());
+        this.threads.setDaemon(true); // gone with its last thread
     }
 
     /** A builder; {@link Builder#source} and at least one destination are required. */
@@ -212,7 +213,10 @@ public final class Millrace implements AutoCloseable {
 
     /** Whether the caller runs on one of this pipeline's threads ({@link #threads}), or in one of its consumers' callbacks. */
     private boolean onOwnThread() {
-        return ConsumerSink.inCallback(owner) || threads.parentOf(Thread.currentThread().getThreadGroup());
+        // not a worker of a fork-join pool: the common pool's workers are made in the group of the thread that first needs one,
+        // maybe a destination's, and then run the application's tasks too
+        Thread t = Thread.currentThread();
+        return ConsumerSink.inCallback(owner) || !(t instanceof java.util.concurrent.ForkJoinWorkerThread) && threads.parentOf(t.getThreadGroup());
     }
 
     /** The pipeline's state and progress now. */

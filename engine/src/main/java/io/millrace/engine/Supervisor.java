@@ -108,6 +108,7 @@ public final class Supervisor implements EngineView {
     public Supervisor(EngineConfig config, SnapshotRunner.Listener snapshotListener) {
         this(config, null, System::nanoTime, Math.max(30_000, config.operations().retry().maxMillis()));
         this.attempts = () -> engineAttempt(new Engine(this.config, snapshotListener)); // the configuration as last reloaded
+        this.walReader = () -> readWal(this.config);
     }
 
     Supervisor(EngineConfig config, java.util.function.Supplier<Attempt> attempts, LongSupplier nanoClock, long healthyMillis) {
@@ -115,7 +116,7 @@ public final class Supervisor implements EngineView {
         this.attempts = attempts;
         this.nanoClock = nanoClock;
         this.healthyMillis = healthyMillis;
-        this.walReader = () -> readWal(this.config);
+        this.walReader = () -> null; // tests drive the loop without a server; the public constructors read the source
     }
 
     /**
@@ -129,6 +130,8 @@ public final class Supervisor implements EngineView {
     /** Reads the source's WAL for the status while waiting to retry; replaced in tests. */
     java.util.function.Supplier<Wal> walReader;
     private volatile Wal wal;
+    /** Which wait a reading belongs to: a reading that ends after its wait is not shown with the next one's. */
+    private final java.util.concurrent.atomic.AtomicLong walWait = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicBoolean walReading = new java.util.concurrent.atomic.AtomicBoolean();
     /** How often the source's WAL is read while waiting to retry. */
     static final long WAL_READ_MS = 5_000;
@@ -138,6 +141,7 @@ public final class Supervisor implements EngineView {
      * {@link #WAL_READ_MS} on a thread of its own, so that a stop never waits for a connection to a source that is down too.
      */
     private boolean waitToRetry(long waitMs) throws InterruptedException {
+        long thisWait = walWait.incrementAndGet();
         wal = null;
         long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMs); // real time: nanoClock is a test's in SupervisorTest
         while (true) {
@@ -145,7 +149,7 @@ public final class Supervisor implements EngineView {
                 Thread t = new Thread(() -> {
                     try {
                         Wal w = walReader.get();
-                        if (w != null && retrying != null) {
+                        if (w != null && walWait.get() == thisWait) {
                             wal = w;
                         }
                     } finally {
@@ -167,7 +171,7 @@ public final class Supervisor implements EngineView {
 
     /** The source's WAL position and what the slot retains, or null when it cannot be read (the source down too). */
     private static Wal readWal(EngineConfig config) {
-        try (java.sql.Connection c = new io.millrace.source.PgConnections(config.source()).open();
+        try (java.sql.Connection c = new io.millrace.source.PgConnections(config.source()).openCapture(); // where the slot is
              java.sql.PreparedStatement ps = c.prepareStatement("SELECT w::text, (w - restart_lsn)::bigint FROM (SELECT CASE WHEN"
                      + " pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END AS w) n, pg_replication_slots"
                      + " WHERE slot_name = ?")) {
@@ -324,6 +328,8 @@ public final class Supervisor implements EngineView {
      * the old: a restart of the process stops with the fix, as README says).
      */
     private void keepStatusOf(Attempt a) {
+        walWait.incrementAndGet(); // the last wait's reading is not this failure's
+        wal = null;
         lastStatus = a.status();
         remember(lastStatus);
         Engine e = a.engine();

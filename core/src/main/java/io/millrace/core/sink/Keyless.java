@@ -111,7 +111,8 @@ public final class Keyless {
      * Taking the rows away, then adding the others, gives the same table as applying the changes in order, wherever each
      * old image had its row: a row taken away on balance was there before the run (what the run adds and takes away
      * cancels out). Where one was not (the destination already differs from the source) it is counted as missed either
-     * way, but here the update's new row is still added. Away first, as the changes did: a unique index a user put on the
+     * way, but here the update's new row is still added; and a row the run takes away and adds again is left as the
+     * destination has it (in order, a missed delete was warned of and the insert added the row). Away first, as the changes did: a unique index a user put on the
      * destination's table does not see an old and a new row at once (a value moved from one row to another).
      */
     public static Net net(TableRef target, RelationInfo rel, List<ChangeEvent> run) {
