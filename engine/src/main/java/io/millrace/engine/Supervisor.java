@@ -124,7 +124,10 @@ public final class Supervisor implements EngineView {
      * destination's outage the status kept the figures an engine last read, and said lag_bytes 0 while the slot fell 138 MB
      * behind (found by a soak). Null before the first read of a wait, or when the source could not be read.
      */
-    record Wal(io.millrace.core.Lsn server, long retainedBytes) {
+    record Wal(io.millrace.core.Lsn server, long retainedBytes, io.millrace.core.Lsn confirmed) {
+        Wal(io.millrace.core.Lsn server, long retainedBytes) {
+            this(server, retainedBytes, null);
+        }
     }
 
     /** Reads the source's WAL for the status while waiting to retry; replaced in tests. */
@@ -172,12 +175,16 @@ public final class Supervisor implements EngineView {
     /** The source's WAL position and what the slot retains, or null when it cannot be read (the source down too). */
     private static Wal readWal(EngineConfig config) {
         try (java.sql.Connection c = new io.millrace.source.PgConnections(config.source()).openCapture(); // where the slot is
-             java.sql.PreparedStatement ps = c.prepareStatement("SELECT w::text, (w - restart_lsn)::bigint FROM (SELECT CASE WHEN"
-                     + " pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END AS w) n, pg_replication_slots"
-                     + " WHERE slot_name = ?")) {
+             java.sql.PreparedStatement ps = c.prepareStatement("SELECT w::text, (w - restart_lsn)::bigint, confirmed_flush_lsn::text FROM"
+                     + " (SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END AS w) n,"
+                     + " pg_replication_slots WHERE slot_name = ?")) {
             ps.setString(1, config.source().slot());
             try (java.sql.ResultSet rs = ps.executeQuery()) {
-                return rs.next() && rs.getString(1) != null ? new Wal(io.millrace.core.Lsn.parse(rs.getString(1)), rs.getLong(2)) : null;
+                if (!rs.next() || rs.getString(1) == null) {
+                    return null;
+                }
+                return new Wal(io.millrace.core.Lsn.parse(rs.getString(1)), rs.getLong(2),
+                        rs.getString(3) == null ? null : io.millrace.core.Lsn.parse(rs.getString(3)));
             }
         } catch (SQLException | RuntimeException e) {
             LOG.debug("reading the source's WAL position while waiting to retry: {}", e.toString());
@@ -363,11 +370,15 @@ public final class Supervisor implements EngineView {
         String serverLsn = k.serverLsn();
         long retained = k.retainedWalBytes();
         long lagBytes = k.lagBytes();
-        if (w != null && k.durableLsn() != null) {
-            // read while waiting: the WAL written since the last engine read, which no destination has
+        if (w != null) {
+            // read while waiting: the WAL written since the last engine read, which no destination has (behind what is durable,
+            // or when no engine has told that yet, behind what the slot confirmed, which is never ahead of it)
             serverLsn = w.server().toString();
             retained = w.retainedBytes();
-            lagBytes = Math.max(0, w.server().value() - io.millrace.core.Lsn.parse(k.durableLsn()).value());
+            io.millrace.core.Lsn behind = k.durableLsn() != null ? io.millrace.core.Lsn.parse(k.durableLsn()) : w.confirmed();
+            if (behind != null) {
+                lagBytes = Math.max(0, w.server().value() - behind.value());
+            }
         }
         return new EngineStatus(s.name(), state, s.source(), s.slot(), s.publication(), k.durableLsn(), serverLsn,
                 k.confirmedLsn(), retained, lagBytes, lagMillis, s.eventsWritten(), 0, s.budgetLimit(),

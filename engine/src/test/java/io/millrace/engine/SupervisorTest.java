@@ -269,8 +269,48 @@ class SupervisorTest {
         }
     }
 
-    /** A first engine that streams until {@code fail}, then attempts that fail before they read anything (a destination down). */
+    /**
+     * The same when no engine had told a durable position yet (a pipeline that failed soon after its start: CI's run of
+     * RestartFaultsIT): the lag is behind what the slot confirmed. Before, the WAL read was not shown at all then.
+     */
+    @Test
+    void whileRetryingWithoutADurablePositionTheLagIsBehindTheSlotsConfirmed() throws Exception {
+        CountDownLatch fail = new CountDownLatch(1);
+        AtomicInteger attempts = new AtomicInteger();
+        EngineStatus noDurable = new EngineStatus("p", "streaming", "h:1/app", "s", "pub", null, "0/20", null, 5000, 4000, 1200, 7, 0, 1,
+                List.of(), null);
+        Supervisor s = new Supervisor(config("{initial_ms: 5000, max_ms: 5000, attempts: 50}"), outage(fail, attempts, noDurable),
+                System::nanoTime, 60_000);
+        s.walReader = () -> new Supervisor.Wal(io.millrace.core.Lsn.parse("0/2000"), 9000, io.millrace.core.Lsn.parse("0/1000"));
+        Thread t = runAsync(s, new AtomicReference<>());
+        try {
+            long deadline = System.currentTimeMillis() + 10_000;
+            while (!"streaming".equals(s.status().state())) {
+                assertThat(System.currentTimeMillis()).isLessThan(deadline);
+                Thread.sleep(5);
+            }
+            fail.countDown();
+            EngineStatus st = s.status();
+            while (!("retrying".equals(st.state()) && "0/2000".equals(st.serverLsn()))) {
+                assertThat(System.currentTimeMillis()).as("the WAL read while retrying: %s", st).isLessThan(deadline);
+                Thread.sleep(5);
+                st = s.status();
+            }
+            assertThat(st.lagBytes()).isEqualTo(0x2000 - 0x1000);
+            assertThat(st.retainedWalBytes()).isEqualTo(9000);
+        } finally {
+            s.stop();
+            t.join(5_000);
+        }
+    }
+
     private static java.util.function.Supplier<Supervisor.Attempt> outage(CountDownLatch fail, AtomicInteger attempts) {
+        return outage(fail, attempts, new EngineStatus("p", "streaming", "h:1/app", "s", "pub", "0/10", "0/20", "0/10", 5000, 4000, 1200, 7,
+                0, 1, List.of(), null));
+    }
+
+    /** A first engine that streams until {@code fail}, then attempts that fail before they read anything (a destination down). */
+    private static java.util.function.Supplier<Supervisor.Attempt> outage(CountDownLatch fail, AtomicInteger attempts, EngineStatus streaming) {
         return () -> {
             boolean first = attempts.incrementAndGet() == 1;
             return new Supervisor.Attempt() {
@@ -288,8 +328,7 @@ class SupervisorTest {
 
                 @Override
                 public EngineStatus status() {
-                    return first ? new EngineStatus("p", "streaming", "h:1/app", "s", "pub", "0/10", "0/20", "0/10", 5000, 4000, 1200, 7, 0, 1,
-                            List.of(), null)
+                    return first ? streaming
                             : new EngineStatus("p", "starting", "h:1/app", "s", "pub", null, null, null, -1, -1, -1, 0, 0, 1, List.of(), null);
                 }
 
