@@ -143,11 +143,12 @@ final class OnlineControls {
         if (ctx.config.online().signalTable() != null && after.table().equals(ctx.config.online().signalTable())) {
             return;
         }
-        String why = before == null ? "its columns changed while Millrace was stopped (the destinations' copies were written in"
-                + " another shape), which may have rewritten its rows" : rewrittenWithoutEvents(before, after);
-        if (why == null) {
+        Rewrite rewrite = before == null ? new Rewrite("its columns changed while Millrace was stopped (the destinations' copies were"
+                + " written in another shape), which may have rewritten its rows", false) : rewrittenWithoutEvents(before, after);
+        if (rewrite == null) {
             return;
         }
+        String why = rewrite.why();
         if (ctx.online == null) {
             LOG.warn("{} changed without change events ({}): online snapshots need PostgreSQL 14+, so the destinations keep the old"
                     + " values of existing rows until they change; re-copy the table with a fresh pipeline", after.table(), why);
@@ -161,7 +162,7 @@ final class OnlineControls {
                         Integer.toUnsignedString(after.oid()));
             }
         } catch (MillraceException e) {
-            if (!after.hasKey() && constantDefaultsOnly(before, after, why)) {
+            if (!after.hasKey() && rewrite.constantDefaultsOnly()) {
                 // told by the trigger: postgres and DuckDB give their rows the value themselves; an event destination's
                 // consumer has it in the schema-change event (existingRowsValue), and each old row with it at its next change
                 LOG.warn("{} has no key, so it cannot be copied again for {}: the postgres and DuckDB destinations give its existing rows"
@@ -211,24 +212,11 @@ final class OnlineControls {
 
     /** Why the change from {@code before} to {@code after} rewrote existing rows without change events, or null. */
     /**
-     * Whether {@code why} is only columns added with a constant default, as the event trigger told them (the postgres and
-     * DuckDB destinations give their rows the value themselves).
+     * Why a table's existing rows changed without change events, for the log; and whether that is only columns added with a
+     * constant default, as the event trigger told them (the postgres and DuckDB destinations give their rows the value
+     * themselves).
      */
-    private static boolean constantDefaultsOnly(RelationInfo before, RelationInfo after, String why) {
-        if (before == null || after.ddl() == null || !why.matches("column\\(s\\) \\[[^\\]]*\\] added with a value for existing rows")) {
-            return false;
-        }
-        ShapeChange change = ShapeChange.between(before, after);
-        if (!change.exact()) {
-            return false;
-        }
-        for (String name : why.substring(why.indexOf('[') + 1, why.indexOf(']')).split(", ")) {
-            io.millrace.core.schema.SchemaChange.Column col = change.ddl().column(name);
-            if (col == null || !col.missing()) {
-                return false;
-            }
-        }
-        return true;
+    private record Rewrite(String why, boolean constantDefaultsOnly) {
     }
 
     private boolean everyDestinationFillsDefaults() {
@@ -236,7 +224,7 @@ final class OnlineControls {
         return !sinks.isEmpty() && sinks.stream().allMatch(io.millrace.core.sink.Sink::fillsAddedColumnDefaults);
     }
 
-    private String rewrittenWithoutEvents(RelationInfo before, RelationInfo after) {
+    private Rewrite rewrittenWithoutEvents(RelationInfo before, RelationInfo after) {
         ShapeChange change = ShapeChange.between(before, after);
         List<String> retyped = change.retyped();
         List<String> added = change.added().stream().map(ColumnInfo::name).toList();
@@ -275,6 +263,10 @@ final class OnlineControls {
             reasons.add(change.describe() + " as the stream shows it, which the catalog's attribute numbers do not confirm:"
                     + " a column renamed, or dropped and another added in its place");
         }
-        return reasons.isEmpty() ? null : String.join(" and ", reasons);
+        boolean constantOnly = reasons.size() == 1 && !filled.isEmpty() && change.exact() && filled.stream().allMatch(n -> {
+            io.millrace.core.schema.SchemaChange.Column col = change.ddl().column(n);
+            return col != null && col.missing();
+        });
+        return reasons.isEmpty() ? null : new Rewrite(String.join(" and ", reasons), constantOnly);
     }
 }

@@ -194,6 +194,17 @@ public final class Keyless {
         return values;
     }
 
+    /**
+     * What a destination logs when {@code missed} updates and deletes of {@code target} matched no row there (it no longer
+     * matches the source), with the fix.
+     */
+    public static String missed(String destination, long missed, TableRef target, RelationInfo rel) {
+        return "destination '" + destination + "': " + missed + " update(s)/delete(s) of table " + target + " (no key) matched no row in"
+                + " the destination; it no longer matches the source. A table without a key cannot be copied while streaming: give source"
+                + " table " + rel.table() + " a primary key and copy it again (millrace snapshot CONFIG --table), or start the pipeline over"
+                + " (millrace reset, then run: an initial snapshot copies tables without a key)";
+    }
+
     /** An insert cannot carry an unchanged TOAST value: there is no row to keep it from. */
     public static MillraceException unchangedInInsert(TableRef target, ChangeEvent e) {
         return new MillraceException(MillraceException.Kind.SINK, "table " + target + ": insert at " + e.position()

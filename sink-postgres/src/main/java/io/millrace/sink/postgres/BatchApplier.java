@@ -490,11 +490,7 @@ final class BatchApplier extends TableApplier {
         Keyless.Net net = Keyless.net(target, rel, run);
         long missed = net == null ? applyInOrder(target, rel, run) : applyNet(target, rel, net);
         if (missed > 0) {
-            LOG.warn("destination '{}': {} update(s)/delete(s) of table {} (no key) matched no row in the destination;"
-                    + " it no longer matches the source. A table without a key cannot be copied while streaming: give source table {} a"
-                    + " primary key and copy it again (millrace snapshot CONFIG --table), or start the pipeline over (millrace reset, then"
-                    + " run: an initial snapshot copies tables without a key)", destination, missed, target,
-                    rel.table());
+            LOG.warn(Keyless.missed(destination, missed, target, rel));
         }
     }
 
