@@ -108,7 +108,9 @@ public final class Keyless {
      * adds and a later one takes away cancels out. An unchanged TOAST value in a new image is the old image's value (a
      * REPLICA IDENTITY FULL old row carries every value). Null when the run has fewer than {@link #NET_FROM} updates and
      * deletes, or an old image lacks a value (an unchanged TOAST value in it): apply it one change at a time.
-     * Taking the rows away, then adding the others, gives the same table as applying the changes in order, wherever each
+     * INV: ORDER — the sink still receives the run in WAL order; what it writes is the order's outcome, which for a multiset
+     * does not depend on the order within the run (PostgresSinkIT and DuckDbSinkIT compare it with the changes applied one
+     * at a time). Taking the rows away, then adding the others, gives the same table as applying the changes in order, wherever each
      * old image had its row: a row taken away on balance was there before the run (what the run adds and takes away
      * cancels out). Where one was not (the destination already differs from the source) it is counted as missed either
      * way, but here the update's new row is still added; and a row the run takes away and adds again is left as the
