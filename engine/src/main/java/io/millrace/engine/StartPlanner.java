@@ -16,6 +16,7 @@ import io.millrace.source.SourceConfig;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
@@ -55,10 +56,19 @@ final class StartPlanner {
      * @param signalTable     snapshot.signal_table, or null
      * @param signalPublished whether the existing publication holds the signal table
      * @param onSlotLost      source.on_slot_lost
+     * @param rules           the rule each captured table reaches the destinations under now, by oid
+     *                        ({@code Transforms.fingerprint}; {@link Checkpoint#rules})
      */
     record Facts(List<Destination> destinations, Slot slot, int serverVersion, SnapshotMode mode, List<RelationInfo> tables,
                  boolean publicationExists, List<TableRef> unpublished, TableRef signalTable, boolean signalPublished,
-                 SourceConfig.OnSlotLost onSlotLost) {
+                 SourceConfig.OnSlotLost onSlotLost, Map<Integer, String> rules) {
+        Facts(List<Destination> destinations, Slot slot, int serverVersion, SnapshotMode mode, List<RelationInfo> tables,
+              boolean publicationExists, List<TableRef> unpublished, TableRef signalTable, boolean signalPublished,
+              SourceConfig.OnSlotLost onSlotLost) {
+            this(destinations, slot, serverVersion, mode, tables, publicationExists, unpublished, signalTable, signalPublished,
+                    onSlotLost, Map.of());
+        }
+
         Facts(List<Destination> destinations, Slot slot, int serverVersion, SnapshotMode mode, List<RelationInfo> tables,
               boolean publicationExists, List<TableRef> unpublished, TableRef signalTable, boolean signalPublished) {
             this(destinations, slot, serverVersion, mode, tables, publicationExists, unpublished, signalTable, signalPublished,
@@ -221,6 +231,10 @@ final class StartPlanner {
         Set<Integer> held = new HashSet<>();
         cps.forEach(c -> held.addAll(c.tables().keySet()));
         List<Checkpoint> next = f.mode() == SnapshotMode.NEVER ? cps : cps.stream().map(c -> withAdded(c, f, held)).toList();
+        List<RelationInfo> recopy = f.serverVersion() < ONLINE_VERSION || f.mode() == SnapshotMode.NEVER ? List.of() : rulesChanged(f);
+        if (!recopy.isEmpty()) {
+            next = next.stream().map(c -> withRecopied(c, recopy)).toList();
+        }
         Checkpoint low = lowest(next);
         if (f.serverVersion() < ONLINE_VERSION && !low.online().isEmpty() && f.mode() != SnapshotMode.INITIAL_ONLY) {
             return new StartPlan.Refuse(Kind.SOURCE_SETUP, "online snapshots need PostgreSQL 14 or newer (logical messages in pgoutput);"
@@ -320,6 +334,46 @@ final class StartPlanner {
             }
         }
         return cp.withOnline(tasks);
+    }
+
+    /**
+     * The captured tables some destination holds under another rule than the transforms give them now ({@link
+     * Checkpoint#rules}): the rule was changed in the configuration while Millrace was stopped, so the rows the destination
+     * holds are masked, filtered or named as before. A table a checkpoint holds without a recorded rule (written by a
+     * release that did not record them) is taken as written under today's.
+     */
+    static List<RelationInfo> rulesChanged(Facts f) {
+        List<RelationInfo> changed = new ArrayList<>();
+        for (RelationInfo r : f.tables()) {
+            String now = f.rules().get(r.oid());
+            boolean differs = now != null && f.destinations().stream().flatMap(d -> d.checkpoint().stream())
+                    .anyMatch(c -> c.tables().containsKey(r.oid()) && c.rules().containsKey(r.oid()) && !now.equals(c.rules().get(r.oid())));
+            if (differs) {
+                changed.add(r);
+            }
+        }
+        return changed;
+    }
+
+    /**
+     * {@code cp} with a reconciling copy of each table in {@code recopy} (unless one is under way): its rows reach every
+     * destination again under today's rules, and rows a new row filter leaves out are deleted (INV: WATERMARK, COVER), as
+     * a reload of the transforms does. INV: RESUME — recorded before anything is written under the new rules.
+     */
+    private static Checkpoint withRecopied(Checkpoint cp, List<RelationInfo> recopy) {
+        List<OnlineTask> tasks = new ArrayList<>(cp.online());
+        for (RelationInfo r : recopy) {
+            tasks.removeIf(t -> copies(t, r) && !t.reconcile()); // a copy under the old rules would not delete what they let in
+            if (tasks.stream().noneMatch(t -> copies(t, r))) {
+                tasks.add(OnlineTask.reconciling(r));
+            }
+        }
+        return cp.withOnline(tasks);
+    }
+
+    /** Whether {@code task} copies {@code table}: by oid, or by name for a task that has none (a signal's). */
+    private static boolean copies(OnlineTask task, RelationInfo table) {
+        return task.oid() == table.oid() || (task.oid() == 0 && task.table().equals(table.table().toString()));
     }
 
     /** The checkpoint furthest behind: its online tasks have the most left. */

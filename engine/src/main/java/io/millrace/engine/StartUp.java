@@ -4,6 +4,7 @@ import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Checkpoint;
 import io.millrace.core.change.Identity;
 import io.millrace.core.schema.Ident;
+import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.sink.Sink;
 import io.millrace.engine.SourceSurvey.Survey;
@@ -56,10 +57,12 @@ final class StartUp {
             checkFailoverSlot(sys);
             List<Identity> ids = sinks.stream().map(s -> new Identity(sys.systemId(), src.database(), src.slot(), src.publication(),
                     s.name())).toList();
-            StartPlan plan = StartPlanner.plan(facts(ids));
+            StartPlanner.Facts facts = facts(ids);
+            StartPlan plan = StartPlanner.plan(facts);
             if (plan instanceof StartPlan.Refuse refuse) {
                 throw refuse.error(); // INV: IDENTITY — before anything is written
             }
+            rulesAtStart(facts, plan);
             tablesAtStart();
             Map<TableRef, String> filters;
             try (Connection c = ctx.conns.open()) { // INV: NO-SILENT-ERROR — a filter PostgreSQL cannot apply stops the start, writing nothing
@@ -129,7 +132,38 @@ final class StartUp {
         }
         return new StartPlanner.Facts(destinations, new StartPlanner.Slot(src.slot(), survey.report().slotExists(), slot.confirmed(),
                 slot.activePid(), lost), survey.report().serverVersion(), ctx.config.snapshotMode(), survey.relations(),
-                survey.report().publicationExists(), survey.report().unpublished(), signal, signalPublished, src.onSlotLost());
+                survey.report().publicationExists(), survey.report().unpublished(), signal, signalPublished, src.onSlotLost(),
+                rules());
+    }
+
+    /** The rule each captured table reaches the destinations under now, by oid ({@link Checkpoint#rules}). */
+    private Map<Integer, String> rules() {
+        Map<Integer, String> rules = new java.util.HashMap<>();
+        for (RelationInfo r : survey.relations()) {
+            rules.put(r.oid(), ctx.transforms.fingerprint(r.table()));
+        }
+        return rules;
+    }
+
+    /** Says which tables' transforms changed while Millrace was stopped, and whether they are copied again. */
+    private void rulesAtStart(StartPlanner.Facts facts, StartPlan plan) {
+        if (!(plan instanceof StartPlan.Resume resume)) {
+            return;
+        }
+        List<TableRef> changed = StartPlanner.rulesChanged(facts).stream().map(RelationInfo::table).toList();
+        if (changed.isEmpty()) {
+            return;
+        }
+        boolean copied = resume.checkpoints().stream().allMatch(c -> changed.stream().allMatch(t -> c.online().stream()
+                .anyMatch(o -> o.table().equals(t.toString()))));
+        if (copied) {
+            LOG.info("the transforms of {} changed while Millrace was stopped: copying them again online, so that the rows the destinations"
+                    + " hold are masked, filtered and named under the new rules too", changed);
+        } else {
+            LOG.warn("the transforms of {} changed while Millrace was stopped, and the rows the destinations hold keep the old rules"
+                    + " (online copies need PostgreSQL 14+ and snapshot.mode other than never): copy them again with millrace"
+                    + " snapshot CONFIG --table <table>", changed);
+        }
     }
 
     /** Logs the tables the destinations hold that were dropped or renamed in the source while Millrace was stopped. */

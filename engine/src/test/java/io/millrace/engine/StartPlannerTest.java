@@ -55,6 +55,12 @@ class StartPlannerTest {
                 new SnapshotProgress(SnapshotProgress.State.DONE, CP, List.of()));
     }
 
+    /** A checkpoint streaming at 100 holding a and b, both written under {@code rule}. */
+    private static Checkpoint ruled(String destination, String rule) {
+        return streaming(destination, 100).withTables(new java.util.TreeMap<>(java.util.Map.of(A.oid(), A.table(), B.oid(), B.table())))
+                .withRules(new java.util.TreeMap<>(java.util.Map.of(A.oid(), rule, B.oid(), rule)));
+    }
+
     /** The claim a fresh start writes before it creates the slot: RUNNING at 0/0. */
     private static Checkpoint claim(String destination) {
         return new Checkpoint(Checkpoint.VERSION, id(destination), Lsn.ZERO, Position.START,
@@ -117,6 +123,7 @@ class StartPlannerTest {
         TableRef signal;
         boolean signalPublished;
         io.millrace.source.SourceConfig.OnSlotLost onSlotLost = io.millrace.source.SourceConfig.OnSlotLost.STOP;
+        java.util.Map<Integer, String> rules = java.util.Map.of();
 
         Builder(Facts f) {
             destinations = f.destinations();
@@ -132,6 +139,12 @@ class StartPlannerTest {
 
         Builder checkpoints(Checkpoint replica, Checkpoint events) {
             destinations = List.of(dest("replica", replica), dest("events", events));
+            return this;
+        }
+
+        /** The rule every table reaches the destinations under now. */
+        Builder rules(String rule) {
+            rules = java.util.Map.of(A.oid(), rule, B.oid(), rule);
             return this;
         }
 
@@ -183,7 +196,7 @@ class StartPlannerTest {
 
         Facts build() {
             return new Facts(destinations, slot, version, mode, tables, publicationExists, unpublished, signal, signalPublished,
-                    onSlotLost);
+                    onSlotLost, rules);
         }
     }
 
@@ -458,6 +471,29 @@ class StartPlannerTest {
                             assertThat(r.publication().add()).extracting(RelationInfo::table).containsExactly(SIGNAL);
                             assertThat(r.publication().addSignal()).isFalse();
                         })),
+                row("restart with a table's rule changed while stopped (a mask added): copied reconciling in every destination,"
+                                + " a table whose rule did not change is not (TransformsChangedWhileStoppedIT)",
+                        with(b -> b.checkpoints(ruled("replica", "new").withRules(new java.util.TreeMap<>(java.util.Map.of(A.oid(), "new"))),
+                                ruled("events", "new").withRules(new java.util.TreeMap<>(java.util.Map.of(A.oid(), "new", B.oid(), "old"))))
+                                .slot(slot(Lsn.of(100), null)).rules("new")),
+                        is(StartPlan.Resume.class, r -> assertThat(r.checkpoints())
+                                .allSatisfy(c -> assertThat(c.online()).containsExactly(OnlineTask.reconciling(B))))),
+                row("restart with the rules unchanged: nothing copied",
+                        with(b -> b.checkpoints(ruled("replica", "same"), ruled("events", "same")).slot(slot(Lsn.of(100), null)).rules("same")),
+                        is(StartPlan.Resume.class, r -> assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online()).isEmpty()))),
+                row("restart from checkpoints that record no rules (an earlier release): taken as today's, nothing copied",
+                        with(b -> b.checkpoints(ruled("replica", "old").withRules(new java.util.TreeMap<>()), ruled("events", "old")
+                                .withRules(new java.util.TreeMap<>())).slot(slot(Lsn.of(100), null)).rules("new")),
+                        is(StartPlan.Resume.class, r -> assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online()).isEmpty()))),
+                row("restart with a rule changed while a filtered copy of the table is under way: one reconciling copy replaces it",
+                        with(b -> b.checkpoints(ruled("replica", "old").withOnline(List.of(OnlineTask.whole("public.a", "id > 5"))),
+                                ruled("events", "old")).slot(slot(Lsn.of(100), null)).rules("new")),
+                        is(StartPlan.Resume.class, r -> assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online())
+                                .containsExactlyInAnyOrder(OnlineTask.reconciling(A), OnlineTask.reconciling(B))))),
+                row("restart with a rule changed on PostgreSQL 13: no online copy (the start warns), resume",
+                        with(b -> b.version(130000).checkpoints(ruled("replica", "old"), ruled("events", "old")).slot(slot(Lsn.of(100), null))
+                                .rules("new")),
+                        is(StartPlan.Resume.class, r -> assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online()).isEmpty()))),
                 row("restart on PostgreSQL 13 without online tasks: resume",
                         with(b -> b.version(130000).checkpoints(streaming("replica", 100), streaming("events", 100)).slot(slot(Lsn.of(100), null))),
                         is(StartPlan.Resume.class, r -> {

@@ -28,10 +28,14 @@ import java.util.TreeMap;
  * @param shapes   the shape each source table held here was last written in, by oid ({@link SourceShapes}): a table whose
  *                 first Relation message of a run shows another shape changed where the stream does not show it
  *                 (while Millrace was stopped), and is copied again
+ * @param rules    the transforms each source table held here was last written under, by oid: a fingerprint of its rule
+ *                 (columns, masks, row filter, rename, and the salt where a mask hashes) made by the engine's transforms.
+ *                 A table whose rule differs at a start was written under rules changed while Millrace was stopped, and is
+ *                 copied again. A table held here without an entry was written by a release that did not record them.
  */
 public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position applied, SnapshotProgress snapshot,
                          List<OnlineTask> online, SortedMap<Integer, TableRef> tables, SlotLost slotLost,
-                         SortedMap<Integer, String> shapes) {
+                         SortedMap<Integer, String> shapes, SortedMap<Integer, String> rules) {
     public static final int VERSION = 1;
 
     /**
@@ -63,6 +67,12 @@ public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position 
         online = online == null ? List.of() : List.copyOf(online);
         tables = tables == null || tables.isEmpty() ? Collections.emptySortedMap() : Collections.unmodifiableSortedMap(new TreeMap<>(tables));
         shapes = shapes == null || shapes.isEmpty() ? Collections.emptySortedMap() : Collections.unmodifiableSortedMap(new TreeMap<>(shapes));
+        rules = rules == null || rules.isEmpty() ? Collections.emptySortedMap() : Collections.unmodifiableSortedMap(new TreeMap<>(rules));
+    }
+
+    public Checkpoint(int version, Identity identity, Lsn flushLsn, Position applied, SnapshotProgress snapshot,
+                      List<OnlineTask> online, SortedMap<Integer, TableRef> tables, SlotLost slotLost, SortedMap<Integer, String> shapes) {
+        this(version, identity, flushLsn, applied, snapshot, online, tables, slotLost, shapes, null);
     }
 
     public Checkpoint(int version, Identity identity, Lsn flushLsn, Position applied, SnapshotProgress snapshot,
@@ -86,11 +96,11 @@ public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position 
     }
 
     public Checkpoint advance(Lsn newFlushLsn, Position newApplied) {
-        return new Checkpoint(version, identity, newFlushLsn, newApplied, snapshot, online, tables, slotLost, shapes);
+        return new Checkpoint(version, identity, newFlushLsn, newApplied, snapshot, online, tables, slotLost, shapes, rules);
     }
 
     public Checkpoint withSnapshot(SnapshotProgress progress) {
-        return new Checkpoint(version, identity, flushLsn, applied, progress, online, tables, slotLost, shapes);
+        return new Checkpoint(version, identity, flushLsn, applied, progress, online, tables, slotLost, shapes, rules);
     }
 
     /**
@@ -106,22 +116,28 @@ public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position 
     }
 
     public Checkpoint withOnline(List<OnlineTask> tasks) {
-        return new Checkpoint(version, identity, flushLsn, applied, snapshot, tasks, tables, slotLost, shapes);
+        return new Checkpoint(version, identity, flushLsn, applied, snapshot, tasks, tables, slotLost, shapes, rules);
     }
 
     /** This checkpoint holding {@code held} (see {@link SourceTables#follow}). */
     public Checkpoint withTables(SortedMap<Integer, TableRef> held) {
-        return held.equals(tables) ? this : new Checkpoint(version, identity, flushLsn, applied, snapshot, online, held, slotLost, shapes);
+        return held.equals(tables) ? this : new Checkpoint(version, identity, flushLsn, applied, snapshot, online, held, slotLost, shapes, rules);
     }
 
     /** This checkpoint with the tables' shapes {@code written} (see {@link SourceShapes#follow}). */
     public Checkpoint withShapes(SortedMap<Integer, String> written) {
         return written.equals(shapes) ? this : new Checkpoint(version, identity, flushLsn, applied, snapshot, online, tables, slotLost,
-                written);
+                written, rules);
+    }
+
+    /** This checkpoint with the rules each table was written under {@code written} (see {@link #rules}). */
+    public Checkpoint withRules(SortedMap<Integer, String> written) {
+        return written.equals(rules) ? this : new Checkpoint(version, identity, flushLsn, applied, snapshot, online, tables, slotLost,
+                shapes, written);
     }
 
     /** This checkpoint recording the slot's replacement {@code lost}. */
     public Checkpoint withSlotLost(SlotLost lost) {
-        return new Checkpoint(version, identity, flushLsn, applied, snapshot, online, tables, lost, shapes);
+        return new Checkpoint(version, identity, flushLsn, applied, snapshot, online, tables, lost, shapes, rules);
     }
 }

@@ -84,6 +84,10 @@ public final class CheckpointJson {
             ObjectNode shapes = root.putObject("shapes"); // a release before it ignores it: read field by field
             c.shapes().forEach((oid, fp) -> shapes.put(Long.toString(Integer.toUnsignedLong(oid)), fp));
         }
+        if (!c.rules().isEmpty()) {
+            ObjectNode rules = root.putObject("rules"); // a release before it ignores it, and one after reads its absence as unknown
+            c.rules().forEach((oid, fp) -> rules.put(Long.toString(Integer.toUnsignedLong(oid)), fp));
+        }
         return root.toString();
     }
 
@@ -139,6 +143,8 @@ public final class CheckpointJson {
             }
             java.util.SortedMap<Integer, String> shapes = new java.util.TreeMap<>();
             root.path("shapes").properties().forEach(f -> shapes.put((int) Long.parseLong(f.getKey()), f.getValue().asText()));
+            java.util.SortedMap<Integer, String> rules = new java.util.TreeMap<>();
+            root.path("rules").properties().forEach(f -> rules.put((int) Long.parseLong(f.getKey()), f.getValue().asText()));
             Checkpoint.SlotLost lost = null;
             JsonNode l = root.get("slot_lost");
             if (l != null && !l.isNull()) {
@@ -148,7 +154,7 @@ public final class CheckpointJson {
             }
             return new Checkpoint(version, identity, Lsn.parse(root.required("flush_lsn").asText()),
                     new Position(Lsn.parse(root.required("applied_commit_lsn").asText()), root.required("applied_ordinal").asLong()),
-                    progress, online, tables, lost, shapes);
+                    progress, online, tables, lost, shapes, rules);
         } catch (Exception e) {
             throw new IllegalArgumentException("unreadable checkpoint: " + e.getMessage(), e);
         }

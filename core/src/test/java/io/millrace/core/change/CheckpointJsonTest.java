@@ -2,6 +2,7 @@ package io.millrace.core.change;
 
 import io.millrace.core.Lsn;
 import io.millrace.core.Position;
+import io.millrace.core.schema.TableRef;
 import org.junit.jupiter.api.Test;
 
 import java.util.Arrays;
@@ -73,6 +74,26 @@ class CheckpointJsonTest {
         assertThat(CheckpointJson.read(json)).isEqualTo(with);
         assertThat(with.advance(Lsn.parse("0/20"), Position.START).withOnline(List.of()).withTables(new java.util.TreeMap<>())
                 .shapes()).isEqualTo(shapes);
+    }
+
+    /**
+     * The rules the tables were written under round-trip, survive every other change of a checkpoint (a rename of a held
+     * table, a new shape, an advance), and a checkpoint without them (a release before) reads with none.
+     */
+    @Test
+    void rulesRoundTripAndSurviveTheOtherChanges() {
+        Checkpoint c = new Checkpoint(Checkpoint.VERSION, ID, Lsn.parse("0/10"), Position.START, SnapshotProgress.skipped(Lsn.parse("0/10")));
+        assertThat(CheckpointJson.write(c)).doesNotContain("rules");
+        java.util.SortedMap<Integer, String> rules = new java.util.TreeMap<>(java.util.Map.of(16384, "0123456789abcdef", (int) 3_000_000_000L,
+                "fedcba9876543210"));
+        Checkpoint with = c.withRules(rules);
+        String json = CheckpointJson.write(with);
+        assertThat(json).contains("\"rules\":{").contains("\"3000000000\":\"fedcba9876543210\"");
+        assertThat(CheckpointJson.read(json)).isEqualTo(with);
+        assertThat(with.advance(Lsn.parse("0/20"), Position.START).withOnline(List.of()).withSnapshot(c.snapshot())
+                .withTables(new java.util.TreeMap<>(java.util.Map.of(16384, new TableRef("public", "renamed"))))
+                .withShapes(new java.util.TreeMap<>(java.util.Map.of(16384, "00112233aabbccdd"))).rules()).isEqualTo(rules);
+        assertThat(CheckpointJson.read(json.replace("\"rules\"", "\"later\"")).rules()).isEmpty();
     }
 
     @Test

@@ -92,10 +92,25 @@ class TransformingSink implements Sink {
      * The destination's checkpoint, its tables under the source's names: a destination holds a renamed table under the
      * rule's name ({@link #write}); the engine follows tables by their names in the source.
      */
+    /**
+     * The rules each held table was last written under here ({@link Checkpoint#rules}), as the destination's last
+     * checkpoint records them. Owned by the writer thread.
+     */
+    private java.util.SortedMap<Integer, String> written = java.util.Collections.emptySortedMap();
+    /**
+     * Tables whose rule a reload changed, by oid, with the rule they were written under before: that one stays recorded
+     * until a checkpoint carries their reconciling copy (INV: RESUME — a crash before it leaves a table a start copies
+     * again, never one recorded under rules its rows do not have). Owned by the writer thread.
+     */
+    private final Map<Integer, String> recopying = new java.util.HashMap<>();
+    /** Each table's {@link Transforms#fingerprint} under {@link #transforms}, as made so far; cleared with them. */
+    private final Map<TableRef, String> fingerprints = new java.util.HashMap<>();
+
     @Override
     public Optional<Checkpoint> open() {
         Optional<Checkpoint> cp = sink.open();
         held = cp.map(Checkpoint::tables).orElse(java.util.Collections.emptySortedMap());
+        written = cp.map(Checkpoint::rules).orElse(java.util.Collections.emptySortedMap());
         return cp.map(this::sourceNames);
     }
 
@@ -138,19 +153,50 @@ class TransformingSink implements Sink {
     public void write(List<ChangeEvent> events, Checkpoint checkpoint) {
         Transforms n = next.getAndSet(null);
         if (n != null) {
+            if (checkpoint != null) {
+                checkpoint.tables().forEach((oid, t) -> {
+                    String before = fingerprint(t);
+                    if (!before.equals(n.fingerprint(t))) {
+                        recopying.putIfAbsent(oid, before);
+                    }
+                });
+            }
             transforms = n;
             plans.clear();
+            fingerprints.clear();
             mac = null; // the salt may have changed
         }
         if (completer != null) {
             events = completer.complete(events); // raw values first: a mask then applies to the value, as to any other
         }
         List<ChangeEvent> out = transforms.isEmpty() ? events : transform(events);
-        Checkpoint named = destinationNames(checkpoint, out);
+        Checkpoint named = destinationNames(withRules(checkpoint), out);
         sink.write(out, named);
         if (named != null) {
             held = named.tables(); // durable now: the destination committed the batch with it
+            written = named.rules();
         }
+    }
+
+    private String fingerprint(TableRef t) {
+        return fingerprints.computeIfAbsent(t, transforms::fingerprint);
+    }
+
+    /**
+     * {@code cp} (source names) recording the rules each table it holds is written under from this batch on: the
+     * transforms' — but for a table a reload changed, whose old rule stays until its reconciling copy is in a checkpoint.
+     */
+    private Checkpoint withRules(Checkpoint cp) {
+        if (cp == null) {
+            return null;
+        }
+        if (!recopying.isEmpty()) {
+            recopying.keySet().removeIf(oid -> cp.online().stream().anyMatch(t -> t.oid() == oid && t.reconcile() && t.filter() == null)
+                    || !cp.tables().containsKey(oid));
+        }
+        java.util.TreeMap<Integer, String> rules = new java.util.TreeMap<>();
+        cp.tables().forEach((oid, t) -> rules.put(oid, recopying.getOrDefault(oid, fingerprint(t))));
+        return cp.withRules(rules);
     }
 
     private List<ChangeEvent> transform(List<ChangeEvent> events) {

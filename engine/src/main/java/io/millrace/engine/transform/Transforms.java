@@ -356,6 +356,43 @@ public final class Transforms {
     }
 
     /**
+     * How {@code table} reaches the destinations under these transforms, as 16 hex digits (64-bit FNV-1a): its rule's
+     * columns, masks, row filter and rename, and the salt where a mask hashes (an HMAC of a constant under it: a
+     * checkpoint never holds the salt). Equal for two transforms where {@link #sameRule} holds, and different (but for a
+     * hash collision) where it does not. Recorded with each table in the destinations' checkpoints
+     * ({@link io.millrace.core.change.Checkpoint#rules}), so that a start sees a rule changed while Millrace was stopped.
+     */
+    public String fingerprint(TableRef table) {
+        TableRule r = forTable(table);
+        StringBuilder b = new StringBuilder();
+        if (r != null) {
+            b.append("include=").append(r.include()).append("\0exclude=").append(r.exclude()).append("\0masks=");
+            r.masks().forEach((column, m) -> b.append(column).append('=').append(m.spelling()).append(','));
+            b.append("\0filter=").append(r.filter()).append("\0rename=").append(r.rename());
+            if (r.masks().values().stream().anyMatch(m -> m instanceof Mask.Hash) && !salt.isEmpty()) {
+                b.append("\0salt=").append(saltMark());
+            }
+        }
+        long h = 0xcbf29ce484222325L;
+        for (byte x : b.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8)) {
+            h = (h ^ (x & 0xff)) * 0x100000001b3L;
+        }
+        return String.format("%016x", h);
+    }
+
+    /** An HMAC of a constant under the salt: tells salts apart without revealing one. */
+    private String saltMark() {
+        try {
+            javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA256");
+            mac.init(new javax.crypto.spec.SecretKeySpec(salt.reveal().getBytes(java.nio.charset.StandardCharsets.UTF_8), "HmacSHA256"));
+            return java.util.HexFormat.of().formatHex(mac.doFinal("millrace: the rules a table was written under"
+                    .getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        } catch (java.security.GeneralSecurityException e) {
+            throw new IllegalStateException("HmacSHA256 is not available in this JVM", e);
+        }
+    }
+
+    /**
      * Whether {@code table} reaches the destinations the same under {@code a} and {@code b}: the same columns, masks and
      * row filter (wherever the rule stands in the list), and the same salt when a mask hashes.
      */

@@ -152,6 +152,7 @@ class TransformsTest {
     /** Records what the destination is given. */
     private static final class Recording implements Sink {
         final List<ChangeEvent> got = new ArrayList<>();
+        final List<Checkpoint> checkpoints = new ArrayList<>();
 
         @Override
         public String name() {
@@ -171,6 +172,7 @@ class TransformsTest {
         @Override
         public void write(List<ChangeEvent> events, Checkpoint checkpoint) {
             got.addAll(events);
+            checkpoints.add(checkpoint);
         }
 
         @Override
@@ -247,6 +249,43 @@ class TransformsTest {
         sink.write(List.of(e), null);
         assertThat(rec.got.get(1).after()[2]).isEqualTo("[redacted]");
         assertThat(Transforms.replace(rec, Transforms.NONE)).as("not wrapped").isFalse();
+    }
+
+    /**
+     * The rule each held table is written under goes into the checkpoint ({@code Checkpoint.rules}): a start compares it
+     * with today's. A reload that changes a table's rule keeps the old one recorded until a checkpoint carries the
+     * table's reconciling copy (INV: RESUME): a crash between the two leaves the table recorded under the old rule, so
+     * the start copies it again, instead of recording rows the old rule wrote as written under the new one.
+     */
+    @Test
+    void theRuleEachTableIsWrittenUnderIsRecordedAndAReloadRecordsItsRuleOnlyWithTheCopy() {
+        Transforms masked = parse("  tables: [{match: public.customers, mask: {ssn: redact}}]\n");
+        Transforms other = parse("  tables: [{match: public.other, mask: {ssn: redact}}]\n");
+        TableRef customers = new TableRef("public", "customers");
+        assertThat(masked.fingerprint(customers)).matches("[0-9a-f]{16}").isNotEqualTo(Transforms.NONE.fingerprint(customers))
+                .isEqualTo(parse("  tables: [{match: public.customers, mask: {ssn: redact}}]\n").fingerprint(customers));
+        assertThat(other.fingerprint(customers)).as("another table's rule").isEqualTo(Transforms.NONE.fingerprint(customers));
+        assertThat(parse(RULE).fingerprint(customers)).as("a hash mask: the salt counts")
+                .isNotEqualTo(new ConfigLoader(Map.of("SALT", "another salt")::get).transforms("transforms:\n" + RULE, dir).fingerprint(customers));
+
+        Recording rec = new Recording();
+        Sink sink = Transforms.NONE.wrap(rec);
+        sink.open();
+        Checkpoint cp = new Checkpoint(Checkpoint.VERSION, new io.millrace.core.change.Identity("1", "d", "s", "p", "rec"), Lsn.of(0x10),
+                Position.START, io.millrace.core.change.SnapshotProgress.skipped(Lsn.of(0x10)))
+                .withTables(new java.util.TreeMap<>(Map.of(42, customers)));
+        sink.write(List.of(), cp);
+        assertThat(rec.checkpoints.get(0).rules()).containsExactly(Map.entry(42, Transforms.NONE.fingerprint(customers)));
+
+        Transforms.replace(sink, masked);
+        sink.write(List.of(), cp);
+        assertThat(rec.checkpoints.get(1).rules()).as("no copy recorded yet: the old rule stays")
+                .containsExactly(Map.entry(42, Transforms.NONE.fingerprint(customers)));
+        Checkpoint copying = cp.withOnline(List.of(io.millrace.core.change.OnlineTask.reconciling(customers())));
+        sink.write(List.of(), copying);
+        assertThat(rec.checkpoints.get(2).rules()).containsExactly(Map.entry(42, masked.fingerprint(customers)));
+        sink.write(List.of(), cp);
+        assertThat(rec.checkpoints.get(3).rules()).as("the copy landed").containsExactly(Map.entry(42, masked.fingerprint(customers)));
     }
 
     /** A masked column renamed while streaming: the batch is refused (not written), never passed on in clear. */
