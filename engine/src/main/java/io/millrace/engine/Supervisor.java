@@ -382,7 +382,20 @@ public final class Supervisor implements EngineView {
         }
         return new EngineStatus(s.name(), state, s.source(), s.slot(), s.publication(), k.durableLsn(), serverLsn,
                 k.confirmedLsn(), retained, lagBytes, lagMillis, s.eventsWritten(), 0, s.budgetLimit(),
-                s.tables(), error, null, null, s.values(), s.slotLost(), s.notCaptured(), s.lastReload());
+                tables(s.tables(), state), error, null, null, s.values(), s.slotLost(), s.notCaptured(), s.lastReload());
+    }
+
+    /**
+     * The failed engine's tables as the run stands: a table whose phase was the engine's state ({@code failed}) is in the
+     * run's ({@code retrying}); a copy's phase stays. An operator read "failed" on every table through a destination's
+     * outage, which the supervisor waited out.
+     */
+    private static java.util.List<EngineStatus.Table> tables(java.util.List<EngineStatus.Table> tables, String state) {
+        if (state.equals("failed") || tables.stream().noneMatch(t -> t.phase().equals("failed"))) {
+            return tables;
+        }
+        return tables.stream().map(t -> t.phase().equals("failed") ? new EngineStatus.Table(t.table(), state, t.rowsCopied(),
+                t.rowsEstimated(), t.events()) : t).toList();
     }
 
     /**

@@ -304,6 +304,36 @@ class SupervisorTest {
         }
     }
 
+    /**
+     * While retrying, a table is in the run's state, not the failed attempt's: the soak's operator read "failed" on every
+     * table's phase through a destination's outage the supervisor waited out. A copy's phase stays as it was.
+     */
+    @Test
+    void whileRetryingTheTablesAreRetryingNotFailed() throws Exception {
+        CountDownLatch fail = new CountDownLatch(1);
+        AtomicInteger attempts = new AtomicInteger();
+        EngineStatus failedEngine = new EngineStatus("p", "failed", "h:1/app", "s", "pub", "0/10", "0/20", "0/10", 5000, 4000, 1200, 7, 0, 1,
+                List.of(new EngineStatus.Table("public.a", "failed", 10, 10, 3), new EngineStatus.Table("public.b", "snapshot", 5, 20, 0)),
+                null);
+        Supervisor s = new Supervisor(config("{initial_ms: 60000, max_ms: 60000, attempts: 5}"), outage(fail, attempts, failedEngine),
+                System::nanoTime, 60_000);
+        s.walReader = () -> null;
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        Thread t = runAsync(s, failed);
+        try {
+            fail.countDown();
+            long deadline = System.currentTimeMillis() + 10_000;
+            while (!"retrying".equals(s.status().state())) {
+                assertThat(System.currentTimeMillis()).isLessThan(deadline);
+                Thread.sleep(5);
+            }
+            assertThat(s.status().tables()).extracting(EngineStatus.Table::phase).containsExactly("retrying", "snapshot");
+        } finally {
+            s.stop();
+            t.join(5_000);
+        }
+    }
+
     private static java.util.function.Supplier<Supervisor.Attempt> outage(CountDownLatch fail, AtomicInteger attempts) {
         return outage(fail, attempts, new EngineStatus("p", "streaming", "h:1/app", "s", "pub", "0/10", "0/20", "0/10", 5000, 4000, 1200, 7,
                 0, 1, List.of(), null));
