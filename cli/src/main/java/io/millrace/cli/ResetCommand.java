@@ -51,7 +51,7 @@ final class ResetCommand implements Callable<Integer> {
             throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, "--data must be keep, truncate"
                     + " or drop, got '" + data + "'");
         }
-        EngineConfig cfg = ConfigLoader.fromSystem().load(config);
+        EngineConfig cfg = ConfigLoader.fromSystem().withoutRunSecrets().load(config); // the control token and the salt: not used here
         PrintStream out = System.out;
         try (Reset reset = Reset.plan(cfg, new Reset.Options(mode, dropPublication))) {
             List<String> actions = reset.actions();

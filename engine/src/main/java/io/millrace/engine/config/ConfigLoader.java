@@ -53,24 +53,37 @@ public final class ConfigLoader {
 
     private final Function<String, String> env;
     private final DestinationProviders providers;
-    /** Whether secrets the source does not need (control token, destination passwords) may stay unresolved. */
-    private final boolean sourceOnly;
+    /** Which secrets may stay unresolved, for a command that does not use them. */
+    private final Needs needs;
+
+    /**
+     * What a command needs of the configuration's secrets; the ones it does not need may stay unresolved, each listed in
+     * {@link #deferred()}. Ordered: each level defers what the one before it does, and more.
+     */
+    private enum Needs {
+        /** {@code run}: every secret. */
+        ALL,
+        /** {@code reset}: the source's and the destinations' (it writes to them), not the control token or the salt. */
+        NOT_RUN_ONLY,
+        /** {@code preflight}, {@code status}, {@code setup}: the source's only. */
+        SOURCE_ONLY
+    }
     private final List<String> deferred = new ArrayList<>();
 
     /** @param env environment lookup (System::getenv in production) */
     public ConfigLoader(Function<String, String> env) {
-        this(env, DestinationProviders.installed(), false);
+        this(env, DestinationProviders.installed(), Needs.ALL);
     }
 
-    private ConfigLoader(Function<String, String> env, DestinationProviders providers, boolean sourceOnly) {
+    private ConfigLoader(Function<String, String> env, DestinationProviders providers, Needs needs) {
         this.env = env;
         this.providers = providers;
-        this.sourceOnly = sourceOnly;
+        this.needs = needs;
     }
 
     /** This loader with exactly {@code providers} as the destination types it accepts (instead of the class path's). */
     public ConfigLoader withProviders(DestinationProviders providers) {
-        return new ConfigLoader(env, providers, sourceOnly);
+        return new ConfigLoader(env, providers, needs);
     }
 
     public static ConfigLoader fromSystem() {
@@ -83,7 +96,16 @@ public final class ConfigLoader {
      * its problem is listed in {@link #deferred()} — {@code run} refuses it. Every other check stays.
      */
     public ConfigLoader sourceOnly() {
-        return new ConfigLoader(env, providers, true);
+        return new ConfigLoader(env, providers, Needs.SOURCE_ONLY);
+    }
+
+    /**
+     * For commands that write to the source and the destinations but never run the pipeline ({@code reset}): the control
+     * token and the transforms' hash salt may stay unresolved, as {@link #sourceOnly()} lets them; every destination's
+     * secrets are read.
+     */
+    public ConfigLoader withoutRunSecrets() {
+        return new ConfigLoader(env, providers, Needs.NOT_RUN_ONLY);
     }
 
     /** The problems {@link #sourceOnly()} let pass, each naming its key, in the order found. */
@@ -91,9 +113,9 @@ public final class ConfigLoader {
         return List.copyOf(deferred);
     }
 
-    /** Throws {@code e}, or with {@link #sourceOnly()} records it and returns no secret. */
-    private Secret unresolved(MillraceException e, boolean deferrable) {
-        if (!deferrable || !sourceOnly) {
+    /** Throws {@code e}, or when a command that needs no more than {@code unneeded} reads it, records it and returns no secret. */
+    private Secret unresolved(MillraceException e, Needs unneeded) {
+        if (unneeded == null || needs.compareTo(unneeded) < 0) {
             throw e;
         }
         deferred.add(e.getMessage());
@@ -183,7 +205,12 @@ public final class ConfigLoader {
     }
 
     private Transforms transforms(Node t, Path base) {
-        Secret salt = secret(t, "hash_salt", base, false);
+        int unread = deferred.size();
+        Secret salt = secret(t, "hash_salt", base, Needs.NOT_RUN_ONLY);
+        if (deferred.size() > unread) {
+            // a command that never hashes a value: a stand-in no real salt equals, so that the rules read as they are
+            salt = Secret.of("unread salt " + java.util.UUID.randomUUID());
+        }
         List<TableRule> rules = new ArrayList<>();
         for (Node rn : t.children("tables")) {
             String match = rn.requireString("match", "public.customers");
@@ -288,7 +315,7 @@ public final class ConfigLoader {
         literal(o, "control_token");
         string(o, "control_token_env", b::controlTokenEnv);
         string(o, "control_token_file", f -> b.controlTokenFile(base.resolve(f)));
-        if (sourceOnly) {
+        if (needs != Needs.ALL) {
             b.tolerateUnreadableControlToken(deferred::add);
         }
         OperationsSettings built = b.logFormat(o.choice("log_format", OperationsSettings.LogFormat.TEXT, OperationsSettings.LogFormat.class))
@@ -364,9 +391,9 @@ public final class ConfigLoader {
 
     /**
      * A secret from {@code <prefix>_env} or {@code <prefix>_file} (e.g. {@code password_env}); a literal {@code <prefix>}
-     * key is refused. {@code deferrable}: see {@link #sourceOnly()}.
+     * key is refused. {@code unneeded}: the level of {@link Needs} from which it may stay unresolved, or null (never).
      */
-    private Secret secret(Node n, String prefix, Path base, boolean deferrable) {
+    private Secret secret(Node n, String prefix, Path base, Needs unneeded) {
         literal(n, prefix);
         String envKey = prefix + "_env";
         String fileKey = prefix + "_file";
@@ -381,7 +408,7 @@ public final class ConfigLoader {
             }
             return file == null ? Secret.NONE : Secrets.fromFile(n.key(fileKey), base.resolve(file));
         } catch (MillraceException e) {
-            return unresolved(e, deferrable);
+            return unresolved(e, unneeded);
         }
     }
 
@@ -408,7 +435,7 @@ public final class ConfigLoader {
                 + " type once its jar, with its DestinationProvider listed in META-INF/services, is on the class path:"
                 + " MILLRACE_CLASSPATH for bin/millrace)")));
         String name = d.string("name", type);
-        DestinationConfig out = provider.configure(name, new NodeSettings(d, base, (n, prefix) -> secret(n, prefix, base, true)), context);
+        DestinationConfig out = provider.configure(name, new NodeSettings(d, base, (n, prefix) -> secret(n, prefix, base, Needs.SOURCE_ONLY)), context);
         d.done();
         return out;
     }

@@ -284,6 +284,46 @@ class ConfigLoaderTest {
         assertThat(m).contains("config: source.password_env names the environment variable SRC_PW, which is not set; export it");
     }
 
+    /**
+     * A command reads only the secrets it uses: {@code reset} needs the destinations' passwords but neither the control
+     * token nor the hash salt, {@code preflight} and {@code status} the source's only (a newcomer had to export a salt
+     * to run {@code status}, and a control token to run {@code reset}). {@code run} needs every one.
+     */
+    @Test
+    void eachCommandNeedsOnlyTheSecretsItUses() {
+        String yaml = SOURCE + """
+                destinations:
+                  - name: replica
+                    type: postgres
+                    host: db2
+                    database: replica
+                    user: cdc
+                    password_env: DST_PW
+                operations:
+                  http_port: 8089
+                  control_token_env: CONTROL_TOKEN
+                transforms:
+                  hash_salt_env: SALT
+                  tables:
+                    - match: public.orders
+                      mask: {email: hash}
+                """;
+        assertThat(fail(yaml)).contains("CONTROL_TOKEN"); // run
+        ConfigLoader reset = new ConfigLoader(ENV::get).withoutRunSecrets();
+        EngineConfig c = reset.parse(yaml, dir);
+        assertThat(((PostgresSinkConfig) c.destinations().get(0)).password().reveal()).isEqualTo("s3cret-dst");
+        assertThat(reset.deferred()).hasSize(2).anySatisfy(d -> assertThat(d).contains("CONTROL_TOKEN"))
+                .anySatisfy(d -> assertThat(d).contains("transforms.hash_salt_env").contains("SALT"));
+        MillraceException noDestinationPassword = catchThrowableOfType(MillraceException.class,
+                () -> new ConfigLoader(Map.of("SRC_PW", "s3cret-src")::get).withoutRunSecrets().parse(yaml, dir));
+        assertThat(noDestinationPassword.getMessage()).contains("destinations[0].password_env").contains("DST_PW");
+        ConfigLoader status = new ConfigLoader(Map.of("SRC_PW", "s3cret-src")::get).sourceOnly();
+        assertThat(status.parse(yaml, dir).source().database()).isEqualTo("shop");
+        assertThat(status.deferred()).hasSize(3);
+        assertThat(fail(yaml, Map.of("SRC_PW", "s3cret-src", "DST_PW", "s3cret-dst", "CONTROL_TOKEN", "t-0123456789abcdef")))
+                .as("run, the salt unset").contains("transforms.hash_salt_env").contains("SALT");
+    }
+
     @Test
     void aPasswordEnvNamingAnEmptyVariableIsAnError() {
         // An empty variable would otherwise connect with no password at all, failing later and less clearly.
