@@ -231,6 +231,10 @@ final class StartPlanner {
         Set<Integer> held = new HashSet<>();
         cps.forEach(c -> held.addAll(c.tables().keySet()));
         List<Checkpoint> next = f.mode() == SnapshotMode.NEVER ? cps : cps.stream().map(c -> withAdded(c, f, held)).toList();
+        StartPlan.Refuse renamed = renamedAwayFromItsRule(f);
+        if (renamed != null) {
+            return renamed;
+        }
         List<RelationInfo> recopy = f.serverVersion() < ONLINE_VERSION || f.mode() == SnapshotMode.NEVER ? List.of() : rulesChanged(f);
         if (!recopy.isEmpty()) {
             next = next.stream().map(c -> withRecopied(c, recopy)).toList();
@@ -353,6 +357,28 @@ final class StartPlanner {
             }
         }
         return changed;
+    }
+
+    /**
+     * A table renamed in the source whose rule changed with its name (an exact-name rule matches it no more): not copied
+     * again under the rule of its new name, which would put its rows in clear where a mask of the old rule hid them — the
+     * user changed no rule. Refused, naming the fix; a rule that matches the new name as the old one did passes.
+     */
+    private static StartPlan.Refuse renamedAwayFromItsRule(Facts f) {
+        for (RelationInfo r : rulesChanged(f)) {
+            for (Checkpoint c : f.checkpoints()) {
+                TableRef before = c.tables().get(r.oid());
+                String was = c.rules().get(r.oid());
+                if (before != null && !before.equals(r.table()) && was != null && !was.equals(f.rules().get(r.oid()))) {
+                    return new StartPlan.Refuse(Kind.CONFIG, "config: table " + before + " was renamed to " + r.table() + " in the source,"
+                            + " and the transforms rules its name matches now are not the ones its rows reached the destinations under:"
+                            + " copied again under them, a mask or an excluded column of the old rule would pass in clear.", " Fix: ",
+                            "make a rule match " + r.table() + " as the old one matched " + before + " (e.g. change its match), and start"
+                            + " again; to change its rules after that, reload them while it runs");
+                }
+            }
+        }
+        return null;
     }
 
     /**

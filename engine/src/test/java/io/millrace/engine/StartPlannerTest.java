@@ -478,6 +478,16 @@ class StartPlannerTest {
                                 .slot(slot(Lsn.of(100), null)).rules("new")),
                         is(StartPlan.Resume.class, r -> assertThat(r.checkpoints())
                                 .allSatisfy(c -> assertThat(c.online()).containsExactly(OnlineTask.reconciling(B))))),
+                row("restart with a table renamed away from its exact-name rule (no rule changed): refused, not copied in clear"
+                                + " (MaskedColumnRenamedIT)",
+                        with(b -> b.checkpoints(ruled("replica", "old").withTables(new java.util.TreeMap<>(java.util.Map.of(A.oid(),
+                                new TableRef("public", "a_before"), B.oid(), B.table()))), ruled("events", "old"))
+                                .slot(slot(Lsn.of(100), null)).rules("new")),
+                        refused(Kind.CONFIG, "config: table public.a_before was renamed to public.a in the source, and the transforms"
+                                + " rules its name matches now are not the ones its rows reached the destinations under: copied again under"
+                                + " them, a mask or an excluded column of the old rule would pass in clear. Fix: make a rule match public.a"
+                                + " as the old one matched public.a_before (e.g. change its match), and start again; to change its rules"
+                                + " after that, reload them while it runs")),
                 row("restart with the rules unchanged: nothing copied",
                         with(b -> b.checkpoints(ruled("replica", "same"), ruled("events", "same")).slot(slot(Lsn.of(100), null)).rules("same")),
                         is(StartPlan.Resume.class, r -> assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online()).isEmpty()))),

@@ -103,6 +103,10 @@ class TransformingSink implements Sink {
      * again, never one recorded under rules its rows do not have). Owned by the writer thread.
      */
     private final Map<Integer, String> recopying = new java.util.HashMap<>();
+    /** The source's names of the tables of the last checkpoint written here, by oid. Owned by the writer thread. */
+    private java.util.SortedMap<Integer, TableRef> namesWritten = java.util.Collections.emptySortedMap();
+    /** The tables the batch being written copies again, reconciling (its checkpoint's online tasks), by oid. */
+    private java.util.Set<Integer> reconciling = java.util.Set.of();
     /** Each table's {@link Transforms#fingerprint} under {@link #transforms}, as made so far; cleared with them. */
     private final Map<TableRef, String> fingerprints = new java.util.HashMap<>();
 
@@ -111,7 +115,9 @@ class TransformingSink implements Sink {
         Optional<Checkpoint> cp = sink.open();
         held = cp.map(Checkpoint::tables).orElse(java.util.Collections.emptySortedMap());
         written = cp.map(Checkpoint::rules).orElse(java.util.Collections.emptySortedMap());
-        return cp.map(this::sourceNames);
+        Optional<Checkpoint> named = cp.map(this::sourceNames);
+        namesWritten = named.map(Checkpoint::tables).orElse(java.util.Collections.emptySortedMap());
+        return named;
     }
 
     /** {@code cp} with the tables it holds under the source's names where a rule gave the name (else as they are). */
@@ -169,12 +175,16 @@ class TransformingSink implements Sink {
         if (completer != null) {
             events = completer.complete(events); // raw values first: a mask then applies to the value, as to any other
         }
+        reconciling = checkpoint == null ? java.util.Set.of() : checkpoint.online().stream().filter(t -> t.reconcile() && t.filter() == null)
+                .map(io.millrace.core.change.OnlineTask::oid).collect(java.util.stream.Collectors.toSet());
         List<ChangeEvent> out = transforms.isEmpty() ? events : transform(events);
-        Checkpoint named = destinationNames(withRules(checkpoint), out);
+        Checkpoint stamped = withRules(checkpoint);
+        Checkpoint named = destinationNames(stamped, out);
         sink.write(out, named);
         if (named != null) {
             held = named.tables(); // durable now: the destination committed the batch with it
             written = named.rules();
+            namesWritten = stamped.tables();
         }
     }
 
@@ -250,6 +260,7 @@ class TransformingSink implements Sink {
             plans.clear(); // INV: BOUNDED — shapes of a long run; plans are cheap to make again
         }
         TableRule rule = transforms.forTable(r.table());
+        sameRule(rule, r);
         if (rule != null) {
             failClosed(rule, r);
             List<Integer> keep = new ArrayList<>();
@@ -301,6 +312,26 @@ class TransformingSink implements Sink {
                     + held.table() + " one name in the destinations, " + to + ": their rows would mix in one table. Give each table a"
                     + " name of its own (a rename with {table} in it); this batch was not written");
         }
+    }
+
+    /**
+     * Refuses a table that reached this destination under another rule than the one its name matches now, unless the
+     * batch copies it again: renamed in the source while streaming, a table an exact-name rule matched matches none (or
+     * another), and its rows would pass unmasked, in clear. The batch is not written and the checkpoint does not move; a
+     * start with a rule that matches the new name as the old one did passes the held changes on under it.
+     */
+    private void sameRule(TableRule rule, RelationInfo r) {
+        String was = written.get(r.oid());
+        if (was == null || recopying.containsKey(r.oid()) || reconciling.contains(r.oid()) || was.equals(fingerprint(r.table()))) {
+            return;
+        }
+        TableRef before = namesWritten.get(r.oid());
+        throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, "config: table "
+                + (before != null && !before.equals(r.table()) ? before + " was renamed to " + r.table() + " in the source, and" : r.table())
+                + " now matches " + (rule == null ? "no transforms rule" : rule.setting()) + ", not the rule its rows reached the"
+                + " destinations under: its changes are held back, since a mask or an excluded column of that rule would pass in clear."
+                + " Fix: make a rule match " + r.table() + " as the old one matched " + (before != null ? before : "it")
+                + " (e.g. change its match), and start again; the held changes are then passed on under it");
     }
 
     /**

@@ -288,6 +288,34 @@ class TransformsTest {
         assertThat(rec.checkpoints.get(3).rules()).as("the copy landed").containsExactly(Map.entry(42, masked.fingerprint(customers)));
     }
 
+    /**
+     * A table renamed in the source while streaming, away from the exact-name rule that masked it: its changes are
+     * refused (not written, in clear) until a rule matches it as before, or a checkpoint copies it again reconciling.
+     */
+    @Test
+    void aTableRenamedAwayFromItsRuleIsRefusedNotPassedInClear() {
+        Transforms masked = parse("  tables: [{match: public.customers, mask: {ssn: redact}}]\n");
+        Recording rec = new Recording();
+        Sink sink = masked.wrap(rec);
+        sink.open();
+        Checkpoint cp = new Checkpoint(Checkpoint.VERSION, new io.millrace.core.change.Identity("1", "d", "s", "p", "rec"), Lsn.of(0x10),
+                Position.START, io.millrace.core.change.SnapshotProgress.skipped(Lsn.of(0x10)))
+                .withTables(new java.util.TreeMap<>(Map.of(42, new TableRef("public", "customers"))));
+        Object[] row = {1, "a@b", "123-45-6789", "p", "n", null};
+        sink.write(List.of(new ChangeEvent(Op.CREATE, customers(), null, row, Lsn.ZERO, Position.START, 1, 0, false)), cp);
+        RelationInfo renamed = customers().renamed(new TableRef("public", "clients"));
+        ChangeEvent later = new ChangeEvent(Op.CREATE, renamed, null, row, Lsn.ZERO, Position.START, 2, 0, false);
+        MillraceException e = catchThrowableOfType(MillraceException.class, () -> sink.write(List.of(later),
+                cp.withTables(new java.util.TreeMap<>(Map.of(42, renamed.table())))));
+        assertThat(e.kind()).isEqualTo(MillraceException.Kind.CONFIG);
+        assertThat(e.getMessage()).contains("public.customers was renamed to public.clients").contains("no transforms rule")
+                .contains("held back").doesNotContain("123-45-6789");
+        assertThat(rec.got).hasSize(1);
+        sink.write(List.of(later), cp.withTables(new java.util.TreeMap<>(Map.of(42, renamed.table())))
+                .withOnline(List.of(io.millrace.core.change.OnlineTask.reconciling(renamed))));
+        assertThat(rec.got).as("copied again, reconciling: under the rule of its name now").hasSize(2);
+    }
+
     /** A masked column renamed while streaming: the batch is refused (not written), never passed on in clear. */
     @Test
     void aMaskedColumnGoneFromTheShapeStopsTheWriteInsteadOfLeaking() {
