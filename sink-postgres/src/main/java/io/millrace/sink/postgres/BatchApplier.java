@@ -277,7 +277,7 @@ final class BatchApplier extends TableApplier {
             }
             sql.append(" FROM ").append(target.sql()).append(" t WHERE s._mr_mask = ").append(m + 1);
             for (int j = 0; j < keyIdx.length; j++) {
-                sql.append(" AND t.").append(Ident.quote(rel.column(keyIdx[j]).name())).append(" = s.f").append(j);
+                sql.append(" AND t.").append(Ident.quote(rel.column(keyIdx[j]).name())).append(" = s.f").append(j).append(stage.casts[keyIdx[j]]);
             }
             int filled = executeUpdate(sql.toString());
             int expected = maskCounts.get(m);
@@ -288,7 +288,7 @@ final class BatchApplier extends TableApplier {
                         .append(m + 1).append(" AND NOT EXISTS (SELECT 1 FROM ").append(target.sql()).append(" t WHERE ");
                 for (int j = 0; j < keyIdx.length; j++) {
                     drop.append(j == 0 ? "" : " AND ").append("t.").append(Ident.quote(rel.column(keyIdx[j]).name()))
-                            .append(" = s.f").append(j);
+                            .append(" = s.f").append(j).append(stage.casts[keyIdx[j]]);
                 }
                 int dropped = executeUpdate(drop.append(')').toString());
                 upserts -= dropped;
@@ -405,10 +405,41 @@ final class BatchApplier extends TableApplier {
             execute("DROP TABLE IF EXISTS " + s.name);
             usedInTransaction.remove(s);
         }
-        s = new Stage("millrace_stage_" + (++stageCounter), target, rel);
+        s = new Stage("millrace_stage_" + (++stageCounter), target, rel, casts(target, rel));
         execute(s.createSql);
         stages.put(target, s);
         return s;
+    }
+
+    /**
+     * For each column of {@code rel}, the cast its staged value needs to become the destination column's value, or "":
+     * a column the staging table holds as text (an enum, a domain, a composite, their arrays: TypeMapping) whose
+     * destination column is not a string type — one made with the source's own types, as {@code millrace migrate} makes
+     * them or a user does. Without it, PostgreSQL has no assignment cast (a migrate user's first UPDATE: "column "mood"
+     * is of type mood but expression is of type text"). A string column takes text as it is, never truncated by a cast.
+     */
+    private String[] casts(TableRef target, RelationInfo rel) throws SQLException {
+        String[] casts = new String[rel.columnCount()];
+        java.util.Arrays.fill(casts, "");
+        Map<String, String> types = new HashMap<>();
+        try (PreparedStatement ps = conn.prepareStatement("SELECT a.attname, format_type(a.atttypid, a.atttypmod)"
+                + " FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid LEFT JOIN pg_type e ON e.oid = t.typelem AND t.typcategory = 'A'"
+                + " WHERE a.attrelid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped AND coalesce(e.typcategory, t.typcategory) <> 'S'")) {
+            ps.setString(1, target.sql());
+            try (java.sql.ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    types.put(rs.getString(1), rs.getString(2));
+                }
+            }
+        }
+        for (int i = 0; i < casts.length; i++) {
+            String staged = TypeMapping.sqlType(rel.column(i));
+            String type = types.get(rel.column(i).name());
+            if (type != null && (staged.equals("text") || staged.equals("text[]")) && !type.equals(staged)) {
+                casts[i] = "::" + type;
+            }
+        }
+        return casts;
     }
 
     /** A temporary table shaped like a relation: c0..cN-1, _mr_del, _mr_mask, f0..fK-1 (old key). */
@@ -419,8 +450,11 @@ final class BatchApplier extends TableApplier {
         final String copySql;
         final String deleteSql;
         final String upsertSql;
+        /** The cast each staged column needs to compare with, or become, the destination column ({@link #casts}). */
+        final String[] casts;
 
-        Stage(String name, TableRef target, RelationInfo rel) {
+        Stage(String name, TableRef target, RelationInfo rel, String[] casts) {
+            this.casts = casts;
             this.name = name;
             this.shape = rel;
             int n = rel.columnCount();
@@ -445,7 +479,7 @@ final class BatchApplier extends TableApplier {
             StringBuilder del = new StringBuilder("DELETE FROM ").append(target.sql()).append(" t USING ").append(name)
                     .append(" s WHERE s._mr_del");
             for (int k : keyIdx) {
-                del.append(" AND t.").append(Ident.quote(rel.column(k).name())).append(" = s.c").append(k);
+                del.append(" AND t.").append(Ident.quote(rel.column(k).name())).append(" = s.c").append(k).append(casts[k]);
             }
             deleteSql = del.toString();
 
@@ -461,7 +495,7 @@ final class BatchApplier extends TableApplier {
             for (int i = 0; i < n; i++) {
                 String q = Ident.quote(rel.column(i).name());
                 names.add(q);
-                sel.add("c" + i);
+                sel.add("c" + i + casts[i]);
                 if (!keySet.contains(i)) {
                     set.add(q + " = EXCLUDED." + q);
                 }
