@@ -325,7 +325,7 @@ final class Reloader {
         return done;
     }
 
-    private static boolean allTables(Connection c, String publication) throws SQLException {
+    static boolean allTables(Connection c, String publication) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("SELECT puballtables FROM pg_publication WHERE pubname = ?")) {
             ps.setString(1, publication);
             try (ResultSet rs = ps.executeQuery()) {

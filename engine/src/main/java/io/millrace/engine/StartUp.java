@@ -65,9 +65,10 @@ final class StartUp {
             rulesAtStart(facts, plan);
             tablesAtStart();
             Map<TableRef, String> filters;
+            Map<TableRef, String> refilter = new java.util.LinkedHashMap<>();
             try (Connection c = ctx.conns.open()) { // INV: NO-SILENT-ERROR — a filter PostgreSQL cannot apply stops the start, writing nothing
                 filters = RowFilters.check(c, ctx.config.transforms(), survey.relations(), survey.report().serverVersion(), src.publication(),
-                        survey.report().publicationExists());
+                        survey.report().publicationExists(), mayRefilter(c, facts, plan), refilter);
             }
             if (plan instanceof StartPlan.ReplaceSlot replace) {
                 List<Checkpoint> next = SlotReplacement.run(ctx, repl, replace, sinks, found);
@@ -80,6 +81,7 @@ final class StartUp {
             StartPlan.Go go = (StartPlan.Go) plan;
             record(go);
             publish(go.publication(), filters); // only now, after the checks: a start refused writes nothing to the source
+            refilter(refilter);
             makeFailoverSlot(repl);
             ctx.captured = survey.report().tables();
             if (go instanceof StartPlan.FromCheckpoints from) {
@@ -143,6 +145,44 @@ final class StartUp {
             rules.put(r.oid(), ctx.transforms.fingerprint(r.table()));
         }
         return rules;
+    }
+
+    /**
+     * The tables whose row filter in the publication this start may change: those it copies again, reconciling, since
+     * their rules changed while Millrace was stopped (their copy deletes the rows a new filter leaves out), in a
+     * publication Millrace manages. Any other table whose filter differs is refused by RowFilters, naming the fix.
+     */
+    private java.util.Set<TableRef> mayRefilter(Connection c, StartPlanner.Facts facts, StartPlan plan) throws SQLException {
+        if (!(plan instanceof StartPlan.Resume resume) || !src.createPublication() || ctx.selection.tables().isEmpty()
+                || Reloader.allTables(c, src.publication())) {
+            return java.util.Set.of();
+        }
+        java.util.Set<TableRef> tables = new java.util.HashSet<>();
+        for (RelationInfo r : StartPlanner.rulesChanged(facts)) {
+            if (resume.checkpoints().stream().allMatch(cp -> cp.online().stream().anyMatch(t -> t.oid() == r.oid() && t.reconcile()))) {
+                tables.add(r.table());
+            }
+        }
+        return tables;
+    }
+
+    /** Gives each table of {@code refilter} its row filter in the publication: one transaction, as a reload does. */
+    private void refilter(Map<TableRef, String> refilter) throws SQLException {
+        if (refilter.isEmpty()) {
+            return;
+        }
+        try (Connection c = ctx.conns.open(); Statement s = c.createStatement()) {
+            c.setAutoCommit(false);
+            s.execute("SET LOCAL lock_timeout = '" + TableJoiner.LOCK_TIMEOUT + "'");
+            for (Map.Entry<TableRef, String> e : refilter.entrySet()) {
+                s.execute("ALTER PUBLICATION " + Ident.quote(src.publication()) + " DROP TABLE " + e.getKey().sql());
+                s.execute("ALTER PUBLICATION " + Ident.quote(src.publication()) + " ADD TABLE " + e.getKey().sql()
+                        + (e.getValue() == null ? "" : " WHERE (" + e.getValue() + ")"));
+            }
+            c.commit();
+        }
+        LOG.info("the row filters of {} changed while Millrace was stopped: publication '{}' now passes their changes under the new ones,"
+                + " and their copies delete the rows the new filters leave out", refilter.keySet(), src.publication());
     }
 
     /** Says which tables' transforms changed while Millrace was stopped, and whether they are copied again. */

@@ -30,7 +30,9 @@ import java.util.Set;
  *   <li>the filter is tried in a publication made and rolled back in one transaction, so PostgreSQL's own limits
  *       (simple expressions, immutable built-in functions) are reported at start, naming the setting;</li>
  *   <li>an existing publication must pass each table's changes with the filter configured (the form PostgreSQL
- *       stores): otherwise the destinations hold rows of another filter, and the start is refused with the fix.</li>
+ *       stores): otherwise the destinations hold rows of another filter, and the start is refused with the fix — unless
+ *       the start copies the table again, reconciling, in a publication Millrace manages (its rules changed while
+ *       Millrace was stopped): then the start changes the filter, as a reload does.</li>
  * </ul>
  */
 public final class RowFilters {
@@ -46,6 +48,17 @@ public final class RowFilters {
      */
     public static Map<TableRef, String> check(Connection c, Transforms transforms, List<RelationInfo> tables, int serverVersion,
                                               String publication, boolean publicationExists) throws SQLException {
+        return check(c, transforms, tables, serverVersion, publication, publicationExists, java.util.Set.of(), new LinkedHashMap<>());
+    }
+
+    /**
+     * As above; a table of {@code mayRefilter} whose filter in the publication is not the configured one is not refused
+     * but put in {@code refilter} with the filter it needs (null: none), for the caller to change the publication — a start
+     * that copies the table again, reconciling, since its rules changed while Millrace was stopped.
+     */
+    public static Map<TableRef, String> check(Connection c, Transforms transforms, List<RelationInfo> tables, int serverVersion,
+                                              String publication, boolean publicationExists, java.util.Set<TableRef> mayRefilter,
+                                              Map<TableRef, String> refilter) throws SQLException {
         Map<TableRef, String> filters = transforms.filters(tables.stream().map(RelationInfo::table).toList());
         if (serverVersion < MIN_VERSION) {
             if (!filters.isEmpty()) {
@@ -64,7 +77,7 @@ public final class RowFilters {
             }
         }
         if (publicationExists) {
-            compare(c, transforms, tables, publication, filters, stored);
+            compare(c, transforms, tables, publication, filters, stored, mayRefilter, refilter);
         }
         return filters;
     }
@@ -146,7 +159,8 @@ public final class RowFilters {
     }
 
     private static void compare(Connection c, Transforms transforms, List<RelationInfo> tables, String publication,
-                                Map<TableRef, String> filters, Map<TableRef, String> stored) throws SQLException {
+                                Map<TableRef, String> filters, Map<TableRef, String> stored, java.util.Set<TableRef> mayRefilter,
+                                Map<TableRef, String> refilter) throws SQLException {
         Map<TableRef, String> now = new LinkedHashMap<>();
         Set<TableRef> published = new LinkedHashSet<>();
         try (PreparedStatement ps = c.prepareStatement("SELECT schemaname, tablename, rowfilter FROM pg_publication_tables WHERE pubname = ?")) {
@@ -167,7 +181,9 @@ public final class RowFilters {
             String want = filters.get(t);
             String has = now.get(t);
             boolean same = want == null ? has == null : has != null && (stored.get(t) == null || Objects.equals(stored.get(t), has));
-            if (!same) {
+            if (!same && mayRefilter.contains(t)) {
+                refilter.put(t, want);
+            } else if (!same) {
                 TableRule rule = transforms.forTable(t);
                 String setting = rule == null ? "transforms" : rule.setting() + ".filter";
                 throw Transforms.error(setting, (want == null ? "sets no row filter for " + t : "sets row filter (" + want + ") for " + t)
@@ -210,7 +226,8 @@ public final class RowFilters {
         }
         String stored = probe(c, setting, r.table(), f);
         if (member) {
-            compare(c, transforms, List.of(r), publication, filters, stored == null ? Map.of() : Map.of(r.table(), stored));
+            compare(c, transforms, List.of(r), publication, filters, stored == null ? Map.of() : Map.of(r.table(), stored),
+                    java.util.Set.of(), new LinkedHashMap<>());
         }
         return f;
     }

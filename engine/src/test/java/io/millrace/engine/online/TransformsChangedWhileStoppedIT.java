@@ -29,8 +29,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Each destination's checkpoint records the rule every table was written under ({@code Checkpoint.rules}); the start
  * sees the table's rule changed and copies it again online, reconciling, as a reload does: afterwards the postgres
  * destination holds exactly the source's rows, every note masked, and replaying the jsonl events gives the same. A
- * start with the rules unchanged copies nothing again. (A row filter changed while stopped is refused at the start,
- * with the statements that change the publication: RowFilterIT.)
+ * start with the rules unchanged copies nothing again. A row filter added while stopped is put in the publication by
+ * the start, and the copy deletes the rows it leaves out.
  */
 class TransformsChangedWhileStoppedIT {
     private static final Duration WAIT = Duration.ofSeconds(90);
@@ -69,7 +69,7 @@ class TransformsChangedWhileStoppedIT {
         try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
             E2e.exec(src, "CREATE SCHEMA IF NOT EXISTS shop", "CREATE TABLE shop.t (id int PRIMARY KEY, v int NOT NULL, note text)",
                     "INSERT INTO shop.t SELECT g, g, 'alice' || g || '@example.com' FROM generate_series(1, 3000) g");
-            run(loader, file, () -> {
+            run(loader, file, src, dst, () -> {
                 E2e.exec(src, "INSERT INTO shop.t VALUES (-1, -1, 'marker')");
                 E2e.awaitRow(dst, "SELECT count(*) FROM shop.t WHERE id = -1", WAIT);
             });
@@ -78,13 +78,8 @@ class TransformsChangedWhileStoppedIT {
             // While stopped: the rules change, and the source too.
             Files.writeString(file, yaml(db, events, rules));
             E2e.exec(src, "UPDATE shop.t SET v = v + 1 WHERE id % 10 = 0", "DELETE FROM shop.t WHERE id BETWEEN 11 AND 20");
-            run(loader, file, () -> awaitLanded(src, dst, -2));
-            Map<Integer, String> want = new TreeMap<>();
-            try (Statement s = src.createStatement(); ResultSet rs = s.executeQuery("SELECT id, v FROM shop.t")) {
-                while (rs.next()) {
-                    want.put(rs.getInt(1), rs.getString(2) + "|[redacted]");
-                }
-            }
+            run(loader, file, src, dst, () -> awaitLanded(src, dst, -2));
+            Map<Integer, String> want = masked(src);
             assertThat(E2e.queryLong(dst, "SELECT count(*) FROM shop.t WHERE note LIKE 'alice%'")).as("notes in clear in the postgres"
                     + " destination").isZero();
             assertThat(rows(dst)).as("postgres destination: every row under the new mask").isEqualTo(want);
@@ -92,10 +87,44 @@ class TransformsChangedWhileStoppedIT {
             long copied = copiedRows(events);
 
             // A start with the same rules copies nothing again.
-            run(loader, file, () -> awaitLanded(src, dst, -4));
+            run(loader, file, src, dst, () -> awaitLanded(src, dst, -4));
             assertThat(copiedRows(events)).as("rows copied again by a start with unchanged rules").isEqualTo(copied);
-            want.put(-4, "-4|[redacted]");
-            assertThat(rows(dst)).isEqualTo(want);
+            assertThat(rows(dst)).isEqualTo(masked(src));
+        }
+    }
+
+    /**
+     * A row filter added while stopped (with a mask): the start changes the filter in the publication it manages, as a
+     * reload does, and copies the table again, reconciling, so the rows the new filter leaves out are deleted from the
+     * destinations (before, the start refused with the statements to run by hand).
+     */
+    @Test
+    void aRowFilterAddedWhileStoppedLeavesOnlyTheRowsItPasses(@TempDir Path dir) throws Exception {
+        String db = "tstopfilter";
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        Path file = dir.resolve("millrace.yaml");
+        Path events = dir.resolve("events");
+        Files.writeString(file, yaml(db, events, ""));
+        ConfigLoader loader = new ConfigLoader(Map.<String, String>of()::get);
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.exec(src, "CREATE SCHEMA IF NOT EXISTS shop", "CREATE TABLE shop.t (id int PRIMARY KEY, v int NOT NULL, note text)",
+                    "INSERT INTO shop.t SELECT g, g, 'alice' || g || '@example.com' FROM generate_series(1, 3000) g");
+            run(loader, file, src, dst, () -> awaitLanded(src, dst, -1));
+            Files.writeString(file, yaml(db, events, "\ntransforms:\n  tables:\n    - match: shop.t\n      filter: \"id % 2 = 0\"\n"
+                    + "      mask: {note: redact}\n"));
+            E2e.exec(src, "UPDATE shop.t SET v = v + 1 WHERE id % 10 = 0", "DELETE FROM shop.t WHERE id BETWEEN 11 AND 20");
+            run(loader, file, src, dst, () -> awaitLanded(src, dst, -2));
+            Map<Integer, String> want = new TreeMap<>();
+            try (Statement s = src.createStatement(); ResultSet rs = s.executeQuery("SELECT id, v FROM shop.t WHERE id % 2 = 0")) {
+                while (rs.next()) {
+                    want.put(rs.getInt(1), rs.getString(2) + "|[redacted]");
+                }
+            }
+            assertThat(rows(dst)).as("postgres destination: the rows of the new filter, under the new mask").isEqualTo(want);
+            assertThat(NewTableIT.replay(E2e.events(events), "t")).as("jsonl replay").isEqualTo(want);
+            assertThat(E2e.queryString(src, "SELECT pg_get_expr(r.prqual, r.prrelid) FROM pg_publication_rel r JOIN pg_publication p"
+                    + " ON p.oid = r.prpubid WHERE p.pubname = 's_" + db + "'")).contains("(id % 2) = 0");
         }
     }
 
@@ -103,6 +132,17 @@ class TransformsChangedWhileStoppedIT {
     private static void awaitLanded(Connection src, Connection dst, int id) throws Exception {
         E2e.exec(src, "INSERT INTO shop.t VALUES (" + id + ", " + id + ", 'marker')");
         E2e.awaitRow(dst, "SELECT count(*) FROM shop.t WHERE id = " + id, WAIT);
+    }
+
+    /** The source's rows as the destination holds them under the mask: id -> v|[redacted]. */
+    private static Map<Integer, String> masked(Connection src) throws Exception {
+        Map<Integer, String> want = new TreeMap<>();
+        try (Statement s = src.createStatement(); ResultSet rs = s.executeQuery("SELECT id, v FROM shop.t")) {
+            while (rs.next()) {
+                want.put(rs.getInt(1), rs.getString(2) + "|[redacted]");
+            }
+        }
+        return want;
     }
 
     private static long copiedRows(Path events) throws Exception {
@@ -123,8 +163,13 @@ class TransformsChangedWhileStoppedIT {
         void run() throws Exception;
     }
 
-    /** Runs the pipeline of {@code file} until it streams, {@code step} is done and no online copy is left; stops it. */
-    private static void run(ConfigLoader loader, Path file, Step step) throws Exception {
+    private static int markers;
+
+    /**
+     * Runs the pipeline of {@code file} until it streams, {@code step} is done, no online copy is left and a row written
+     * after that reached the destination (the copy's last rows are written before it); stops it.
+     */
+    private static void run(ConfigLoader loader, Path file, Connection src, Connection dst, Step step) throws Exception {
         Supervisor sup = new Supervisor(loader.load(file));
         AtomicReference<Throwable> failed = new AtomicReference<>();
         Thread t = new Thread(() -> {
@@ -147,6 +192,7 @@ class TransformsChangedWhileStoppedIT {
                 assertThat(System.nanoTime()).as("the copy lands").isLessThan(deadline);
                 Thread.sleep(50);
             }
+            awaitLanded(src, dst, -1000 - 2 * ++markers); // even: a row filter id % 2 = 0 passes it
         } finally {
             sup.stop();
             t.join(30_000);
