@@ -91,6 +91,16 @@ final class Cutover {
                 awaitFollower(src, state, deadline, timeout);
             }
             String db = Planner.one(src, "SELECT current_database()");
+            if (state == MigrationState.FOLLOWING) {
+                // what would stop the cutover once the source is fenced: refused while nothing is
+                Fence.visible(src);
+                List<String> grants = Sequences.unreadable(src, tgt, sequences);
+                if (!grants.isEmpty()) {
+                    throw new MillraceException(Kind.PERMISSION, "migrate cutover: the roles cannot read or set the sequences it moves"
+                            + " past the source's value. Nothing was fenced. Fix: " + String.join("; ", grants)
+                            + ", then 'millrace migrate cutover' again");
+                }
+            }
             long fenceStart = System.nanoTime();
             if (state == MigrationState.FOLLOWING) {
                 store.record(tgt, MigrationState.FENCING, "lag " + lag + " bytes");

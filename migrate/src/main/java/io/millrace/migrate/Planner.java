@@ -61,6 +61,19 @@ final class Planner {
                     "run the migration as the database's owner or a superuser, or ALTER DATABASE " + Ident.quote(db) + " OWNER TO "
                             + Ident.quote(srcUser)));
         }
+        if (!bool(src, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")) {
+            // The fence ends the application's sessions: a role that cannot see other roles' sessions (pg_stat_activity shows
+            // them without a backend type) or may not signal them would leave them writing to the source after the cutover,
+            // writes the target never gets (found by a migrate user: the cutover said it ended 0 sessions).
+            for (String role : List.of("pg_read_all_stats", "pg_signal_backend")) {
+                if (!bool(src, "SELECT pg_has_role(current_user, '" + role + "', 'MEMBER')")) {
+                    problems.add(new Problem(Kind.PERMISSION, "source role " + srcUser + " is not a member of " + role + ", so the cutover"
+                            + (role.equals("pg_read_all_stats") ? " could not see" : " could not end") + " the sessions of other roles"
+                            + " (the application's): they would go on writing to the source after it",
+                            "GRANT " + role + " TO " + Ident.quote(srcUser) + " (as a superuser on the source)"));
+                }
+            }
+        }
         String tgtUser = one(tgt, "SELECT current_user");
         boolean tgtSuper = bool(tgt, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user");
         if (!bool(tgt, "SELECT has_database_privilege(current_database(), 'CREATE')")) {
@@ -183,6 +196,11 @@ final class Planner {
         if (!sequences.isEmpty()) {
             notes.add(sequences.size() + " sequence(s) created on the target and, at cutover, set past the source's value: "
                     + String.join(", ", sequences.stream().map(s -> s.ref().toString()).toList()));
+            List<String> grants = Sequences.unreadable(src, tgt, sequences);
+            if (!grants.isEmpty()) {
+                problems.add(new Problem(Kind.PERMISSION, "the cutover could not read or set " + grants.size() + " sequence(s) it"
+                        + " moves past the source's value", String.join("; ", grants)));
+            }
         }
         for (Table t : tables) {
             for (Column c : t.columns()) {

@@ -15,6 +15,29 @@ final class Sequences {
     }
 
     /**
+     * What {@link #advance} could not do with the roles of {@code from} and {@code to}: read a sequence on the one (SELECT),
+     * set it on the other (UPDATE), each with the grant that fixes it; empty when it can. Asked by the plan, and by the
+     * cutover before it fences (a migrate user's cutover fenced the source, then stopped on "permission denied for
+     * sequence", the source left fenced).
+     */
+    static List<String> unreadable(Connection from, Connection to, List<Sequence> sequences) throws SQLException {
+        List<String> out = new java.util.ArrayList<>();
+        for (Sequence q : sequences) {
+            String lit = Ident.literal(q.ref().sql());
+            if (!Planner.bool(from, "SELECT has_sequence_privilege(" + lit + ", 'SELECT')")) {
+                out.add("GRANT SELECT ON SEQUENCE " + q.ref().sql() + " TO " + Ident.quote(Planner.one(from, "SELECT current_user"))
+                        + " (on the source)");
+            }
+            if (Planner.bool(to, "SELECT to_regclass(" + lit + ") IS NOT NULL")
+                    && !Planner.bool(to, "SELECT has_sequence_privilege(" + lit + ", 'UPDATE')")) {
+                out.add("GRANT UPDATE ON SEQUENCE " + q.ref().sql() + " TO " + Ident.quote(Planner.one(to, "SELECT current_user"))
+                        + " (on the target)");
+            }
+        }
+        return out;
+    }
+
+    /**
      * Sets each sequence of {@code to} to the value of the same sequence of {@code from}, unless {@code to}'s is there or
      * past it already (in the sequence's direction): a sequence only moves forward. A step run again after a crash (the database that becomes the primary
      * may have handed out values since the first run) must not set it back: its next value would be one already used.

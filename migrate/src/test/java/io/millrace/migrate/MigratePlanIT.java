@@ -279,4 +279,55 @@ class MigratePlanIT extends TwoServers {
         assertThat(Servers.count(src, db, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'mig_" + db + "'")).isZero();
         assertThat(Servers.count(src, db, "SELECT count(*) FROM pg_publication")).isZero();
     }
+
+    /**
+     * A source role that owns the database and may signal other roles' sessions, but cannot see them (no
+     * pg_read_all_stats): pg_stat_activity hides their backend type, so the fence ended none of the application's
+     * sessions, and they went on writing to the source after a cutover that said it succeeded (a migrate user: 3,635
+     * history rows on the source, 2,996 on the target). The plan names the grant; the fence itself refuses, with the
+     * source not fenced and the application's open transaction still able to commit; granted, the fence ends it. A
+     * sequence the role may not read is named by the plan too (the cutover stopped on it with the source fenced).
+     */
+    @Test
+    void aSourceRoleThatCannotSeeTheApplicationsSessionsCannotFence() throws Exception {
+        String db = fresh("CREATE TABLE t (id int PRIMARY KEY)", "CREATE TABLE s (id serial PRIMARY KEY)",
+                "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'fencer') THEN"
+                        + " CREATE ROLE fencer LOGIN REPLICATION PASSWORD 'fencer-pw'; END IF;"
+                        + " IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'app') THEN CREATE ROLE app LOGIN PASSWORD 'app-pw'; END IF;"
+                        + " END $$",
+                "REVOKE pg_read_all_stats FROM fencer", "GRANT pg_signal_backend TO fencer", "GRANT ALL ON t TO app");
+        src.execute(db, "ALTER DATABASE " + db + " OWNER TO fencer", "ALTER TABLE t OWNER TO fencer", "ALTER TABLE s OWNER TO fencer",
+                "REVOKE ALL ON SEQUENCE s_id_seq FROM fencer", "GRANT ALL ON t TO app");
+        io.millrace.api.SourceSettings owner = io.millrace.api.SourceSettings.builder().host(src.host()).port(src.port()).database(db)
+                .user("fencer").password(io.millrace.core.Secret.of("fencer-pw")).slot("mig_" + db).publication("mig_" + db).build();
+        Plan p = Migration.of(owner, Servers.target(tgt, db)).plan();
+        assertThat(p.problems()).hasSize(2).allMatch(x -> x.kind() == Kind.PERMISSION);
+        assertThat(p.problems().get(0).message()).contains("pg_read_all_stats").contains("would go on writing to the source");
+        assertThat(p.problems().get(0).fix()).isEqualTo("GRANT pg_read_all_stats TO \"fencer\" (as a superuser on the source)");
+        // the cutover reads the sequence to set the target's past it: it stopped there, with the source fenced
+        assertThat(p.problems().get(1).message()).contains("could not read or set 1 sequence(s)");
+        assertThat(p.problems().get(1).fix()).isEqualTo("GRANT SELECT ON SEQUENCE \"public\".\"s_id_seq\" TO \"fencer\" (on the source)");
+        try (java.sql.Connection fencer = java.sql.DriverManager.getConnection(src.jdbcUrl(db), "fencer", "fencer-pw");
+             java.sql.Connection app = java.sql.DriverManager.getConnection(src.jdbcUrl(db), "app", "app-pw")) {
+            app.setAutoCommit(false);
+            app.createStatement().execute("INSERT INTO t VALUES (1)");
+            assertThatThrownBy(() -> Fence.close(fencer, "stuck")).isInstanceOfSatisfying(MillraceException.class, e -> {
+                assertThat(e.kind()).isEqualTo(Kind.PERMISSION);
+                assertThat(e.getMessage()).contains("cannot see 1 session(s) of other roles").contains("Nothing was fenced")
+                        .contains("GRANT pg_read_all_stats TO \"fencer\"");
+            });
+            assertThat(Fence.fenced(fencer)).isFalse();
+            app.commit(); // the application's session was left as it was
+
+            src.execute(db, "GRANT pg_read_all_stats TO fencer");
+            app.createStatement().execute("INSERT INTO t VALUES (2)");
+            assertThat(Fence.close(fencer, "stuck")).as("the application's session ended").isEqualTo(1);
+            assertThat(Fence.fenced(fencer)).isTrue();
+            assertThatThrownBy(app::commit).as("its open transaction rolled back with it").isInstanceOf(java.sql.SQLException.class);
+            Fence.open(fencer);
+        } finally {
+            src.execute(db, "REVOKE pg_read_all_stats FROM fencer");
+        }
+        assertThat(Servers.count(src, db, "SELECT count(*) FROM t")).isEqualTo(1);
+    }
 }
