@@ -107,6 +107,30 @@ final class Planner {
             cannot.add(largeObjects + " large object(s) (pg_largeobject): logical replication does not carry them. Fix: keep"
                     + " such data in bytea columns, or copy the large objects after the cutover (lo_export / lo_import)");
         }
+        // A schema the target has already (public) needs CREATE on it, which PostgreSQL 15 no longer gives every role: run
+        // stopped on "permission denied for schema public" with a plan that had said ready (found by a migrate user).
+        for (String schema : tables.stream().map(t -> t.ref().schema()).distinct().toList()) {
+            if (bool(tgt, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = " + Ident.literal(schema) + ")")
+                    && !bool(tgt, "SELECT has_schema_privilege(" + Ident.literal(schema) + ", 'CREATE')")) {
+                problems.add(new Problem(Kind.PERMISSION, "target role " + tgtUser + " cannot create tables in schema " + schema
+                        + " of the target", "GRANT CREATE ON SCHEMA " + Ident.quote(schema) + " TO " + Ident.quote(tgtUser)));
+            }
+        }
+        // Views are not copied (a user found one missing after the cutover, the plan had said "cannot copy: none").
+        List<String> views = new ArrayList<>();
+        try (java.sql.Statement st = src.createStatement(); java.sql.ResultSet rs = st.executeQuery("SELECT c.relkind, n.nspname, c.relname"
+                + " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('v', 'm')"
+                + " AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'"
+                + " AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype = 'e') ORDER BY 2, 3")) {
+            while (rs.next()) {
+                views.add((rs.getString(1).equals("m") ? "materialized view " : "view ") + new TableRef(rs.getString(2), rs.getString(3)));
+            }
+        }
+        if (!views.isEmpty()) {
+            cannot.add(views.size() + " view(s): " + String.join(", ", views) + ": the migration creates tables, sequences,"
+                    + " indexes and constraints, not views. Fix: create them on the target from the source's definitions"
+                    + " (pg_get_viewdef) before the applications switch; a materialized view then needs REFRESH MATERIALIZED VIEW");
+        }
         for (TableRef named : ends.source.tables()) {
             // A name, not a pattern, that matches no table of the source (a typo, a table not created yet): never left out
             // silently, which would leave its rows behind on the old server (the engine's preflight refuses it the same way).
