@@ -65,7 +65,7 @@ final class Cutover {
                         + (state == MigrationState.CUT_OVER ? " — it is cut over already" : ""));
             }
             if (reverse) {
-                Reverse.check(tgt, tables);
+                Reverse.check(tgt, src, tables);
             }
             if (state == MigrationState.FOLLOWING) {
                 List<ColumnDrift.Drift> drift = ColumnDrift.find(src, tgt, tables);

@@ -45,10 +45,31 @@ final class Reverse {
     /**
      * What the reverse stream needs of the target, checked before anything is fenced: {@code wal_level = logical}, a role
      * that may replicate, and a replica identity for every table (PostgreSQL rejects UPDATE and DELETE of a published table
-     * without one: publishing it would break the applications' writes on the new primary). Throws naming each problem.
+     * without one: publishing it would break the applications' writes on the new primary). And what it needs of the source
+     * it writes into ({@code src}): a role that may set session_replication_role (the reverse apply keeps the old
+     * primary's triggers and foreign keys from firing twice) and write every table — found by a migrate user: the reverse
+     * stream retried "permission denied to set parameter" ten times, as if the server were down, after a cutover that had
+     * checked neither. Throws naming each problem.
      */
-    static void check(Connection tgt, List<Table> tables) throws SQLException {
+    static void check(Connection tgt, Connection src, List<Table> tables) throws SQLException {
         List<String> problems = new ArrayList<>();
+        if (!Planner.bool(src, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")) {
+            String role = Ident.quote(Planner.one(src, "SELECT current_user"));
+            if (src.getMetaData().getDatabaseMajorVersion() < 15
+                    || !Planner.bool(src, "SELECT has_parameter_privilege('session_replication_role', 'SET')")) {
+                problems.add("the source role may not set session_replication_role, which the reverse stream sets to write into it"
+                        + " (fix: GRANT SET ON PARAMETER session_replication_role TO " + role + " on the source, PostgreSQL 15+, or"
+                        + " a superuser)");
+            }
+            for (Table t : tables) {
+                String lit = Ident.literal(t.ref().sql());
+                if (!Planner.bool(src, "SELECT has_table_privilege(" + lit + ", 'INSERT') AND has_table_privilege(" + lit + ", 'UPDATE')"
+                        + " AND has_table_privilege(" + lit + ", 'DELETE')")) {
+                    problems.add("the source role may not write table " + t.ref() + " (fix: GRANT INSERT, UPDATE, DELETE ON "
+                            + t.ref().sql() + " TO " + role + " on the source)");
+                }
+            }
+        }
         String wal = Planner.one(tgt, "SHOW wal_level");
         if (!wal.equals("logical")) {
             problems.add("the target's wal_level is '" + wal + "' (fix: ALTER SYSTEM SET wal_level = logical on the target, then"

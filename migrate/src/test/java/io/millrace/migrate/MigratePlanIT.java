@@ -335,4 +335,30 @@ class MigratePlanIT extends TwoServers {
         }
         assertThat(Servers.count(src, db, "SELECT count(*) FROM t")).isEqualTo(1);
     }
+
+    /**
+     * {@code cutover --reverse} with a source role that could not write the reverse stream into the old primary (it may
+     * not set session_replication_role, nor write a table): refused before anything is fenced, naming each grant. A
+     * migrate user's reverse stream retried "permission denied to set parameter" ten times, as if the server were down.
+     */
+    @Test
+    void aReverseIntoASourceItsRoleCannotWriteIsRefusedBeforeTheFence() throws Exception {
+        String db = fresh("CREATE TABLE t (id int PRIMARY KEY)",
+                "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'reader') THEN"
+                        + " CREATE ROLE reader LOGIN REPLICATION PASSWORD 'reader-pw'; END IF; END $$",
+                "GRANT SELECT ON t TO reader");
+        tgt.execute(db, "CREATE TABLE t (id int PRIMARY KEY)");
+        try (java.sql.Connection source = java.sql.DriverManager.getConnection(src.jdbcUrl(db), "reader", "reader-pw");
+             java.sql.Connection target = java.sql.DriverManager.getConnection(tgt.jdbcUrl(db), "postgres", "")) {
+            java.util.List<SourceCatalog.Table> tables = SourceCatalog.tables(source, java.util.List.of(), java.util.List.of(),
+                    new java.util.ArrayList<>());
+            assertThatThrownBy(() -> Reverse.check(target, source, tables)).isInstanceOfSatisfying(MillraceException.class, e -> {
+                assertThat(e.kind()).isEqualTo(Kind.SOURCE_SETUP);
+                assertThat(e.getMessage()).contains("GRANT SET ON PARAMETER session_replication_role TO \"reader\"")
+                        .contains("GRANT INSERT, UPDATE, DELETE ON \"public\".\"t\" TO \"reader\"").contains("Nothing was fenced");
+            });
+            src.execute(db, "GRANT SET ON PARAMETER session_replication_role TO reader", "GRANT INSERT, UPDATE, DELETE ON t TO reader");
+            Reverse.check(target, source, tables);
+        }
+    }
 }
