@@ -760,5 +760,14 @@ class PostgresSinkIT {
                 .satisfies(e -> assertThat(((MillraceException) e).kind()).isEqualTo(MillraceException.Kind.AUTHENTICATION))
                 .hasMessageContaining("user 'writer'")
                 .satisfies(e -> assertThat(e.toString()).doesNotContain(password));
+
+        // session_replication_role: replica for a role that may not set it: a missing privilege (exit 5) naming the grant,
+        // not a server that is down (a migrate user's reverse stream retried it ten times with "Check that the server is running")
+        PostgresSink replica = new PostgresSink(new PostgresSinkConfig("replica-role", pg.jdbcUrl(DB), "writer",
+                Secret.of("right-one"), null, null, true, false));
+        assertThatThrownBy(replica::open).isInstanceOf(MillraceException.class)
+                .satisfies(e -> assertThat(((MillraceException) e).kind()).isEqualTo(MillraceException.Kind.PERMISSION))
+                .hasMessageContaining("session_replication_role").hasMessageContaining("GRANT SET ON PARAMETER session_replication_role TO"
+                        + " \"writer\"").hasMessageNotContaining("Check that the server is running");
     }
 }
