@@ -97,6 +97,9 @@ public final class Migration {
             state = store.current(tgt);
             if (state == MigrationState.NONE || state == MigrationState.ABORTED) {
                 p.plan().requireReady();
+                if (state == MigrationState.ABORTED) {
+                    forgetCheckpoint(tgt);
+                }
                 SchemaWriter.apply(tgt, store, SchemaWriter.beforeCopy(p.tables(), p.sequences()), MigrationState.SCHEMA_CREATED,
                         p.tables().size() + " table(s), " + p.sequences().size() + " sequence(s)");
                 state = MigrationState.SCHEMA_CREATED;
@@ -514,6 +517,24 @@ public final class Migration {
                     pass == null ? 0 : pass.chunks().size(), pass == null ? 0 : pass.differed()));
         }
         return out;
+    }
+
+    /**
+     * A run after an abort starts over (the plan found the target's tables empty or gone, and the abort dropped the slot):
+     * the checkpoint the aborted attempt left on the target is removed, else the start refuses a checkpoint of a slot
+     * that no longer exists (a migrate user needed 'millrace reset', which docs/MIGRATE.md never named).
+     */
+    private void forgetCheckpoint(Connection tgt) throws SQLException {
+        String table = io.millrace.core.schema.Ident.qualified(ends.target.stateSchema() == null ? PostgresSinkConfig.DEFAULT_STATE_SCHEMA
+                : ends.target.stateSchema(), "checkpoints");
+        if (Planner.bool(tgt, "SELECT to_regclass(" + io.millrace.core.schema.Ident.literal(table) + ") IS NOT NULL")) {
+            try (java.sql.PreparedStatement ps = tgt.prepareStatement("DELETE FROM " + table + " WHERE destination = ?")) {
+                ps.setString(1, ends.target.name());
+                if (ps.executeUpdate() > 0) {
+                    LOG.info("migrate: starting over after an abort: the aborted attempt's checkpoint on the target is removed");
+                }
+            }
+        }
     }
 
     /**

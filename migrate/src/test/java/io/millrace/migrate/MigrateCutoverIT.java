@@ -223,6 +223,15 @@ class MigrateCutoverIT extends TwoServers {
         assertThat(aborted.fenced()).isFalse();
         assertThat(Servers.count(src, db, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'mig_" + db + "'")).isZero();
         src.execute(db, "INSERT INTO shop.customer (email) VALUES ('x@unfenced')");
+
+        // Started again, the target's tables dropped as abort says: a new copy (a migrate user's run stopped on the aborted
+        // attempt's checkpoint, "replication slot ... does not exist, but the destinations hold checkpoints").
+        tgt.execute(db, "DROP SCHEMA shop CASCADE");
+        try (Millrace again = m.follow(Duration.ofSeconds(30))) {
+            assertThat(m.status().state()).isEqualTo(MigrationState.FOLLOWING);
+            assertThat(Servers.count(tgt, db, "SELECT count(*) FROM shop.customer WHERE email = 'x@unfenced'")).isEqualTo(1);
+            assertThat(again.status().state()).isNotNull();
+        }
     }
 
     /**
