@@ -107,6 +107,8 @@ public final class KafkaSink implements Sink {
     private boolean freshProducer;
     private final Set<String> topics = new HashSet<>();
     private final Map<RelationInfo, String> topicOf = new IdentityHashMap<>();
+    /** The table (source name and oid) each topic of this run carries: two tables the topic pattern names alike are refused. */
+    private final Map<String, RelationInfo> tableOfTopic = new java.util.HashMap<>();
     /** The schema changes written by this sink (to {@link #schemaTopic()}). */
     private final io.millrace.core.event.SchemaChanges schemaChanges = new io.millrace.core.event.SchemaChanges();
     private final ByteArrayBuilder buffer = new ByteArrayBuilder(1024);
@@ -410,6 +412,7 @@ public final class KafkaSink implements Sink {
     private void ensureTopics(List<ChangeEvent> events) throws InterruptedException {
         if (topicOf.size() > 4096) {
             topicOf.clear(); // relations replaced by schema changes would otherwise stay reachable
+            tableOfTopic.clear();
         }
         List<String> missing = null;
         for (ChangeEvent e : events) {
@@ -418,6 +421,16 @@ public final class KafkaSink implements Sink {
                 continue;
             }
             String t = topic(rel.table());
+            RelationInfo other = tableOfTopic.putIfAbsent(t, rel);
+            if (other != null && other.oid() != rel.oid() && !other.table().equals(rel.table())) {
+                // the same table under a new name (its oid), or dropped and created again (its name): one topic, rightly
+                throw new MillraceException(Kind.CONFIG, "config: destination '" + config.name() + "': topic '" + config.topicFormat()
+                        + "' names " + other.table() + " and " + rel.table() + " alike, " + t + " (characters a topic cannot have become"
+                        + " '_'): their records would mix under colliding keys, and a compacted topic would lose rows. This batch was"
+                        + " not written. Fix: a topic pattern with {schema} and {table} (the default " + KafkaSinkConfig.DEFAULT_TOPIC_FORMAT
+                        + "), or capture one of the two");
+            }
+            tableOfTopic.put(t, rel);
             topicOf.put(rel, t);
             if (!topics.contains(t)) {
                 if (missing == null) {

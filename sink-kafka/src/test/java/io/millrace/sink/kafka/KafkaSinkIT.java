@@ -165,6 +165,31 @@ class KafkaSinkIT {
         }
     }
 
+    /**
+     * A topic pattern without {schema}: two tables of one name in two schemas would share a topic, their records mixed under
+     * colliding keys (a user's {@code {prefix}.{table}} did so silently). Refused, nothing written; the same table under
+     * a new name, or dropped and created again, keeps a topic as before.
+     */
+    @Test
+    void twoTablesTheTopicPatternNamesAlikeAreRefused() throws Exception {
+        KafkaSinkConfig c = config("p8");
+        KafkaSinkConfig byTable = new KafkaSinkConfig(c.name(), c.bootstrapServers(), "{prefix}.{table}", c.topicPrefix(), c.tombstones(),
+                c.truncates(), c.partitions(), c.replication(), c.checkpointTopic(), c.transactionalId(), c.producer(), c.meta());
+        RelationInfo otherItems = Events.rel(102, "other.items", 'd', "*id:23", "name:25", "n:20");
+        RelationInfo recreated = Events.rel(103, "shop.items", 'd', "*id:23", "name:25", "n:20");
+        try (KafkaSink sink = new KafkaSink(byTable)) {
+            sink.open();
+            sink.write(List.of(Events.transaction(100).insertText(ITEMS, 1, "a", 10)), Events.checkpoint("k", 100));
+            sink.write(List.of(Events.transaction(110).insertText(recreated, 2, "b", 20)), Events.checkpoint("k", 110));
+            MillraceException e = assertThrows(MillraceException.class,
+                    () -> sink.write(List.of(Events.transaction(120).insertText(otherItems, 1, "clash", 1)), Events.checkpoint("k", 120)));
+            assertEquals(MillraceException.Kind.CONFIG, e.kind());
+            assertTrue(e.getMessage().contains("names shop.items and other.items alike, p8.items"), e.getMessage());
+        }
+        assertEquals(List.of("{\"id\":1} -> c null {\"id\":1,\"name\":\"a\",\"n\":10}", "{\"id\":2} -> c null {\"id\":2,\"name\":\"b\",\"n\":20}"),
+                summary("p8.items"));
+    }
+
     @Test
     void aSecondSinkWithTheSameIdentityFencesTheFirst() throws Exception {
         try (KafkaSink first = new KafkaSink(config("p3"))) {
