@@ -210,6 +210,11 @@ final class OnlineControls {
                 .filter(n -> old.containsKey(n) && now.containsKey(n) && !old.get(n).equals(now.get(n))).toList();
     }
 
+    private static String abbreviated(String ddl) {
+        String one = ddl.strip().replaceAll("\\s+", " ");
+        return one.length() <= 200 ? one : one.substring(0, 200) + "…";
+    }
+
     /** Why the change from {@code before} to {@code after} rewrote existing rows without change events, or null. */
     /**
      * Why a table's existing rows changed without change events, for the log; and whether that is only columns added with a
@@ -262,6 +267,11 @@ final class OnlineControls {
         if (misread) {
             reasons.add(change.describe() + " as the stream shows it, which the catalog's attribute numbers do not confirm:"
                     + " a column renamed, or dropped and another added in its place");
+        }
+        if (reasons.isEmpty() && change.exact() && change.ddl().rewritten()) {
+            // told by the trigger's table_rewrite: e.g. ALTER COLUMN n TYPE numeric(14,4) USING n * 2 to the type it had, which
+            // no Relation message shows (a user's destinations kept every old value, with no log line)
+            reasons.add("its rows rewritten by " + (change.ddl().ddl() == null ? change.ddl().command() : "'" + abbreviated(change.ddl().ddl()) + "'"));
         }
         boolean constantOnly = reasons.size() == 1 && !filled.isEmpty() && change.exact() && filled.stream().allMatch(n -> {
             io.millrace.core.schema.SchemaChange.Column col = change.ddl().column(n);

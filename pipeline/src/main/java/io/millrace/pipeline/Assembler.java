@@ -599,12 +599,15 @@ final class Assembler {
             return;
         }
         // A table dropped: no Relation message follows. The trigger reports every table of the database: a table this
-        // stream never described (not captured, or not changed in this run) is not passed on, so that no destination
-        // acts on a table that is not the pipeline's.
-        if (framer.relation(c.oid()) == null && (replaying == null || replaying.relation(c.oid()) == null)) {
+        // stream never described and that was not captured at the start or joined since (not the pipeline's) is not passed
+        // on, so that no destination acts on a table that is not the pipeline's. One captured but not changed in this run is
+        // (a user's Kafka and jsonl consumers got no drop of a table unchanged since a restart, and kept its rows).
+        if (framer.relation(c.oid()) == null && (replaying == null || replaying.relation(c.oid()) == null)
+                && !startShapes.containsKey(c.oid())) {
             ddl.remove(c.oid());
             return;
         }
+        startShapes.remove(c.oid());
         // To the destinations it is a truncate that carries the drop (RelationInfo.ddl): a table destination drops or keeps its copy (drop_tables), an event destination writes the
         // schema-change event and the truncate; one that knows no DDL sees its rows gone.
         ddl.remove(c.oid());

@@ -201,7 +201,7 @@ public final class Catalog {
     public static List<String> filledColumns(Connection c, int relOid, List<String> columns) throws SQLException {
         List<String> filled = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement("SELECT a.attname FROM pg_attribute a"
-                + " WHERE a.attrelid = ? AND a.attname = ANY (?) AND (a.atthasmissing OR a.attgenerated <> ''"
+                + " WHERE a.attrelid = ? AND a.attname = ANY (?) AND (a.atthasmissing OR a.attgenerated <> '' OR a.attidentity <> ''"
                 + " OR EXISTS (SELECT 1 FROM pg_attrdef d WHERE d.adrelid = a.attrelid AND d.adnum = a.attnum))")) {
             ps.setInt(1, relOid);
             ps.setArray(2, c.createArrayOf("text", columns.toArray()));

@@ -42,6 +42,7 @@ public final class DdlTrigger {
     /** The event triggers' names. */
     public static final String COMMAND_END = "millrace_ddl_command_end";
     public static final String SQL_DROP = "millrace_ddl_sql_drop";
+    public static final String TABLE_REWRITE = "millrace_ddl_table_rewrite";
 
     private static final String SKIP = "nsp IN ('millrace', 'pg_catalog', 'information_schema') OR nsp LIKE 'pg\\_%'";
 
@@ -62,7 +63,8 @@ public final class DdlTrigger {
                 CREATE OR REPLACE FUNCTION millrace.ddl_command_end() RETURNS event_trigger LANGUAGE plpgsql SECURITY DEFINER
                     SET search_path = pg_catalog, pg_temp AS $fn$
                 DECLARE
-                    rel oid; tag text; nsp text; rname text; cols jsonb; prev record; part regclass;
+                    rel oid; tag text; nsp text; rname text; cols jsonb; prev record; part regclass; rewritten boolean;
+                    seen text := coalesce(current_setting('millrace.rewritten', true), '');
                 BEGIN
                     FOR rel, tag IN SELECT DISTINCT d.objid, d.command_tag FROM pg_event_trigger_ddl_commands() d
                             WHERE d.classid = 'pg_class'::regclass AND d.object_type IN ('table', 'table column') LOOP
@@ -101,10 +103,19 @@ public final class DdlTrigger {
                                     WHERE t.isleaf AND t.relid <> rel) l
                                 WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped;
                         END IF;
+                        -- rows rewritten by this transaction's DDL (table_rewrite: ALTER COLUMN TYPE ... USING, even to the same
+                        -- type; ADD COLUMN with a volatile default or an identity), the table's or one of its partitions'
+                        rewritten := (',' || seen || ',') LIKE ('%%,' || rel::text || ',%%');
+                        IF seen <> '' AND NOT rewritten AND current_setting('server_version_num')::int >= 120000 THEN
+                            -- a partitioned table's rows are its partitions' (pg_partition_tree lists none for a plain table)
+                            SELECT EXISTS (SELECT 1 FROM pg_partition_tree(rel) t
+                                WHERE (',' || seen || ',') LIKE ('%%,' || t.relid::oid::text || ',%%')) INTO rewritten;
+                        END IF;
                         SELECT s.nspname, s.relname, s.columns INTO prev FROM millrace.ddl_shape s WHERE s.relid = rel;
                         PERFORM pg_logical_emit_message(true, %s, jsonb_build_object('command', tag, 'oid', rel::bigint,
                             'schema', nsp, 'table', rname, 'old_schema', prev.nspname, 'old_table', prev.relname,
                             'before', prev.columns, 'columns', cols, 'dropped', false, 'ddl', left(current_query(), 65536),
+                            'rewritten', rewritten,
                             'key', (SELECT coalesce(jsonb_agg(a.attname::text ORDER BY k.ord), '[]') FROM pg_index i
                                 JOIN pg_class c ON c.oid = i.indrelid
                                 CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
@@ -132,6 +143,13 @@ public final class DdlTrigger {
                         DELETE FROM millrace.ddl_shape WHERE relid = o.objid;
                     END LOOP;
                 END $fn$;
+                CREATE OR REPLACE FUNCTION millrace.ddl_table_rewrite() RETURNS event_trigger LANGUAGE plpgsql SECURITY DEFINER
+                    SET search_path = pg_catalog, pg_temp AS $fn$
+                BEGIN
+                    -- to the transaction's end: ddl_command_end tells the table's rows were rewritten without change events
+                    PERFORM set_config('millrace.rewritten', coalesce(current_setting('millrace.rewritten', true), '') || ','
+                        || pg_event_trigger_table_rewrite_oid()::text, true);
+                END $fn$;
                 INSERT INTO millrace.ddl_shape SELECT c.oid, n.nspname, c.relname, millrace.ddl_names(c.oid)
                     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                     WHERE c.relkind IN ('r', 'p') AND c.relpersistence = 'p'
@@ -141,12 +159,15 @@ public final class DdlTrigger {
                 CREATE EVENT TRIGGER %s ON ddl_command_end EXECUTE PROCEDURE millrace.ddl_command_end();
                 DROP EVENT TRIGGER IF EXISTS %s;
                 CREATE EVENT TRIGGER %s ON sql_drop EXECUTE PROCEDURE millrace.ddl_sql_drop();
-                """.formatted(SKIP, prefix, SKIP, prefix, COMMAND_END, COMMAND_END, SQL_DROP, SQL_DROP);
+                DROP EVENT TRIGGER IF EXISTS %s;
+                CREATE EVENT TRIGGER %s ON table_rewrite EXECUTE PROCEDURE millrace.ddl_table_rewrite();
+                """.formatted(SKIP, prefix, SKIP, prefix, COMMAND_END, COMMAND_END, SQL_DROP, SQL_DROP, TABLE_REWRITE, TABLE_REWRITE);
     }
 
     /** The SQL that removes the trigger and its table. */
     public static String uninstallSql() {
         return "DROP EVENT TRIGGER IF EXISTS " + COMMAND_END + "; DROP EVENT TRIGGER IF EXISTS " + SQL_DROP + ";"
+                + " DROP EVENT TRIGGER IF EXISTS " + TABLE_REWRITE + ";"
                 + " DROP SCHEMA IF EXISTS millrace CASCADE;";
     }
 

@@ -39,9 +39,13 @@ import java.util.Map;
  *                 its {@code REPLICA IDENTITY USING INDEX} index), in index order; empty when it has none; null when not
  *                 told (a trigger installed by a Millrace before 0.1, or a change {@link #guessed}). The stream's key of a
  *                 {@code REPLICA IDENTITY FULL} table, whose Relation messages flag every column (RelationKeys)
+ * @param rewritten the DDL's transaction rewrote the table's rows (PostgreSQL's {@code table_rewrite} event: a column
+ *                 retyped, also to its own type with a USING expression; added with a volatile default or as an identity),
+ *                 so their values may have changed without change events; false when not (or not told: a trigger installed
+ *                 by an older Millrace)
  */
 public record SchemaChange(String command, int oid, TableRef table, TableRef oldTable, Map<Integer, String> before,
-                           List<Column> columns, boolean dropped, String ddl, boolean exact, List<String> key) {
+                           List<Column> columns, boolean dropped, String ddl, boolean exact, List<String> key, boolean rewritten) {
 
     /** The logical message prefix of the event trigger's messages. */
     public static final String PREFIX = "millrace.ddl";
@@ -96,7 +100,7 @@ public record SchemaChange(String command, int oid, TableRef table, TableRef old
             TableRef oldTable = n.path("old_table").isTextual() ? new TableRef(n.path("old_schema").asText(), n.path("old_table").asText()) : null;
             return new SchemaChange(n.path("command").asText(), (int) n.path("oid").asLong(),
                     new TableRef(n.path("schema").asText(), n.path("table").asText()), oldTable, before, columns,
-                    n.path("dropped").asBoolean(), n.path("ddl").asText(null), true, key);
+                    n.path("dropped").asBoolean(), n.path("ddl").asText(null), true, key, n.path("rewritten").asBoolean(false));
         } catch (IOException | RuntimeException e) {
             throw new MillraceException(MillraceException.Kind.DECODE, "cannot read a '" + PREFIX + "' logical message of the event"
                     + " trigger (" + e.getMessage() + "): " + new String(content, java.nio.charset.StandardCharsets.UTF_8), e);
@@ -107,7 +111,7 @@ public record SchemaChange(String command, int oid, TableRef table, TableRef old
     public SchemaChange then(SchemaChange next) {
         return new SchemaChange(next.command, next.oid, next.table, oldTable, before == null || next.before == null ? null : before,
                 next.columns, next.dropped, ddl == null ? next.ddl : next.ddl == null ? ddl : joined(ddl, next.ddl), exact && next.exact,
-                next.key != null ? next.key : key);
+                next.key != null ? next.key : key, rewritten || next.rewritten);
     }
 
     /** Both statements' text, at most {@value #MAX_JOINED_DDL} characters of it (INV: BOUNDED: a table changed again and again). */
@@ -139,7 +143,7 @@ public record SchemaChange(String command, int oid, TableRef table, TableRef old
             }
             columns.add(new Column(i + 1, c.name(), c.type() == null ? "unknown" : c.type().name(), false, false, null));
         }
-        return new SchemaChange(null, after.oid(), after.table(), before.table(), names, columns, false, null, false, null);
+        return new SchemaChange(null, after.oid(), after.table(), before.table(), names, columns, false, null, false, null, false);
     }
 
     /**

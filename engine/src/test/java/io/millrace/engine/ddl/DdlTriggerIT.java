@@ -274,6 +274,84 @@ class DdlTriggerIT {
     }
 
     /**
+     * A table captured but not changed since a restart, then dropped (and another created under its name in the same
+     * transaction): pgoutput never described it in this run, and the drop was not passed on, so a user's Kafka and jsonl
+     * consumers got no DROP event and no truncate, and kept its rows beside the new table's. Now every destination gets
+     * the drop: the schema-change event and a truncate in jsonl, the table gone from postgres (drop_tables).
+     */
+    @Test
+    void aTableDroppedWithoutAChangeSinceTheRestartIsDroppedInEveryDestination(@TempDir Path dir) throws Exception {
+        String db = db("trigdrop");
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            DdlTrigger.install(src);
+            E2e.exec(src, "CREATE TABLE public.still (id int PRIMARY KEY, v text)", "INSERT INTO public.still SELECT g, 's' || g FROM generate_series(1, 10) g",
+                    "CREATE TABLE public.other (id int PRIMARY KEY)");
+            String yaml = Ddl.yaml(pg, db, List.of("public.*"), dir, "").replace("name: e2e\n", "name: " + db + "\n")
+                    .replace("    type: postgres\n", "    type: postgres\n    drop_tables: true\n");
+            assertThat(yaml).contains("drop_tables: true");
+            try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT)) {
+                E2e.awaitRow(dst, "SELECT count(*) FROM public.still WHERE id = 10", WAIT);
+                assertThat(e.engine().state()).isNotNull();
+            }
+            try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT)) {
+                E2e.exec(src, "BEGIN", "DROP TABLE public.still", "CREATE TABLE public.still (id int PRIMARY KEY, w text)",
+                        "INSERT INTO public.still VALUES (5, 'five')", "COMMIT", "INSERT INTO public.other VALUES (1)");
+                E2e.awaitRow(dst, "SELECT count(*) FROM public.other WHERE id = 1", WAIT);
+                E2e.awaitRow(dst, "SELECT count(*) FROM public.still WHERE id = 5 AND w = 'five'", WAIT);
+                assertThat(E2e.queryLong(dst, "SELECT count(*) FROM public.still")).as("the old table's rows are gone").isEqualTo(1);
+                List<JsonNode> changes = lines(dir.resolve("events").resolve("schema-changes.jsonl"));
+                assertThat(changes).anySatisfy(c -> {
+                    assertThat(c.path("tableChanges").get(0).path("type").asText()).isEqualTo("DROP");
+                    assertThat(c.path("tableChanges").get(0).path("id").asText()).isEqualTo("\"public\".\"still\"");
+                });
+                List<String> ops = E2e.events(dir.resolve("events")).stream().filter(ev -> E2e.isTable(ev, "still"))
+                        .map(ev -> ev.path("op").asText() + ev.path("after").path("id").asText("")).toList();
+                assertThat(ops).as("jsonl: the old rows, a truncate, then the new table's row (copied as it joins, or streamed)")
+                        .containsSubsequence("r10", "t").last().isIn("r5", "c5");
+                assertThat(e.engine().state()).isNotNull();
+            }
+        }
+    }
+
+    /**
+     * DDL that rewrites a table's rows where no Relation message shows a change: a column retyped to its own type with a
+     * USING expression (a user's destinations kept every old value, with no log line), on a plain table and on a
+     * partitioned root (PostgreSQL rewrites each partition), and an identity column added (its values filled from the
+     * sequence; found missing in DuckDB: 1 of 20). The trigger's table_rewrite tells the first; the catalog the second.
+     * Each table is copied again, and every destination equals the source.
+     */
+    @Test
+    void rowsRewrittenByADdlThatKeepsTheShapeAreCopiedAgain(@TempDir Path dir) throws Exception {
+        String db = db("trigrewrite");
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            DdlTrigger.install(src);
+            E2e.exec(src, "CREATE TABLE public.m (id int PRIMARY KEY, n numeric(14,4), v text)",
+                    "INSERT INTO public.m SELECT g, g * 1.5, 'v' || g FROM generate_series(1, 200) g",
+                    "CREATE TABLE public.s (id int PRIMARY KEY, b text)", "INSERT INTO public.s SELECT g, 'b' || g FROM generate_series(1, 20) g",
+                    "CREATE TABLE public.pe (id int, ts date NOT NULL, n int, PRIMARY KEY (id, ts)) PARTITION BY RANGE (ts)",
+                    "CREATE TABLE public.pe_a PARTITION OF public.pe FOR VALUES FROM ('2023-01-01') TO ('2023-07-01')",
+                    "CREATE TABLE public.pe_b PARTITION OF public.pe FOR VALUES FROM ('2023-07-01') TO ('2024-01-01')",
+                    "INSERT INTO public.pe SELECT g, DATE '2023-01-01' + (g % 360), g FROM generate_series(1, 200) g");
+            String yaml = Ddl.yaml(pg, db, List.of("public.*"), dir, "").replace("name: e2e\n", "name: " + db + "\n");
+            List<TableRef> tables = E2e.refs(List.of("public.m", "public.s", "public.pe"));
+            try (LogCapture log = new LogCapture(); RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT)) {
+                E2e.exec(src, "ALTER TABLE public.m ALTER COLUMN n TYPE numeric(14,4) USING n * 2", "UPDATE public.m SET v = 'x' WHERE id = 7",
+                        "ALTER TABLE public.s ADD COLUMN ident bigint GENERATED ALWAYS AS IDENTITY", "UPDATE public.s SET b = 'x' WHERE id = 2",
+                        "ALTER TABLE public.pe ALTER COLUMN n TYPE int USING n + 1000", "UPDATE public.pe SET n = -1 WHERE id = 3");
+                E2e.awaitSame(src, dst, tables, WAIT);
+                try (Connection duck = Ddl.duck(dir)) {
+                    for (TableRef t : tables) {
+                        Ddl.awaitDuckSame(src, duck, t, WAIT);
+                    }
+                }
+                assertThat(log.containing("copying it again")).anyMatch(l -> l.contains("public.m") && l.contains("rows rewritten by"))
+                        .anyMatch(l -> l.contains("public.s") && l.contains("[ident] added with a value for existing rows"));
+                assertThat(e.engine().state()).isNotNull();
+            }
+        }
+    }
+
+    /**
      * A column renamed as a table's first change of a run that did not start the pipeline (a restart): the table's shape
      * before it is the catalog's at the start, not a Relation message of this run. The trigger tells the rename; before
      * the fix the destinations read the catalog shape against the new one by name, and DuckDB and postgres added the new
