@@ -442,6 +442,22 @@ public final class Supervisor implements EngineView {
     }
 
     /**
+     * Whether a stop was asked while the attempt that failed with {@code e} ran: a transient failure is then the end of a
+     * run stopped as asked (exit 0, README's exit codes: a SIGTERM while it starts; a user's, during a start against a
+     * port that is not Kafka's, exited 3 after the admin call's timeout). A permanent error is thrown: it is the run's.
+     */
+    private boolean stoppedMeanwhile(RuntimeException e, Verdict v) {
+        if (!stopping()) {
+            return false;
+        }
+        if (v == Verdict.STOP) {
+            throw e;
+        }
+        LOG.warn("stopped on request; the attempt under way had failed: {}", e.getMessage());
+        return true;
+    }
+
+    /**
      * Runs engine attempts until {@link #stop()}, a permanent failure, or too many transient failures in a row.
      *
      * @throws MillraceException the error that stopped the pipeline
@@ -462,10 +478,10 @@ public final class Supervisor implements EngineView {
                 a.run();
                 return; // stopped on request (or snapshot mode initial_only finished)
             } catch (RuntimeException e) {
-                if (stopping()) {
-                    throw e;
-                }
                 Verdict v = classify(e);
+                if (stoppedMeanwhile(e, v)) {
+                    return;
+                }
                 long ranMillis = TimeUnit.NANOSECONDS.toMillis(nanoClock.getAsLong() - began);
                 if (ranMillis >= healthyMillis) {
                     inRow = 0;

@@ -393,6 +393,53 @@ class SupervisorTest {
         assertThat(script.started.get()).isEqualTo(1);
     }
 
+    /**
+     * A stop asked while an attempt starts, which then fails to reach a server (a Kafka admin call that returns only after
+     * its timeout): the run ends as stopped (exit 0, as README's exit codes say for a SIGTERM while it starts), not with the
+     * transient error (a user's exited 3). A permanent error is still the run's.
+     */
+    @Test
+    void aStopWhileAnAttemptStartsEndsStoppedThoughTheAttemptThenFails() throws Exception {
+        for (RuntimeException failure : List.of(connection(), new MillraceException(Kind.CONFIG, "config: bad"))) {
+            CountDownLatch started = new CountDownLatch(1);
+            CountDownLatch stop = new CountDownLatch(1);
+            Supervisor s = new Supervisor(config("{initial_ms: 10, max_ms: 40, attempts: 5}"), () -> new Supervisor.Attempt() {
+                @Override
+                public void run() throws InterruptedException {
+                    started.countDown();
+                    stop.await();
+                    throw failure;
+                }
+
+                @Override
+                public void stop() {
+                    stop.countDown();
+                }
+
+                @Override
+                public EngineStatus status() {
+                    return new EngineStatus("p", "starting", "h:1/app", "s", "pub", null, null, null, -1, -1, -1, 0, 0, 1, List.of(), null);
+                }
+
+                @Override
+                public PipelineStats stats() {
+                    return null;
+                }
+            }, System::nanoTime, 60_000);
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            Thread t = runAsync(s, failed);
+            assertThat(started.await(5, TimeUnit.SECONDS)).isTrue();
+            s.stop();
+            t.join(5_000);
+            assertThat(t.isAlive()).isFalse();
+            if (failure.getMessage().startsWith("config")) {
+                assertThat(failed.get()).as("a permanent error is the run's").isSameAs(failure);
+            } else {
+                assertThat(failed.get()).as("stopped as asked").isNull();
+            }
+        }
+    }
+
     @Test
     void backoffDoublesUpToTheMaximumWithJitter() {
         assertThat(Supervisor.backoff(1, 1000, 60_000, 0.999999)).isEqualTo(1000);
