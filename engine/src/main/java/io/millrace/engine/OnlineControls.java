@@ -256,7 +256,8 @@ final class OnlineControls {
         }
         List<String> reasons = new ArrayList<>();
         if (!replaced.isEmpty()) {
-            reasons.add("column(s) " + replaced + " dropped and added again under the same name (their values are gone in the source)");
+            reasons.add("column(s) " + replaced + " at other attribute numbers under the same names: dropped and added again (their old"
+                    + " values gone in the source), or names swapped by renames");
         }
         if (!filled.isEmpty()) {
             reasons.add("column(s) " + filled + " added with a value for existing rows");

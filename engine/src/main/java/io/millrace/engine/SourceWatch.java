@@ -113,7 +113,8 @@ final class SourceWatch {
         for (Map.Entry<Integer, TableRef> e : all.entrySet()) {
             TableRef t = now.get(e.getKey());
             if (t == null) {
-                LOG.info("the destinations keep their copy of {} (oid {}): that table was dropped in the source", e.getValue(),
+                LOG.info("table {} (oid {}) was dropped in the source: a destination that keeps dropped tables (drop_tables: false, the"
+                        + " default) keeps its copy", e.getValue(),
                         Integer.toUnsignedString(e.getKey()));
             } else if (!t.equals(e.getValue())) {
                 LOG.info("table {} (oid {}) is now {} in the source: the destinations follow at its next change (tables are renamed,"
@@ -131,10 +132,11 @@ final class SourceWatch {
             if (t == null) {
                 if (captured.remove(oid) != null) {
                     attnums.remove(oid);
-                    LOG.warn("table {} (oid {}) was dropped in the source: pgoutput sends nothing for a drop, and the destinations keep"
-                            + " their copy of it as it was (drop it there when it is no longer needed; with the DDL event trigger a destination"
-                            + " with drop_tables: true drops it in order with the data). A table created later under"
-                            + " that name gets a copy of its own; the old copy is then kept as {}", e.getValue(),
+                    LOG.warn("table {} (oid {}) was dropped in the source. With the DDL event trigger, jsonl and Kafka got a DROP event"
+                            + " and a truncate, and a destination with drop_tables: true dropped its copy, in order with the data; otherwise"
+                            + " (pgoutput sends nothing for a drop) the destinations keep their copy as it was: drop it there when it is no"
+                            + " longer needed. A table created later under that name gets a copy of its own; an old copy is then kept as {}",
+                            e.getValue(),
                             Integer.toUnsignedString(oid), io.millrace.core.change.SourceTables.aside(e.getValue(), oid));
                 }
             } else {

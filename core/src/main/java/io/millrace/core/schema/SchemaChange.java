@@ -110,8 +110,17 @@ public record SchemaChange(String command, int oid, TableRef table, TableRef old
     /** The change this one and then {@code next} (of the same table) make together. */
     public SchemaChange then(SchemaChange next) {
         return new SchemaChange(next.command, next.oid, next.table, oldTable, before == null || next.before == null ? null : before,
-                next.columns, next.dropped, ddl == null ? next.ddl : next.ddl == null ? ddl : joined(ddl, next.ddl), exact && next.exact,
+                next.columns, next.dropped, ddl == null ? next.ddl : next.ddl == null || sameQuery(ddl, next.ddl) ? ddl : joined(ddl, next.ddl),
+                exact && next.exact,
                 next.key != null ? next.key : key, rewritten || next.rewritten);
+    }
+
+    /**
+     * Whether {@code next} is the statement {@code ddl} ends with: the DDLs of one query string of several statements each
+     * carry the whole string ({@code current_query()}), which a user's event then held three times over.
+     */
+    private static boolean sameQuery(String ddl, String next) {
+        return ddl.equals(next) || ddl.endsWith(";\n" + next);
     }
 
     /** Both statements' text, at most {@value #MAX_JOINED_DDL} characters of it (INV: BOUNDED: a table changed again and again). */

@@ -30,4 +30,21 @@ class SchemaChangeTest {
         assertThat(SchemaChange.guessed(new RelationInfo(1, new TableRef("public", "f"), 'f', List.of(), null, null),
                 new RelationInfo(1, new TableRef("public", "f"), 'f', List.of(), null, null)).key()).isNull();
     }
+
+    /**
+     * Several DDLs of one query string each carry the whole string: joined once, not once per DDL (a user's event held
+     * the psql command three times over); two statements sent apart are both kept; the rewrite told by any of them stays.
+     */
+    @Test
+    void theDdlOfOneQueryStringIsKeptOnceAndARewriteIsKept() {
+        String q = "BEGIN; ALTER TABLE f RENAME a TO tmp; ALTER TABLE f RENAME b TO a; ALTER TABLE f RENAME tmp TO b; COMMIT;";
+        SchemaChange one = parse(BASE.replace("ALTER TABLE f ...", q) + "}");
+        assertThat(one.then(one).then(one).ddl()).isEqualTo(q);
+        SchemaChange rewrite = parse(BASE.replace("ALTER TABLE f ...", "ALTER TABLE f ALTER n TYPE int USING n + 1") + ",\"rewritten\":true}");
+        SchemaChange both = one.then(rewrite);
+        assertThat(both.ddl()).isEqualTo(q + ";\nALTER TABLE f ALTER n TYPE int USING n + 1");
+        assertThat(both.rewritten()).isTrue();
+        assertThat(both.then(one).rewritten()).isTrue();
+        assertThat(one.rewritten()).as("not told: an older trigger").isFalse();
+    }
 }
