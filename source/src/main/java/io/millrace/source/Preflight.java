@@ -587,11 +587,14 @@ public final class Preflight {
                 missing = missing.stream().filter(t -> !keyless.contains(t)).toList();
             }
         }
-        if (!missing.isEmpty() && config.createPublication() && slotExists && publicationPrivilegesMissing(c, missing) == null) {
-            // Tables added to the configuration of a pipeline that already streams: added to the publication, then
-            // copied online while the stream runs (the engine decides; a fresh start copies them in the initial snapshot).
+        if (!missing.isEmpty() && config.createPublication() && publicationPrivilegesMissing(c, missing) == null) {
+            // Tables added to the configuration of a pipeline that already streams: added to the publication, then copied
+            // online while the stream runs. With no slot yet (a first start, or one after a reset or a migration's abort)
+            // they are added before the slot is made, and the initial snapshot copies them: refused before, though the
+            // start adds them (a migrate user's run stopped on it after an abort, the target's schema written).
             warn("publication", "'" + pub + "' does not publish " + missing.stream().map(TableRef::toString).collect(Collectors.joining(", "))
-                    + " yet: Millrace adds them and copies them while streaming", null);
+                    + " yet: Millrace adds them" + (slotExists ? " and copies them while streaming" : " before it makes the slot, and the"
+                    + " initial snapshot copies them"), null);
             return missing;
         }
         if (!missing.isEmpty()) {

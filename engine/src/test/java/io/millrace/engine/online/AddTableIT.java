@@ -158,6 +158,29 @@ class AddTableIT {
         }
     }
 
+    /**
+     * A first start (no slot) on a publication that exists and lacks a configured table (left by a reset that kept the
+     * publication, or a migration's abort before a table was added): the table is added before the slot is made and the
+     * initial snapshot copies it. Preflight refused it before ("does not publish"), though the start adds it: a migrate
+     * user's run stopped there, exit 6, with the target's schema written.
+     */
+    @Test
+    void aFirstStartAddsAConfiguredTableTheExistingPublicationLacks(@TempDir Path dir) throws Exception {
+        String db = "addfresh";
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.exec(src, "CREATE TABLE a (id int PRIMARY KEY, v int)", "CREATE TABLE b (id int PRIMARY KEY, v int)",
+                    "INSERT INTO a SELECT g, g FROM generate_series(1, 100) g", "INSERT INTO b SELECT g, g FROM generate_series(1, 300) g",
+                    "CREATE PUBLICATION s_" + db + " FOR TABLE a WITH (publish_via_partition_root = true)");
+            try (RunningEngine e = RunningEngine.start(yaml(db, List.of("public.a", "public.b"), dir), dir).awaitStreaming(WAIT)) {
+                E2e.awaitSame(src, dst, E2e.refs(List.of("public.a", "public.b")), WAIT);
+                assertThat(publicationTables(src, db)).containsExactlyInAnyOrder("a", "b");
+                assertThat(e.engine().state()).isNotNull();
+            }
+        }
+    }
+
     private static List<String> publicationTables(Connection c, String db) throws Exception {
         List<String> out = new java.util.ArrayList<>();
         try (var s = c.createStatement(); var rs = s.executeQuery("SELECT tablename FROM pg_publication_tables WHERE pubname = 's_" + db
