@@ -58,15 +58,16 @@ final class StartPlanner {
      * @param onSlotLost      source.on_slot_lost
      * @param rules           the rule each captured table reaches the destinations under now, by oid
      *                        ({@code Transforms.fingerprint}; {@link Checkpoint#rules})
+     * @param ruleOf          the rule a table of a given name would reach them under now (the same fingerprint)
      */
     record Facts(List<Destination> destinations, Slot slot, int serverVersion, SnapshotMode mode, List<RelationInfo> tables,
                  boolean publicationExists, List<TableRef> unpublished, TableRef signalTable, boolean signalPublished,
-                 SourceConfig.OnSlotLost onSlotLost, Map<Integer, String> rules) {
+                 SourceConfig.OnSlotLost onSlotLost, Map<Integer, String> rules, java.util.function.Function<TableRef, String> ruleOf) {
         Facts(List<Destination> destinations, Slot slot, int serverVersion, SnapshotMode mode, List<RelationInfo> tables,
               boolean publicationExists, List<TableRef> unpublished, TableRef signalTable, boolean signalPublished,
               SourceConfig.OnSlotLost onSlotLost) {
             this(destinations, slot, serverVersion, mode, tables, publicationExists, unpublished, signalTable, signalPublished,
-                    onSlotLost, Map.of());
+                    onSlotLost, Map.of(), t -> null);
         }
 
         Facts(List<Destination> destinations, Slot slot, int serverVersion, SnapshotMode mode, List<RelationInfo> tables,
@@ -360,16 +361,20 @@ final class StartPlanner {
     }
 
     /**
-     * A table renamed in the source whose rule changed with its name (an exact-name rule matches it no more): not copied
-     * again under the rule of its new name, which would put its rows in clear where a mask of the old rule hid them — the
-     * user changed no rule. Refused, naming the fix; a rule that matches the new name as the old one did passes.
+     * A table renamed in the source whose rule changed with its name (an exact-name rule, or a pattern, matches it no
+     * more): not copied again under the rule of its new name, which would put its rows in clear where a mask of the old
+     * rule hid them — the user changed no rule: today's rules give its old name the rule its rows were written under.
+     * Refused, naming the fix; a rule that matches the new name as the old one did passes. Where today's rules give the
+     * old name another rule too, the user changed them, and the table is copied again under them (a renaming rule changed
+     * while stopped: the name a checkpoint holds is then the destination's, which no rule gives back).
      */
     private static StartPlan.Refuse renamedAwayFromItsRule(Facts f) {
         for (RelationInfo r : rulesChanged(f)) {
             for (Checkpoint c : f.checkpoints()) {
                 TableRef before = c.tables().get(r.oid());
                 String was = c.rules().get(r.oid());
-                if (before != null && !before.equals(r.table()) && was != null && !was.equals(f.rules().get(r.oid()))) {
+                if (before != null && !before.equals(r.table()) && was != null && !was.equals(f.rules().get(r.oid()))
+                        && was.equals(f.ruleOf().apply(before))) {
                     return new StartPlan.Refuse(Kind.CONFIG, "config: table " + before + " was renamed to " + r.table() + " in the source,"
                             + " and the transforms rules its name matches now are not the ones its rows reached the destinations under:"
                             + " copied again under them, a mask or an excluded column of the old rule would pass in clear.", " Fix: ",

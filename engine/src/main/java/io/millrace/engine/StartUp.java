@@ -135,7 +135,7 @@ final class StartUp {
         return new StartPlanner.Facts(destinations, new StartPlanner.Slot(src.slot(), survey.report().slotExists(), slot.confirmed(),
                 slot.activePid(), lost), survey.report().serverVersion(), ctx.config.snapshotMode(), survey.relations(),
                 survey.report().publicationExists(), survey.report().unpublished(), signal, signalPublished, src.onSlotLost(),
-                rules());
+                rules(), ctx.transforms::fingerprint);
     }
 
     /** The rule each captured table reaches the destinations under now, by oid ({@link Checkpoint#rules}). */

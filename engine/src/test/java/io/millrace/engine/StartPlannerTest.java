@@ -124,6 +124,7 @@ class StartPlannerTest {
         boolean signalPublished;
         io.millrace.source.SourceConfig.OnSlotLost onSlotLost = io.millrace.source.SourceConfig.OnSlotLost.STOP;
         java.util.Map<Integer, String> rules = java.util.Map.of();
+        java.util.Map<TableRef, String> ruleOfNames = java.util.Map.of();
 
         Builder(Facts f) {
             destinations = f.destinations();
@@ -145,6 +146,12 @@ class StartPlannerTest {
         /** The rule every table reaches the destinations under now. */
         Builder rules(String rule) {
             rules = java.util.Map.of(A.oid(), rule, B.oid(), rule);
+            return this;
+        }
+
+        /** The rule a table named {@code t} would reach them under now. */
+        Builder ruleOf(TableRef t, String rule) {
+            ruleOfNames = java.util.Map.of(t, rule);
             return this;
         }
 
@@ -196,7 +203,7 @@ class StartPlannerTest {
 
         Facts build() {
             return new Facts(destinations, slot, version, mode, tables, publicationExists, unpublished, signal, signalPublished,
-                    onSlotLost, rules);
+                    onSlotLost, rules, t -> ruleOfNames.get(t));
         }
     }
 
@@ -478,11 +485,18 @@ class StartPlannerTest {
                                 .slot(slot(Lsn.of(100), null)).rules("new")),
                         is(StartPlan.Resume.class, r -> assertThat(r.checkpoints())
                                 .allSatisfy(c -> assertThat(c.online()).containsExactly(OnlineTask.reconciling(B))))),
+                row("restart with a table renamed in the source and a renaming rule changed (the checkpoint holds the destination's"
+                                + " old name, which today's rules give another rule): copied again under the new rules (RenameIT)",
+                        with(b -> b.checkpoints(ruled("replica", "old").withTables(new java.util.TreeMap<>(java.util.Map.of(A.oid(),
+                                new TableRef("mirror", "a_v2"), B.oid(), B.table()))), ruled("events", "old"))
+                                .slot(slot(Lsn.of(100), null)).rules("new").ruleOf(new TableRef("mirror", "a_v2"), "none")),
+                        is(StartPlan.Resume.class, r -> assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online())
+                                .containsExactlyInAnyOrder(OnlineTask.reconciling(A), OnlineTask.reconciling(B))))),
                 row("restart with a table renamed away from its exact-name rule (no rule changed): refused, not copied in clear"
                                 + " (MaskedColumnRenamedIT)",
                         with(b -> b.checkpoints(ruled("replica", "old").withTables(new java.util.TreeMap<>(java.util.Map.of(A.oid(),
                                 new TableRef("public", "a_before"), B.oid(), B.table()))), ruled("events", "old"))
-                                .slot(slot(Lsn.of(100), null)).rules("new")),
+                                .slot(slot(Lsn.of(100), null)).rules("new").ruleOf(new TableRef("public", "a_before"), "old")),
                         refused(Kind.CONFIG, "config: table public.a_before was renamed to public.a in the source, and the transforms"
                                 + " rules its name matches now are not the ones its rows reached the destinations under: copied again under"
                                 + " them, a mask or an excluded column of the old rule would pass in clear. Fix: make a rule match public.a"
