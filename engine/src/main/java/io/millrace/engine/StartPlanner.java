@@ -205,7 +205,9 @@ final class StartPlanner {
         if (f.slot().confirmed() != null && f.slot().confirmed().isAfter(cp)) {
             return confirmedPast(f.slot(), cp);
         }
-        List<OnlineTask> tasks = left.stream().map(OnlineTask::whole).toList();
+        List<OnlineTask> tasks = new ArrayList<>(left.stream().map(OnlineTask::whole).toList());
+        // a landed table whose rules changed while stopped (Ctrl-C in the first snapshot, a mask added): copied again too
+        rulesChanged(f).stream().filter(r -> !left.contains(r)).forEach(r -> tasks.add(OnlineTask.reconciling(r)));
         List<Checkpoint> next = cps.stream().map(c -> c.withSnapshot(new SnapshotProgress(SnapshotProgress.State.DONE, cp,
                 List.copyOf(done))).withOnline(tasks)).toList();
         return new StartPlan.ResumeOnline(publication(f), next, done.size(), left.stream().map(RelationInfo::table).toList(), cp);
@@ -213,6 +215,10 @@ final class StartPlanner {
 
     private static StartPlan resume(Facts f) {
         Slot slot = f.slot();
+        StartPlan.Refuse renamed = renamedAwayFromItsRule(f); // before a lost slot's re-copy of every table, which would copy it in clear
+        if (renamed != null) {
+            return renamed;
+        }
         StartPlan lost = slotLost(f);
         if (lost != null) {
             return lost;
@@ -232,10 +238,6 @@ final class StartPlanner {
         Set<Integer> held = new HashSet<>();
         cps.forEach(c -> held.addAll(c.tables().keySet()));
         List<Checkpoint> next = f.mode() == SnapshotMode.NEVER ? cps : cps.stream().map(c -> withAdded(c, f, held)).toList();
-        StartPlan.Refuse renamed = renamedAwayFromItsRule(f);
-        if (renamed != null) {
-            return renamed;
-        }
         List<RelationInfo> recopy = f.serverVersion() < ONLINE_VERSION || f.mode() == SnapshotMode.NEVER ? List.of() : rulesChanged(f);
         if (!recopy.isEmpty()) {
             next = next.stream().map(c -> withRecopied(c, recopy)).toList();
@@ -387,17 +389,16 @@ final class StartPlanner {
     }
 
     /**
-     * {@code cp} with a reconciling copy of each table in {@code recopy} (unless one is under way): its rows reach every
+     * {@code cp} with a fresh reconciling copy of each table in {@code recopy} (one under way is replaced): its rows reach every
      * destination again under today's rules, and rows a new row filter leaves out are deleted (INV: WATERMARK, COVER), as
      * a reload of the transforms does. INV: RESUME — recorded before anything is written under the new rules.
      */
     private static Checkpoint withRecopied(Checkpoint cp, List<RelationInfo> recopy) {
         List<OnlineTask> tasks = new ArrayList<>(cp.online());
         for (RelationInfo r : recopy) {
-            tasks.removeIf(t -> copies(t, r) && !t.reconcile()); // a copy under the old rules would not delete what they let in
-            if (tasks.stream().noneMatch(t -> copies(t, r))) {
-                tasks.add(OnlineTask.reconciling(r));
-            }
+            // one under way, even reconciling, landed its chunks under the old rules: a fresh copy replaces it
+            tasks.removeIf(t -> copies(t, r));
+            tasks.add(OnlineTask.reconciling(r));
         }
         return cp.withOnline(tasks);
     }

@@ -148,9 +148,9 @@ final class StartUp {
     }
 
     /**
-     * The tables whose row filter in the publication this start may change: those it copies again, reconciling, since
-     * their rules changed while Millrace was stopped (their copy deletes the rows a new filter leaves out), in a
-     * publication Millrace manages. Any other table whose filter differs is refused by RowFilters, naming the fix.
+     * The tables whose row filter in the publication this start may change: those every destination copies again,
+     * reconciling (their rules changed while Millrace was stopped; their copy deletes the rows a new filter leaves out), in
+     * a publication Millrace manages. Any other table whose filter differs is refused by RowFilters, naming the fix.
      */
     private java.util.Set<TableRef> mayRefilter(Connection c, StartPlanner.Facts facts, StartPlan plan) throws SQLException {
         if (!(plan instanceof StartPlan.Resume resume) || !src.createPublication() || ctx.selection.tables().isEmpty()
@@ -158,8 +158,11 @@ final class StartUp {
             return java.util.Set.of();
         }
         java.util.Set<TableRef> tables = new java.util.HashSet<>();
-        for (RelationInfo r : StartPlanner.rulesChanged(facts)) {
-            if (resume.checkpoints().stream().allMatch(cp -> cp.online().stream().anyMatch(t -> t.oid() == r.oid() && t.reconcile()))) {
+        // every table a reconciling copy covers in every destination: the rules changed now, or at a start that recorded the
+        // copy and then stopped before it changed the filter (a crash, a lock timeout): its copy deletes what the filter leaves out
+        for (RelationInfo r : survey.relations()) {
+            if (resume.checkpoints().stream().allMatch(cp -> cp.online().stream().anyMatch(t -> t.oid() == r.oid() && t.reconcile()
+                    && t.filter() == null))) {
                 tables.add(r.table());
             }
         }

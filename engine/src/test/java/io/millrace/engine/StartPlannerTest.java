@@ -315,6 +315,13 @@ class StartPlannerTest {
                                 assertThat(c.online()).containsExactly(OnlineTask.whole(B));
                             });
                         })),
+                row("snapshot interrupted, a landed table's rule changed while stopped (Ctrl-C in the first snapshot, a mask added):"
+                                + " it is copied again, reconciling, beside the tables left",
+                        with(b -> b.checkpoints(copying("replica", CP, "public.a").withTables(new java.util.TreeMap<>(java.util.Map.of(A.oid(),
+                                A.table()))).withRules(new java.util.TreeMap<>(java.util.Map.of(A.oid(), "old"))),
+                                copying("events", CP, "public.a")).slot(slot(CP, null)).rules("new")),
+                        is(StartPlan.ResumeOnline.class, r -> assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online())
+                                .containsExactlyInAnyOrder(OnlineTask.whole(B), OnlineTask.reconciling(A))))),
                 row("snapshot interrupted, an unfinished table without a key: start over (SnapshotModesIT)",
                         with(b -> b.tables(A, KEYLESS).checkpoints(copying("replica", CP, "public.a"), copying("events", CP, "public.a"))
                                 .slot(slot(CP, null))),
@@ -512,6 +519,13 @@ class StartPlannerTest {
                 row("restart with a rule changed while a filtered copy of the table is under way: one reconciling copy replaces it",
                         with(b -> b.checkpoints(ruled("replica", "old").withOnline(List.of(OnlineTask.whole("public.a", "id > 5"))),
                                 ruled("events", "old")).slot(slot(Lsn.of(100), null)).rules("new")),
+                        is(StartPlan.Resume.class, r -> assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online())
+                                .containsExactlyInAnyOrder(OnlineTask.reconciling(A), OnlineTask.reconciling(B))))),
+                row("restart with a rule changed while a reconciling copy of the table is half done (its chunks under the old rules):"
+                                + " a fresh reconciling copy replaces it",
+                        with(b -> b.checkpoints(ruled("replica", "old").withOnline(List.of(new OnlineTask("public.a", null,
+                                List.of(new OnlineTask.KeyRange(List.of("500"), null)), 500, A.oid(), true))), ruled("events", "old"))
+                                .slot(slot(Lsn.of(100), null)).rules("new")),
                         is(StartPlan.Resume.class, r -> assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online())
                                 .containsExactlyInAnyOrder(OnlineTask.reconciling(A), OnlineTask.reconciling(B))))),
                 row("restart with a rule changed on PostgreSQL 13: no online copy (the start warns), resume",

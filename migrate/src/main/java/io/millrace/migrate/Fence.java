@@ -40,7 +40,6 @@ final class Fence {
      */
     static int close(Connection c, String stuck) throws SQLException, InterruptedException {
         String db = Planner.one(c, "SELECT current_database()");
-        visible(c);
         try (Statement s = c.createStatement()) {
             String before = Planner.one(c, "SELECT now()::text");
             s.execute("ALTER DATABASE " + Ident.quote(db) + " SET default_transaction_read_only = on");
@@ -118,8 +117,10 @@ final class Fence {
         List<String> out = new ArrayList<>();
         try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT pid, usename, application_name, state"
                 + " FROM pg_stat_activity WHERE datname = current_database()"
-                + " AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
-                + " AND coalesce(application_name, '') NOT LIKE 'millrace%' AND backend_start < " + Ident.literal(before) + "::timestamptz")) {
+                + " AND pid <> pg_backend_pid() AND (backend_type = 'client backend' AND coalesce(application_name, '') NOT LIKE 'millrace%'"
+                + " AND backend_start < " + Ident.literal(before) + "::timestamptz"
+                // a session the role cannot see (another role's, its details hidden) may have begun before the fence: fail closed
+                + " OR backend_type IS NULL)")) {
             while (rs.next()) {
                 out.add("pid " + rs.getInt(1) + " (user " + rs.getString(2) + ", application '" + rs.getString(3) + "', " + rs.getString(4) + ")");
             }

@@ -66,7 +66,7 @@ final class Planner {
             // them without a backend type) or may not signal them would leave them writing to the source after the cutover,
             // writes the target never gets (found by a migrate user: the cutover said it ended 0 sessions).
             for (String role : List.of("pg_read_all_stats", "pg_signal_backend")) {
-                if (!bool(src, "SELECT pg_has_role(current_user, '" + role + "', 'MEMBER')")) {
+                if (!bool(src, "SELECT pg_has_role(current_user, '" + role + "', 'USAGE')")) { // its privileges, not a NOINHERIT grant
                     problems.add(new Problem(Kind.PERMISSION, "source role " + srcUser + " is not a member of " + role + ", so the cutover"
                             + (role.equals("pg_read_all_stats") ? " could not see" : " could not end") + " the sessions of other roles"
                             + " (the application's): they would go on writing to the source after it",

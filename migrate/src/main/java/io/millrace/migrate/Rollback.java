@@ -96,6 +96,7 @@ final class Rollback {
             }
             long start = System.nanoTime();
             if (state == MigrationState.CUT_OVER) {
+                Fence.visible(tgt); // sessions of other roles the fence could not end: refused while nothing is fenced
                 store.record(tgt, MigrationState.ROLLING_BACK, "reverse slot " + reverseSlot);
             }
             Faults.hit(ROLLING_BACK_RECORDED);

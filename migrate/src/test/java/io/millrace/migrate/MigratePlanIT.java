@@ -316,13 +316,16 @@ class MigratePlanIT extends TwoServers {
              java.sql.Connection app = java.sql.DriverManager.getConnection(src.jdbcUrl(db), "app", "app-pw")) {
             app.setAutoCommit(false);
             app.createStatement().execute("INSERT INTO t VALUES (1)");
-            assertThatThrownBy(() -> Fence.close(fencer, "stuck")).isInstanceOfSatisfying(MillraceException.class, e -> {
+            assertThatThrownBy(() -> Fence.visible(fencer)).isInstanceOfSatisfying(MillraceException.class, e -> {
                 assertThat(e.kind()).isEqualTo(Kind.PERMISSION);
                 assertThat(e.getMessage()).contains("cannot see 1 session(s) of other roles").contains("Nothing was fenced")
                         .contains("GRANT pg_read_all_stats TO \"fencer\"");
             });
             assertThat(Fence.fenced(fencer)).isFalse();
-            app.commit(); // the application's session was left as it was
+            // the fence itself, asked all the same, fails closed: a session it cannot see is one it cannot tell has ended
+            assertThatThrownBy(() -> Fence.close(fencer, "stuck")).isInstanceOf(MillraceException.class).hasMessageContaining("stuck");
+            Fence.open(fencer);
+            app.commit(); // the application's session was left as it was (its transaction began before the fence)
 
             src.execute(db, "GRANT pg_read_all_stats TO fencer");
             app.createStatement().execute("INSERT INTO t VALUES (2)");

@@ -103,9 +103,11 @@ class TransformingSink implements Sink {
      * again, never one recorded under rules its rows do not have). Owned by the writer thread.
      */
     private final Map<Integer, String> recopying = new java.util.HashMap<>();
+    /** Of {@link #recopying}: the rows a reconciling copy under way at the reload had done (that copy is the old rules'). */
+    private final Map<Integer, Long> staleCopy = new java.util.HashMap<>();
     /** The source's names of the tables of the last checkpoint written here, by oid. Owned by the writer thread. */
     private java.util.SortedMap<Integer, TableRef> namesWritten = java.util.Collections.emptySortedMap();
-    /** The tables the batch being written copies again, reconciling (its checkpoint's online tasks), by oid. */
+    /** The tables the batch being written copies whole (its checkpoint's unfiltered online tasks), by oid. */
     private java.util.Set<Integer> reconciling = java.util.Set.of();
     /** Each table's {@link Transforms#fingerprint} under {@link #transforms}, as made so far; cleared with them. */
     private final Map<TableRef, String> fingerprints = new java.util.HashMap<>();
@@ -164,6 +166,9 @@ class TransformingSink implements Sink {
                     String before = fingerprint(t);
                     if (!before.equals(n.fingerprint(t))) {
                         recopying.putIfAbsent(oid, before);
+                        // a copy under way now ran under the old rules: only one begun again after this (fewer rows done) counts
+                        checkpoint.online().stream().filter(x -> x.oid() == oid && x.reconcile() && x.filter() == null).findFirst()
+                                .ifPresent(x -> staleCopy.put(oid, x.rowsDone()));
                     }
                 });
             }
@@ -175,7 +180,7 @@ class TransformingSink implements Sink {
         if (completer != null) {
             events = completer.complete(events); // raw values first: a mask then applies to the value, as to any other
         }
-        reconciling = checkpoint == null ? java.util.Set.of() : checkpoint.online().stream().filter(t -> t.reconcile() && t.filter() == null)
+        reconciling = checkpoint == null ? java.util.Set.of() : checkpoint.online().stream().filter(t -> t.filter() == null)
                 .map(io.millrace.core.change.OnlineTask::oid).collect(java.util.stream.Collectors.toSet());
         List<ChangeEvent> out = transforms.isEmpty() ? events : transform(events);
         Checkpoint stamped = withRules(checkpoint);
@@ -201,8 +206,9 @@ class TransformingSink implements Sink {
             return null;
         }
         if (!recopying.isEmpty()) {
-            recopying.keySet().removeIf(oid -> cp.online().stream().anyMatch(t -> t.oid() == oid && t.reconcile() && t.filter() == null)
-                    || !cp.tables().containsKey(oid));
+            recopying.keySet().removeIf(oid -> !cp.tables().containsKey(oid) || cp.online().stream().anyMatch(t -> t.oid() == oid
+                    && t.reconcile() && t.filter() == null && t.rowsDone() < staleCopy.getOrDefault(oid, Long.MAX_VALUE)));
+            staleCopy.keySet().retainAll(recopying.keySet());
         }
         java.util.TreeMap<Integer, String> rules = new java.util.TreeMap<>();
         cp.tables().forEach((oid, t) -> rules.put(oid, recopying.getOrDefault(oid, fingerprint(t))));
@@ -322,15 +328,15 @@ class TransformingSink implements Sink {
      */
     private void sameRule(TableRule rule, RelationInfo r) {
         String was = written.get(r.oid());
-        if (was == null || recopying.containsKey(r.oid()) || reconciling.contains(r.oid()) || was.equals(fingerprint(r.table()))) {
-            return;
-        }
         TableRef before = namesWritten.get(r.oid());
-        throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, "config: table "
-                + (before != null && !before.equals(r.table()) ? before + " was renamed to " + r.table() + " in the source, and" : r.table())
-                + " now matches " + (rule == null ? "no transforms rule" : rule.setting()) + ", not the rule its rows reached the"
-                + " destinations under: its changes are held back, since a mask or an excluded column of that rule would pass in clear."
-                + " Fix: make a rule match " + r.table() + " as the old one matched " + (before != null ? before : "it")
+        if (was == null || before == null || before.equals(r.table()) || recopying.containsKey(r.oid()) || reconciling.contains(r.oid())
+                || was.equals(fingerprint(r.table()))) {
+            return; // a rule changed under the same name is the start's (copied again) or a reload's: only a rename is refused here
+        }
+        throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, "config: table " + before
+                + " was renamed to " + r.table() + " in the source, and now matches " + (rule == null ? "no transforms rule" : rule.setting())
+                + ", not the rule its rows reached the destinations under: its changes are held back, since a mask or an excluded column"
+                + " of that rule would pass in clear. Fix: make a rule match " + r.table() + " as the old one matched " + before
                 + " (e.g. change its match), and start again; the held changes are then passed on under it");
     }
 

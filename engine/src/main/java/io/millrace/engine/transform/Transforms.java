@@ -367,7 +367,7 @@ public final class Transforms {
         StringBuilder b = new StringBuilder();
         if (r != null) {
             b.append("include=").append(r.include()).append("\0exclude=").append(r.exclude()).append("\0masks=");
-            r.masks().forEach((column, m) -> b.append(column).append('=').append(m.spelling()).append(','));
+            new java.util.TreeMap<>(r.masks()).forEach((column, m) -> b.append(column).append('=').append(m.spelling()).append(',')); // as sameRule: order aside
             b.append("\0filter=").append(r.filter()).append("\0rename=").append(r.rename());
             if (r.masks().values().stream().anyMatch(m -> m instanceof Mask.Hash) && !salt.isEmpty()) {
                 b.append("\0salt=").append(saltMark());

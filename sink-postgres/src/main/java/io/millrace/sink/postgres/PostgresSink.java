@@ -453,7 +453,7 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
             return new MillraceException(Kind.CONFIG, head + "PostgreSQL at " + where + ": " + msg
                     + ". Create the database there, or fix the destination's database (or url).", e);
         }
-        if (state.equals("42501")) {
+        if (state.equals("42501") && msg.contains("set parameter")) {
             // a session setting the role may not set (session_replication_role: replica): not a server that is down, and not
             // retried as one (found by a migrate user, whose reverse stream retried it ten times with that hint)
             return new MillraceException(Kind.PERMISSION, head + "PostgreSQL at " + where + " refused user '" + config.user() + "' a"
@@ -461,6 +461,11 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
                     + io.millrace.core.schema.Ident.quote(config.user()) + " (PostgreSQL 15+, as a superuser), connect as a superuser,"
                     + " or set the destination's session_replication_role to origin" : ". Grant it to the user, or connect as another")
                     + ".", e);
+        }
+        if (state.equals("42501")) {
+            return new MillraceException(Kind.PERMISSION, head + "PostgreSQL at " + where + " refused user '" + config.user() + "': " + msg
+                    + ". Fix: GRANT CONNECT ON DATABASE (the destination's database) TO " + io.millrace.core.schema.Ident.quote(config.user())
+                    + ", or connect as another user.", e);
         }
         return new MillraceException(Kind.CONNECTION, head + "cannot connect to PostgreSQL at " + where + " as user '"
                 + config.user() + "': " + io.millrace.core.PgMessages.withoutDriverAdvice(msg) + ". Check that the server is running and accepts TCP connections"
