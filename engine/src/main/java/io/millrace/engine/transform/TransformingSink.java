@@ -103,12 +103,14 @@ class TransformingSink implements Sink {
      * again, never one recorded under rules its rows do not have). Owned by the writer thread.
      */
     private final Map<Integer, String> recopying = new java.util.HashMap<>();
+    /** The tables the first checkpoint written here copies whole (the start's copies), by oid; null before it. */
+    private java.util.Set<Integer> startCopies;
+    /** The tables the checkpoint of the batch being written copies whole (its unfiltered online tasks), by oid. */
+    private java.util.Set<Integer> copying = java.util.Set.of();
     /** Of {@link #recopying}: the rows a reconciling copy under way at the reload had done (that copy is the old rules'). */
     private final Map<Integer, Long> staleCopy = new java.util.HashMap<>();
     /** The source's names of the tables of the last checkpoint written here, by oid. Owned by the writer thread. */
     private java.util.SortedMap<Integer, TableRef> namesWritten = java.util.Collections.emptySortedMap();
-    /** The tables the batch being written copies whole (its checkpoint's unfiltered online tasks), by oid. */
-    private java.util.Set<Integer> reconciling = java.util.Set.of();
     /** Each table's {@link Transforms#fingerprint} under {@link #transforms}, as made so far; cleared with them. */
     private final Map<TableRef, String> fingerprints = new java.util.HashMap<>();
 
@@ -180,8 +182,11 @@ class TransformingSink implements Sink {
         if (completer != null) {
             events = completer.complete(events); // raw values first: a mask then applies to the value, as to any other
         }
-        reconciling = checkpoint == null ? java.util.Set.of() : checkpoint.online().stream().filter(t -> t.filter() == null)
+        copying = checkpoint == null ? java.util.Set.of() : checkpoint.online().stream().filter(t -> t.filter() == null)
                 .map(io.millrace.core.change.OnlineTask::oid).collect(java.util.stream.Collectors.toSet());
+        if (startCopies == null && checkpoint != null) {
+            startCopies = copying;
+        }
         List<ChangeEvent> out = transforms.isEmpty() ? events : transform(events);
         Checkpoint stamped = withRules(checkpoint);
         Checkpoint named = destinationNames(stamped, out);
@@ -321,17 +326,20 @@ class TransformingSink implements Sink {
     }
 
     /**
-     * Refuses a table that reached this destination under another rule than the one its name matches now, unless the
-     * batch copies it again: renamed in the source while streaming, a table an exact-name rule matched matches none (or
+     * Refuses a table that reached this destination under another rule than the one its name matches now: renamed in the
+     * source while streaming, a table an exact-name rule matched matches none (or
      * another), and its rows would pass unmasked, in clear. The batch is not written and the checkpoint does not move; a
      * start with a rule that matches the new name as the old one did passes the held changes on under it.
      */
     private void sameRule(TableRule rule, RelationInfo r) {
         String was = written.get(r.oid());
         TableRef before = namesWritten.get(r.oid());
-        if (was == null || before == null || before.equals(r.table()) || recopying.containsKey(r.oid()) || reconciling.contains(r.oid())
-                || was.equals(fingerprint(r.table()))) {
-            return; // a rule changed under the same name is the start's (copied again) or a reload's: only a rename is refused here
+        if (was == null || before == null || before.equals(r.table()) || recopying.containsKey(r.oid()) || was.equals(fingerprint(r.table()))
+                || startCopies != null && startCopies.contains(r.oid()) && copying.contains(r.oid())) {
+            // a rule changed under the same name is the start's (copied again) or a reload's: only a rename is refused here; and
+            // a table the start copies again (it refused a rename its rules did not follow) while that copy runs — not one a
+            // copy begun later covers (a rewriting DDL of the renamed table would have it copied in clear)
+            return;
         }
         throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, "config: table " + before
                 + " was renamed to " + r.table() + " in the source, and now matches " + (rule == null ? "no transforms rule" : rule.setting())

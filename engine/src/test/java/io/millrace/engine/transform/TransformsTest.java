@@ -28,6 +28,7 @@ import java.util.Map;
 import java.util.Optional;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 /** The {@code transforms:} section read and checked, and what a destination behind them is given. */
@@ -322,9 +323,13 @@ class TransformsTest {
         assertThat(e.getMessage()).contains("public.customers was renamed to public.clients").contains("no transforms rule")
                 .contains("held back").doesNotContain("123-45-6789");
         assertThat(rec.got).hasSize(1);
-        sink.write(List.of(later), cp.withTables(new java.util.TreeMap<>(Map.of(42, renamed.table())))
-                .withOnline(List.of(io.millrace.core.change.OnlineTask.reconciling(renamed))));
-        assertThat(rec.got).as("copied again, reconciling: under the rule of its name now").hasSize(2);
+        assertThatThrownBy(() -> sink.write(List.of(later), cp.withTables(new java.util.TreeMap<>(Map.of(42, renamed.table())))
+                .withOnline(List.of(io.millrace.core.change.OnlineTask.reconciling(renamed))))).as("nor while a copy of it runs: it would"
+                + " copy it in clear").isInstanceOf(MillraceException.class);
+        Transforms.replace(sink, parse("  tables: [{match: public.clients, mask: {ssn: redact}}]\n"));
+        sink.write(List.of(later), cp.withTables(new java.util.TreeMap<>(Map.of(42, renamed.table()))));
+        assertThat(rec.got).as("a rule matching the new name as the old one did: passed on, masked").hasSize(2);
+        assertThat(rec.got.get(1).after()[2]).isEqualTo("[redacted]");
     }
 
     /** A masked column renamed while streaming: the batch is refused (not written), never passed on in clear. */
