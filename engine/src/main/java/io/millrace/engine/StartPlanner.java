@@ -59,15 +59,17 @@ final class StartPlanner {
      * @param rules           the rule each captured table reaches the destinations under now, by oid
      *                        ({@code Transforms.fingerprint}; {@link Checkpoint#rules})
      * @param ruleOf          the rule a table of a given name would reach them under now (the same fingerprint)
+     * @param keyMasked       the captured tables whose rule masks a key column now, by oid, each with that column
      */
     record Facts(List<Destination> destinations, Slot slot, int serverVersion, SnapshotMode mode, List<RelationInfo> tables,
                  boolean publicationExists, List<TableRef> unpublished, TableRef signalTable, boolean signalPublished,
-                 SourceConfig.OnSlotLost onSlotLost, Map<Integer, String> rules, java.util.function.Function<TableRef, String> ruleOf) {
+                 SourceConfig.OnSlotLost onSlotLost, Map<Integer, String> rules, java.util.function.Function<TableRef, String> ruleOf,
+                 Map<Integer, String> keyMasked) {
         Facts(List<Destination> destinations, Slot slot, int serverVersion, SnapshotMode mode, List<RelationInfo> tables,
               boolean publicationExists, List<TableRef> unpublished, TableRef signalTable, boolean signalPublished,
               SourceConfig.OnSlotLost onSlotLost) {
             this(destinations, slot, serverVersion, mode, tables, publicationExists, unpublished, signalTable, signalPublished,
-                    onSlotLost, Map.of(), t -> null);
+                    onSlotLost, Map.of(), t -> null, Map.of());
         }
 
         Facts(List<Destination> destinations, Slot slot, int serverVersion, SnapshotMode mode, List<RelationInfo> tables,
@@ -207,15 +209,19 @@ final class StartPlanner {
         }
         List<OnlineTask> tasks = new ArrayList<>(left.stream().map(OnlineTask::whole).toList());
         // a landed table whose rules changed while stopped (Ctrl-C in the first snapshot, a mask added): copied again too
-        rulesChanged(f).stream().filter(r -> !left.contains(r)).forEach(r -> tasks.add(OnlineTask.reconciling(r)));
-        List<Checkpoint> next = cps.stream().map(c -> c.withSnapshot(new SnapshotProgress(SnapshotProgress.State.DONE, cp,
-                List.copyOf(done))).withOnline(tasks)).toList();
+        List<RelationInfo> recopy = rulesChanged(f).stream().filter(r -> !left.contains(r)).toList();
+        recopy.forEach(r -> tasks.add(OnlineTask.reconciling(r)));
+        List<Checkpoint> next = cps.stream().map(c -> withTodaysRules(c.withSnapshot(new SnapshotProgress(SnapshotProgress.State.DONE, cp,
+                List.copyOf(done))).withOnline(tasks), f, recopy)).toList();
         return new StartPlan.ResumeOnline(publication(f), next, done.size(), left.stream().map(RelationInfo::table).toList(), cp);
     }
 
     private static StartPlan resume(Facts f) {
         Slot slot = f.slot();
         StartPlan.Refuse renamed = renamedAwayFromItsRule(f); // before a lost slot's re-copy of every table, which would copy it in clear
+        if (renamed == null) {
+            renamed = keyMaskChanged(f);
+        }
         if (renamed != null) {
             return renamed;
         }
@@ -240,7 +246,7 @@ final class StartPlanner {
         List<Checkpoint> next = f.mode() == SnapshotMode.NEVER ? cps : cps.stream().map(c -> withAdded(c, f, held)).toList();
         List<RelationInfo> recopy = f.serverVersion() < ONLINE_VERSION || f.mode() == SnapshotMode.NEVER ? List.of() : rulesChanged(f);
         if (!recopy.isEmpty()) {
-            next = next.stream().map(c -> withRecopied(c, recopy)).toList();
+            next = next.stream().map(c -> withTodaysRules(withRecopied(c, recopy), f, recopy)).toList();
         }
         Checkpoint low = lowest(next);
         if (f.serverVersion() < ONLINE_VERSION && !low.online().isEmpty() && f.mode() != SnapshotMode.INITIAL_ONLY) {
@@ -389,6 +395,26 @@ final class StartPlanner {
     }
 
     /**
+     * A table whose rule changed while stopped and masks a key column now (a mask added to it, or the salt of its hash
+     * changed): the destinations hold its rows under the keys they have, and a copy cannot re-key them — every row would
+     * be there twice, the old keys in clear (a user's 1,000 rows became 2,000). Refused, as a reload refuses it. Not seen:
+     * a key mask taken away while stopped (the rule before is known by its fingerprint only).
+     */
+    private static StartPlan.Refuse keyMaskChanged(Facts f) {
+        for (RelationInfo r : rulesChanged(f)) {
+            String key = f.keyMasked().get(r.oid());
+            if (key != null) {
+                return new StartPlan.Refuse(Kind.CONFIG, "config: the transforms of " + r.table() + " changed while Millrace was stopped,"
+                        + " and its key column '" + key + "' is masked (a mask added, or the salt of its hash changed): the destinations"
+                        + " hold its rows under the keys they have, and a copy cannot re-key them (each row would be there twice, the old"
+                        + " keys as they were).", " Fix: ", "put the rule and the salt back as they were, or start over with empty"
+                        + " destinations (millrace reset CONFIG --data drop, then run)");
+            }
+        }
+        return null;
+    }
+
+    /**
      * {@code cp} with a fresh reconciling copy of each table in {@code recopy} (one under way is replaced): its rows reach every
      * destination again under today's rules, and rows a new row filter leaves out are deleted (INV: WATERMARK, COVER), as
      * a reload of the transforms does. INV: RESUME — recorded before anything is written under the new rules.
@@ -401,6 +427,22 @@ final class StartPlanner {
             tasks.add(OnlineTask.reconciling(r));
         }
         return cp.withOnline(tasks);
+    }
+
+    /**
+     * {@code cp} recording today's rule for each table of {@code recopy}, by oid: its copy, recorded in the same write, is
+     * made under it. The start knows the rule by oid; a destination would take it by the name its checkpoint holds,
+     * which a rename while stopped (or a renaming rule changed) leaves behind.
+     */
+    private static Checkpoint withTodaysRules(Checkpoint cp, Facts f, List<RelationInfo> recopy) {
+        java.util.TreeMap<Integer, String> rules = new java.util.TreeMap<>(cp.rules());
+        for (RelationInfo r : recopy) {
+            String now = f.rules().get(r.oid());
+            if (now != null && cp.tables().containsKey(r.oid())) {
+                rules.put(r.oid(), now);
+            }
+        }
+        return cp.withRules(rules);
     }
 
     /** Whether {@code task} copies {@code table}: by oid, or by name for a task that has none (a signal's). */

@@ -135,7 +135,7 @@ final class StartUp {
         return new StartPlanner.Facts(destinations, new StartPlanner.Slot(src.slot(), survey.report().slotExists(), slot.confirmed(),
                 slot.activePid(), lost), survey.report().serverVersion(), ctx.config.snapshotMode(), survey.relations(),
                 survey.report().publicationExists(), survey.report().unpublished(), signal, signalPublished, src.onSlotLost(),
-                rules(), ctx.transforms::fingerprint);
+                rules(), ctx.transforms::fingerprint, keyMasked());
     }
 
     /** The rule each captured table reaches the destinations under now, by oid ({@link Checkpoint#rules}). */
@@ -186,6 +186,19 @@ final class StartUp {
         }
         LOG.info("the row filters of {} changed while Millrace was stopped: publication '{}' now passes their changes under the new ones,"
                 + " and their copies delete the rows the new filters leave out", refilter.keySet(), src.publication());
+    }
+
+    /** The captured tables whose rule masks a key column now, by oid, each with that column. */
+    private Map<Integer, String> keyMasked() {
+        Map<Integer, String> masked = new java.util.HashMap<>();
+        for (RelationInfo r : survey.relations()) {
+            String key = io.millrace.engine.transform.Transforms.keyMaskChanged(io.millrace.engine.transform.Transforms.NONE,
+                    ctx.transforms, r);
+            if (key != null) {
+                masked.put(r.oid(), key);
+            }
+        }
+        return masked;
     }
 
     /** Says which tables' transforms changed while Millrace was stopped, and whether they are copied again. */

@@ -125,6 +125,7 @@ class StartPlannerTest {
         io.millrace.source.SourceConfig.OnSlotLost onSlotLost = io.millrace.source.SourceConfig.OnSlotLost.STOP;
         java.util.Map<Integer, String> rules = java.util.Map.of();
         java.util.Map<TableRef, String> ruleOfNames = java.util.Map.of();
+        java.util.Map<Integer, String> keyMasked = java.util.Map.of();
 
         Builder(Facts f) {
             destinations = f.destinations();
@@ -146,6 +147,12 @@ class StartPlannerTest {
         /** The rule every table reaches the destinations under now. */
         Builder rules(String rule) {
             rules = java.util.Map.of(A.oid(), rule, B.oid(), rule);
+            return this;
+        }
+
+        /** Table a's rule masks its key column id now. */
+        Builder keyMasked() {
+            keyMasked = java.util.Map.of(A.oid(), "id");
             return this;
         }
 
@@ -203,7 +210,7 @@ class StartPlannerTest {
 
         Facts build() {
             return new Facts(destinations, slot, version, mode, tables, publicationExists, unpublished, signal, signalPublished,
-                    onSlotLost, rules, t -> ruleOfNames.get(t));
+                    onSlotLost, rules, t -> ruleOfNames.get(t), keyMasked);
         }
     }
 
@@ -509,6 +516,19 @@ class StartPlannerTest {
                                 + " them, a mask or an excluded column of the old rule would pass in clear. Fix: make a rule match public.a"
                                 + " as the old one matched public.a_before (e.g. change its match), and start again; to change its rules"
                                 + " after that, reload them while it runs")),
+                row("restart with a key column's mask added while stopped (or its salt changed): refused, as a reload refuses it"
+                                + " (a copy cannot re-key the destinations' rows: a user's 1,000 rows became 2,000, the old keys in clear)",
+                        with(b -> b.checkpoints(ruled("replica", "old"), ruled("events", "old")).slot(slot(Lsn.of(100), null)).rules("new")
+                                .keyMasked()),
+                        refused(Kind.CONFIG, "config: the transforms of public.a changed while Millrace was stopped, and its key column 'id'"
+                                + " is masked (a mask added, or the salt of its hash changed): the destinations hold its rows under the keys"
+                                + " they have, and a copy cannot re-key them (each row would be there twice, the old keys as they were)."
+                                + " Fix: put the rule and the salt back as they were, or start over with empty destinations (millrace"
+                                + " reset CONFIG --data drop, then run)")),
+                row("restart with a key column masked and the rules unchanged: resume",
+                        with(b -> b.checkpoints(ruled("replica", "same"), ruled("events", "same")).slot(slot(Lsn.of(100), null))
+                                .rules("same").keyMasked()),
+                        is(StartPlan.Resume.class, r -> assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online()).isEmpty()))),
                 row("restart with the rules unchanged: nothing copied",
                         with(b -> b.checkpoints(ruled("replica", "same"), ruled("events", "same")).slot(slot(Lsn.of(100), null)).rules("same")),
                         is(StartPlan.Resume.class, r -> assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online()).isEmpty()))),

@@ -591,6 +591,17 @@ final class Assembler {
      */
     private void ddl(LogicalMessage lm, Lsn at) {
         SchemaChange c = SchemaChange.parse(lm.content());
+        if (!c.dropped() && c.rewritten() && onShapeChange != null) {
+            RelationInfo known = shapes.containsKey(c.oid()) ? shapes.get(c.oid()) : startShapes.get(c.oid());
+            if (known != null) {
+                // Rows rewritten in the same shape: told now, in the DDL's transaction, not at the table's next change — which
+                // may never come, or come after a restart that no longer reads this message (a user's destinations kept the
+                // old values of a table retyped USING to its own type, then unchanged, or restarted before it changed).
+                // INV: RESUME — the copy is recorded with the batch after this transaction.
+                onShapeChange.accept(known, known.withDdl(c));
+                c = c.withoutRewrite(); // its next Relation message does not copy it again
+            }
+        }
         if (!c.dropped()) {
             ddl.merge(c.oid(), c, SchemaChange::then); // INV: BOUNDED — at most MAX_PENDING_DDL tables, the oldest given up
             if (tableSeen != null && framer.relation(c.oid()) == null && (replaying == null || replaying.relation(c.oid()) == null)) {

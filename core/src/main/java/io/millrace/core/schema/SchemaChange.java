@@ -107,6 +107,11 @@ public record SchemaChange(String command, int oid, TableRef table, TableRef old
         }
     }
 
+    /** This change, its rewrite told already ({@link #rewritten} false). */
+    public SchemaChange withoutRewrite() {
+        return rewritten ? new SchemaChange(command, oid, table, oldTable, before, columns, dropped, ddl, exact, key, false) : this;
+    }
+
     /** The change this one and then {@code next} (of the same table) make together. */
     public SchemaChange then(SchemaChange next) {
         return new SchemaChange(next.command, next.oid, next.table, oldTable, before == null || next.before == null ? null : before,

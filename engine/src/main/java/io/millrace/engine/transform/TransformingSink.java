@@ -109,6 +109,8 @@ class TransformingSink implements Sink {
     private java.util.Set<Integer> copying = java.util.Set.of();
     /** Of {@link #recopying}: the rows a reconciling copy under way at the reload had done (that copy is the old rules'). */
     private final Map<Integer, Long> staleCopy = new java.util.HashMap<>();
+    /** Whether no checkpoint was written here since {@link #open}: the first is the start's. Owned by the writer thread. */
+    private boolean firstWrite = true;
     /** The source's names of the tables of the last checkpoint written here, by oid. Owned by the writer thread. */
     private java.util.SortedMap<Integer, TableRef> namesWritten = java.util.Collections.emptySortedMap();
     /** Each table's {@link Transforms#fingerprint} under {@link #transforms}, as made so far; cleared with them. */
@@ -121,6 +123,7 @@ class TransformingSink implements Sink {
         written = cp.map(Checkpoint::rules).orElse(java.util.Collections.emptySortedMap());
         Optional<Checkpoint> named = cp.map(this::sourceNames);
         namesWritten = named.map(Checkpoint::tables).orElse(java.util.Collections.emptySortedMap());
+        firstWrite = true;
         return named;
     }
 
@@ -188,13 +191,14 @@ class TransformingSink implements Sink {
             startCopies = copying;
         }
         List<ChangeEvent> out = transforms.isEmpty() ? events : transform(events);
-        Checkpoint stamped = withRules(checkpoint);
+        Checkpoint stamped = withRules(checkpoint, events);
         Checkpoint named = destinationNames(stamped, out);
         sink.write(out, named);
         if (named != null) {
             held = named.tables(); // durable now: the destination committed the batch with it
             written = named.rules();
             namesWritten = stamped.tables();
+            firstWrite = false;
         }
     }
 
@@ -203,10 +207,14 @@ class TransformingSink implements Sink {
     }
 
     /**
-     * {@code cp} (source names) recording the rules each table it holds is written under from this batch on: the
-     * transforms' — but for a table a reload changed, whose old rule stays until its reconciling copy is in a checkpoint.
+     * {@code cp} (source names) recording the rule each table it holds is written under: for a table of the batch, the
+     * transforms' for the name its events carry (the stream's, which follows renames); for the others the one recorded
+     * before — at the first write, the start's (it records today's rule, by oid, for a table it copies again) — or, for a
+     * table new here, the transforms' for its name. A table a reload changed keeps its old rule until its reconciling copy
+     * is in a checkpoint. Not from the names a checkpoint holds for tables the batch does not touch: a rename while
+     * stopped leaves the old one there, whose rule may be another's (a user's fixed rule was refused at every start).
      */
-    private Checkpoint withRules(Checkpoint cp) {
+    private Checkpoint withRules(Checkpoint cp, List<ChangeEvent> events) {
         if (cp == null) {
             return null;
         }
@@ -215,8 +223,30 @@ class TransformingSink implements Sink {
                     && t.reconcile() && t.filter() == null && t.rowsDone() < staleCopy.getOrDefault(oid, Long.MAX_VALUE)));
             staleCopy.keySet().retainAll(recopying.keySet());
         }
+        Map<Integer, TableRef> seen = new java.util.HashMap<>();
+        RelationInfo last = null;
+        for (ChangeEvent e : events) {
+            if (e.relation() != last) {
+                last = e.relation();
+                seen.put(last.oid(), last.table());
+            }
+        }
         java.util.TreeMap<Integer, String> rules = new java.util.TreeMap<>();
-        cp.tables().forEach((oid, t) -> rules.put(oid, recopying.getOrDefault(oid, fingerprint(t))));
+        cp.tables().forEach((oid, t) -> {
+            String rule;
+            if (recopying.containsKey(oid)) {
+                rule = recopying.get(oid);
+            } else if (seen.containsKey(oid)) {
+                rule = fingerprint(seen.get(oid));
+            } else if (firstWrite && cp.rules().containsKey(oid)) {
+                rule = cp.rules().get(oid);
+            } else if (written.containsKey(oid)) {
+                rule = written.get(oid);
+            } else {
+                rule = fingerprint(t);
+            }
+            rules.put(oid, rule);
+        });
         return cp.withRules(rules);
     }
 

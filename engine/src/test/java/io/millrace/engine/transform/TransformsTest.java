@@ -151,7 +151,7 @@ class TransformsTest {
     }
 
     /** Records what the destination is given. */
-    private static final class Recording implements Sink {
+    private static class Recording implements Sink {
         final List<ChangeEvent> got = new ArrayList<>();
         final List<Checkpoint> checkpoints = new ArrayList<>();
 
@@ -283,8 +283,11 @@ class TransformsTest {
         assertThat(rec.checkpoints.get(1).rules()).as("no copy recorded yet: the old rule stays")
                 .containsExactly(Map.entry(42, Transforms.NONE.fingerprint(customers)));
         Checkpoint copying = cp.withOnline(List.of(io.millrace.core.change.OnlineTask.reconciling(customers())));
-        sink.write(List.of(), copying);
-        assertThat(rec.checkpoints.get(2).rules()).containsExactly(Map.entry(42, masked.fingerprint(customers)));
+        ChangeEvent copied = new ChangeEvent(Op.READ, customers(), null, new Object[]{1, "a@b", "s", "p", "n", null}, Lsn.ZERO,
+                Position.START, 0, 0, true);
+        sink.write(List.of(copied), copying);
+        assertThat(rec.checkpoints.get(2).rules()).as("the copy's rows, under the new rule").containsExactly(Map.entry(42,
+                masked.fingerprint(customers)));
         sink.write(List.of(), cp);
         assertThat(rec.checkpoints.get(3).rules()).as("the copy landed").containsExactly(Map.entry(42, masked.fingerprint(customers)));
 
@@ -296,8 +299,40 @@ class TransformsTest {
         sink.write(List.of(), halfDone);
         assertThat(rec.checkpoints.get(4).rules()).as("the copy under way is the old rules'").containsExactly(Map.entry(42,
                 masked.fingerprint(customers)));
-        sink.write(List.of(), copying);
+        sink.write(List.of(copied), copying);
         assertThat(rec.checkpoints.get(5).rules()).as("a copy begun again").containsExactly(Map.entry(42, other2.fingerprint(customers)));
+    }
+
+    /**
+     * A table renamed while Millrace was stopped, its rule changed to match the new name as the old one did: the start's
+     * first write keeps the rule recorded (not the one the stale name in the checkpoint matches now, another rule's: a
+     * user's fixed rule was then refused at every start), and the stream's events under the new name keep it too.
+     */
+    @Test
+    void aTableRenamedWhileStoppedKeepsItsRuleThroughTheStaleNameOfItsCheckpoint() {
+        Transforms fixed = parse("  tables: [{match: public.clients, mask: {ssn: redact}}, {match: public.*}]\n");
+        Transforms before = parse("  tables: [{match: public.customers, mask: {ssn: redact}}, {match: public.*}]\n");
+        TableRef old = new TableRef("public", "customers");
+        TableRef now = new TableRef("public", "clients");
+        Checkpoint recorded = new Checkpoint(Checkpoint.VERSION, new io.millrace.core.change.Identity("1", "d", "s", "p", "rec"),
+                Lsn.of(0x10), Position.START, io.millrace.core.change.SnapshotProgress.skipped(Lsn.of(0x10)))
+                .withTables(new java.util.TreeMap<>(Map.of(42, old))).withRules(new java.util.TreeMap<>(Map.of(42, before.fingerprint(old))));
+        Recording rec = new Recording() {
+            @Override
+            public Optional<Checkpoint> open() {
+                return Optional.of(recorded);
+            }
+        };
+        Sink sink = fixed.wrap(rec);
+        Checkpoint start = sink.open().orElseThrow();
+        sink.write(List.of(), start);
+        assertThat(rec.checkpoints.get(0).rules()).containsExactly(Map.entry(42, before.fingerprint(old)))
+                .doesNotContainValue(fixed.fingerprint(old));
+        RelationInfo renamed = customers().renamed(now);
+        sink.write(List.of(new ChangeEvent(Op.CREATE, renamed, null, new Object[]{2, "x@y", "123", "p", "n", null}, Lsn.ZERO,
+                Position.START, 1, 0, false)), start.withTables(new java.util.TreeMap<>(Map.of(42, now))));
+        assertThat(rec.got.get(0).after()[2]).as("masked").isEqualTo("[redacted]");
+        assertThat(rec.checkpoints.get(1).rules()).containsExactly(Map.entry(42, fixed.fingerprint(now)));
     }
 
     /**
