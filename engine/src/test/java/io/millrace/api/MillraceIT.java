@@ -179,7 +179,8 @@ class MillraceIT {
         try (java.sql.Connection c = pg.connect("trigapi"); java.sql.Statement s = c.createStatement();
              java.sql.ResultSet rs = s.executeQuery("SELECT string_agg(evtname, ',' ORDER BY evtname) FROM pg_event_trigger")) {
             rs.next();
-            assertThat(rs.getString(1)).isEqualTo(io.millrace.source.DdlTrigger.COMMAND_END + "," + io.millrace.source.DdlTrigger.SQL_DROP);
+            assertThat(rs.getString(1)).isEqualTo(io.millrace.source.DdlTrigger.COMMAND_END + "," + io.millrace.source.DdlTrigger.SQL_DROP
+                    + "," + io.millrace.source.DdlTrigger.TABLE_REWRITE);
         }
         assertThat(Millrace.ddlTriggerSql()).contains("CREATE EVENT TRIGGER");
     }
