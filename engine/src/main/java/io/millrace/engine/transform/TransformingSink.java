@@ -89,10 +89,6 @@ class TransformingSink implements Sink {
     private java.util.SortedMap<Integer, TableRef> held = java.util.Collections.emptySortedMap();
 
     /**
-     * The destination's checkpoint, its tables under the source's names: a destination holds a renamed table under the
-     * rule's name ({@link #write}); the engine follows tables by their names in the source.
-     */
-    /**
      * The rules each held table was last written under here ({@link Checkpoint#rules}), as the destination's last
      * checkpoint records them. Owned by the writer thread.
      */
@@ -116,6 +112,10 @@ class TransformingSink implements Sink {
     /** Each table's {@link Transforms#fingerprint} under {@link #transforms}, as made so far; cleared with them. */
     private final Map<TableRef, String> fingerprints = new java.util.HashMap<>();
 
+    /**
+     * The destination's checkpoint, its tables under the source's names: a destination holds a renamed table under the
+     * rule's name ({@link #write}); the engine follows tables by their names in the source.
+     */
     @Override
     public Optional<Checkpoint> open() {
         Optional<Checkpoint> cp = sink.open();
@@ -124,6 +124,7 @@ class TransformingSink implements Sink {
         Optional<Checkpoint> named = cp.map(this::sourceNames);
         namesWritten = named.map(Checkpoint::tables).orElse(java.util.Collections.emptySortedMap());
         firstWrite = true;
+        startCopies = null;
         return named;
     }
 
@@ -357,8 +358,8 @@ class TransformingSink implements Sink {
 
     /**
      * Refuses a table that reached this destination under another rule than the one its name matches now: renamed in the
-     * source while streaming, a table an exact-name rule matched matches none (or
-     * another), and its rows would pass unmasked, in clear. The batch is not written and the checkpoint does not move; a
+     * source while streaming, a table an exact-name rule matched matches none (or another), and its rows would pass
+     * unmasked, in clear. The batch is not written and the checkpoint does not move; a
      * start with a rule that matches the new name as the old one did passes the held changes on under it.
      */
     private void sameRule(TableRule rule, RelationInfo r) {
