@@ -229,7 +229,8 @@ final class DuckTables {
                 execute("ALTER TABLE " + names.of(target) + " DROP COLUMN IF EXISTS " + Ident.quote(c));
                 cols.remove(c);
                 extra.remove(c);
-                LOG.info("destination '{}': dropped column {}.{} (a copy of a source column that source table {} no longer has)",
+                LOG.info("destination '{}': dropped column {}.{} (a copy of a source column that no longer reaches it from source table {}:"
+                        + " dropped or renamed there, or left out by a transform)",
                         destination, target, c, rel.table());
             }
         }

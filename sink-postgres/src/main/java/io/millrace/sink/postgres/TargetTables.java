@@ -224,7 +224,8 @@ final class TargetTables {
                 execute("ALTER TABLE " + target.sql() + " DROP COLUMN IF EXISTS " + Ident.quote(c));
                 columns.remove(c);
                 extra.remove(c);
-                LOG.info("destination '{}': dropped column {}.{} (a copy of a source column that source table {} no longer has)",
+                LOG.info("destination '{}': dropped column {}.{} (a copy of a source column that no longer reaches it from source table {}:"
+                        + " dropped or renamed there, or left out by a transform)",
                         destination, target, c, rel.table());
             }
         }
