@@ -10,6 +10,7 @@ import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.engine.config.EngineConfig.SnapshotMode;
+import io.millrace.engine.transform.Transforms;
 import io.millrace.source.SlotInUse;
 import io.millrace.source.SourceConfig;
 
@@ -360,7 +361,7 @@ final class StartPlanner {
         for (RelationInfo r : f.tables()) {
             String now = f.rules().get(r.oid());
             boolean differs = now != null && f.destinations().stream().flatMap(d -> d.checkpoint().stream())
-                    .anyMatch(c -> c.tables().containsKey(r.oid()) && c.rules().containsKey(r.oid()) && !now.equals(c.rules().get(r.oid())));
+                    .anyMatch(c -> c.tables().containsKey(r.oid()) && c.rules().containsKey(r.oid()) && !Transforms.sameStamp(now, c.rules().get(r.oid())));
             if (differs) {
                 changed.add(r);
             }
@@ -381,8 +382,8 @@ final class StartPlanner {
             for (Checkpoint c : f.checkpoints()) {
                 TableRef before = c.tables().get(r.oid());
                 String was = c.rules().get(r.oid());
-                if (before != null && !before.equals(r.table()) && was != null && !was.equals(f.rules().get(r.oid()))
-                        && was.equals(f.ruleOf().apply(before))) {
+                if (before != null && !before.equals(r.table()) && was != null && !Transforms.sameStamp(was, f.rules().get(r.oid()))
+                        && Transforms.sameStamp(was, f.ruleOf().apply(before))) {
                     return new StartPlan.Refuse(Kind.CONFIG, "config: table " + before + " was renamed to " + r.table() + " in the source,"
                             + " and the transforms rules its name matches now are not the ones its rows reached the destinations under:"
                             + " copied again under them, a mask or an excluded column of the old rule would pass in clear.", " Fix: ",
@@ -395,20 +396,26 @@ final class StartPlanner {
     }
 
     /**
-     * A table whose rule changed while stopped and masks a key column now (a mask added to it, or the salt of its hash
-     * changed): the destinations hold its rows under the keys they have, and a copy cannot re-key them — every row would
-     * be there twice, the old keys in clear (a user's 1,000 rows became 2,000). Refused, as a reload refuses it. Not seen:
-     * a key mask taken away while stopped (the rule before is known by its fingerprint only).
+     * A table whose rule changed while stopped and masks a key column otherwise now (a mask added, taken away or changed,
+     * or the salt of its hash): the destinations hold its rows under the keys they have, and a copy cannot re-key them —
+     * every row would be there twice, the old keys as they were (a user's 1,000 rows became 2,000). Refused, as a reload
+     * refuses it. Where a checkpoint's stamp tells what the rule masked ({@link Transforms#keyMaskChanged(String, String,
+     * RelationInfo)}), a change that leaves the key's mask as it was passes (the table is copied again); a stamp of the
+     * release before does not tell, and a key masked now is refused.
      */
     private static StartPlan.Refuse keyMaskChanged(Facts f) {
         for (RelationInfo r : rulesChanged(f)) {
-            String key = f.keyMasked().get(r.oid());
+            String now = f.rules().get(r.oid());
+            List<String> was = f.checkpoints().stream().map(c -> c.rules().get(r.oid()))
+                    .filter(w -> w != null && !Transforms.sameStamp(w, now)).toList();
+            String key = was.stream().map(w -> Transforms.keyMaskChanged(w, now, r)).filter(java.util.Objects::nonNull).findFirst()
+                    .orElse(was.stream().anyMatch(w -> w.indexOf('/') < 0) ? f.keyMasked().get(r.oid()) : null);
             if (key != null) {
                 return new StartPlan.Refuse(Kind.CONFIG, "config: the transforms of " + r.table() + " changed while Millrace was stopped,"
-                        + " and its key column '" + key + "' is masked (a mask added, or the salt of its hash changed): the destinations"
-                        + " hold its rows under the keys they have, and a copy cannot re-key them (each row would be there twice, the old"
-                        + " keys as they were).", " Fix: ", "put the rule and the salt back as they were, or start over with empty"
-                        + " destinations (millrace reset CONFIG --data drop, then run)");
+                        + " and so did the mask of its key column '" + key + "' (a mask added, taken away or changed, or the salt of"
+                        + " its hash): the destinations hold its rows under the keys they have, and a copy cannot re-key them (each row"
+                        + " would be there twice, the old keys as they were).", " Fix: ", "put the rule and the salt back as they were,"
+                        + " or start over with empty destinations (millrace reset CONFIG --data drop, then run)");
             }
         }
         return null;

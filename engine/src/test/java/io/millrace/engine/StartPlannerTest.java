@@ -61,6 +61,17 @@ class StartPlannerTest {
                 .withRules(new java.util.TreeMap<>(java.util.Map.of(A.oid(), rule, B.oid(), rule)));
     }
 
+    /** A masked column in a rule's stamp ({@link io.millrace.engine.transform.Transforms#fingerprint}'s masks part). */
+    private static String masked(String column, String maskMark) {
+        return io.millrace.engine.transform.Transforms.nameMark(column) + ":" + maskMark;
+    }
+
+    private static final String KEY_MASK_CHANGED = "config: the transforms of public.a changed while Millrace was stopped, and so did the"
+            + " mask of its key column 'id' (a mask added, taken away or changed, or the salt of its hash): the destinations hold its"
+            + " rows under the keys they have, and a copy cannot re-key them (each row would be there twice, the old keys as they"
+            + " were). Fix: put the rule and the salt back as they were, or start over with empty destinations (millrace reset"
+            + " CONFIG --data drop, then run)";
+
     /** The claim a fresh start writes before it creates the slot: RUNNING at 0/0. */
     private static Checkpoint claim(String destination) {
         return new Checkpoint(Checkpoint.VERSION, id(destination), Lsn.ZERO, Position.START,
@@ -520,11 +531,22 @@ class StartPlannerTest {
                                 + " (a copy cannot re-key the destinations' rows: a user's 1,000 rows became 2,000, the old keys in clear)",
                         with(b -> b.checkpoints(ruled("replica", "old"), ruled("events", "old")).slot(slot(Lsn.of(100), null)).rules("new")
                                 .keyMasked()),
-                        refused(Kind.CONFIG, "config: the transforms of public.a changed while Millrace was stopped, and its key column 'id'"
-                                + " is masked (a mask added, or the salt of its hash changed): the destinations hold its rows under the keys"
-                                + " they have, and a copy cannot re-key them (each row would be there twice, the old keys as they were)."
-                                + " Fix: put the rule and the salt back as they were, or start over with empty destinations (millrace"
-                                + " reset CONFIG --data drop, then run)")),
+                        refused(Kind.CONFIG, KEY_MASK_CHANGED)),
+                row("restart with a key column's mask taken away while stopped: refused too (the checkpoints' stamps say it was"
+                                + " masked; the copy would put every row there twice, the old keys hashed)",
+                        with(b -> b.checkpoints(ruled("replica", "old/" + masked("id", "aaaaaaaa")), ruled("events", "old/"
+                                + masked("id", "aaaaaaaa"))).slot(slot(Lsn.of(100), null)).rules("new/")),
+                        refused(Kind.CONFIG, KEY_MASK_CHANGED)),
+                row("restart with another column's mask added while stopped, the key's as it was: copied again under the new rule",
+                        with(b -> b.checkpoints(ruled("replica", "old/" + masked("id", "aaaaaaaa")), ruled("events", "old/"
+                                + masked("id", "aaaaaaaa"))).slot(slot(Lsn.of(100), null))
+                                .rules("new/" + masked("id", "aaaaaaaa") + "," + masked("v", "bbbbbbbb")).keyMasked()),
+                        is(StartPlan.Resume.class, r -> assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online())
+                                .containsExactlyInAnyOrder(OnlineTask.reconciling(A), OnlineTask.reconciling(B))))),
+                row("restart from checkpoints stamped by the release before (no masks part), the rules unchanged: nothing copied",
+                        with(b -> b.checkpoints(ruled("replica", "same"), ruled("events", "same")).slot(slot(Lsn.of(100), null))
+                                .rules("same/" + masked("id", "aaaaaaaa")).keyMasked()),
+                        is(StartPlan.Resume.class, r -> assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online()).isEmpty()))),
                 row("restart with a key column masked and the rules unchanged: resume",
                         with(b -> b.checkpoints(ruled("replica", "same"), ruled("events", "same")).slot(slot(Lsn.of(100), null))
                                 .rules("same").keyMasked()),

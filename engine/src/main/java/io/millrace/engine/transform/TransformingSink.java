@@ -365,7 +365,7 @@ class TransformingSink implements Sink {
     private void sameRule(TableRule rule, RelationInfo r) {
         String was = written.get(r.oid());
         TableRef before = namesWritten.get(r.oid());
-        if (was == null || before == null || before.equals(r.table()) || recopying.containsKey(r.oid()) || was.equals(fingerprint(r.table()))
+        if (was == null || before == null || before.equals(r.table()) || recopying.containsKey(r.oid()) || Transforms.sameStamp(was, fingerprint(r.table()))
                 || startCopies != null && startCopies.contains(r.oid()) && copying.contains(r.oid())) {
             // a rule changed under the same name is the start's (copied again) or a reload's: only a rename is refused here; and
             // a table the start copies again (it refused a rename its rules did not follow) while that copy runs — not one a

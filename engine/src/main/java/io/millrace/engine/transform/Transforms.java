@@ -373,11 +373,83 @@ public final class Transforms {
                 b.append("\0salt=").append(saltMark());
             }
         }
-        long h = 0xcbf29ce484222325L;
-        for (byte x : b.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8)) {
+        return String.format("%016x", fnv(b.toString())) + masksMark(r);
+    }
+
+    /**
+     * The masks part of a {@link #fingerprint}: {@code /} then, for each masked column in name order, 8 hex digits of
+     * its name, {@code :} and 8 hex digits of its mask (with the salt's mark where it hashes), comma-separated; just
+     * {@code /} for a rule that masks nothing. It tells a start which key column was masked, and how, when the rule
+     * changed while Millrace was stopped (a key mask taken away or changed: {@link #keyMaskChanged(String, String,
+     * io.millrace.core.schema.RelationInfo)}); a stamp of the release before has none (the masks then unknown).
+     */
+    private String masksMark(TableRule r) {
+        StringBuilder b = new StringBuilder("/");
+        if (r != null) {
+            new java.util.TreeMap<>(r.masks()).forEach((column, m) -> b.append(b.length() > 1 ? "," : "").append(nameMark(column))
+                    .append(':').append(String.format("%08x", fnv(m.spelling() + (m instanceof Mask.Hash && !salt.isEmpty()
+                            ? "\0" + saltMark() : "")) & 0xffffffffL)));
+        }
+        return b.toString();
+    }
+
+    /** 8 hex digits of a column's name, as a {@link #fingerprint}'s masks part names it. */
+    public static String nameMark(String column) {
+        return String.format("%08x", fnv(column) & 0xffffffffL);
+    }
+
+    private static long fnv(String s) {
+        long h = 0xcbf29ce484222325L; // 64-bit FNV-1a
+        for (byte x : s.getBytes(java.nio.charset.StandardCharsets.UTF_8)) {
             h = (h ^ (x & 0xff)) * 0x100000001b3L;
         }
-        return String.format("%016x", h);
+        return h;
+    }
+
+    /**
+     * Whether two {@link #fingerprint}s (as recorded in checkpoints) are of the same rule: their first part, so that a
+     * stamp of the release before, which has no masks part, matches today's of the same rule.
+     */
+    public static boolean sameStamp(String a, String b) {
+        return a != null && b != null && head(a).equals(head(b));
+    }
+
+    private static String head(String stamp) {
+        int slash = stamp.indexOf('/');
+        return slash < 0 ? stamp : stamp.substring(0, slash);
+    }
+
+    /**
+     * The first key column of {@code table} masked otherwise under the rule stamped {@code now} than under the one
+     * stamped {@code was} (a mask added, taken away, or changed, or its hash's salt), or null where they agree; null
+     * too where {@code was} has no masks part (a stamp of the release before: what it masked is unknown).
+     */
+    public static String keyMaskChanged(String was, String now, io.millrace.core.schema.RelationInfo table) {
+        if (was == null || now == null || was.indexOf('/') < 0) {
+            return null;
+        }
+        Map<String, String> before = marks(was);
+        Map<String, String> after = marks(now);
+        for (int i : table.keyIndexes()) {
+            String name = nameMark(table.column(i).name());
+            if (!java.util.Objects.equals(before.get(name), after.get(name))) {
+                return table.column(i).name();
+            }
+        }
+        return null;
+    }
+
+    /** A stamp's masks part: each masked column's name mark to its mask's mark. */
+    private static Map<String, String> marks(String stamp) {
+        Map<String, String> marks = new java.util.HashMap<>();
+        String part = stamp.substring(stamp.indexOf('/') + 1);
+        for (String m : part.isEmpty() ? new String[0] : part.split(",")) {
+            int colon = m.indexOf(':');
+            if (colon > 0) {
+                marks.put(m.substring(0, colon), m.substring(colon + 1));
+            }
+        }
+        return marks;
     }
 
     /** An HMAC of a constant under the salt: tells salts apart without revealing one. */

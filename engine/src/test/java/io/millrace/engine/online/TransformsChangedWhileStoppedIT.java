@@ -128,6 +128,50 @@ class TransformsChangedWhileStoppedIT {
         }
     }
 
+    /**
+     * A hash mask on the key column taken away while stopped: the destinations hold every row under its hashed key, and
+     * a copy would add each row again under its key in clear (3,000 rows would become 6,000). The start refuses, naming
+     * the key column, and the destination keeps what it held (before, the checkpoints' stamps did not tell what a rule
+     * masked, and this start copied).
+     */
+    @Test
+    void aKeyMaskTakenAwayWhileStoppedIsRefusedNotCopiedTwice(@TempDir Path dir) throws Exception {
+        String db = "tstopkey";
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        Path file = dir.resolve("millrace.yaml");
+        Path events = dir.resolve("events");
+        Files.writeString(file, yaml(db, events, "\ntransforms:\n  hash_salt_env: SALT\n  tables:\n    - match: shop.t\n"
+                + "      mask: {id: hash}\n"));
+        ConfigLoader loader = new ConfigLoader(Map.of("SALT", "s3cret salt")::get);
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.exec(src, "CREATE SCHEMA IF NOT EXISTS shop", "CREATE TABLE shop.t (id int PRIMARY KEY, v int NOT NULL, note text)",
+                    "INSERT INTO shop.t SELECT g, g, 'n' || g FROM generate_series(1, 3000) g");
+            Supervisor first = new Supervisor(loader.load(file));
+            Thread t = new Thread(() -> {
+                try {
+                    first.run();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }, "test-supervisor");
+            t.start();
+            try {
+                E2e.awaitRow(dst, "SELECT CASE WHEN count(*) >= 3000 THEN 1 ELSE 0 END FROM shop.t", WAIT);
+            } finally {
+                first.stop();
+                t.join(30_000);
+            }
+            long held = E2e.queryLong(dst, "SELECT count(*) FROM shop.t");
+
+            Files.writeString(file, yaml(db, events, ""));
+            Throwable refused = org.assertj.core.api.Assertions.catchThrowable(() -> new Supervisor(loader.load(file)).run());
+            assertThat(refused).isInstanceOf(io.millrace.core.MillraceException.class).hasMessageContaining("and so did the mask of its"
+                    + " key column 'id' (a mask added, taken away or changed, or the salt of its hash)");
+            assertThat(E2e.queryLong(dst, "SELECT count(*) FROM shop.t")).as("rows the destination holds").isEqualTo(held).isEqualTo(3000);
+        }
+    }
+
     /** A marker row {@code id} reached the destination, and no online copy is left. */
     private static void awaitLanded(Connection src, Connection dst, int id) throws Exception {
         E2e.exec(src, "INSERT INTO shop.t VALUES (" + id + ", " + id + ", 'marker')");

@@ -263,7 +263,7 @@ class TransformsTest {
         Transforms masked = parse("  tables: [{match: public.customers, mask: {ssn: redact}}]\n");
         Transforms other = parse("  tables: [{match: public.other, mask: {ssn: redact}}]\n");
         TableRef customers = new TableRef("public", "customers");
-        assertThat(masked.fingerprint(customers)).matches("[0-9a-f]{16}").isNotEqualTo(Transforms.NONE.fingerprint(customers))
+        assertThat(masked.fingerprint(customers)).matches("[0-9a-f]{16}/[0-9a-f]{8}:[0-9a-f]{8}").isNotEqualTo(Transforms.NONE.fingerprint(customers))
                 .isEqualTo(parse("  tables: [{match: public.customers, mask: {ssn: redact}}]\n").fingerprint(customers));
         assertThat(other.fingerprint(customers)).as("another table's rule").isEqualTo(Transforms.NONE.fingerprint(customers));
         assertThat(parse(RULE).fingerprint(customers)).as("a hash mask: the salt counts")
@@ -301,6 +301,32 @@ class TransformsTest {
                 masked.fingerprint(customers)));
         sink.write(List.of(copied), copying);
         assertThat(rec.checkpoints.get(5).rules()).as("a copy begun again").containsExactly(Map.entry(42, other2.fingerprint(customers)));
+    }
+
+    /**
+     * A rule's stamp says which columns it masks, and how, so that a start sees a key column's mask taken away or changed
+     * while stopped (the copy would put every row there twice), and lets pass a change that leaves the key's mask alone.
+     * A stamp of the release before (no masks part) is the same rule as today's with the same first part.
+     */
+    @Test
+    void aStampTellsWhetherTheKeyColumnsMaskChanged() {
+        RelationInfo r = customers();
+        TableRef t = r.table();
+        String hashedKey = parse("  hash_salt_env: SALT\n  tables: [{match: public.customers, mask: {id: hash}}]\n").fingerprint(t);
+        String hashedKeyAndEmail = parse("  hash_salt_env: SALT\n  tables: [{match: public.customers, mask: {id: hash, email: redact}}]\n")
+                .fingerprint(t);
+        String otherSalt = new ConfigLoader(Map.of("SALT", "another salt")::get).transforms("transforms:\n  hash_salt_env: SALT\n"
+                + "  tables: [{match: public.customers, mask: {id: hash}}]\n", dir).fingerprint(t);
+        String emailOnly = parse("  tables: [{match: public.customers, mask: {email: redact}}]\n").fingerprint(t);
+        assertThat(Transforms.keyMaskChanged(hashedKey, Transforms.NONE.fingerprint(t), r)).as("taken away").isEqualTo("id");
+        assertThat(Transforms.keyMaskChanged(hashedKey, emailOnly, r)).as("taken away, another added").isEqualTo("id");
+        assertThat(Transforms.keyMaskChanged(hashedKey, otherSalt, r)).as("the salt changed").isEqualTo("id");
+        assertThat(Transforms.keyMaskChanged(emailOnly, hashedKey, r)).as("added").isEqualTo("id");
+        assertThat(Transforms.keyMaskChanged(hashedKey, hashedKeyAndEmail, r)).as("another column's mask added").isNull();
+        String before = hashedKey.substring(0, hashedKey.indexOf('/'));
+        assertThat(Transforms.keyMaskChanged(before, emailOnly, r)).as("a stamp of the release before: unknown").isNull();
+        assertThat(Transforms.sameStamp(before, hashedKey)).isTrue();
+        assertThat(Transforms.sameStamp(before, hashedKeyAndEmail)).isFalse();
     }
 
     /**
