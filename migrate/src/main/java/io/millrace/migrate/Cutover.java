@@ -58,6 +58,7 @@ final class Cutover {
     CutoverReport run(List<Table> tables, List<Sequence> sequences, long maxLagBytes, Duration timeout, Verifier verifier,
                       boolean reverse) throws SQLException, InterruptedException {
         try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
+            StateStore.exclusive(tgt, ends.source.slot(), "migrate cutover");
             MigrationState state = store.current(tgt);
             if (state != MigrationState.FOLLOWING && state != MigrationState.FENCING && state != MigrationState.FENCED) {
                 throw new MillraceException(Kind.CONFIG, "migrate cutover: the migration is " + state + "; cutover needs it"

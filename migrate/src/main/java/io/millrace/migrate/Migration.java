@@ -398,9 +398,11 @@ public final class Migration {
      * @param reverseLagBytes WAL between the target's position and the reverse stream's durable checkpoint on the source,
      *                 while there is a way back (from a {@code cutover --reverse} until the rollback ends); -1 otherwise
      * @param reverseRead whether a process ({@code migrate reverse}) reads the target's reverse slot now
+     * @param running  the target session of a cutover, rollback or abort running now (it holds the migration's lock), or 0
      */
     public record MigrationStatus(MigrationState state, List<String> steps, boolean fenced, boolean targetFenced, long lagBytes,
-                                  String slot, boolean read, List<TableStatus> tables, long reverseLagBytes, boolean reverseRead) {
+                                  String slot, boolean read, List<TableStatus> tables, long reverseLagBytes, boolean reverseRead,
+                                  int running) {
         public MigrationStatus {
             steps = List.copyOf(steps);
             tables = List.copyOf(tables);
@@ -425,7 +427,13 @@ public final class Migration {
                         : "; nothing streams the target's writes to it now ('millrace migrate reverse' does; the target's reverse"
                         + " slot holds them meanwhile)\n"));
             }
-            if (fenced && !state.sourceMayBeFenced()) {
+            if (running != 0) {
+                // before, a cutover waiting for its fence marker read as interrupted here, and the abort it invited lifted
+                // the fence under it
+                b.append("a " + (state == MigrationState.ROLLING_BACK || state == MigrationState.CUT_OVER ? "rollback" : "cutover")
+                        + " (or an abort) runs now (the target's session " + running + " holds the migration's lock): wait for it"
+                        + " to end\n");
+            } else if (fenced && !state.sourceMayBeFenced()) {
                 b.append("the source is fenced but the migration is not cutting over: 'millrace migrate abort' unfences it\n");
             } else if (state == MigrationState.FENCING || state == MigrationState.FENCED) {
                 b.append("a cutover was interrupted: 'millrace migrate cutover' finishes it, 'millrace migrate abort' unfences the source\n");
@@ -487,7 +495,8 @@ public final class Migration {
             boolean read = Planner.bool(src, "SELECT active FROM pg_replication_slots WHERE slot_name = "
                     + io.millrace.core.schema.Ident.literal(ends.source.slot())) || io.millrace.source.PipelineLock.held(src, ends.source.slot());
             return new MigrationStatus(state, steps, Fence.fenced(src), Fence.fenced(tgt), lag == Long.MAX_VALUE ? -1 : lag,
-                    ends.source.slot(), read, tables(src, tgt, lag == Long.MAX_VALUE ? -1 : lag), reverseLag, "true".equals(active));
+                    ends.source.slot(), read, tables(src, tgt, lag == Long.MAX_VALUE ? -1 : lag), reverseLag, "true".equals(active),
+                    StateStore.holder(tgt, ends.source.slot()));
         } catch (SQLException e) {
             throw Endpoints.failed("migrate status", e);
         }
@@ -545,6 +554,7 @@ public final class Migration {
      */
     public MigrationStatus abort() {
         try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
+            StateStore.exclusive(tgt, ends.source.slot(), "migrate abort");
             MigrationState state = store.current(tgt);
             if (state == MigrationState.ROLLING_BACK || state == MigrationState.ROLLED_BACK) {
                 throw new MillraceException(Kind.CONFIG, "migrate abort: the migration is " + state + "; "

@@ -53,6 +53,7 @@ final class Rollback {
     RollbackReport run(List<SourceCatalog.Table> tables, List<Sequence> sequences, Duration timeout) throws SQLException,
             InterruptedException {
         try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
+            StateStore.exclusive(tgt, ends.source.slot(), "migrate rollback");
             MigrationState state = store.current(tgt);
             if (state != MigrationState.CUT_OVER && state != MigrationState.ROLLING_BACK) {
                 throw new MillraceException(Kind.CONFIG, "migrate rollback: the migration is " + state + "; a rollback makes the"

@@ -63,6 +63,44 @@ final class StateStore {
         }
     }
 
+    /** The keys of the migration's lock: Millrace's migrations, and the source's slot (one migration each). */
+    private static final String KEYS = "hashtext('millrace.migrate')::oid AND l.objid = hashtext(?)::oid";
+
+    /**
+     * Takes the migration's lock on {@code tgt}'s session (a session advisory lock on the target, held until that
+     * connection closes) for {@code doing} — a cutover, a rollback or an abort, which move the fences — or throws CONFIG
+     * naming the session that holds it. Two at once undo each other: an abort run while a cutover waited for its fence
+     * marker lifted the source's fence, and the cutover went on to cut over with the application writing to the source.
+     */
+    static void exclusive(Connection tgt, String slot, String doing) throws SQLException {
+        try (PreparedStatement ps = tgt.prepareStatement("SELECT pg_try_advisory_lock(hashtext('millrace.migrate'), hashtext(?))")) {
+            ps.setString(1, slot);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                if (rs.getBoolean(1)) {
+                    return;
+                }
+            }
+        }
+        int pid = holder(tgt, slot);
+        throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, doing + ": a cutover, rollback or"
+                + " abort of this migration is running now" + (pid == 0 ? "" : " (the target's session " + pid + " holds the migration's"
+                + " lock)") + "; nothing was changed. Fix: wait for it to end ('millrace migrate status' says when), or stop it"
+                + " (Ctrl-C), then run this again");
+    }
+
+    /** The target session holding the migration's lock now (a cutover, rollback or abort runs), or 0. */
+    static int holder(Connection tgt, String slot) throws SQLException {
+        try (PreparedStatement ps = tgt.prepareStatement("SELECT l.pid FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted"
+                + " AND l.objsubid = 2 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                + " AND l.classid = " + KEYS)) {
+            ps.setString(1, slot);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getInt(1) : 0;
+            }
+        }
+    }
+
     /** Appends {@code state} and commits (the connection may be in autocommit or not). */
     void record(Connection tgt, MigrationState state, String detail) throws SQLException {
         boolean auto = tgt.getAutoCommit();

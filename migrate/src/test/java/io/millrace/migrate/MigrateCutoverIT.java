@@ -235,6 +235,49 @@ class MigrateCutoverIT extends TwoServers {
     }
 
     /**
+     * While a cutover waits for its fence marker (the target's checkpoints locked here, as a slow target would), status
+     * says it runs, not that it was interrupted, and an abort or a second cutover is refused with nothing changed: before,
+     * status invited the abort, which lifted the source's fence under the cutover, and the cutover then went on to cut
+     * over with the application writing to the source. Once the marker lands, the cutover finishes.
+     */
+    @Test
+    void aCutoverUnderWayIsNamedAndNeitherAnAbortNorASecondCutoverRunsBesideIt() throws Exception {
+        String db = "cut9";
+        Migration m = shop(db);
+        try (Millrace following = m.follow(Duration.ofSeconds(30));
+             java.sql.Connection lock = tgt.connect(db)) {
+            lockCheckpoints(lock);
+            java.util.concurrent.CompletableFuture<CutoverReport> cut = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return m.cutover(Long.MAX_VALUE, Duration.ofSeconds(90));
+                } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (m.status().state() != MigrationState.FENCING) {
+                assertThat(cut).as("the cutover waits").isNotDone();
+                assertThat(System.nanoTime()).as("the cutover fences").isLessThan(deadline);
+                Thread.sleep(50);
+            }
+            Migration.MigrationStatus st = m.status();
+            assertThat(st.running()).isPositive();
+            assertThat(st.render()).contains("a cutover (or an abort) runs now").doesNotContain("interrupted");
+            assertThatThrownBy(m::abort).isInstanceOf(MillraceException.class)
+                    .hasMessageContaining("migrate abort: a cutover, rollback or abort of this migration is running now");
+            assertThatThrownBy(() -> m.cutover(Long.MAX_VALUE, Duration.ofSeconds(2))).isInstanceOf(MillraceException.class)
+                    .hasMessageContaining("migrate cutover: a cutover, rollback or abort of this migration is running now");
+            assertThat(m.status().fenced()).as("the source stays fenced").isTrue();
+            assertThat(m.status().state()).isEqualTo(MigrationState.FENCING);
+            lock.rollback();
+            CutoverReport r = cut.get(90, java.util.concurrent.TimeUnit.SECONDS);
+            assertThat(r.render()).isNotEmpty();
+            assertThat(m.status().state()).isEqualTo(MigrationState.CUT_OVER);
+            assertThat(m.status().running()).isZero();
+        }
+    }
+
+    /**
      * A failure after the fence (here a target sequence's bounds are narrower than the source's, so setting it past the
      * source fails; a renamed one would be refused before the fence, its column default differing) says that the source is
      * fenced and how to finish or undo it; the state says FENCED and abort unfences. Before, the error was the server's
