@@ -93,6 +93,11 @@ public final class KafkaSink implements Sink {
     private static final Logger LOG = LoggerFactory.getLogger(KafkaSink.class);
     private static final JsonFactory JSON = JsonFactory.builder().build();
     private static final long DEFAULT_MAX_BLOCK_MS = 60_000;
+    /**
+     * How long the first call to the brokers may take, unless {@code max.block.ms} is set: a server on the port that is
+     * not a Kafka listener accepts the connection and never answers, and the clients' 60 s per attempt read as a hang.
+     */
+    private static final long FIRST_ANSWER_MS = 15_000;
 
     private final KafkaSinkConfig config;
     private final EnvelopeWriter envelope;
@@ -163,11 +168,17 @@ public final class KafkaSink implements Sink {
         try {
             reachable();
             admin = Admin.create(clientProps(AdminClientConfig.configNames()));
+            // the first answer: a server that accepts connections but is not a Kafka listener (a wrong port) never gives it
+            long first = config.producer().containsKey(ProducerConfig.MAX_BLOCK_MS_CONFIG) ? timeoutMs : FIRST_ANSWER_MS;
             try {
-                topics.addAll(admin.listTopics(new ListTopicsOptions().timeoutMs((int) timeoutMs)).names().get(timeoutMs + 5_000,
+                topics.addAll(admin.listTopics(new ListTopicsOptions().timeoutMs((int) first)).names().get(first + 5_000,
                         TimeUnit.MILLISECONDS));
             } catch (ExecutionException | TimeoutException e) {
-                throw unreachable("listing the topics", e);
+                Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+                throw unreachable(cause instanceof org.apache.kafka.common.errors.TimeoutException || cause instanceof TimeoutException
+                        ? "listing the topics: a server accepts connections there but gave no answer as a Kafka broker within "
+                        + first / 1000 + " s; check that the port is the brokers' listener (as in their advertised.listeners) and"
+                        + " that security.protocol matches it" : "listing the topics", e);
             }
             brokersForReplication();
             createTopics(List.of(config.checkpointTopic()), true);

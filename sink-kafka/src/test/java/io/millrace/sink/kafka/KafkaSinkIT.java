@@ -285,6 +285,26 @@ class KafkaSinkIT {
         }
     }
 
+    /**
+     * bootstrap_servers naming a port where something that is not Kafka listens (a user's typo: PostgreSQL's port): the
+     * connection is accepted and never answered. The attempt ends in seconds, retryable, and says to check the port
+     * (before: 60 s per attempt, and a message that the brokers were not reachable).
+     */
+    @Test
+    void aPortThatIsNotAKafkaListenerIsNamedInSeconds() throws Exception {
+        try (ServerSocket silent = new ServerSocket(0)) { // accepts (the backlog completes the handshake) and never answers
+            KafkaSinkConfig c = KafkaSinkConfig.of("k", "127.0.0.1:" + silent.getLocalPort(), "millrace.silent", new SourceMeta("none", "db"));
+            try (KafkaSink sink = new KafkaSink(c)) {
+                long t0 = System.nanoTime();
+                MillraceException e = assertThrows(MillraceException.class, sink::open);
+                assertTrue(System.nanoTime() - t0 < 40_000_000_000L, "ends in seconds, not the clients' 60 s");
+                assertEquals(MillraceException.Kind.CONNECTION, e.kind(), e.getMessage());
+                assertTrue(e.getMessage().contains("gave no answer as a Kafka broker within 15 s; check that the port is the brokers'"
+                        + " listener"), e.getMessage());
+            }
+        }
+    }
+
     @Test
     void settingsThatWouldBreakExactlyOnceAreRefused() {
         MillraceException e = assertThrows(MillraceException.class, () -> config("p5").withProducer(Map.of("acks", "1")));
