@@ -92,7 +92,7 @@ final class TableJoiner {
 
     /** Tables the selection takes that are not captured, and why, by oid. */
     private final Map<Integer, Refusal> notCaptured = new ConcurrentHashMap<>();
-    /** Partitions of captured tables without a replica identity, by oid ({@link #partitionsWithoutIdentity}). */
+    /** Captured tables and partitions of captured tables without a replica identity, by oid ({@link #partitionsWithoutIdentity}). */
     private final Map<Integer, EngineStatus.NotCaptured> exposed = new ConcurrentHashMap<>();
     /** Join messages written and not seen yet, by oid: when. */
     private final Map<Integer, Long> asked = new ConcurrentHashMap<>();
@@ -561,7 +561,7 @@ final class TableJoiner {
         }
         lastPoll = now;
         Map<Integer, Partition> captured = partitions(c, watch);
-        partitionsWithoutIdentity(captured);
+        partitionsWithoutIdentity(captured, lostIdentity(c, watch));
         if (ctx.online == null) {
             return;
         }
@@ -587,8 +587,14 @@ final class TableJoiner {
      * in the CREATE's transaction: {@link io.millrace.source.DdlTrigger}); the partition is shown with the fix and logged
      * once, until it has one. Its inserts are captured all the same.
      */
-    private void partitionsWithoutIdentity(Map<Integer, Partition> captured) {
+    private void partitionsWithoutIdentity(Map<Integer, Partition> captured, Map<Integer, TableRef> lost) {
         Map<Integer, EngineStatus.NotCaptured> found = new java.util.HashMap<>();
+        lost.forEach((oid, t) -> found.put(oid, new EngineStatus.NotCaptured(t.toString(), "captured, and it has no replica identity"
+                + " now (its primary key dropped, or REPLICA IDENTITY set to DEFAULT without one, or to NOTHING): every UPDATE and"
+                + " DELETE of its rows fails on the source (\"cannot update table ... because it does not have a replica identity"
+                + " and publishes updates\"); its inserts are captured", "ALTER TABLE " + t.sql() + " REPLICA IDENTITY FULL; (or"
+                + " give it its primary key back; the DDL event trigger, 'millrace setup CONFIG', gives it FULL when its primary key"
+                + " is dropped)")));
         for (Map.Entry<Integer, Partition> e : captured.entrySet()) {
             Partition p = e.getValue();
             if (p.hasIdentity()) {
@@ -601,11 +607,33 @@ final class TableJoiner {
                     "ALTER TABLE " + p.name().sql() + " REPLICA IDENTITY FULL; (the DDL event trigger, 'millrace setup CONFIG', does"
                     + " this for each partition as it is created)");
             found.put(e.getKey(), n);
-            if (exposed.put(e.getKey(), n) == null) {
-                LOG.error("table {}: {}. Fix: {}", n.table(), n.reason(), n.fix()); // once per partition
+        }
+        found.forEach((oid, n) -> {
+            if (exposed.put(oid, n) == null) {
+                LOG.error("table {}: {}. Fix: {}", n.table(), n.reason(), n.fix()); // once per table
+            }
+        });
+        exposed.keySet().retainAll(found.keySet()); // given an identity since, or dropped
+    }
+
+    /**
+     * The captured tables that are not partitions and have no replica identity now, by oid: it was taken away while
+     * streaming (a user's {@code ALTER TABLE ... DROP CONSTRAINT ..._pkey}, or {@code REPLICA IDENTITY DEFAULT} on a
+     * keyless table that had FULL), and the publication makes the source refuse their UPDATEs and DELETEs. Before, nothing
+     * said so until the next start refused the table.
+     */
+    private static Map<Integer, TableRef> lostIdentity(Connection c, SourceWatch watch) throws SQLException {
+        Map<Integer, TableRef> lost = new java.util.HashMap<>();
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT c.oid, n.nspname, c.relname FROM pg_class c"
+                + " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND NOT c.relispartition AND NOT "
+                + Preflight.HAS_IDENTITY)) {
+            while (rs.next()) {
+                if (watch.captures(rs.getInt(1))) {
+                    lost.put(rs.getInt(1), new TableRef(rs.getString(2), rs.getString(3)));
+                }
             }
         }
-        exposed.keySet().retainAll(found.keySet()); // given an identity since, or dropped
+        return lost;
     }
 
     /**

@@ -34,7 +34,9 @@ import java.sql.Statement;
  * updates"). A partition created or attached under a root with REPLICA IDENTITY FULL, and with no primary key of its
  * own, is given REPLICA IDENTITY FULL in the same transaction (the fix preflight prints for the partitions that exist).
  * Without the trigger the engine finds such a partition at its next look at the catalog and names it with the fix
- * ({@code not_captured} in the status); until then the source's UPDATEs of it fail.
+ * ({@code not_captured} in the status); until then the source's UPDATEs of it fail. The same holds for a published
+ * table that an {@code ALTER TABLE} leaves with no replica identity (its primary key dropped, or {@code REPLICA IDENTITY
+ * DEFAULT} on a keyless table): the trigger gives it REPLICA IDENTITY FULL in the same transaction.
  *
  * <p>PostgreSQL lets only a superuser create an event trigger: {@link #install} refuses another role naming that.
  */
@@ -82,6 +84,14 @@ public final class DdlTrigger {
                                     ORDER BY t.level LOOP
                                 EXECUTE format('ALTER TABLE %%s REPLICA IDENTITY FULL', part);
                             END LOOP;
+                        END IF;
+                        -- a published table left with no replica identity by an ALTER TABLE (its primary key dropped, or
+                        -- REPLICA IDENTITY DEFAULT on a keyless table): FULL, or every UPDATE and DELETE of it fails
+                        IF tag = 'ALTER TABLE' AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = rel AND c.relkind = 'r'
+                                    AND NOT c.relispartition AND c.relreplident = 'd')
+                                AND NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = rel AND x.indisprimary)
+                                AND EXISTS (SELECT 1 FROM pg_publication_tables pt WHERE pt.schemaname = nsp AND pt.tablename = rname) THEN
+                            EXECUTE format('ALTER TABLE %%I.%%I REPLICA IDENTITY FULL', nsp, rname);
                         END IF;
                         SELECT coalesce(jsonb_agg(jsonb_build_object('attnum', a.attnum, 'name', a.attname::text,
                                 'type', format_type(a.atttypid, a.atttypmod), 'not_null', a.attnotnull, 'missing', a.atthasmissing,

@@ -336,26 +336,73 @@ class ReplicaIdentityIT {
             } else {
                 assertThatThrownBy(() -> E2e.exec(src, "UPDATE public.m SET v = v || '?' WHERE at >= '2025-01-01'"))
                         .hasMessageContaining("does not have a replica identity");
-                long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-                List<io.millrace.engine.EngineStatus.NotCaptured> shown;
-                do {
-                    Thread.sleep(100);
-                    shown = run.engine().status().notCaptured();
-                } while (shown.size() < 2 && System.nanoTime() < deadline);
-                assertThat(shown).extracting(io.millrace.engine.EngineStatus.NotCaptured::table).containsExactly("public.m_2025", "public.m_2026");
-                assertThat(shown.get(0).reason()).contains("partition of public.m").contains("UPDATE and DELETE of its rows fails");
-                for (io.millrace.engine.EngineStatus.NotCaptured n : shown) {
-                    E2e.exec(src, statements(n.fix()).toArray(String[]::new)); // the fix, as shown
-                }
-                deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-                while (!run.engine().status().notCaptured().isEmpty() && System.nanoTime() < deadline) {
-                    Thread.sleep(100);
-                }
-                assertThat(run.engine().status().notCaptured()).as("fixed: no longer shown").isEmpty();
+                fixAsShown(run, src, "partition of public.m", "public.m_2025", "public.m_2026");
             }
             assertUpdatesAndDeletesWork(db, "public.m");
             E2e.awaitSame(src, dst, List.of(TableRef.parse("public.m")), Duration.ofSeconds(30));
             assertThat(E2e.queryLong(dst, "SELECT count(*) FROM public.m WHERE v LIKE '%!'")).isEqualTo(3);
         }
+    }
+
+    /**
+     * A captured table left without a replica identity while streaming: its primary key dropped ({@code k}), or a keyless
+     * table's REPLICA IDENTITY FULL set back to DEFAULT ({@code f}). Its publication makes PostgreSQL reject every UPDATE
+     * and DELETE of it. With the DDL event trigger it is given FULL in the ALTER's own transaction, and the application's
+     * UPDATE right after works; without it, the running engine names it with the fix under not_captured, and logs it, until
+     * the fix is applied (before, nothing said so until the next start refused the table). Afterwards the destination
+     * equals the source.
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "DDL trigger installed: {0}")
+    @org.junit.jupiter.params.provider.ValueSource(booleans = {true, false})
+    void aCapturedTableThatLosesItsReplicaIdentityIsNamedOrGivenFull(boolean trigger) throws Exception {
+        String db = trigger ? "ri_lost_trg" : "ri_lost";
+        database(db, "CREATE TABLE public.k (id int PRIMARY KEY, v text)", "CREATE TABLE public.f (id int, v text)",
+                "ALTER TABLE public.f REPLICA IDENTITY FULL", "INSERT INTO public.k VALUES (1, 'a'), (2, 'gone')",
+                "INSERT INTO public.f VALUES (1, 'a'), (2, 'gone')");
+        if (trigger) {
+            try (Connection c = pg.connect(db)) {
+                io.millrace.source.DdlTrigger.install(c);
+            }
+        }
+        String yaml = yaml(db, List.of("public.k", "public.f")).replace("  status_interval_ms: 500",
+                "  status_interval_ms: 500\n  new_tables_poll_s: 1") + "operations:\n  monitor_interval_ms: 200\n";
+        try (RunningEngine run = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(60));
+             Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.exec(src, "ALTER TABLE public.k DROP CONSTRAINT k_pkey", "ALTER TABLE public.f REPLICA IDENTITY DEFAULT");
+            if (trigger) {
+                assertThat(E2e.queryString(src, "SELECT string_agg(relname || '=' || relreplident::text, ',' ORDER BY relname) FROM pg_class"
+                        + " WHERE relname IN ('k', 'f') AND relnamespace = 'public'::regnamespace")).isEqualTo("f=f,k=f");
+            } else {
+                assertThatThrownBy(() -> E2e.exec(src, "UPDATE public.k SET v = v || '?'")).hasMessageContaining("does not have a replica identity");
+                fixAsShown(run, src, "captured, and it has no replica identity now", "public.k", "public.f");
+            }
+            assertUpdatesAndDeletesWork(db, "public.k");
+            assertUpdatesAndDeletesWork(db, "public.f");
+            E2e.awaitSame(src, dst, List.of(TableRef.parse("public.k"), TableRef.parse("public.f")), Duration.ofSeconds(30));
+            assertThat(E2e.queryLong(dst, "SELECT count(*) FROM public.k WHERE v LIKE '%!'")).isEqualTo(1);
+        }
+    }
+
+    /**
+     * Waits until {@code tables} are listed under not_captured, each for a reason that contains {@code reason} and says
+     * the source's UPDATEs fail, runs the fixes as shown, and waits until none is listed.
+     */
+    private static void fixAsShown(RunningEngine run, Connection src, String reason, String... tables) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        List<io.millrace.engine.EngineStatus.NotCaptured> shown;
+        do {
+            Thread.sleep(100);
+            shown = run.engine().status().notCaptured();
+        } while (shown.size() < tables.length && System.nanoTime() < deadline);
+        assertThat(shown).extracting(io.millrace.engine.EngineStatus.NotCaptured::table).containsExactlyInAnyOrder(tables);
+        assertThat(shown).allSatisfy(n -> assertThat(n.reason()).contains(reason).contains("UPDATE and DELETE of its rows fails"));
+        for (io.millrace.engine.EngineStatus.NotCaptured n : shown) {
+            E2e.exec(src, statements(n.fix()).toArray(String[]::new)); // the fix, as shown
+        }
+        deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (!run.engine().status().notCaptured().isEmpty() && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+        }
+        assertThat(run.engine().status().notCaptured()).as("fixed: no longer shown").isEmpty();
     }
 }
