@@ -111,11 +111,16 @@ final class TableJoiner {
         return out;
     }
 
-    /** A table left out of the selection by a reload is no longer reported as not captured. */
+    /**
+     * A table left out of the selection by a reload is no longer reported as not captured; added again later, it joins
+     * again with a reconciling copy ({@link #rejoin}): the destinations keep its rows as they were, and the ones deleted
+     * in the source meanwhile would stay there (found by a user who moved a table out of the selection and back).
+     */
     void forget(int oid) {
         notCaptured.remove(oid);
         asked.remove(oid);
         joined.remove(oid); // added again later, it joins again
+        rejoin.add(oid);
     }
 
     /**
