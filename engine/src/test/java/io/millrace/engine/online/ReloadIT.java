@@ -74,18 +74,9 @@ class ReloadIT {
                 E2e.exec(src, "CREATE SCHEMA IF NOT EXISTS shop", "CREATE TABLE shop." + t + " (id int PRIMARY KEY, v int NOT NULL, note text)",
                         "INSERT INTO shop." + t + " SELECT g, g, '" + t + "' FROM generate_series(1, 1000) g");
             }
-            ConfigLoader loader = new ConfigLoader(Map.<String, String>of()::get);
-            Supervisor sup = new Supervisor(loader.load(file));
-            sup.reloadFrom(() -> loader.load(file));
+            Supervisor sup = reloading(file);
             AtomicReference<Throwable> failed = new AtomicReference<>();
-            Thread run = new Thread(() -> {
-                try {
-                    sup.run();
-                } catch (Throwable t) {
-                    failed.set(t);
-                }
-            }, "test-supervisor");
-            run.start();
+            Thread run = running(sup, failed);
             try (Writers onA = new Writers(pg, db, List.of("shop.a"), seed, 2, 1000, 1);
                  Writers onC = new Writers(pg, db, List.of("shop.c"), seed + 2, 2, 1000, 1)) {
                 Writers onB = new Writers(pg, db, List.of("shop.b"), seed + 1, 2, 1000, 1);
@@ -174,18 +165,9 @@ class ReloadIT {
                 E2e.exec(src, "CREATE SCHEMA IF NOT EXISTS shop", "CREATE TABLE shop." + t + " (id int PRIMARY KEY, v int NOT NULL, note text)",
                         "INSERT INTO shop." + t + " SELECT g, g, '" + t + "' FROM generate_series(1, 1000) g");
             }
-            ConfigLoader loader = new ConfigLoader(Map.<String, String>of()::get);
-            Supervisor sup = new Supervisor(loader.load(file));
-            sup.reloadFrom(() -> loader.load(file));
+            Supervisor sup = reloading(file);
             AtomicReference<Throwable> failed = new AtomicReference<>();
-            Thread run = new Thread(() -> {
-                try {
-                    sup.run();
-                } catch (Throwable t) {
-                    failed.set(t);
-                }
-            }, "test-supervisor");
-            run.start();
+            Thread run = running(sup, failed);
             try {
                 awaitStreaming(sup, failed);
                 E2e.awaitSame(src, dst, E2e.refs(List.of("shop.a", "shop.b")), WAIT);
@@ -211,6 +193,27 @@ class ReloadIT {
             }
             assertThat(failed.get()).isNull();
         }
+    }
+
+    /** A supervisor of {@code file} that reloads it when asked. */
+    private static Supervisor reloading(Path file) {
+        ConfigLoader loader = new ConfigLoader(Map.<String, String>of()::get);
+        Supervisor sup = new Supervisor(loader.load(file));
+        sup.reloadFrom(() -> loader.load(file));
+        return sup;
+    }
+
+    /** {@code sup} running in a thread of its own; what it throws goes into {@code failed}. */
+    private static Thread running(Supervisor sup, AtomicReference<Throwable> failed) {
+        Thread run = new Thread(() -> {
+            try {
+                sup.run();
+            } catch (Throwable t) {
+                failed.set(t);
+            }
+        }, "test-supervisor");
+        run.start();
+        return run;
     }
 
     private static void awaitStreaming(Supervisor sup, AtomicReference<Throwable> failed) throws Exception {
