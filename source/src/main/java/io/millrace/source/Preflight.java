@@ -170,14 +170,18 @@ public final class Preflight {
         if (DdlTrigger.installed(c) && !DdlTrigger.upToDate(c)) {
             warn(DDL_TRIGGER, "installed by an older Millrace, whose trigger does less than this version's: its messages may not tell"
                     + " a table's key (a key changed on a table with REPLICA IDENTITY FULL is then read from the catalog, exact only"
-                    + " when the stream is not behind the change), and it may not give a new partition of a keyless partitioned table"
-                    + " REPLICA IDENTITY FULL",
+                    + " when the stream is not behind the change), it may not give a new partition of a keyless partitioned table,"
+                    + " or a captured table that loses its primary key, REPLICA IDENTITY FULL (the source's UPDATEs of it then fail),"
+                    + " and it may not tell rows rewritten in place (ALTER COLUMN ... TYPE ... USING)",
                     "run 'millrace setup CONFIG' again with source.user a superuser, or the SQL of 'millrace setup --print-sql CONFIG'");
         } else if (DdlTrigger.installed(c)) {
             ok(DDL_TRIGGER, "installed: schema changes reach the destinations exactly, in order with the data");
         } else {
             warn(DDL_TRIGGER, "not installed (optional): schema changes are read from Relation messages, which cannot always tell"
-                    + " a column renamed from one dropped and another added, and do not show a table dropped",
+                    + " a column renamed from one dropped and another added, do not show a table dropped, and do not show rows"
+                    + " rewritten in place (ALTER COLUMN ... TYPE <the same type> USING ...: the destinations keep the old values);"
+                    + " and a captured table that loses its primary key is not given REPLICA IDENTITY FULL (the source's UPDATEs"
+                    + " of it fail until it has one)",
                     "run 'millrace setup CONFIG' with source.user a superuser (PostgreSQL lets only a superuser create an event"
                             + " trigger), or run the SQL of 'millrace setup --print-sql CONFIG' as one");
         }
