@@ -447,6 +447,36 @@ class DdlIT {
         }
     }
 
+    /**
+     * A keyless table captured with {@code REPLICA IDENTITY FULL} gets a new surrogate key while Millrace streams ({@code ADD
+     * COLUMN id bigserial PRIMARY KEY}, as a user adds one): the source fills the column, so the table is copied again, and
+     * every destination takes the key. Before, the postgres destination's ADD PRIMARY KEY met the rows it held, written
+     * before the column had values ("column id contains null values"), and DuckDB's rebuild the same (NOT NULL constraint
+     * failed): the pipeline stopped at every start (exit 10).
+     */
+    @Test
+    void aKeylessTableThatGetsANewSurrogateKeyWhileStreamingIsFollowed(@TempDir Path dir) throws Exception {
+        String db = db("surrogate");
+        TableRef k = TableRef.parse("public.ev");
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.exec(src, "CREATE TABLE public.ev (at int NOT NULL, v text)", "ALTER TABLE public.ev REPLICA IDENTITY FULL",
+                    "INSERT INTO public.ev SELECT g, 'e' || g FROM generate_series(1, 300) g");
+            String yaml = Ddl.yaml(pg, db, List.of("public.ev"), dir, "");
+            try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT)) {
+                E2e.exec(src, "UPDATE public.ev SET v = 'before' WHERE at = 1");
+                E2e.awaitSame(src, dst, List.of(k), WAIT);
+                E2e.exec(src, "ALTER TABLE public.ev ADD COLUMN id bigserial PRIMARY KEY", "UPDATE public.ev SET v = 'after' WHERE at = 2",
+                        "DELETE FROM public.ev WHERE at = 3", "INSERT INTO public.ev (at, v) VALUES (301, 'new')");
+                E2e.awaitSame(src, dst, List.of(k), WAIT);
+                assertThat(E2e.queryLong(dst, "SELECT count(*) FROM pg_constraint WHERE conrelid = 'public.ev'::regclass AND contype = 'p'"))
+                        .as("the destination's primary key").isEqualTo(1);
+                try (Connection duck = Ddl.duck(dir)) {
+                    Ddl.awaitDuckSame(src, duck, k, WAIT);
+                }
+            }
+        }
+    }
+
     /** Starts with public.a streaming, then again with public.b (5000 rows) added, its online copy paused after its first chunk; stops. */
     private static void stopInTheMiddleOfCopyingB(Connection src, Path dir, String db, String online) throws Exception {
         E2e.exec(src, "CREATE TABLE public.a (id int PRIMARY KEY)", "INSERT INTO public.a VALUES (1)");

@@ -392,7 +392,22 @@ final class DuckTables {
                 values.add("CAST(" + Ident.quote(source) + " AS " + DuckTypes.sqlType(c) + ")");
             }
         }
-        if (!into.isEmpty()) {
+        List<String> key = new ArrayList<>();
+        List<String> keyWithoutValues = new ArrayList<>();
+        for (int k : Runs.keyed(rel) ? rel.keyIndexes() : new int[0]) {
+            key.add(rel.column(k).name());
+            if (!into.contains(Ident.quote(rel.column(k).name()))) {
+                keyWithoutValues.add(rel.column(k).name());
+            }
+        }
+        if (!keyWithoutValues.isEmpty()) {
+            // a keyless table given a surrogate key (ADD COLUMN id bigserial PRIMARY KEY): the source filled it, so the engine
+            // copies the table again, and the rows here, written before it had values, come back with their keys from that
+            // copy (before, the rebuild failed on them: "NOT NULL constraint failed", at every start)
+            LOG.warn("destination '{}': table {} takes the key ({}) of source table {}, whose column(s) {} the rows here have no"
+                    + " value in: they are left out of the rebuilt table, and the engine's copy of the table brings them back with"
+                    + " their keys", destination, target, String.join(", ", key), rel.table(), keyWithoutValues);
+        } else if (!into.isEmpty()) {
             execute("INSERT INTO " + names.of(tmp) + " (" + String.join(", ", into) + ") SELECT " + String.join(", ", values)
                     + " FROM " + names.of(target));
         }

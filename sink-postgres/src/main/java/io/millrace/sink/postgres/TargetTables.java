@@ -389,9 +389,34 @@ final class TargetTables {
             }
         }
         if (Runs.keyed(rel) && !keyNames(rel).equals(t.uniqueKey)) {
+            withoutValuesOfAddedKey(t, rel, before.keySet());
             Integer oid = regclass(t.target);
             if (!hasUniqueIndex(t, oid, keyNames(rel))) {
                 rekey(t, oid, Runs.keyed(t.shape) ? renamedKey(t.shape, change) : null, keyNames(rel), false);
+            }
+        }
+    }
+
+    /**
+     * A key made of a column added in this change (a keyless table given a surrogate key: {@code ADD COLUMN id bigserial
+     * PRIMARY KEY}): the source filled the column in every row (a key needs values), so the engine copies the table again
+     * ({@code OnlineControls}: a column added with a value for the existing rows). The rows here were written before it
+     * had values, hold NULL in it, and cannot take the key: they are deleted, in the batch's transaction, and come back
+     * with their keys from that copy. Before, ADD PRIMARY KEY failed on them at every start (a user's exit 10).
+     */
+    private void withoutValuesOfAddedKey(Table t, RelationInfo rel, Set<String> existing) throws SQLException {
+        List<String> added = keyNames(rel).stream().filter(k -> !existing.contains(k) && t.columns.contains(k)).toList();
+        if (added.isEmpty()) {
+            return;
+        }
+        try (Statement s = conn.createStatement()) {
+            int gone = s.executeUpdate("DELETE FROM " + t.target.sql() + " WHERE " + String.join(" OR ", added.stream()
+                    .map(k -> Ident.quote(k) + " IS NULL").toList()));
+            if (gone > 0) {
+                LOG.warn("destination '{}': table {} takes the key ({}) of source table {}, which the source filled as it added {}:"
+                        + " the {} row(s) here written before had no value in it and were taken out; the engine's copy of the table"
+                        + " brings them back with their keys", destination, t.target, String.join(", ", keyNames(rel)), t.source,
+                        added.size() == 1 ? "it" : "them", gone);
             }
         }
     }
