@@ -176,6 +176,40 @@ class DuckDbSinkIT {
         }
     }
 
+    /**
+     * A large UPDATE that changes a small column and leaves a 4 KB TOASTed value unchanged (a user's {@code UPDATE t SET
+     * small = 1} on 100,000 rows; here 60,000, in batches of 30,000, under the default limit of 256 MB): applied in place,
+     * within DuckDB's memory limit. Before, the upsert wrote every unchanged
+     * value again, DuckDB held them in memory, and the first batch failed ("Out of Memory Error: failed to allocate data
+     * of size 1.0 MiB (243.2 MiB/244.1 MiB used)"), at every start. INV: BOUNDED.
+     */
+    @Test
+    void aLargeUpdateLeavingBigToastedValuesUnchangedStaysWithinTheMemoryLimit() throws Exception {
+        RelationInfo t = Events.rel(110, "public.wide", 'd', "*id:23", "small:23", "payload:25");
+        String pad = "x".repeat(4096);
+        try (DuckDbSink sink = new DuckDbSink(new DuckDbSinkConfig("d13", dir.resolve(fileName), null))) {
+            sink.open();
+            for (int b = 0; b < 10; b++) {
+                Events ev = Events.transaction(10 + b);
+                List<ChangeEvent> batch = new ArrayList<>();
+                for (int i = b * 6_000 + 1; i <= (b + 1) * 6_000; i++) {
+                    batch.add(ev.insertText(t, i, 0, i + pad));
+                }
+                sink.write(batch, Events.checkpoint("d13", 10 + b));
+            }
+            for (int b = 0; b < 2; b++) {
+                Events ev = Events.transaction(30 + b);
+                List<ChangeEvent> batch = new ArrayList<>();
+                for (int i = b * 30_000 + 1; i <= (b + 1) * 30_000; i++) {
+                    batch.add(ev.updateText(t, null, i, 1, TOAST));
+                }
+                sink.write(batch, Events.checkpoint("d13", 30 + b));
+            }
+        }
+        assertEquals(List.of("60000|60000|60000"), query("SELECT count(*), sum(small), count(*) FILTER (WHERE payload = id::varchar || '"
+                + pad + "') FROM public.wide"));
+    }
+
     @Test
     void unchangedToastWithoutADestinationRowFailsAndLeavesNothing() throws Exception {
         RelationInfo t = Events.rel(103, "public.tt", 'd', "*id:23", "big:25");
