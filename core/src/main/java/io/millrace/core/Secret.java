@@ -28,6 +28,20 @@ public final class Secret {
         return new String(value);
     }
 
+    /**
+     * {@code text} with each occurrence of the secret that stands as a word of its own (not inside a longer run of letters
+     * and digits) shown as {@code ******}: a message that echoed it does not show it, and one that merely holds its
+     * characters is left whole. A plain replace turned a destination's "database \"nodb\" does not exist" into "does not
+     * e******ist" under the password "x", garbling the message and telling what the password is part of.
+     */
+    public String scrub(String text) {
+        if (isEmpty() || text == null) {
+            return text;
+        }
+        return java.util.regex.Pattern.compile("(?<![\\p{L}\\p{N}])" + java.util.regex.Pattern.quote(reveal()) + "(?![\\p{L}\\p{N}])")
+                .matcher(text).replaceAll("******");
+    }
+
     @Override
     public boolean equals(Object o) {
         return o instanceof Secret s && Arrays.equals(value, s.value);

@@ -491,10 +491,7 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
 
     /** Never let the password through, even if a driver message were to echo it. */
     private String scrub(String message) {
-        if (config.password().isEmpty()) {
-            return message;
-        }
-        return message.replace(config.password().reveal(), "******");
+        return config.password().scrub(message);
     }
 
     /** {@code host:port/database} from the URL, for messages; never its query string (could hold secrets). */
