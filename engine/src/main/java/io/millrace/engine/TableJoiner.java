@@ -475,8 +475,9 @@ final class TableJoiner {
             String fix = "ALTER TABLE " + name.sql() + " ADD PRIMARY KEY (...); which also gives it a replica identity (REPLICA"
                     + " IDENTITY FULL alone keeps its UPDATEs working once published, but a table joining while streaming is copied in"
                     + " key order and needs a key; or capture it with a fresh initial snapshot)";
-            notCapture(oid, name, Why.IDENTITY, identity.detail() + ", and no primary key", fix, "table " + name + " is not captured: "
-                    + identity.detail() + ", and no primary key. Fix: " + fix + " (it is captured once fixed)");
+            String why = identity.detail().contains("no primary key") ? identity.detail() : identity.detail() + ", and no primary key";
+            notCapture(oid, name, Why.IDENTITY, why, fix, "table " + name + " is not captured: " + why + ". Fix: " + fix
+                    + " (it is captured once fixed)");
             return true;
         }
         if (identity != null) {
