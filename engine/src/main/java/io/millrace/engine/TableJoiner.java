@@ -291,14 +291,18 @@ final class TableJoiner {
      * Whether the partition {@code t} holds rows written before it became a partition (a table loaded, then attached):
      * rows whose {@code xmin} is older than the youngest {@code pg_inherits} row between it and its root, which the
      * ATTACH (or the CREATE ... PARTITION OF) that joined it to the root wrote. Rows written since went through the
-     * root, and the stream has them. Rows of the attaching transaction count too (written before the ATTACH, or after a
-     * CREATE ... PARTITION OF: they cannot be told apart). A guess (a row written in a subtransaction of the attaching
-     * transaction, before it, looks newer): used only to name rows of a keyless table as missing.
+     * root, and the stream has them. A row of the attaching transaction itself counts when its command came before the
+     * one that wrote the {@code pg_inherits} row ({@code cmin}): written before the ATTACH, not after a CREATE ... PARTITION
+     * OF in the same transaction (before, those were named as missing, with a fix that asked for a new initial snapshot,
+     * though the stream had every one; found by a user). A guess (a row written in a subtransaction of the attaching
+     * transaction, before it, looks newer; one updated in that transaction has a combined command id): used only to name
+     * rows of a keyless table as missing.
      */
     private static boolean heldBeforeAttach(Connection c, TableRef t) throws SQLException {
         try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT EXISTS (SELECT 1 FROM ONLY " + t.sql()
-                + " r WHERE age(r.xmin) >= (SELECT min(age(i.xmin)) FROM pg_inherits i"
-                + " WHERE i.inhrelid IN (SELECT relid FROM pg_partition_ancestors(" + Ident.literal(t.sql()) + "::regclass))))")) {
+                + " r, (SELECT i.xmin AS x, i.cmin AS cid, age(i.xmin) AS a FROM pg_inherits i WHERE i.inhrelid IN (SELECT relid"
+                + " FROM pg_partition_ancestors(" + Ident.literal(t.sql()) + "::regclass)) ORDER BY age(i.xmin) LIMIT 1) j"
+                + " WHERE age(r.xmin) > j.a OR (r.xmin = j.x AND r.cmin::text::bigint < j.cid::text::bigint))")) {
             rs.next();
             return rs.getBoolean(1);
         }

@@ -559,4 +559,51 @@ class NewTableIT {
             }
         }
     }
+
+    /**
+     * A keyless partitioned table (REPLICA IDENTITY FULL): a partition created and written in one transaction has every
+     * row in the stream, and nothing is named missing; before, its rows (of the attaching transaction) were taken for rows
+     * held before the attach, and an ERROR asked for a new initial snapshot (found by a user). A table loaded and attached
+     * in one transaction holds rows the stream does not have, and is named.
+     */
+    @Test
+    void aPartitionCreatedAndWrittenInOneTransactionUnderAKeylessRootIsNotNamedMissing(@TempDir Path dir) throws Exception {
+        String db = "attach_keyless";
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.exec(src, "CREATE SCHEMA shop", "CREATE TABLE shop.kl (id int, at date, v text) PARTITION BY RANGE (at)",
+                    "ALTER TABLE shop.kl REPLICA IDENTITY FULL",
+                    "CREATE TABLE shop.kl_2024 PARTITION OF shop.kl FOR VALUES FROM ('2024-01-01') TO ('2025-01-01')",
+                    "ALTER TABLE shop.kl_2024 REPLICA IDENTITY FULL",
+                    "INSERT INTO shop.kl SELECT g, date '2024-01-01' + g % 300, 'a' FROM generate_series(1, 100) g");
+            try (LogCapture log = new LogCapture(); RunningEngine e = RunningEngine.start(yaml(db, dir), dir).awaitStreaming(WAIT)) {
+                inOneTransaction(src, "CREATE TABLE shop.kl_2025 PARTITION OF shop.kl FOR VALUES FROM ('2025-01-01') TO ('2026-01-01')",
+                        "ALTER TABLE shop.kl_2025 REPLICA IDENTITY FULL",
+                        "INSERT INTO shop.kl SELECT g, date '2025-01-01' + g % 300, 'created' FROM generate_series(1, 200) g");
+                Thread.sleep(2500); // two polls
+                E2e.exec(src, "INSERT INTO shop.kl VALUES (-1, '2024-02-02', 'marker')");
+                E2e.awaitRow(dst, "SELECT count(*) FROM shop.kl WHERE id = -1", WAIT);
+                assertThat(E2e.queryLong(dst, "SELECT count(*) FROM shop.kl WHERE v = 'created'")).isEqualTo(200);
+                assertThat(log.containing("partition shop.kl_2025 was attached")).as("nothing missing").isEmpty();
+
+                inOneTransaction(src, "CREATE TABLE shop.kl_2026 (LIKE shop.kl)",
+                        "INSERT INTO shop.kl_2026 SELECT g, date '2026-01-01' + g % 300, 'loaded' FROM generate_series(1, 50) g",
+                        "ALTER TABLE shop.kl ATTACH PARTITION shop.kl_2026 FOR VALUES FROM ('2026-01-01') TO ('2027-01-01')",
+                        "ALTER TABLE shop.kl_2026 REPLICA IDENTITY FULL");
+                assertThat(log.awaitContaining("partition shop.kl_2026 was attached to captured table shop.kl while streaming"))
+                        .as("rows loaded before the attach, which the stream does not have").hasSize(1);
+            }
+        }
+    }
+
+    private static void inOneTransaction(Connection c, String... sql) throws Exception {
+        c.setAutoCommit(false);
+        try {
+            E2e.exec(c, sql);
+            c.commit();
+        } finally {
+            c.setAutoCommit(true);
+        }
+    }
 }
