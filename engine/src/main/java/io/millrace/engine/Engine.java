@@ -219,7 +219,8 @@ public final class Engine {
             return;
         }
         try {
-            Reloader.apply(ctx, ctx.selection);
+            // not a reload: the user sent none (a user read "source.tables reloaded" here as one they had not asked for)
+            Reloader.apply(ctx, ctx.selection, "a captured table was renamed to a name source.tables does not select");
         } catch (MillraceException e) {
             if (e.kind() == Kind.CONFIG) {
                 // a table source.tables names was renamed too: it stays captured until the next start, which stops with the fix

@@ -130,6 +130,11 @@ final class Reloader {
      * Any thread; one reload at a time, never while a table joins.
      */
     static String apply(EngineContext ctx, TableSelection next) {
+        return apply(ctx, next, "source.tables reloaded");
+    }
+
+    /** As {@link #apply(EngineContext, TableSelection)}; {@code why} heads the line it logs. */
+    static String apply(EngineContext ctx, TableSelection next, String why) {
         State st = ctx.state.get();
         OnlineSnapshotter online = ctx.online;
         SourceWatch watch = ctx.watch;
@@ -161,7 +166,7 @@ final class Reloader {
                         added.add(t);
                     }
                 }
-                String done = "source.tables reloaded: " + (added.isEmpty() ? "no table added" : "adding " + added.stream().sorted().toList()
+                String done = why + ": " + (added.isEmpty() ? "no table added" : "adding " + added.stream().sorted().toList()
                         + " (each copied online while streaming once it joins; one that cannot, having no key or no replica"
                         + " identity, is listed under not_captured with the fix)") + ", " + (removed.isEmpty() ? "no table removed" : "removed "
                         + removed.stream().sorted().toList() + " (no longer captured; the destinations keep their rows)")

@@ -113,9 +113,10 @@ final class SourceWatch {
         for (Map.Entry<Integer, TableRef> e : all.entrySet()) {
             TableRef t = now.get(e.getKey());
             if (t == null) {
-                LOG.info("table {} (oid {}) was dropped in the source: a destination that keeps dropped tables (drop_tables: false, the"
-                        + " default) keeps its copy", e.getValue(),
-                        Integer.toUnsignedString(e.getKey()));
+                // named as the destinations hold it: a table dropped after another of its name was created is held under its aside
+                // name (shop.t__16527), which the source never had
+                LOG.info("the destinations' table {}: its source table (oid {}) was dropped; a destination that keeps dropped tables"
+                        + " (drop_tables: false, the default) keeps it", e.getValue(), Integer.toUnsignedString(e.getKey()));
             } else if (!t.equals(e.getValue())) {
                 LOG.info("table {} (oid {}) is now {} in the source: the destinations follow at its next change (tables are renamed,"
                         + " events carry the new name)", e.getValue(), Integer.toUnsignedString(e.getKey()), t);
