@@ -240,7 +240,10 @@ final class OnlineControls {
             Map<String, Integer> old = ctx.watch.attributeNumbers(after.oid());
             // a column renamed, or dropped and another added in its place?
             misread = ctx.assemblerCatalog.read(c -> ctx.watch.misread(c, before, after, change));
-            replaced = replaced(old, ctx.watch.attributeNumbers(after.oid()), after);
+            // the event trigger told each rename, drop and add: the destinations follow them exactly (a column dropped and added
+            // again under its name loses its values there too), so other attribute numbers under a name ask for no copy (a
+            // user's RENAME COLUMN k2 TO k2old; ADD COLUMN k2 had a keyless table named as one that could not be copied again)
+            replaced = change.exact() ? List.of() : replaced(old, ctx.watch.attributeNumbers(after.oid()), after);
             filled = added.isEmpty() ? List.of() : ctx.assemblerCatalog.read(c -> Catalog.filledColumns(c, after.oid(), added));
             if (change.exact() && everyDestinationFillsDefaults()) {
                 // A constant default (PostgreSQL's "missing" value, not written into the rows) the destinations give their rows
