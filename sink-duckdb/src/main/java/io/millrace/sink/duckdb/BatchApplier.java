@@ -100,7 +100,7 @@ final class BatchApplier extends TableApplier {
 
     @Override
     protected void ensure(TableRef target, RelationInfo rel) {
-        tables.ensure(target, rel, holds(rel.oid()));
+        tables.ensure(target, rel, holds(rel.oid()), io.millrace.core.sink.DurableTables.waitsForCopy(copying, rel));
     }
 
     @Override

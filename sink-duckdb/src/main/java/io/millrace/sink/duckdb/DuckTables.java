@@ -106,7 +106,14 @@ final class DuckTables {
      * Makes the destination table match {@code rel}. A change the table cannot follow stops with the destination, the
      * table and the fix named.
      */
-    void ensure(TableRef target, RelationInfo rel, boolean held) {
+    /**
+     * Whether the table {@link #ensure} is given is copied online during the batch (its checkpoint records the copy): a
+     * rebuild may then leave out rows that cannot take a new key ({@link #rebuild}). Writer thread.
+     */
+    private boolean copiedNow;
+
+    void ensure(TableRef target, RelationInfo rel, boolean held, boolean copied) {
+        copiedNow = copied;
         RelationInfo known = shapes.get(target);
         try {
             if (known == null) {
@@ -400,10 +407,11 @@ final class DuckTables {
                 keyWithoutValues.add(rel.column(k).name());
             }
         }
-        if (!keyWithoutValues.isEmpty()) {
+        if (!keyWithoutValues.isEmpty() && copiedNow) {
             // a keyless table given a surrogate key (ADD COLUMN id bigserial PRIMARY KEY): the source filled it, so the engine
             // copies the table again, and the rows here, written before it had values, come back with their keys from that
-            // copy (before, the rebuild failed on them: "NOT NULL constraint failed", at every start)
+            // copy (before, the rebuild failed on them: "NOT NULL constraint failed", at every start); without a copy recorded
+            // with this batch, the INSERT below fails on them, loudly, as before
             LOG.warn("destination '{}': table {} takes the key ({}) of source table {}, whose column(s) {} the rows here have no"
                     + " value in: they are left out of the rebuilt table, and the engine's copy of the table brings them back with"
                     + " their keys", destination, target, String.join(", ", key), rel.table(), keyWithoutValues);

@@ -117,7 +117,8 @@ final class BatchApplier extends TableApplier {
 
     @Override
     protected void ensure(TableRef target, RelationInfo rel) throws SQLException {
-        tables.ensure(target, rel, holds(rel.oid()), this::reshapedSinceHeld); // asked at the table's first sight only
+        tables.ensure(target, rel, holds(rel.oid()), this::reshapedSinceHeld, // asked at the table's first sight only
+                io.millrace.core.sink.DurableTables.waitsForCopy(copying, rel));
     }
 
     @Override

@@ -137,6 +137,12 @@ final class TargetTables {
         }
     }
 
+    /**
+     * Whether the table {@link #ensure} is given is copied online during the batch (its checkpoint records the copy):
+     * rows here that cannot take a new key may then make way for it ({@link #withoutValuesOfAddedKey}). Writer thread.
+     */
+    private boolean copiedNow;
+
     /** The table was dropped here (its source table was dropped). */
     void dropped(TableRef target) {
         tables.remove(target);
@@ -152,8 +158,9 @@ final class TargetTables {
      * Makes the destination table match {@code rel}: creates it, or adds the columns it lacks, or
      * follows a shape change since the last relation seen. Runs inside the caller's transaction.
      */
-    Table ensure(TableRef target, RelationInfo rel, boolean held, java.util.function.Predicate<RelationInfo> reshaped)
+    Table ensure(TableRef target, RelationInfo rel, boolean held, java.util.function.Predicate<RelationInfo> reshaped, boolean copied)
             throws SQLException {
+        copiedNow = copied;
         Table t = tables.get(target);
         if (t == null) {
             t = load(target, rel, held, reshaped.test(rel));
@@ -402,12 +409,13 @@ final class TargetTables {
      * PRIMARY KEY}): the source filled the column in every row (a key needs values), so the engine copies the table again
      * ({@code OnlineControls}: a column added with a value for the existing rows). The rows here were written before it
      * had values, hold NULL in it, and cannot take the key: they are deleted, in the batch's transaction, and come back
-     * with their keys from that copy. Before, ADD PRIMARY KEY failed on them at every start (a user's exit 10).
+     * with their keys from that copy — only when the batch's checkpoint records that copy ({@link #copiedNow}), never
+     * otherwise. Before, ADD PRIMARY KEY failed on them at every start (a user's exit 10).
      */
     private void withoutValuesOfAddedKey(Table t, RelationInfo rel, Set<String> existing) throws SQLException {
         List<String> added = keyNames(rel).stream().filter(k -> !existing.contains(k) && t.columns.contains(k)).toList();
-        if (added.isEmpty()) {
-            return;
+        if (added.isEmpty() || !copiedNow) {
+            return; // no copy of the table recorded with this batch (PostgreSQL 13, or none planned): ADD PRIMARY KEY fails, loudly
         }
         try (Statement s = conn.createStatement()) {
             int gone = s.executeUpdate("DELETE FROM " + t.target.sql() + " WHERE " + String.join(" OR ", added.stream()
