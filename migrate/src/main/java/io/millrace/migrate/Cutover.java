@@ -57,8 +57,10 @@ final class Cutover {
      */
     CutoverReport run(List<Table> tables, List<Sequence> sequences, long maxLagBytes, Duration timeout, Verifier verifier,
                       boolean reverse) throws SQLException, InterruptedException {
+        boolean locked = false; // refused before the lock: another cutover's fence is not this one's to explain
         try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
             StateStore.exclusive(tgt, ends.source.slot(), "migrate cutover");
+            locked = true;
             MigrationState state = store.current(tgt);
             if (state != MigrationState.FOLLOWING && state != MigrationState.FENCING && state != MigrationState.FENCED) {
                 throw new MillraceException(Kind.CONFIG, "migrate cutover: the migration is " + state + "; cutover needs it"
@@ -171,13 +173,13 @@ final class Cutover {
                     + (reverseSlot == null ? "" : ", reverse slot " + reverseSlot + " on the target"));
             return new CutoverReport(window, marker.toString(), lag, ended, set, verified, reverseSlot);
         } catch (SQLException e) {
-            MillraceException fenced = fencedError(e);
+            MillraceException fenced = locked ? fencedError(e) : null;
             if (fenced != null) {
                 throw fenced;
             }
             throw e;
         } catch (RuntimeException e) {
-            MillraceException fenced = fencedError(e);
+            MillraceException fenced = locked ? fencedError(e) : null;
             if (fenced != null) {
                 throw fenced;
             }

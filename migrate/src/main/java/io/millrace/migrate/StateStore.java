@@ -86,7 +86,8 @@ final class StateStore {
         throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, doing + ": a cutover, rollback or"
                 + " abort of this migration is running now" + (pid == 0 ? "" : " (the target's session " + pid + " holds the migration's"
                 + " lock)") + "; nothing was changed. Fix: wait for it to end ('millrace migrate status' says when), or stop it"
-                + " (Ctrl-C), then run this again");
+                + " (Ctrl-C), then run this again" + (pid == 0 ? "" : "; if its process is gone but the session stays (a stalled"
+                + " network), end it on the target: SELECT pg_terminate_backend(" + pid + ")"));
     }
 
     /** The target session holding the migration's lock now (a cutover, rollback or abort runs), or 0. */

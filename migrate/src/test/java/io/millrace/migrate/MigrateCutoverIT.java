@@ -266,7 +266,8 @@ class MigrateCutoverIT extends TwoServers {
             assertThatThrownBy(m::abort).isInstanceOf(MillraceException.class)
                     .hasMessageContaining("migrate abort: a cutover, rollback or abort of this migration is running now");
             assertThatThrownBy(() -> m.cutover(Long.MAX_VALUE, Duration.ofSeconds(2))).isInstanceOf(MillraceException.class)
-                    .hasMessageContaining("migrate cutover: a cutover, rollback or abort of this migration is running now");
+                    .hasMessageStartingWith("migrate cutover: a cutover, rollback or abort of this migration is running now")
+                    .hasMessageContaining("pg_terminate_backend(" + st.running() + ")").hasMessageNotContaining("migrate abort");
             assertThat(m.status().fenced()).as("the source stays fenced").isTrue();
             assertThat(m.status().state()).isEqualTo(MigrationState.FENCING);
             lock.rollback();
