@@ -36,7 +36,10 @@ import java.sql.Statement;
  * Without the trigger the engine finds such a partition at its next look at the catalog and names it with the fix
  * ({@code not_captured} in the status); until then the source's UPDATEs of it fail. The same holds for a published
  * table that an {@code ALTER TABLE} leaves with no replica identity (its primary key dropped, or {@code REPLICA IDENTITY
- * DEFAULT} on a keyless table): the trigger gives it REPLICA IDENTITY FULL in the same transaction.
+ * DEFAULT} on a keyless table): when a publication names it and the ALTER dropped a constraint (its primary key), the
+ * trigger gives it REPLICA IDENTITY FULL in the same transaction, and DEFAULT again if that transaction gives it a
+ * primary key again. An explicit {@code REPLICA IDENTITY DEFAULT} or {@code NOTHING} is the user's: left as it is (the
+ * engine names the table with the fix).
  *
  * <p>PostgreSQL lets only a superuser create an event trigger: {@link #install} refuses another role naming that.
  */
@@ -85,13 +88,23 @@ public final class DdlTrigger {
                                 EXECUTE format('ALTER TABLE %%s REPLICA IDENTITY FULL', part);
                             END LOOP;
                         END IF;
-                        -- a published table left with no replica identity by an ALTER TABLE (its primary key dropped, or
-                        -- REPLICA IDENTITY DEFAULT on a keyless table): FULL, or every UPDATE and DELETE of it fails
+                        -- a table a publication names, left with no replica identity by a constraint this transaction dropped
+                        -- (its primary key): FULL, or every UPDATE and DELETE of it fails; and DEFAULT again once this
+                        -- transaction gives it a primary key again (a migration's DROP CONSTRAINT, then ADD PRIMARY KEY)
                         IF tag = 'ALTER TABLE' AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = rel AND c.relkind = 'r'
                                     AND NOT c.relispartition AND c.relreplident = 'd')
                                 AND NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = rel AND x.indisprimary)
-                                AND EXISTS (SELECT 1 FROM pg_publication_tables pt WHERE pt.schemaname = nsp AND pt.tablename = rname) THEN
+                                AND (',' || coalesce(current_setting('millrace.constraint_dropped', true), '') || ',')
+                                    LIKE ('%%,' || rel::text || ',%%')
+                                AND EXISTS (SELECT 1 FROM pg_publication_rel pr WHERE pr.prrelid = rel) THEN
                             EXECUTE format('ALTER TABLE %%I.%%I REPLICA IDENTITY FULL', nsp, rname);
+                            PERFORM set_config('millrace.identity_full', coalesce(current_setting('millrace.identity_full', true), '')
+                                || ',' || rel::text, true);
+                        ELSIF tag = 'ALTER TABLE' AND (',' || coalesce(current_setting('millrace.identity_full', true), '') || ',')
+                                    LIKE ('%%,' || rel::text || ',%%')
+                                AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = rel AND c.relreplident = 'f')
+                                AND EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = rel AND x.indisprimary) THEN
+                            EXECUTE format('ALTER TABLE %%I.%%I REPLICA IDENTITY DEFAULT', nsp, rname);
                         END IF;
                         SELECT coalesce(jsonb_agg(jsonb_build_object('attnum', a.attnum, 'name', a.attname::text,
                                 'type', format_type(a.atttypid, a.atttypmod), 'not_null', a.attnotnull, 'missing', a.atthasmissing,
@@ -141,6 +154,12 @@ public final class DdlTrigger {
                 DECLARE
                     o record; nsp text;
                 BEGIN
+                    -- to the transaction's end: the tables a constraint was dropped from (ddl_command_end: a primary key gone)
+                    FOR o IN SELECT * FROM pg_event_trigger_dropped_objects() d WHERE d.object_type = 'table constraint' LOOP
+                        PERFORM set_config('millrace.constraint_dropped', coalesce(current_setting('millrace.constraint_dropped',
+                            true), '') || ',' || coalesce(to_regclass(format('%%I.%%I', o.address_names[1],
+                            o.address_names[2]))::oid::text, ''), true);
+                    END LOOP;
                     FOR o IN SELECT * FROM pg_event_trigger_dropped_objects() d
                             WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'table' AND NOT d.is_temporary LOOP
                         nsp := o.schema_name;

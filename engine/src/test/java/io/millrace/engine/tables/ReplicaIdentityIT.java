@@ -347,16 +347,18 @@ class ReplicaIdentityIT {
     /**
      * A captured table left without a replica identity while streaming: its primary key dropped ({@code k}), or a keyless
      * table's REPLICA IDENTITY FULL set back to DEFAULT ({@code f}). Its publication makes PostgreSQL reject every UPDATE
-     * and DELETE of it. With the DDL event trigger it is given FULL in the ALTER's own transaction, and the application's
-     * UPDATE right after works; without it, the running engine names it with the fix under not_captured, and logs it, until
-     * the fix is applied (before, nothing said so until the next start refused the table). Afterwards the destination
-     * equals the source.
+     * and DELETE of it. With the DDL event trigger, the table whose primary key was dropped is given FULL in the ALTER's own
+     * transaction, and the application's UPDATE right after works (one whose key is replaced in one transaction keeps
+     * DEFAULT); an explicit REPLICA IDENTITY DEFAULT is left as the user made it. Otherwise the running engine names the
+     * table with the fix under not_captured, and logs it, until the fix is applied (before, nothing said so until the next
+     * start refused the table). Afterwards the destination equals the source.
      */
     @org.junit.jupiter.params.ParameterizedTest(name = "DDL trigger installed: {0}")
     @org.junit.jupiter.params.provider.ValueSource(booleans = {true, false})
     void aCapturedTableThatLosesItsReplicaIdentityIsNamedOrGivenFull(boolean trigger) throws Exception {
         String db = trigger ? "ri_lost_trg" : "ri_lost";
-        database(db, "CREATE TABLE public.k (id int PRIMARY KEY, v text)", "CREATE TABLE public.f (id int, v text)",
+        database(db, "CREATE TABLE public.k (id int PRIMARY KEY, v text)", "CREATE TABLE public.k2 (id int PRIMARY KEY, v text NOT NULL)",
+                "CREATE TABLE public.f (id int, v text)",
                 "ALTER TABLE public.f REPLICA IDENTITY FULL", "INSERT INTO public.k VALUES (1, 'a'), (2, 'gone')",
                 "INSERT INTO public.f VALUES (1, 'a'), (2, 'gone')");
         if (trigger) {
@@ -364,14 +366,22 @@ class ReplicaIdentityIT {
                 io.millrace.source.DdlTrigger.install(c);
             }
         }
-        String yaml = yaml(db, List.of("public.k", "public.f")).replace("  status_interval_ms: 500",
+        String yaml = yaml(db, List.of("public.k", "public.f", "public.k2")).replace("  status_interval_ms: 500",
                 "  status_interval_ms: 500\n  new_tables_poll_s: 1") + "operations:\n  monitor_interval_ms: 200\n";
         try (RunningEngine run = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(60));
              Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
             E2e.exec(src, "ALTER TABLE public.k DROP CONSTRAINT k_pkey", "ALTER TABLE public.f REPLICA IDENTITY DEFAULT");
             if (trigger) {
+                // the dropped primary key: FULL in the ALTER's transaction; the explicit REPLICA IDENTITY DEFAULT is the user's
                 assertThat(E2e.queryString(src, "SELECT string_agg(relname || '=' || relreplident::text, ',' ORDER BY relname) FROM pg_class"
-                        + " WHERE relname IN ('k', 'f') AND relnamespace = 'public'::regnamespace")).isEqualTo("f=f,k=f");
+                        + " WHERE relname IN ('k', 'f', 'k2') AND relnamespace = 'public'::regnamespace")).isEqualTo("f=d,k=f,k2=d");
+                fixAsShown(run, src, "captured, and it has no replica identity now", "public.f");
+                // a primary key replaced in one transaction (as a migration does it): DEFAULT again, no FULL left behind
+                src.setAutoCommit(false);
+                E2e.exec(src, "ALTER TABLE public.k2 DROP CONSTRAINT k2_pkey", "ALTER TABLE public.k2 ADD PRIMARY KEY (id, v)");
+                src.commit();
+                src.setAutoCommit(true);
+                assertThat(E2e.queryString(src, "SELECT relreplident::text FROM pg_class WHERE oid = 'public.k2'::regclass")).isEqualTo("d");
             } else {
                 assertThatThrownBy(() -> E2e.exec(src, "UPDATE public.k SET v = v || '?'")).hasMessageContaining("does not have a replica identity");
                 fixAsShown(run, src, "captured, and it has no replica identity now", "public.k", "public.f");
