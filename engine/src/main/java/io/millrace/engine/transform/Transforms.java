@@ -378,18 +378,19 @@ public final class Transforms {
 
     /**
      * The masks part of a {@link #fingerprint}: {@code /} then, for each masked column in name order, 8 hex digits of
-     * its name, {@code :} and 8 hex digits of its mask (with the salt's mark where it hashes), comma-separated; just
-     * {@code /} for a rule that masks nothing. It tells a start which key column was masked, and how, when the rule
-     * changed while Millrace was stopped (a key mask taken away or changed: {@link #keyMaskChanged(String, String,
-     * io.millrace.core.schema.RelationInfo)}); a stamp of the release before has none (the masks then unknown).
+     * its name, {@code :} and 8 hex digits of its mask (with the salt's mark where it hashes), comma-separated; none for
+     * a rule that masks nothing. It tells a start which key column was masked, and how, when the rule changed while
+     * Millrace was stopped (a key mask taken away or changed: {@link #keyMaskChanged(String, String,
+     * io.millrace.core.schema.RelationInfo)}); a stamp without it masked nothing, or is of the release before (unknown).
      */
     private String masksMark(TableRule r) {
-        StringBuilder b = new StringBuilder("/");
-        if (r != null) {
-            new java.util.TreeMap<>(r.masks()).forEach((column, m) -> b.append(b.length() > 1 ? "," : "").append(nameMark(column))
-                    .append(':').append(String.format("%08x", fnv(m.spelling() + (m instanceof Mask.Hash && !salt.isEmpty()
-                            ? "\0" + saltMark() : "")) & 0xffffffffL)));
+        if (r == null || r.masks().isEmpty()) {
+            return ""; // as the release before stamped it: going back to it does not take every table for one whose rule changed
         }
+        StringBuilder b = new StringBuilder("/");
+        new java.util.TreeMap<>(r.masks()).forEach((column, m) -> b.append(b.length() > 1 ? "," : "").append(nameMark(column))
+                .append(':').append(String.format("%08x", fnv(m.spelling() + (m instanceof Mask.Hash && !salt.isEmpty()
+                        ? "\0" + saltMark() : "")) & 0xffffffffL)));
         return b.toString();
     }
 
