@@ -477,6 +477,41 @@ class DdlIT {
         }
     }
 
+    /**
+     * A table whose primary key is dropped while Millrace streams (REPLICA IDENTITY FULL since, so the application's
+     * UPDATEs work), then given rows the key refused: every destination drops the key too. Before, the postgres destination
+     * kept it and stopped at every start ("duplicate key value violates unique constraint"; found by a user). A key
+     * added again later is followed as any new key.
+     */
+    @Test
+    void aTableThatLosesItsPrimaryKeyWhileStreamingIsFollowed(@TempDir Path dir) throws Exception {
+        String db = db("keydrop");
+        TableRef t = TableRef.parse("public.t");
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.exec(src, "CREATE TABLE public.t (id int PRIMARY KEY, u int NOT NULL, v text)",
+                    "INSERT INTO public.t SELECT g, g, 'v' || g FROM generate_series(1, 100) g");
+            String yaml = Ddl.yaml(pg, db, List.of("public.t"), dir, "");
+            try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT)) {
+                E2e.exec(src, "UPDATE public.t SET v = 'before' WHERE id = 1");
+                E2e.awaitSame(src, dst, List.of(t), WAIT);
+                E2e.exec(src, "ALTER TABLE public.t DROP CONSTRAINT t_pkey, REPLICA IDENTITY FULL",
+                        "INSERT INTO public.t VALUES (3000, 3000, 'twice'), (3000, 3001, 'twice')", "UPDATE public.t SET v = 'after' WHERE id = 2");
+                E2e.awaitSame(src, dst, List.of(t), WAIT);
+                assertThat(E2e.queryLong(dst, "SELECT count(*) FROM pg_constraint WHERE conrelid = 'public.t'::regclass AND contype = 'p'"))
+                        .as("the destination's primary key").isZero();
+                try (Connection duck = Ddl.duck(dir)) {
+                    Ddl.awaitDuckSame(src, duck, t, WAIT);
+                }
+                E2e.exec(src, "ALTER TABLE public.t ADD PRIMARY KEY (u)", "UPDATE public.t SET v = 'keyed again' WHERE u = 3");
+                E2e.awaitSame(src, dst, List.of(t), WAIT);
+            }
+            try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT)) {
+                E2e.exec(src, "UPDATE public.t SET v = 'restarted' WHERE u = 4");
+                E2e.awaitSame(src, dst, List.of(t), WAIT);
+            }
+        }
+    }
+
     /** Starts with public.a streaming, then again with public.b (5000 rows) added, its online copy paused after its first chunk; stops. */
     private static void stopInTheMiddleOfCopyingB(Connection src, Path dir, String db, String online) throws Exception {
         E2e.exec(src, "CREATE TABLE public.a (id int PRIMARY KEY)", "INSERT INTO public.a VALUES (1)");

@@ -401,7 +401,42 @@ final class TargetTables {
             if (!hasUniqueIndex(t, oid, keyNames(rel))) {
                 rekey(t, oid, Runs.keyed(t.shape) ? renamedKey(t.shape, change) : null, keyNames(rel), false);
             }
+        } else if (!Runs.keyed(rel) && Runs.keyed(t.shape)) {
+            unkey(t, renamedKey(t.shape, change));
         }
+    }
+
+    /** A primary key: its constraint's name and columns. */
+    private record PrimaryKey(String name, Set<String> columns) {
+    }
+
+    /** The primary key of the table of {@code oid} here, or null. */
+    private PrimaryKey primaryKey(Integer oid) throws SQLException {
+        try (PreparedStatement ps = conn.prepareStatement("SELECT c.conname::text, array_agg(a.attname::text) FROM pg_constraint c"
+                + " JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)"
+                + " WHERE c.conrelid = ? AND c.contype = 'p' GROUP BY c.conname")) {
+            ps.setInt(1, oid);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? new PrimaryKey(rs.getString(1), new HashSet<>(List.of((String[]) rs.getArray(2).getArray()))) : null;
+            }
+        }
+    }
+
+    /**
+     * The source table lost its key (its primary key dropped: REPLICA IDENTITY FULL, or none, now): this table's primary
+     * key goes too when it is the source's previous key, inside the batch's transaction, since the source may now hold
+     * rows it refused before (a user's duplicate id, legal in the source since, stopped the pipeline at every start with
+     * "duplicate key value violates unique constraint"). A primary key of other columns is the user's: left as it is.
+     */
+    private void unkey(Table t, Set<String> oldKey) throws SQLException {
+        PrimaryKey pk = primaryKey(regclass(t.target));
+        if (pk == null || !pk.columns().equals(new HashSet<>(oldKey))) {
+            return;
+        }
+        execute("ALTER TABLE " + t.target.sql() + " DROP CONSTRAINT " + Ident.quote(pk.name()));
+        t.uniqueKey = null;
+        LOG.info("destination '{}': table {} has no primary key now (was ({})), as source table {} has none", destination, t.target,
+                String.join(", ", pk.columns()), t.source);
     }
 
     /**
@@ -445,19 +480,9 @@ final class TargetTables {
      * source table after a restart, whose old key is not known here: its primary key, whatever it is, follows.
      */
     private void rekey(Table t, Integer oid, Set<String> oldKey, Set<String> key, boolean held) throws SQLException {
-        String pkName = null;
-        Set<String> pk = null;
-        try (PreparedStatement ps = conn.prepareStatement("SELECT c.conname::text, array_agg(a.attname::text) FROM pg_constraint c"
-                + " JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)"
-                + " WHERE c.conrelid = ? AND c.contype = 'p' GROUP BY c.conname")) {
-            ps.setInt(1, oid);
-            try (ResultSet rs = ps.executeQuery()) {
-                if (rs.next()) {
-                    pkName = rs.getString(1);
-                    pk = new HashSet<>(List.of((String[]) rs.getArray(2).getArray()));
-                }
-            }
-        }
+        PrimaryKey found = primaryKey(oid);
+        String pkName = found == null ? null : found.name();
+        Set<String> pk = found == null ? null : found.columns();
         // no primary key: the source had none, or it went with a key column dropped, there and here (dropColumn)
         boolean ours = held || (pk == null ? oldKey == null || !t.columns.containsAll(oldKey) : oldKey != null && pk.equals(new HashSet<>(oldKey)));
         if (!ours) {
