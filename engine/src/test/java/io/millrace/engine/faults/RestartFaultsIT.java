@@ -129,7 +129,7 @@ class RestartFaultsIT {
     void aNamedTableRenamedWhileStreamingStaysCapturedAcrossARetry() throws Exception {
         databases("renretry");
         try (FaultRig.Running run = new FaultRig.Running(FaultRig.yaml("renretry", src.port(), "renretry_src", dst.port(),
-                "renretry_dst", dir.resolve("events"), "{initial_ms: 200, max_ms: 2000, attempts: 5}"), dir)) {
+                "renretry_dst", dir.resolve("events"), "{initial_ms: 200, max_ms: 2000, attempts: 30}"), dir)) {
             run.awaitState("streaming", Duration.ofSeconds(60));
             try (Connection c = src.connect("renretry_src"); java.sql.Statement st = c.createStatement()) {
                 st.execute("ALTER TABLE items RENAME TO items2");
