@@ -146,6 +146,11 @@ class RenameIT {
             assertThat(E2e.queryString(dst, "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname IN"
                     + " ('public', 'mirror')")).isEqualTo("goods_v3,orders_v3");
 
+            // every destination past these changes before the reload: a destination takes the reloaded rules at its next write,
+            // so one a batch behind (Kafka, in a CI run) writes changes committed before the reload under the new names, and
+            // the _v3 topics this test lists would never be made (the reload's copy brings every row to _v4 either way)
+            awaitDurable(e, src);
+
             // and changed by a reload: the tables move, and each is copied again online, so its new topic holds every row
             String done = e.engine().reload(new io.millrace.engine.config.ConfigLoader(k -> null)
                     .parse(yaml(db, dir, RULE.replace("_v2", "_v4")), dir));
@@ -166,12 +171,7 @@ class RenameIT {
             assertThat(E2e.queryString(dst, "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname IN"
                     + " ('public', 'mirror')")).isEqualTo("goods_v4,orders_v4");
             // every destination durable past the last change before the stop (each writer stops at its own boundary)
-            io.millrace.core.Lsn last = io.millrace.core.Lsn.parse(E2e.queryString(src, "SELECT pg_current_wal_lsn()::text"));
-            long until = System.nanoTime() + WAIT.toNanos();
-            while (e.engine().status().durableLsn() == null || last.isAfter(io.millrace.core.Lsn.parse(e.engine().status().durableLsn()))) {
-                assertThat(System.nanoTime()).as("every destination durable past %s", last).isLessThan(until);
-                Thread.sleep(50);
-            }
+            awaitDurable(e, src);
         }
         // Kafka: each table's topic is the one its name in the destinations gives, and a read_committed consumer rebuilds
         // the source's rows from it (the records' source block names the source table)
@@ -226,6 +226,16 @@ class RenameIT {
         try (Connection src = pg.connect(db)) {
             assertThat(E2e.queryLong(src, "SELECT count(*) FROM pg_publication")).as("nothing published").isZero();
             assertThat(E2e.queryLong(src, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 's_rnmix'")).as("no slot").isZero();
+        }
+    }
+
+    /** Waits until every destination is durable past the source's current WAL position. */
+    private static void awaitDurable(RunningEngine e, Connection src) throws Exception {
+        io.millrace.core.Lsn last = io.millrace.core.Lsn.parse(E2e.queryString(src, "SELECT pg_current_wal_lsn()::text"));
+        long until = System.nanoTime() + WAIT.toNanos();
+        while (e.engine().status().durableLsn() == null || last.isAfter(io.millrace.core.Lsn.parse(e.engine().status().durableLsn()))) {
+            assertThat(System.nanoTime()).as("every destination durable past %s", last).isLessThan(until);
+            Thread.sleep(50);
         }
     }
 }
