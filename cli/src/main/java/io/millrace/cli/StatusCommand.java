@@ -62,8 +62,9 @@ final class StatusCommand implements Callable<Integer> {
         JsonNode s = new ObjectMapper().readTree(body);
         System.out.printf("%s: %s   source %s   slot %s%n", s.path("name").asText(), s.path("state").asText(), s.path("source").asText(),
                 s.path("slot").asText());
-        System.out.printf("delivered %,d events   durable at %s   lag %s   lag %s of WAL   slot retains %s%n", s.path("events_written").asLong(),
-                s.path("durable_lsn").asText("-"), s.path("lag_millis").asLong() < 0 ? "-" : s.path("lag_millis").asLong() + " ms",
+        // "lag 1200 ms, 466 MiB of WAL" (the milliseconds only while a commit is waiting to be delivered)
+        System.out.printf("delivered %,d events   durable at %s   lag %s%s of WAL   slot retains %s%n", s.path("events_written").asLong(),
+                s.path("durable_lsn").asText("-"), s.path("lag_millis").asLong() < 0 ? "" : s.path("lag_millis").asLong() + " ms, ",
                 bytes(s.path("lag_bytes").asLong()), bytes(s.path("retained_wal_bytes").asLong()));
         JsonNode values = s.path("values");
         if (values.isObject() && "text".equals(values.path("mode").asText())) {
@@ -85,7 +86,8 @@ final class StatusCommand implements Callable<Integer> {
             System.out.println("error: " + s.path("last_error").asText());
         }
         for (JsonNode n : s.path("not_captured")) {
-            System.out.println("not captured: " + n.path("table").asText() + ": " + n.path("reason").asText()
+            // not_captured lists tables not captured at all and captured tables whose UPDATEs and DELETEs are not
+            System.out.println("needs attention: " + n.path("table").asText() + ": " + n.path("reason").asText()
                     + (n.path("fix").isTextual() ? " (fix: " + n.path("fix").asText() + ")" : ""));
         }
         JsonNode reload = s.path("last_reload");

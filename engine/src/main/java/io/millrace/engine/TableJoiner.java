@@ -599,7 +599,7 @@ final class TableJoiner {
      */
     private void partitionsWithoutIdentity(Map<Integer, Partition> captured, Map<Integer, TableRef> lost) {
         Map<Integer, EngineStatus.NotCaptured> found = new java.util.HashMap<>();
-        lost.forEach((oid, t) -> found.put(oid, new EngineStatus.NotCaptured(t.toString(), "captured, and it has no replica identity"
+        lost.forEach((oid, t) -> found.put(oid, new EngineStatus.NotCaptured(t.toString(), "it has no replica identity"
                 + " now (its primary key dropped, or REPLICA IDENTITY set to DEFAULT without one, or to NOTHING): every UPDATE and"
                 + " DELETE of its rows fails on the source (\"cannot update table ... because it does not have a replica identity"
                 + " and publishes updates\"); its inserts are captured", "ALTER TABLE " + t.sql() + " REPLICA IDENTITY FULL; (or"

@@ -37,8 +37,10 @@ import java.sql.Statement;
  * ({@code not_captured} in the status); until then the source's UPDATEs of it fail. The same holds for a published
  * table that an {@code ALTER TABLE} leaves with no replica identity (its primary key dropped, or {@code REPLICA IDENTITY
  * DEFAULT} on a keyless table): when a publication names it and the ALTER dropped a constraint (its primary key), the
- * trigger gives it REPLICA IDENTITY FULL in the same transaction, and DEFAULT again if that transaction gives it a
- * primary key again. An explicit {@code REPLICA IDENTITY DEFAULT} or {@code NOTHING} is the user's: left as it is (the
+ * trigger gives it REPLICA IDENTITY FULL in the same transaction, and DEFAULT again once an ALTER gives it a primary
+ * key again, in that transaction or a later one (which tables it gave FULL is kept in {@code millrace.ddl_shape}, until
+ * the user sets another replica identity); a partitioned root's partitions, which lose the key with it, likewise (each has
+ * a replica identity of its own). An explicit {@code REPLICA IDENTITY DEFAULT} or {@code NOTHING} is the user's: left as it is (the
  * engine names the table with the fix).
  *
  * <p>PostgreSQL lets only a superuser create an event trigger: {@link #install} refuses another role naming that.
@@ -61,10 +63,19 @@ public final class DdlTrigger {
                 CREATE SCHEMA IF NOT EXISTS millrace;
                 CREATE UNLOGGED TABLE IF NOT EXISTS millrace.ddl_shape (relid oid PRIMARY KEY, nspname text NOT NULL,
                     relname text NOT NULL, columns jsonb NOT NULL);
+                -- whether the trigger gave the table REPLICA IDENTITY FULL when its primary key was dropped: DEFAULT again
+                -- once it has one again, in any later transaction
+                ALTER TABLE millrace.ddl_shape ADD COLUMN IF NOT EXISTS identity_full boolean NOT NULL DEFAULT false;
                 CREATE OR REPLACE FUNCTION millrace.ddl_names(rel oid) RETURNS jsonb LANGUAGE sql STABLE
                     SET search_path = pg_catalog, pg_temp AS $fn$
                     SELECT coalesce(jsonb_object_agg(a.attnum::text, a.attname::text), '{}'::jsonb) FROM pg_attribute a
                     WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped $fn$;
+                CREATE OR REPLACE FUNCTION millrace.ddl_mark_full(rel oid, mark boolean) RETURNS void LANGUAGE sql
+                    SET search_path = pg_catalog, pg_temp AS $fn$
+                    INSERT INTO millrace.ddl_shape (relid, nspname, relname, columns, identity_full)
+                        SELECT c.oid, n.nspname, c.relname, millrace.ddl_names(c.oid), mark
+                        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = rel
+                    ON CONFLICT (relid) DO UPDATE SET identity_full = EXCLUDED.identity_full $fn$;
                 CREATE OR REPLACE FUNCTION millrace.ddl_command_end() RETURNS event_trigger LANGUAGE plpgsql SECURITY DEFINER
                     SET search_path = pg_catalog, pg_temp AS $fn$
                 DECLARE
@@ -91,20 +102,42 @@ public final class DdlTrigger {
                         -- a table a publication names, left with no replica identity by a constraint this transaction dropped
                         -- (its primary key): FULL, or every UPDATE and DELETE of it fails; and DEFAULT again once this
                         -- transaction gives it a primary key again (a migration's DROP CONSTRAINT, then ADD PRIMARY KEY)
-                        IF tag = 'ALTER TABLE' AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = rel AND c.relkind = 'r'
+                        -- (a partitioned root's partitions lose theirs with it, and each has a replica identity of its own)
+                        IF tag = 'ALTER TABLE' AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = rel AND c.relkind IN ('r', 'p')
                                     AND NOT c.relispartition AND c.relreplident = 'd')
                                 AND NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = rel AND x.indisprimary)
                                 AND (',' || coalesce(current_setting('millrace.constraint_dropped', true), '') || ',')
                                     LIKE ('%%,' || rel::text || ',%%')
                                 AND EXISTS (SELECT 1 FROM pg_publication_rel pr WHERE pr.prrelid = rel) THEN
+                            IF current_setting('server_version_num')::int >= 120000 THEN
+                                FOR part IN SELECT t.relid FROM pg_partition_tree(rel) t JOIN pg_class p ON p.oid = t.relid
+                                        WHERE p.relispartition AND p.relreplident = 'd'
+                                        AND NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = p.oid AND x.indisprimary)
+                                        ORDER BY t.level LOOP
+                                    EXECUTE format('ALTER TABLE %%s REPLICA IDENTITY FULL', part);
+                                    PERFORM millrace.ddl_mark_full(part, true);
+                                END LOOP;
+                            END IF;
                             EXECUTE format('ALTER TABLE %%I.%%I REPLICA IDENTITY FULL', nsp, rname);
-                            PERFORM set_config('millrace.identity_full', coalesce(current_setting('millrace.identity_full', true), '')
-                                || ',' || rel::text, true);
-                        ELSIF tag = 'ALTER TABLE' AND (',' || coalesce(current_setting('millrace.identity_full', true), '') || ',')
-                                    LIKE ('%%,' || rel::text || ',%%')
+                            PERFORM millrace.ddl_mark_full(rel, true);
+                        ELSIF tag = 'ALTER TABLE' AND EXISTS (SELECT 1 FROM millrace.ddl_shape s WHERE s.relid = rel AND s.identity_full)
                                 AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = rel AND c.relreplident = 'f')
                                 AND EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = rel AND x.indisprimary) THEN
+                            IF current_setting('server_version_num')::int >= 120000 THEN
+                                -- the partitions the trigger gave FULL, keyed again by the root's new primary key
+                                FOR part IN SELECT t.relid FROM pg_partition_tree(rel) t JOIN pg_class p ON p.oid = t.relid
+                                        JOIN millrace.ddl_shape s ON s.relid = p.oid AND s.identity_full
+                                        WHERE p.relispartition AND p.relreplident = 'f'
+                                        AND EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = p.oid AND x.indisprimary) LOOP
+                                    EXECUTE format('ALTER TABLE %%s REPLICA IDENTITY DEFAULT', part);
+                                    PERFORM millrace.ddl_mark_full(part, false);
+                                END LOOP;
+                            END IF;
                             EXECUTE format('ALTER TABLE %%I.%%I REPLICA IDENTITY DEFAULT', nsp, rname);
+                            PERFORM millrace.ddl_mark_full(rel, false);
+                        ELSIF EXISTS (SELECT 1 FROM pg_class c JOIN millrace.ddl_shape s ON s.relid = c.oid AND s.identity_full
+                                WHERE c.oid = rel AND c.relreplident <> 'f') THEN
+                            PERFORM millrace.ddl_mark_full(rel, false); -- the user set another replica identity: theirs from now on
                         END IF;
                         SELECT coalesce(jsonb_agg(jsonb_build_object('attnum', a.attnum, 'name', a.attname::text,
                                 'type', format_type(a.atttypid, a.atttypmod), 'not_null', a.attnotnull, 'missing', a.atthasmissing,

@@ -360,36 +360,60 @@ class ReplicaIdentityIT {
         database(db, "CREATE TABLE public.k (id int PRIMARY KEY, v text)", "CREATE TABLE public.k2 (id int PRIMARY KEY, v text NOT NULL)",
                 "CREATE TABLE public.f (id int, v text)",
                 "ALTER TABLE public.f REPLICA IDENTITY FULL", "INSERT INTO public.k VALUES (1, 'a'), (2, 'gone')",
-                "INSERT INTO public.f VALUES (1, 'a'), (2, 'gone')");
+                "INSERT INTO public.f VALUES (1, 'a'), (2, 'gone')",
+                // a keyed partitioned table: its partitions lose the key with the root's, each with a replica identity of its own
+                "CREATE TABLE public.pk (id int, at date, v text, PRIMARY KEY (id, at)) PARTITION BY RANGE (at)",
+                "CREATE TABLE public.pk_a PARTITION OF public.pk FOR VALUES FROM ('2024-01-01') TO ('2025-01-01')",
+                "CREATE TABLE public.pk_b PARTITION OF public.pk FOR VALUES FROM ('2025-01-01') TO ('2026-01-01')",
+                "INSERT INTO public.pk VALUES (1, '2024-05-01', 'a'), (2, '2025-05-01', 'gone')",
+                "CREATE TABLE public.pk2 (id int, at date, v text NOT NULL, PRIMARY KEY (id, at)) PARTITION BY RANGE (at)",
+                "CREATE TABLE public.pk2_a PARTITION OF public.pk2 FOR VALUES FROM ('2024-01-01') TO ('2025-01-01')");
         if (trigger) {
             try (Connection c = pg.connect(db)) {
                 io.millrace.source.DdlTrigger.install(c);
             }
         }
-        String yaml = yaml(db, List.of("public.k", "public.f", "public.k2")).replace("  status_interval_ms: 500",
+        String yaml = yaml(db, List.of("public.k", "public.f", "public.k2", "public.pk", "public.pk2")).replace("  status_interval_ms: 500",
                 "  status_interval_ms: 500\n  new_tables_poll_s: 1") + "operations:\n  monitor_interval_ms: 200\n";
         try (RunningEngine run = RunningEngine.start(yaml, dir).awaitStreaming(Duration.ofSeconds(60));
              Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
-            E2e.exec(src, "ALTER TABLE public.k DROP CONSTRAINT k_pkey", "ALTER TABLE public.f REPLICA IDENTITY DEFAULT");
+            E2e.exec(src, "ALTER TABLE public.k DROP CONSTRAINT k_pkey", "ALTER TABLE public.f REPLICA IDENTITY DEFAULT",
+                    "ALTER TABLE public.pk DROP CONSTRAINT pk_pkey");
             if (trigger) {
-                // the dropped primary key: FULL in the ALTER's transaction; the explicit REPLICA IDENTITY DEFAULT is the user's
+                // the dropped primary key: FULL in the ALTER's transaction, for a partitioned root's partitions too; the explicit
+                // REPLICA IDENTITY DEFAULT is the user's
                 assertThat(E2e.queryString(src, "SELECT string_agg(relname || '=' || relreplident::text, ',' ORDER BY relname) FROM pg_class"
-                        + " WHERE relname IN ('k', 'f', 'k2') AND relnamespace = 'public'::regnamespace")).isEqualTo("f=d,k=f,k2=d");
-                fixAsShown(run, src, "captured, and it has no replica identity now", "public.f");
+                        + " WHERE relname IN ('k', 'f', 'k2', 'pk', 'pk_a', 'pk_b') AND relnamespace = 'public'::regnamespace"))
+                        .isEqualTo("f=d,k=f,k2=d,pk=f,pk_a=f,pk_b=f");
+                fixAsShown(run, src, "it has no replica identity now", "public.f");
                 // a primary key replaced in one transaction (as a migration does it): DEFAULT again, no FULL left behind
                 src.setAutoCommit(false);
-                E2e.exec(src, "ALTER TABLE public.k2 DROP CONSTRAINT k2_pkey", "ALTER TABLE public.k2 ADD PRIMARY KEY (id, v)");
+                E2e.exec(src, "ALTER TABLE public.k2 DROP CONSTRAINT k2_pkey", "ALTER TABLE public.k2 ADD PRIMARY KEY (id, v)",
+                        "ALTER TABLE public.pk2 DROP CONSTRAINT pk2_pkey", "ALTER TABLE public.pk2 ADD PRIMARY KEY (id, at, v)");
                 src.commit();
                 src.setAutoCommit(true);
-                assertThat(E2e.queryString(src, "SELECT relreplident::text FROM pg_class WHERE oid = 'public.k2'::regclass")).isEqualTo("d");
+                assertThat(E2e.queryString(src, "SELECT string_agg(relname || '=' || relreplident::text, ',' ORDER BY relname) FROM pg_class"
+                        + " WHERE relname IN ('k2', 'pk2', 'pk2_a') AND relnamespace = 'public'::regnamespace")).isEqualTo("k2=d,pk2=d,pk2_a=d");
+                // a primary key given back in a later transaction: DEFAULT again too (FULL would cost WAL for nothing), and a
+                // table the user set FULL themselves stays theirs
+                E2e.exec(src, "ALTER TABLE public.k2 REPLICA IDENTITY FULL", "ALTER TABLE public.k2 DROP CONSTRAINT k2_pkey",
+                        "ALTER TABLE public.k2 ADD PRIMARY KEY (id)");
+                E2e.exec(src, "ALTER TABLE public.k ADD PRIMARY KEY (id)", "ALTER TABLE public.pk ADD PRIMARY KEY (id, at)");
+                assertThat(E2e.queryString(src, "SELECT string_agg(relname || '=' || relreplident::text, ',' ORDER BY relname) FROM pg_class"
+                        + " WHERE relname IN ('k', 'k2', 'pk', 'pk_a', 'pk_b') AND relnamespace = 'public'::regnamespace"))
+                        .isEqualTo("k=d,k2=f,pk=d,pk_a=d,pk_b=d");
             } else {
                 assertThatThrownBy(() -> E2e.exec(src, "UPDATE public.k SET v = v || '?'")).hasMessageContaining("does not have a replica identity");
-                fixAsShown(run, src, "captured, and it has no replica identity now", "public.k", "public.f");
+                assertThatThrownBy(() -> E2e.exec(src, "UPDATE public.pk SET v = v || '?'")).hasMessageContaining("does not have a replica identity");
+                fixAsShown(run, src, "no replica identity", "public.k", "public.f", "public.pk_a", "public.pk_b");
             }
             assertUpdatesAndDeletesWork(db, "public.k");
             assertUpdatesAndDeletesWork(db, "public.f");
-            E2e.awaitSame(src, dst, List.of(TableRef.parse("public.k"), TableRef.parse("public.f")), Duration.ofSeconds(30));
+            assertUpdatesAndDeletesWork(db, "public.pk");
+            E2e.awaitSame(src, dst, List.of(TableRef.parse("public.k"), TableRef.parse("public.f"), TableRef.parse("public.pk")),
+                    Duration.ofSeconds(30));
             assertThat(E2e.queryLong(dst, "SELECT count(*) FROM public.k WHERE v LIKE '%!'")).isEqualTo(1);
+            assertThat(E2e.queryLong(dst, "SELECT count(*) FROM public.pk WHERE v LIKE '%!'")).isEqualTo(1);
         }
     }
 
