@@ -92,7 +92,7 @@ public final class DdlTrigger {
                         -- a partition created or attached under a REPLICA IDENTITY FULL root, with no key of its own: FULL too
                         IF current_setting('server_version_num')::int >= 120000 THEN
                             FOR part IN SELECT t.relid FROM pg_partition_tree(rel) t JOIN pg_class p ON p.oid = t.relid
-                                    WHERE p.relispartition AND p.relreplident = 'd'
+                                    WHERE p.relispartition AND p.relkind IN ('r', 'p') AND p.relreplident = 'd'
                                     AND NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = p.oid AND x.indisprimary)
                                     AND (SELECT r.relreplident FROM pg_class r WHERE r.oid = pg_partition_root(p.oid)) = 'f'
                                     ORDER BY t.level LOOP
@@ -111,7 +111,7 @@ public final class DdlTrigger {
                                 AND EXISTS (SELECT 1 FROM pg_publication_rel pr WHERE pr.prrelid = rel) THEN
                             IF current_setting('server_version_num')::int >= 120000 THEN
                                 FOR part IN SELECT t.relid FROM pg_partition_tree(rel) t JOIN pg_class p ON p.oid = t.relid
-                                        WHERE p.relispartition AND p.relreplident = 'd'
+                                        WHERE p.relispartition AND p.relkind IN ('r', 'p') AND p.relreplident = 'd'
                                         AND NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = p.oid AND x.indisprimary)
                                         ORDER BY t.level LOOP
                                     EXECUTE format('ALTER TABLE %%s REPLICA IDENTITY FULL', part);
@@ -127,7 +127,7 @@ public final class DdlTrigger {
                                 -- the partitions the trigger gave FULL, keyed again by the root's new primary key
                                 FOR part IN SELECT t.relid FROM pg_partition_tree(rel) t JOIN pg_class p ON p.oid = t.relid
                                         JOIN millrace.ddl_shape s ON s.relid = p.oid AND s.identity_full
-                                        WHERE p.relispartition AND p.relreplident = 'f'
+                                        WHERE p.relispartition AND p.relkind IN ('r', 'p') AND p.relreplident = 'f'
                                         AND EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = p.oid AND x.indisprimary) LOOP
                                     EXECUTE format('ALTER TABLE %%s REPLICA IDENTITY DEFAULT', part);
                                     PERFORM millrace.ddl_mark_full(part, false);
