@@ -409,7 +409,7 @@ final class StartPlanner {
             List<String> was = f.checkpoints().stream().map(c -> c.rules().get(r.oid()))
                     .filter(w -> w != null && !Transforms.sameStamp(w, now)).toList();
             String key = was.stream().map(w -> Transforms.keyMaskChanged(w, now, r)).filter(java.util.Objects::nonNull).findFirst()
-                    .orElse(was.stream().anyMatch(w -> w.indexOf('/') < 0) ? f.keyMasked().get(r.oid()) : null);
+                    .orElse(was.stream().anyMatch(w -> !Transforms.tellsMasks(w)) ? f.keyMasked().get(r.oid()) : null);
             if (key != null) {
                 return new StartPlan.Refuse(Kind.CONFIG, "config: the transforms of " + r.table() + " changed while Millrace was stopped,"
                         + " and so did the mask of its key column '" + key + "' (a mask added, taken away or changed, or the salt of"

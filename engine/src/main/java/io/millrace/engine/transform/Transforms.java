@@ -415,6 +415,14 @@ public final class Transforms {
         return a != null && b != null && head(a).equals(head(b));
     }
 
+    /**
+     * Whether a {@link #fingerprint} tells what its rule masked: it has a masks part. One without is of a rule that masks
+     * nothing, or a stamp of the release before (unknown).
+     */
+    public static boolean tellsMasks(String stamp) {
+        return stamp.indexOf('/') >= 0;
+    }
+
     private static String head(String stamp) {
         int slash = stamp.indexOf('/');
         return slash < 0 ? stamp : stamp.substring(0, slash);
@@ -426,7 +434,7 @@ public final class Transforms {
      * too where {@code was} has no masks part (a stamp of the release before: what it masked is unknown).
      */
     public static String keyMaskChanged(String was, String now, io.millrace.core.schema.RelationInfo table) {
-        if (was == null || now == null || was.indexOf('/') < 0) {
+        if (was == null || now == null || !tellsMasks(was)) {
             return null;
         }
         Map<String, String> before = marks(was);
