@@ -101,7 +101,8 @@ public final class MillraceSourceTask extends SourceTask {
                         millrace.status().state());
             }
         } catch (RuntimeException e) {
-            throw e instanceof ConnectException c ? c : new ConnectException("the Millrace pipeline failed: " + SourceValidation.connectorKeys(e.getMessage()), e);
+            throw e instanceof ConnectException c ? c : new ConnectException("the Millrace pipeline failed: " + SourceValidation.connectorKeys(e.getMessage()),
+                    SourceValidation.withConnectorKeys(e));
         }
     }
 

@@ -56,8 +56,27 @@ final class SourceValidation {
                 }
             }
         } catch (MillraceException e) {
-            error(values, keyOf(e), connectorKeys(e.getMessage()));
+            for (String key : keysOf(e)) {
+                error(values, key, connectorKeys(e.getMessage()));
+            }
         }
+    }
+
+    /**
+     * {@code e} as the task's failure shows it: a pipeline's error with its message in the connector's keys, and its
+     * stack and cause kept; the trace Connect shows prints the cause's message too (a user read "choose another
+     * slot.name" at its top and "choose another source.slot" under "Caused by").
+     */
+    static RuntimeException withConnectorKeys(RuntimeException e) {
+        if (!(e instanceof MillraceException m)) {
+            return e;
+        }
+        MillraceException named = new MillraceException(m.kind(), connectorKeys(m.getMessage()), m.getCause());
+        named.setStackTrace(m.getStackTrace());
+        for (Throwable s : m.getSuppressed()) {
+            named.addSuppressed(s);
+        }
+        return named;
     }
 
     /** {@code message} with the YAML configuration's source keys ({@code source.database}) named as the connector's ({@code database.dbname}). */
@@ -101,16 +120,18 @@ final class SourceValidation {
         return ConnectorSettings.HOST; // the server's settings and version
     }
 
-    private static String keyOf(MillraceException e) {
+    /** The keys whose values may be wrong: a server that cannot be reached is a wrong host or a wrong port (found by a user). */
+    private static List<String> keysOf(MillraceException e) {
         for (Throwable t = e.getCause(); t != null; t = t.getCause()) {
             if (t instanceof SQLException s && "3D000".equals(s.getSQLState())) {
-                return ConnectorSettings.DBNAME;
+                return List.of(ConnectorSettings.DBNAME);
             }
         }
         return switch (e.kind()) {
-            case AUTHENTICATION -> e.getMessage().contains("password") ? ConnectorSettings.PASSWORD : ConnectorSettings.USER;
-            case PERMISSION -> ConnectorSettings.USER;
-            default -> ConnectorSettings.HOST;
+            case AUTHENTICATION -> List.of(e.getMessage().contains("password") ? ConnectorSettings.PASSWORD : ConnectorSettings.USER);
+            case PERMISSION -> List.of(ConnectorSettings.USER);
+            case CONNECTION -> List.of(ConnectorSettings.HOST, ConnectorSettings.PORT);
+            default -> List.of(ConnectorSettings.HOST);
         };
     }
 

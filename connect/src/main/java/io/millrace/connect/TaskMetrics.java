@@ -16,7 +16,8 @@ import java.util.function.Supplier;
 /**
  * Millrace's status as the task's plugin metrics (KIP-877), so that the worker's metrics reporters (JMX, ...) carry them
  * with the connector and task tags: {@code millrace-lag-bytes}, {@code millrace-lag-ms}, {@code millrace-events-written},
- * {@code millrace-durable-lsn} and {@code millrace-state}. The worker removes them when the task stops.
+ * {@code millrace-durable-lsn}, {@code millrace-state} and {@code millrace-not-captured}. The worker removes them when
+ * the task stops.
  *
  * <p>A task restarted fast (a failed start, a rebalance) can start before the worker has closed its previous instance's
  * plugin metrics, whose names are still in the worker's registry. A task's plugin metrics can neither see nor remove
@@ -45,6 +46,10 @@ final class TaskMetrics {
         gauge("millrace-durable-lsn", "the position up to which the slot may be confirmed, as a number", status,
                 s -> s.durable() == null ? 0L : s.durable().value());
         gauge("millrace-state", "the pipeline's state (snapshotting, streaming, ...)", status, Status::state);
+        // Connect's REST status shows no warnings: a table the include list selects that cannot be captured (no key, as a
+        // keyless table dropped and created again while streaming) was only a line in the worker's log (found by a user)
+        gauge("millrace-not-captured", "tables the include list selects that are not captured, or whose UPDATEs fail on the source"
+                + " (the worker's log names each with the fix)", status, s -> s.notCaptured().size());
     }
 
     private <T> void gauge(String name, String description, Supplier<Status> status, Function<Status, T> value) {

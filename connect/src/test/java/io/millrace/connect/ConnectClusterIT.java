@@ -92,6 +92,13 @@ class ConnectClusterIT extends ConnectClusterTests {
             org.assertj.core.api.Assertions.assertThatThrownBy(() -> connect.configureConnector(NAME, noDb))
                     .as("creating it is refused too").hasMessageContaining("nosuchdb");
 
+            // a port nothing listens on: the error is on database.port too, not only on database.hostname (found by a user)
+            Map<String, String> wrongPort = new HashMap<>(good);
+            try (java.net.ServerSocket free = new java.net.ServerSocket(0)) {
+                wrongPort.put("database.port", String.valueOf(free.getLocalPort()));
+            }
+            assertThat(errors(wrongPort)).anySatisfy(e -> assertThat(e).startsWith("database.port=").contains("refused"));
+
             Map<String, String> plain = new HashMap<>(good);
             plain.put("database.user", "plain");
             plain.put("database.password", "plain-pw");

@@ -303,7 +303,7 @@ abstract class ConnectClusterTests {
             return found.containsKey("millrace-events-written") && ((Number) found.get("millrace-events-written")).longValue() > 0;
         });
         assertThat(found).containsKeys("millrace-lag-bytes", "millrace-lag-ms", "millrace-durable-lsn").containsEntry("millrace-state",
-                "streaming");
+                "streaming").containsEntry("millrace-not-captured", 0);
     }
 
     /** Pause and resume, then delete and create again under the same name: it resumes from the offsets Connect kept. */

@@ -20,4 +20,19 @@ class SourceValidationTest {
                 .isEqualTo("Check the database name (database.dbname). Name them in table.include.list.");
         assertThat(SourceValidation.connectorKeys("source.unknown stays")).isEqualTo("source.unknown stays");
     }
+
+    /** The task's failure trace prints its cause too: that one names the connector's keys as well (found by a user). */
+    @Test
+    void aPipelinesFailureNamesTheConnectorsKeysInTheCauseToo() {
+        RuntimeException root = new IllegalStateException("the server said no");
+        io.millrace.core.MillraceException failed = new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.SOURCE_SETUP,
+                "replication slot 'flat_slot' exists, but no destination holds a checkpoint of it; drop it, or choose another source.slot", root);
+        RuntimeException shown = SourceValidation.withConnectorKeys(failed);
+        assertThat(shown).isInstanceOf(io.millrace.core.MillraceException.class).hasMessageEndingWith("choose another slot.name")
+                .hasCause(root);
+        assertThat(((io.millrace.core.MillraceException) shown).kind()).isEqualTo(io.millrace.core.MillraceException.Kind.SOURCE_SETUP);
+        assertThat(shown.getStackTrace()).isEqualTo(failed.getStackTrace());
+        RuntimeException other = new IllegalArgumentException("source.slot");
+        assertThat(SourceValidation.withConnectorKeys(other)).isSameAs(other);
+    }
 }

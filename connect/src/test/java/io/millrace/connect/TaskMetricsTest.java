@@ -20,7 +20,8 @@ class TaskMetricsTest {
     private static final Map<String, String> TAGS = Map.of("connector", "inventory", "task", "0");
 
     private static Status status(long lagBytes) {
-        return new Status("inventory", "streaming", null, lagBytes, 0, 7, List.of(), null);
+        return new Status("inventory", "streaming", null, lagBytes, 0, 7, List.of(), null, lagBytes == 42 ? List.of(new Status.NotCaptured(
+                "public.log", "it has no primary key", "ALTER TABLE public.log ADD PRIMARY KEY (...)")) : List.of());
     }
 
     @Test
@@ -31,7 +32,7 @@ class TaskMetricsTest {
 
             PluginMetricsImpl restarted = new PluginMetricsImpl(registry, TAGS);
             TaskMetrics metrics = new TaskMetrics(restarted, () -> status(42));
-            assertThat(metrics.addPending()).as("held by the previous instance, and the start does not fail").isEqualTo(5);
+            assertThat(metrics.addPending()).as("held by the previous instance, and the start does not fail").isEqualTo(6);
             MetricName lag = restarted.metricName("millrace-lag-bytes", "", new java.util.LinkedHashMap<>());
             assertThat(registry.metric(lag).metricValue()).isEqualTo(1L);
 
@@ -40,6 +41,8 @@ class TaskMetricsTest {
             assertThat(registry.metric(lag).metricValue()).isEqualTo(42L);
             assertThat(registry.metric(restarted.metricName("millrace-events-written", "", new java.util.LinkedHashMap<>()))
                     .metricValue()).isEqualTo(7L);
+            assertThat(registry.metric(restarted.metricName("millrace-not-captured", "", new java.util.LinkedHashMap<>()))
+                    .metricValue()).as("the table that needs attention").isEqualTo(1);
 
             restarted.close();
             assertThat(registry.metric(lag)).as("removed with the task's plugin metrics").isNull();

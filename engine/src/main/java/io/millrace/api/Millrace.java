@@ -228,7 +228,8 @@ public final class Millrace implements AutoCloseable {
         }
         String state = phase.get() == Phase.ENDED && !s.state().equals("failed") ? (error.get() == null ? "stopped" : "failed") : s.state();
         return new Status(s.name(), state, s.durableLsn() == null ? null : Lsn.parse(s.durableLsn()), s.lagBytes(), s.lagMillis(),
-                s.eventsWritten(), tables, s.lastError() != null ? s.lastError() : error.get() == null ? null : error.get().getMessage());
+                s.eventsWritten(), tables, s.lastError() != null ? s.lastError() : error.get() == null ? null : error.get().getMessage(),
+                s.notCaptured().stream().map(n -> new Status.NotCaptured(n.table(), n.reason(), n.fix())).toList());
     }
 
     /**

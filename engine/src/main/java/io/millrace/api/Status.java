@@ -17,12 +17,32 @@ import java.util.List;
  * @param eventsWritten changes delivered so far (snapshot rows included)
  * @param tables        each captured table's phase and counters
  * @param lastError     the error that stopped the engine, or that it is retrying after; null when none
+ * @param notCaptured   tables the selection takes that are not captured (no key or replica identity, a publication
+ *                      Millrace does not manage, ...), and captured tables whose UPDATEs and DELETEs fail on the source
+ *                      now (their replica identity taken away), each with why and the fix; empty when none
  */
 public record Status(String name, String state, Lsn durable, long lagBytes, long lagMillis, long eventsWritten, List<Table> tables,
-                     String lastError) {
+                     String lastError, List<NotCaptured> notCaptured) {
 
     public Status {
         tables = List.copyOf(tables);
+        notCaptured = List.copyOf(notCaptured);
+    }
+
+    /** A status without tables that need attention (the form before {@code notCaptured}). */
+    public Status(String name, String state, Lsn durable, long lagBytes, long lagMillis, long eventsWritten, List<Table> tables,
+                  String lastError) {
+        this(name, state, durable, lagBytes, lagMillis, eventsWritten, tables, lastError, List.of());
+    }
+
+    /**
+     * A table that needs attention.
+     *
+     * @param table  {@code schema.table}
+     * @param reason why it is not captured (or why the source's UPDATEs of it fail)
+     * @param fix    what to run or change, or null
+     */
+    public record NotCaptured(String table, String reason, String fix) {
     }
 
     /**

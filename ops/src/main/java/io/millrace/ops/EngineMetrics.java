@@ -58,6 +58,9 @@ public final class EngineMetrics {
                 .register(registry);
         FunctionCounter.builder("millrace_errors", this, m -> m.status().lastError() == null ? 0 : 1)
                 .description("errors that stopped the engine").register(registry);
+        Gauge.builder("millrace_tables_not_captured", this, m -> m.status().notCaptured().size())
+                .description("tables source.tables selects that are not captured, or whose UPDATEs fail on the source (the status's"
+                        + " not_captured names each with the fix)").register(registry);
         Gauge.builder("millrace_online_snapshots", this, m -> m.status().online() == null ? 0 : m.status().online().tasks().size())
                 .description("online snapshots under way").register(registry);
         FunctionCounter.builder("millrace_online_snapshot_chunks", this, m -> m.status().online() == null ? 0 : m.status().online().chunksRead())

@@ -129,7 +129,7 @@ class ControlApiIT {
             await("SELECT count(*) FROM public.orders", 3000);
             String status = get(port, "/status");
             assertThat(status).doesNotContain(TOKEN).contains("\"online\":{\"paused\":false");
-            assertThat(get(port, "/metrics")).contains("millrace_online_snapshot_chunks_total").doesNotContain(TOKEN);
+            assertThat(get(port, "/metrics")).contains("millrace_online_snapshot_chunks_total").contains("millrace_tables_not_captured").doesNotContain(TOKEN);
 
             // a copy of a duckdb destination: token, an absolute path and a duckdb destination, or a 400 that says so
             String copy = "{\"destination\": \"replica\", \"file\": \"" + dir.resolve("c.duckdb").toAbsolutePath() + "\"}";
