@@ -248,8 +248,8 @@ public final class KafkaSink implements Sink {
                     }
                     send(e);
                 }
-                producer.send(new ProducerRecord<>(config.checkpointTopic(), checkpointKey,
-                        CheckpointJson.write(checkpoint).getBytes(StandardCharsets.UTF_8)));
+                failedAtOnce(producer.send(new ProducerRecord<>(config.checkpointTopic(), checkpointKey,
+                        CheckpointJson.write(checkpoint).getBytes(StandardCharsets.UTF_8))));
                 Faults.hit(FaultPoint.SINK_KAFKA_BEFORE_COMMIT);
                 producer.commitTransaction(); // INV: DURABLE — records and checkpoint become visible together, only now
                 break;
@@ -382,8 +382,30 @@ public final class KafkaSink implements Sink {
     }
 
     private void send(String topic, byte[] key, byte[] value) {
-        producer.send(new ProducerRecord<>(topic, key, value)); // errors surface in commitTransaction
+        // errors surface in commitTransaction, except one the producer had at once
+        failedAtOnce(producer.send(new ProducerRecord<>(topic, key, value)));
         records++;
+    }
+
+    /**
+     * Throws the error of a send the producer failed without sending: its wait for the topic's metadata ran out
+     * ({@code max.block.ms}, 60 s by default), as when the brokers went away. The producer does not throw it: it returns
+     * a failed future and takes the next record, which waits as long again — a batch of N records held the writer for
+     * N minutes with the status still "streaming" (found by a user: a broker killed with SIGKILL, a 50-record batch stuck
+     * for 5 minutes). INV: BOUNDED in time too: one wait per batch, then the batch fails and is retried.
+     */
+    private static void failedAtOnce(java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata> sent) {
+        if (!sent.isDone()) {
+            return;
+        }
+        try {
+            sent.get();
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof RuntimeException r ? r : new KafkaException(e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new KafkaException("interrupted while sending", e);
+        }
     }
 
     private void tombstone(String topic, byte[] key) {

@@ -267,6 +267,48 @@ class KafkaSinkIT {
         assertTrue(rows.get(0).contains("\"ok\"") && rows.get(1).contains("\"after\""), rows.toString());
     }
 
+    /**
+     * Brokers that go away abruptly (a SIGKILL: every connection dropped) while a batch goes to a topic this producer has
+     * not written to yet: each record's send waits {@code max.block.ms} for the topic's metadata and fails without
+     * throwing, and the next waits again. Before, the writer was held N times that wait for a batch of N records (a
+     * user's 50-record batch: 5 minutes, the status "streaming" all along), and the error said only "Cannot execute
+     * transactional method because we are in an error state". Now the batch fails at the first such send, naming it,
+     * retryable, and nothing of it is visible.
+     */
+    @Test
+    void brokersThatWentAwayFailTheBatchAtItsFirstSendNotOncePerRecord() throws Exception {
+        try (KafkaBroker gone = KafkaBroker.startBehindProxy()) {
+            KafkaSinkConfig c = KafkaSinkConfig.of("k", gone.bootstrapServers(), "millrace.p9", new SourceMeta("p9", "db"))
+                    .withProducer(Map.of("max.block.ms", "1000"));
+            RelationInfo other = Events.rel(102, "shop.other", 'd', "*id:23", "name:25");
+            try (org.apache.kafka.clients.admin.Admin admin = org.apache.kafka.clients.admin.Admin.create(Map.of("bootstrap.servers",
+                    gone.bootstrapServers()))) {
+                admin.createTopics(List.of(new org.apache.kafka.clients.admin.NewTopic("p9.shop.other", 1, (short) 1))).all().get();
+            }
+            try (KafkaSink sink = new KafkaSink(c)) {
+                sink.open(); // lists the topics: p9.shop.other exists, so the write creates none
+                sink.write(List.of(Events.transaction(100).insertText(ITEMS, 1, "ok", 1)), Events.checkpoint("k", 100));
+                gone.cutOff();
+                Events ev = Events.transaction(200);
+                List<ChangeEvent> batch = new ArrayList<>();
+                for (int i = 1; i <= 30; i++) {
+                    batch.add(ev.insertText(other, i, "row " + i));
+                }
+                long t0 = System.nanoTime();
+                MillraceException e = assertThrows(MillraceException.class, () -> sink.write(batch, Events.checkpoint("k", 200)));
+                long seconds = (System.nanoTime() - t0) / 1_000_000_000L;
+                assertTrue(seconds < 20, "the batch failed after " + seconds + " s: one wait of max.block.ms per record is 30 s and more");
+                assertEquals(MillraceException.Kind.CONNECTION, e.kind(), e.getMessage());
+                assertTrue(e.getMessage().contains("p9.shop.other") && e.getMessage().contains("metadata"), e.getMessage());
+            }
+            gone.reconnect();
+            try (KafkaSink again = new KafkaSink(c)) {
+                assertEquals(100, again.open().orElseThrow().flushLsn().value(), "the failed batch's checkpoint is not there");
+            }
+            assertEquals(0, gone.countCommitted("p9.shop.other"), "nothing of the failed batch is visible");
+        }
+    }
+
     @Test
     void anUnreachableBrokerIsAClearError() throws Exception {
         int port;
