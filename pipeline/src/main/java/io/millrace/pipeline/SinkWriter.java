@@ -50,9 +50,15 @@ final class SinkWriter {
     }
 
     void write(Batch batch) {
+        boolean written = false;
         try {
             writeToEach(batch);
+            written = true;
         } finally {
+            PipelineStats.Writing w = stats.writing();
+            if (!written && w != null) {
+                stats.undelivered(w.oldestCommitMicros()); // the lag the retry's status goes on from
+            }
             stats.writing(null);
         }
         stats.written(batch.events());

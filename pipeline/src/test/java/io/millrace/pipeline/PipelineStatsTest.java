@@ -49,6 +49,52 @@ class PipelineStatsTest {
         assertThat(stats.lagMillis(System.currentTimeMillis())).isZero();
     }
 
+    /**
+     * A batch whose write failed (a destination away): the lag is the age of its oldest change, from which the retry's
+     * status goes on counting, not the last durable batch's latency (a user's status read 1 s where a change had waited 86).
+     */
+    @Test
+    void aFailedWriteLeavesTheLagAtTheAgeOfItsOldestChange() {
+        PipelineStats stats = new PipelineStats();
+        RelationInfo a = rel(1, "a");
+        long now = System.currentTimeMillis();
+        stats.written(List.of(new ChangeEvent(Op.CREATE, a, null, new Object[]{1}, Lsn.of(100), new Position(Lsn.of(200), 1), 7,
+                (now - 1_000) * 1000, false))); // an earlier batch, durable a second after its commit
+        io.millrace.core.change.Identity id = new io.millrace.core.change.Identity("1", "db", "slot", "pub", "d");
+        io.millrace.core.sink.Sink away = new io.millrace.core.sink.Sink() {
+            @Override
+            public String name() {
+                return "away";
+            }
+
+            @Override
+            public boolean transactional() {
+                return true;
+            }
+
+            @Override
+            public java.util.Optional<io.millrace.core.change.Checkpoint> open() {
+                return java.util.Optional.empty();
+            }
+
+            @Override
+            public void write(List<ChangeEvent> events, io.millrace.core.change.Checkpoint checkpoint) {
+                throw new IllegalStateException("the destination is away");
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        SinkWriter writer = new SinkWriter(List.of(away), List.of(checkpoint(id, 0x100)), new io.millrace.core.ByteBudget(1 << 20),
+                lsn -> { }, stats);
+        ChangeEvent waiting = new ChangeEvent(Op.CREATE, a, null, new Object[]{2}, Lsn.of(0x300), new Position(Lsn.of(0x300), 1), 8,
+                (now - 86_000) * 1000, false);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> writer.write(new Batch(List.of(waiting), Lsn.of(0x300),
+                waiting.position(), null))).hasMessageContaining("away");
+        assertThat(stats.lagMillis(System.currentTimeMillis())).isGreaterThanOrEqualTo(86_000);
+    }
+
     private static io.millrace.core.change.Checkpoint checkpoint(io.millrace.core.change.Identity id, long lsn) {
         return new io.millrace.core.change.Checkpoint(io.millrace.core.change.Checkpoint.VERSION, id, Lsn.of(lsn), new Position(Lsn.of(lsn), 1),
                 io.millrace.core.change.SnapshotProgress.skipped(Lsn.of(0x1000)));
