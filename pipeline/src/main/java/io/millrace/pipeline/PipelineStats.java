@@ -149,9 +149,7 @@ public final class PipelineStats {
      * broker stopped for a minute and a half, and a lag alert a minute late).
      */
     void undelivered(long commitMicros) {
-        if (commitMicros > 0) {
-            undeliveredCommitMicros = commitMicros;
-        }
+        undeliveredCommitMicros = Math.max(0, commitMicros); // 0: delivered (a batch written since)
     }
 
     /** The durable position the run starts from: the lowest over the destinations' checkpoints (no batch written yet). */

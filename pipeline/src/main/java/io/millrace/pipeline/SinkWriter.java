@@ -58,6 +58,8 @@ final class SinkWriter {
             PipelineStats.Writing w = stats.writing();
             if (!written && w != null) {
                 stats.undelivered(w.oldestCommitMicros()); // the lag the retry's status goes on from
+            } else if (written) {
+                stats.undelivered(0); // a write of the batch again succeeded
             }
             stats.writing(null);
         }
