@@ -39,8 +39,9 @@ import java.sql.Statement;
  * DEFAULT} on a keyless table): when a publication names it and the ALTER dropped a constraint (its primary key), the
  * trigger gives it REPLICA IDENTITY FULL in the same transaction, and DEFAULT again once an ALTER gives it a primary
  * key again, in that transaction or a later one (which tables it gave FULL is kept in {@code millrace.ddl_shape}, until
- * the user sets another replica identity); a partitioned root's partitions, which lose the key with it, likewise (each has
- * a replica identity of its own). An explicit {@code REPLICA IDENTITY DEFAULT} or {@code NOTHING} is the user's: left as it is (the
+ * the user sets a replica identity themselves; that table is unlogged, so a crash of the server forgets it and the table
+ * keeps FULL, which costs WAL only); a partitioned root's partitions, which lose the key with it, likewise (each has a
+ * replica identity of its own). An explicit {@code REPLICA IDENTITY DEFAULT} or {@code NOTHING} is the user's: left as it is (the
  * engine names the table with the fix).
  *
  * <p>PostgreSQL lets only a superuser create an event trigger: {@link #install} refuses another role naming that.
@@ -121,6 +122,7 @@ public final class DdlTrigger {
                             EXECUTE format('ALTER TABLE %%I.%%I REPLICA IDENTITY FULL', nsp, rname);
                             PERFORM millrace.ddl_mark_full(rel, true);
                         ELSIF tag = 'ALTER TABLE' AND EXISTS (SELECT 1 FROM millrace.ddl_shape s WHERE s.relid = rel AND s.identity_full)
+                                AND current_query() !~* 'replica[[:space:]]+identity'
                                 AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = rel AND c.relreplident = 'f')
                                 AND EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = rel AND x.indisprimary) THEN
                             IF current_setting('server_version_num')::int >= 120000 THEN
@@ -136,8 +138,9 @@ public final class DdlTrigger {
                             EXECUTE format('ALTER TABLE %%I.%%I REPLICA IDENTITY DEFAULT', nsp, rname);
                             PERFORM millrace.ddl_mark_full(rel, false);
                         ELSIF EXISTS (SELECT 1 FROM pg_class c JOIN millrace.ddl_shape s ON s.relid = c.oid AND s.identity_full
-                                WHERE c.oid = rel AND c.relreplident <> 'f') THEN
-                            PERFORM millrace.ddl_mark_full(rel, false); -- the user set another replica identity: theirs from now on
+                                WHERE c.oid = rel AND (c.relreplident <> 'f' OR current_query() ~* 'replica[[:space:]]+identity')) THEN
+                            -- the user set a replica identity (another, or FULL again by name): theirs from now on
+                            PERFORM millrace.ddl_mark_full(rel, false);
                         END IF;
                         SELECT coalesce(jsonb_agg(jsonb_build_object('attnum', a.attnum, 'name', a.attname::text,
                                 'type', format_type(a.atttypid, a.atttypmod), 'not_null', a.attnotnull, 'missing', a.atthasmissing,
