@@ -235,8 +235,11 @@ public final class KafkaSink implements Sink {
             Thread.currentThread().interrupt();
             throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': interrupted while creating topics", e);
         }
+        // names this batch's checkpoint record (a header), so that after a refused commit a read can tell whether it landed
+        byte[] batchId = java.util.UUID.randomUUID().toString().getBytes(StandardCharsets.UTF_8);
         for (int attempt = 1; ; attempt++) {
             boolean begun = false;
+            boolean committing = false;
             try {
                 producer.beginTransaction();
                 begun = true;
@@ -248,14 +251,24 @@ public final class KafkaSink implements Sink {
                     }
                     send(e);
                 }
-                failedAtOnce(producer.send(new ProducerRecord<>(config.checkpointTopic(), checkpointKey,
-                        CheckpointJson.write(checkpoint).getBytes(StandardCharsets.UTF_8))));
+                failedAtOnce(producer.send(new ProducerRecord<>(config.checkpointTopic(), null, checkpointKey,
+                        CheckpointJson.write(checkpoint).getBytes(StandardCharsets.UTF_8),
+                        List.of(new org.apache.kafka.common.header.internals.RecordHeader(BATCH_HEADER, batchId)))));
                 Faults.hit(FaultPoint.SINK_KAFKA_BEFORE_COMMIT);
+                committing = true;
                 producer.commitTransaction(); // INV: DURABLE — records and checkpoint become visible together, only now
+                commitAnswered.run();
                 break;
             } catch (RuntimeException e) {
                 if (attempt == 1 && invalidTxnState(e)) {
                     renewProducer(e, events.size());
+                    // A commit refused may still have happened (a retried EndTxn answered after the first one committed):
+                    // the new producer's initTransactions has ended it either way, and the checkpoint topic says which.
+                    // Written again only when it did not land (INV: RESUME, exactly once).
+                    if (committing && Arrays.equals(batchId, readCheckpointRecord().batch())) {
+                        LOG.warn("destination '{}': the refused commit had landed; the batch is not written again", config.name());
+                        break;
+                    }
                     continue;
                 }
                 throw failed(e, begun, events.size());
@@ -392,7 +405,8 @@ public final class KafkaSink implements Sink {
      * ({@code max.block.ms}, 60 s by default), as when the brokers went away. The producer does not throw it: it returns
      * a failed future and takes the next record, which waits as long again — a batch of N records held the writer for
      * N minutes with the status still "streaming" (found by a user: a broker killed with SIGKILL, a 50-record batch stuck
-     * for 5 minutes). INV: BOUNDED in time too: one wait per batch, then the batch fails and is retried.
+     * for 5 minutes). The batch then fails after that wait and the abort's (which waits for the brokers as long), and is
+     * retried.
      */
     private static void failedAtOnce(java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata> sent) {
         if (!sent.isDone()) {
@@ -572,7 +586,30 @@ public final class KafkaSink implements Sink {
     }
 
     /** Reads the checkpoint topic to its end as a read_committed consumer; the last record of our key wins. */
+    /** Runs after each commit returned, inside the write's handling of a refused commit: a test's seam (KafkaSinkIT). */
+    Runnable commitAnswered = () -> { };
+
+    /** The header naming the write that made a checkpoint record (a random id per batch; see {@link #write}). */
+    static final String BATCH_HEADER = "millrace.batch";
+
+    /** The last committed checkpoint record of this pipeline: its value and its {@link #BATCH_HEADER} (each null when none). */
+    private record Stored(byte[] value, byte[] batch) {
+    }
+
     private Optional<Checkpoint> readCheckpoint() {
+        byte[] last = readCheckpointRecord().value();
+        if (last == null) {
+            return Optional.empty();
+        }
+        try {
+            return Optional.of(CheckpointJson.read(new String(last, StandardCharsets.UTF_8)));
+        } catch (IllegalArgumentException e) {
+            throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': the checkpoint stored in topic "
+                    + config.checkpointTopic() + " under key '" + config.transactionalId() + "' is unreadable (" + e.getMessage() + ")", e);
+        }
+    }
+
+    private Stored readCheckpointRecord() {
         Map<String, Object> props = clientProps(ConsumerConfig.configNames());
         props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
@@ -580,7 +617,7 @@ public final class KafkaSink implements Sink {
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         props.put(ConsumerConfig.CLIENT_ID_CONFIG, config.transactionalId() + "-checkpoint-reader");
         byte[] last = null;
-        boolean found = false;
+        byte[] batch = null;
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
             List<TopicPartition> parts = new ArrayList<>();
             for (PartitionInfo p : consumer.partitionsFor(config.checkpointTopic(), Duration.ofMillis(timeoutMs))) {
@@ -598,20 +635,13 @@ public final class KafkaSink implements Sink {
                 for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
                     if (Arrays.equals(r.key(), checkpointKey)) {
                         last = r.value();
-                        found = true;
+                        org.apache.kafka.common.header.Header h = r.headers().lastHeader(BATCH_HEADER);
+                        batch = h == null ? null : h.value();
                     }
                 }
             }
         }
-        if (!found || last == null) {
-            return Optional.empty();
-        }
-        try {
-            return Optional.of(CheckpointJson.read(new String(last, StandardCharsets.UTF_8)));
-        } catch (IllegalArgumentException e) {
-            throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': the checkpoint stored in topic "
-                    + config.checkpointTopic() + " under key '" + config.transactionalId() + "' is unreadable (" + e.getMessage() + ")", e);
-        }
+        return new Stored(last, batch);
     }
 
     /**
@@ -723,18 +753,18 @@ public final class KafkaSink implements Sink {
      * A transaction refused as InvalidTxnStateException, first of all a new producer's first: the broker's view of this
      * transactional id is not the producer's. Seen right after the previous engine of this id stopped (DdlTriggerIT, in one
      * JVM: the coordinator, its state EMPTY, received the new producer's COMMIT) or was SIGKILLed (KafkaCrashIT in CI at
-     * 5004c54). The producer is in a fatal state, and nothing of the batch became visible: a new producer whose
-     * initTransactions bumps the epoch and ends whatever the broker holds for the id (INV: RESUME) writes the batch again.
-     * What a new engine start would do, without stopping the pipeline; once per batch.
+     * 5004c54). The producer is in a fatal state. A new producer's initTransactions bumps the epoch and ends whatever the
+     * broker holds for the id (INV: RESUME); the batch is then written again by it, unless the refusal came from the commit
+     * and the checkpoint topic holds this batch's record ({@link #BATCH_HEADER}): a refused commit may have committed.
+     * What a new engine start would do (it reads the checkpoint), without stopping the pipeline; once per batch.
      * <p>Also seen after commits: the in-JVM broker of KafkaSinkContractIT (Kafka 4, transactions version 2, which bumps the
      * epoch at every commit) logged "state is COMPLETE_COMMIT, but received transaction marker result to send: COMMIT" for
      * the previous commit and refused the next transaction, the first to add a new partition, in a CI run on a loaded
-     * machine. The supervisor would have retried it as a CONNECTION error from a new engine start; renewing the producer
-     * here does the same without the restart.
+     * machine. The supervisor would have retried it as a CONNECTION error from a new engine start.
      */
     private void renewProducer(RuntimeException cause, int size) {
-        LOG.warn("destination '{}': Kafka refused the new producer's first transaction ({}); a new producer writes the batch"
-                + " again", config.name(), cause.getMessage());
+        LOG.warn("destination '{}': Kafka refused the producer's transaction ({}); a new producer takes over", config.name(),
+                cause.getMessage());
         try {
             producer.close(Duration.ZERO);
         } catch (KafkaException e) {

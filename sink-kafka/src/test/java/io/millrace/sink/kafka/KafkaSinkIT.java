@@ -309,6 +309,36 @@ class KafkaSinkIT {
         }
     }
 
+    /**
+     * A commit refused as InvalidTxnStateException that had in fact committed (a retried EndTxn answered after the first
+     * one committed): the new producer that takes over must not write the batch again, or its records are there twice.
+     * The batch's checkpoint record carries the write's id (a header), and the checkpoint topic says whether it landed.
+     */
+    @Test
+    void aRefusedCommitThatHadCommittedIsNotWrittenAgain() throws Exception {
+        KafkaSinkConfig c = config("p10");
+        try (KafkaSink sink = new KafkaSink(c)) {
+            sink.open();
+            sink.write(List.of(Events.transaction(100).insertText(ITEMS, 1, "first", 1)), Events.checkpoint("k", 100));
+            int[] refused = {0};
+            sink.commitAnswered = () -> {
+                if (refused[0]++ == 0) {
+                    throw new org.apache.kafka.common.errors.InvalidTxnStateException("the broker answered the retried commit so");
+                }
+            };
+            Events ev = Events.transaction(200);
+            sink.write(List.of(ev.insertText(ITEMS, 2, "once", 2), ev.insertText(ITEMS, 3, "once", 3)), Events.checkpoint("k", 200));
+            assertEquals(1, refused[0], "the commit was answered once: the batch was not written again");
+            sink.commitAnswered = () -> { };
+            sink.write(List.of(Events.transaction(300).insertText(ITEMS, 4, "after", 4)), Events.checkpoint("k", 300));
+        }
+        try (KafkaSink again = new KafkaSink(c)) {
+            assertEquals(300, again.open().orElseThrow().flushLsn().value());
+        }
+        List<String> rows = summary("p10.shop.items");
+        assertEquals(4, rows.size(), "each row once: " + rows);
+    }
+
     @Test
     void anUnreachableBrokerIsAClearError() throws Exception {
         int port;
