@@ -585,7 +585,6 @@ public final class KafkaSink implements Sink {
         }
     }
 
-    /** Reads the checkpoint topic to its end as a read_committed consumer; the last record of our key wins. */
     /** Runs after each commit returned, inside the write's handling of a refused commit: a test's seam (KafkaSinkIT). */
     Runnable commitAnswered = () -> { };
 
@@ -609,6 +608,7 @@ public final class KafkaSink implements Sink {
         }
     }
 
+    /** Reads the checkpoint topic to its end as a read_committed consumer; the last record of our key wins. */
     private Stored readCheckpointRecord() {
         Map<String, Object> props = clientProps(ConsumerConfig.configNames());
         props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
