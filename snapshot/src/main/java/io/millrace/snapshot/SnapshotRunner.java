@@ -131,12 +131,30 @@ public final class SnapshotRunner {
 
     /** Copies every table; returns when all rows are handed to the writer with the progress that says so. */
     public void run() throws InterruptedException {
+        Faults.hit(FaultPoint.SNAPSHOT_BEFORE_LOCKS);
+        copyAll();
+    }
+
+    private void copyAll() throws InterruptedException {
         long started = System.nanoTime();
-        ConcurrentLinkedQueue<Chunk> queue = new ConcurrentLinkedQueue<>(plan());
+        // the first reader's transaction locks the tables before anything else is done (INV: HANDOVER, lockAll)
+        Connection first = openReader();
+        ConcurrentLinkedQueue<Chunk> queue;
+        try {
+            queue = new ConcurrentLinkedQueue<>(plan(first));
+        } catch (RuntimeException e) {
+            try {
+                first.close();
+            } catch (SQLException closing) {
+                e.addSuppressed(closing);
+            }
+            throw e;
+        }
         int n = Math.max(1, Math.min(options.readers(), queue.size()));
         List<Thread> readers = new ArrayList<>();
         for (int i = 0; i < n; i++) {
-            Thread t = new Thread(() -> read(queue), "millrace-snapshot-" + i);
+            Connection own = i == 0 ? first : null;
+            Thread t = new Thread(() -> read(queue, own), "millrace-snapshot-" + i);
             t.setDaemon(true);
             readers.add(t); // registered before start (INV: NO-SILENT-ERROR)
         }
@@ -172,9 +190,14 @@ public final class SnapshotRunner {
                 String.format("%.1f", secs), Math.round(rows / Math.max(secs, 1e-3)), n);
     }
 
-    private List<Chunk> plan() {
+    /**
+     * Cuts the tables into chunks by their sizes, read on {@code c}, the first reader's connection, which holds the tables'
+     * locks: pg_relation_size takes a lock too, and on another connection it would queue behind a TRUNCATE that waits for
+     * the copy to end.
+     */
+    private List<Chunk> plan(Connection c) {
         List<Chunk> all = new ArrayList<>();
-        try (Connection c = connections.openCapture(); PreparedStatement ps = c.prepareStatement(
+        try (PreparedStatement ps = c.prepareStatement(
                 "SELECT pg_relation_size(?) / current_setting('block_size')::bigint")) {
             for (Table t : tables) {
                 long pages = 0;
@@ -200,13 +223,30 @@ public final class SnapshotRunner {
         return all;
     }
 
-    private void read(ConcurrentLinkedQueue<Chunk> queue) {
-        try (Connection c = connections.openCapture()) { // where the slot exported the snapshot: the standby with capture_from
+    /** A connection in the snapshot's transaction, every table locked (lockAll). */
+    private Connection openReader() {
+        Connection c = connections.openCapture(); // where the slot exported the snapshot: the standby with capture_from
+        try {
             c.setAutoCommit(false);
             try (Statement s = c.createStatement()) {
                 s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
                 s.execute("SET TRANSACTION SNAPSHOT " + Ident.literal(snapshotName)); // INV: HANDOVER
+                lockAll(s);
             }
+            return c;
+        } catch (SQLException e) {
+            try {
+                c.close();
+            } catch (SQLException closing) {
+                e.addSuppressed(closing);
+            }
+            throw PgErrors.translate("reading the snapshot", e);
+        }
+    }
+
+    /** Copies chunks from {@code queue} until it is empty, on {@code opened} or a reader connection of its own. */
+    private void read(ConcurrentLinkedQueue<Chunk> queue, Connection opened) {
+        try (Connection c = opened != null ? opened : openReader()) {
             Chunk chunk;
             java.util.Set<RelationInfo> checked = new java.util.HashSet<>();
             while (failure.get() == null && (chunk = queue.poll()) != null) {
@@ -221,6 +261,31 @@ public final class SnapshotRunner {
         } catch (Throwable t) {
             failure.compareAndSet(null, t);
         }
+    }
+
+    /**
+     * INV: HANDOVER — locks every table of the snapshot (ACCESS SHARE, as pg_dump does) first thing in the reader's
+     * transaction, not as the reader reaches each one: a TRUNCATE or a table-rewriting ALTER of a captured table now
+     * waits until the copy ends instead of invalidating it (a table truncated every few seconds made every attempt
+     * start over until the snapshot gave up). One committed between the slot's consistent point and this lock is still
+     * caught by {@link #lockAndCheck}. The locks last as long as the reader's transaction, the whole copy, as the ones
+     * taken table by table did: what the application cannot do meanwhile is unchanged, only from when.
+     *
+     * <p>Taken by the readers themselves, never by a separate connection held for them: a reader's own lock request
+     * queues behind a TRUNCATE waiting for that connection, which would wait for the copy, which waits for the reader
+     * (a deadlock PostgreSQL cannot see). A reader that starts after such a TRUNCATE queued waits behind it while the
+     * readers that hold their locks copy the rest; it finds no chunk left and checks nothing. On a standby
+     * ({@code capture_from}) the lock does not hold the primary back; the check still holds.
+     */
+    private void lockAll(Statement s) throws SQLException {
+        if (tables.isEmpty()) {
+            return;
+        }
+        StringBuilder sql = new StringBuilder("LOCK TABLE ");
+        for (int i = 0; i < tables.size(); i++) {
+            sql.append(i == 0 ? "" : ", ").append(tables.get(i).relation().table().sql());
+        }
+        s.execute(sql.append(" IN ACCESS SHARE MODE").toString());
     }
 
     /**

@@ -14,6 +14,11 @@ public record FaultPoint(String id) {
 
     /** {@code SnapshotRunner}: a batch of a chunk was handed to the writer, the chunk has not ended (INV: COVER, RESUME). */
     public static final FaultPoint SNAPSHOT_MID_CHUNK = new FaultPoint("snapshot.mid-chunk");
+    /**
+     * {@code SnapshotRunner.run}: the slot exists, the tables are not locked yet. Armed with a delay it widens the moment a
+     * TRUNCATE or a rewriting ALTER can commit after the snapshot's consistent point: the copy must start again (INV: HANDOVER).
+     */
+    public static final FaultPoint SNAPSHOT_BEFORE_LOCKS = new FaultPoint("snapshot.before-locks");
     /** {@code PostgresSink.write}: data and checkpoint row written, not committed: both must vanish together. */
     public static final FaultPoint SINK_POSTGRES_BEFORE_COMMIT = new FaultPoint("sink.postgres.before-commit");
     /** {@code PostgresSink.write}: committed, {@code write} has not returned: skipped on resume, never applied twice. */
@@ -48,7 +53,7 @@ public record FaultPoint(String id) {
     public static final FaultPoint ENGINE_SLOT_REPLACED = new FaultPoint("engine.slot-replaced");
 
     /** Every built-in point, in the order of the data flow's stages (snapshot, sinks, pipeline, source). */
-    public static final List<FaultPoint> BUILT_IN = List.of(SNAPSHOT_MID_CHUNK, SINK_POSTGRES_BEFORE_COMMIT, SINK_POSTGRES_AFTER_COMMIT,
+    public static final List<FaultPoint> BUILT_IN = List.of(SNAPSHOT_BEFORE_LOCKS, SNAPSHOT_MID_CHUNK, SINK_POSTGRES_BEFORE_COMMIT, SINK_POSTGRES_AFTER_COMMIT,
             SINK_DUCKDB_BEFORE_COMMIT, SINK_DUCKDB_AFTER_COMMIT, SINK_KAFKA_BEFORE_COMMIT, SINK_KAFKA_AFTER_COMMIT, SINK_JSONL_BEFORE_CHECKPOINT, SINK_JSONL_AFTER_CHECKPOINT,
             PIPELINE_BEFORE_DURABLE, SOURCE_BEFORE_FEEDBACK, ONLINE_CHUNK_READ, ENGINE_SLOT_REPLACED);
 

@@ -3,6 +3,8 @@ package io.millrace.engine.handover;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
+import io.millrace.core.fault.FaultPoint;
+import io.millrace.core.fault.Faults;
 import io.millrace.core.schema.TableRef;
 import io.millrace.embedded.EmbeddedPg;
 import io.millrace.engine.Engine;
@@ -21,10 +23,11 @@ import java.util.List;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * INV: HANDOVER — a table rewritten (ALTER TABLE ... TYPE) after the slot's consistent point but
- * before a snapshot reader reaches it would be read from its new file, where the snapshot sees no
- * row: the copy would silently miss them, and no change event would bring them back. The reader
- * notices the rewrite and the snapshot starts again on a new slot.
+ * INV: HANDOVER — a table rewritten (ALTER TABLE ... TYPE) or truncated after the slot's consistent
+ * point but before the snapshot locks it would be read from its new file, where the snapshot sees no
+ * row: the copy would silently miss them, and no change event would bring them back. The snapshot
+ * locks every table first thing; one changed before that is noticed and the snapshot starts again
+ * on a new slot.
  */
 class RewriteDuringSnapshotIT {
     private static EmbeddedPg pg;
@@ -34,6 +37,11 @@ class RewriteDuringSnapshotIT {
         pg = EmbeddedPg.builder().major(17).start();
         pg.createDatabase("rw");
         pg.createDatabase("rw_dst");
+        pg.createDatabase("tr");
+        pg.createDatabase("tr_dst");
+        pg.execute("tr", "CREATE TABLE a_big (id int PRIMARY KEY, v text)",
+                "INSERT INTO a_big SELECT g, repeat('x', 200) FROM generate_series(1, 400000) g",
+                "CREATE TABLE c_queue (id int PRIMARY KEY, batch int)");
         pg.execute("rw", "CREATE TABLE a_big (id int PRIMARY KEY, v text)",
                 "INSERT INTO a_big SELECT g, repeat('x', 200) FROM generate_series(1, 400000) g",
                 "CREATE TABLE b_small (id int PRIMARY KEY, n int)", "INSERT INTO b_small SELECT g, g FROM generate_series(1, 1000) g");
@@ -50,19 +58,14 @@ class RewriteDuringSnapshotIT {
         ListAppender<ILoggingEvent> log = new ListAppender<>();
         log.start();
         engineLog.addAppender(log);
-        String yaml = String.join("\n",
-                "source: {host: 127.0.0.1, port: " + pg.port() + ", database: rw, user: postgres, slot: rw, publication: rw,",
-                "         tables: [public.a_big, public.b_small]}",
-                "snapshot: {readers: 1}",
-                "destinations:",
-                "  - {name: replica, type: postgres, host: 127.0.0.1, port: " + pg.port() + ", database: rw_dst, user: postgres}",
-                "");
-        try (RunningEngine e = RunningEngine.start(yaml, dir); Connection src = pg.connect("rw"); Connection dst = pg.connect("rw_dst")) {
+        String yaml = yaml("rw", "public.b_small");
+        // the slot exists and the tables are not locked yet for 3 s (a moment only, unarmed)
+        try (Faults.Armed window = Faults.arm(FaultPoint.SNAPSHOT_BEFORE_LOCKS.id() + ":delay:3000");
+             RunningEngine e = RunningEngine.start(yaml, dir); Connection src = pg.connect("rw"); Connection dst = pg.connect("rw_dst")) {
             long deadline = System.currentTimeMillis() + 60_000;
             while (e.engine().state() != Engine.State.SNAPSHOTTING && System.currentTimeMillis() < deadline) {
                 Thread.sleep(5);
             }
-            // The one reader is busy with a_big; b_small is rewritten before it gets there.
             pg.execute("rw", "ALTER TABLE b_small ALTER COLUMN n TYPE bigint");
             e.awaitStreaming(Duration.ofSeconds(120));
             RunningEngine.awaitEqual(src, dst, List.of(new TableRef("public", "a_big"), new TableRef("public", "b_small")), null,
@@ -80,5 +83,56 @@ class RewriteDuringSnapshotIT {
         assertThat(log.list.stream().map(ILoggingEvent::getFormattedMessage))
                 .anySatisfy(m -> assertThat(m).contains("b_small was truncated or rewritten after the snapshot began")
                         .contains("starting the snapshot again on a new slot"));
+    }
+
+    /**
+     * A table the application truncates four times a second (a queue, a staging table) while the snapshot copies a
+     * larger one. Locked when reached, it had always been truncated by then: the snapshot started over three times and
+     * gave up ("truncated or rewritten after the snapshot began ... (3 times in a row)"; 5 attempts now, for the
+     * moment between the slot's consistent point and the lock), and never landed. Locked first
+     * thing, its TRUNCATEs wait until the copy ends (as pg_dump makes them wait), and the stream brings them after it.
+     */
+    @Test
+    void aTableTruncatedAgainAndAgainDuringTheSnapshotDoesNotKeepItFromLanding(@TempDir Path dir) throws Exception {
+        String yaml = yaml("tr", "public.c_queue");
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.atomic.AtomicInteger batches = new java.util.concurrent.atomic.AtomicInteger();
+        Thread app = new Thread(() -> {
+            try (Connection c = pg.connect("tr"); var st = c.createStatement()) {
+                for (int b = 1; !stop.get(); b++) {
+                    st.execute("BEGIN; TRUNCATE c_queue; INSERT INTO c_queue SELECT g, " + b + " FROM generate_series(1, 50) g; COMMIT");
+                    batches.set(b);
+                    Thread.sleep(250);
+                }
+            } catch (Exception ex) {
+                throw new IllegalStateException(ex);
+            }
+        }, "truncating-app");
+        app.start();
+        try (RunningEngine e = RunningEngine.start(yaml, dir); Connection src = pg.connect("tr"); Connection dst = pg.connect("tr_dst")) {
+            e.awaitStreaming(Duration.ofSeconds(120));
+            int after = batches.get() + 5;
+            while (batches.get() < after) { // the application goes on after the copy
+                Thread.sleep(20);
+            }
+            stop.set(true);
+            app.join(10_000);
+            RunningEngine.awaitEqual(src, dst, List.of(new TableRef("public", "a_big"), new TableRef("public", "c_queue")), null,
+                    Duration.ofSeconds(60));
+        } finally {
+            stop.set(true);
+            app.join(10_000);
+        }
+    }
+
+    /** One reader, so that the second table is reached after the big one; {@code db}_dst is the destination. */
+    private static String yaml(String db, String second) {
+        return String.join("\n",
+                "source: {host: 127.0.0.1, port: " + pg.port() + ", database: " + db + ", user: postgres, slot: " + db + ", publication: " + db + ",",
+                "         tables: [public.a_big, " + second + "]}",
+                "snapshot: {readers: 1}",
+                "destinations:",
+                "  - {name: replica, type: postgres, host: 127.0.0.1, port: " + pg.port() + ", database: " + db + "_dst, user: postgres}",
+                "");
     }
 }
