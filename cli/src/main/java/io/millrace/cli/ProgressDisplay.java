@@ -42,6 +42,7 @@ final class ProgressDisplay implements SnapshotRunner.Listener {
     @Override
     public void tableStarted(TableRef table, long estimatedRows) {
         started.put(table, System.nanoTime());
+        firstRows.remove(table); // a table copied again (online) is timed from its new copy's first rows
         estimated.addAndGet(Math.max(0, estimatedRows));
         ProgressBar b = bar();
         if (b != null) {
