@@ -143,8 +143,7 @@ final class OnlineControls {
         if (ctx.config.online().signalTable() != null && after.table().equals(ctx.config.online().signalTable())) {
             return;
         }
-        Rewrite rewrite = before == null ? new Rewrite("its columns changed while Millrace was stopped (the destinations' copies were"
-                + " written in another shape), which may have rewritten its rows", false) : rewrittenWithoutEvents(before, after);
+        Rewrite rewrite = before == null ? toldSinceWritten(after) : rewrittenWithoutEvents(before, after);
         if (rewrite == null) {
             return;
         }
@@ -176,6 +175,26 @@ final class OnlineControls {
                             + " snapshot copies tables without a key). The DDL event trigger (millrace setup) spares such a copy for a"
                             + " column added with a constant default, in the postgres and DuckDB destinations");
         }
+    }
+
+    /**
+     * A table whose copies were written in another shape, first described in this run ({@code before} unknown): what asks
+     * for a copy. When the event trigger told every DDL since (its account carried into this run by the checkpoint, or
+     * read again) and none rewrote the rows, the destinations follow the account (FirstSight): renames, drops and columns
+     * added without a value for existing rows need no copy, and columns added with a constant one only for a destination
+     * that does not give its rows the value itself. Otherwise the rows may have been rewritten: copied again. A keyless
+     * table logged "cannot copy it again" for a rename made while running and followed after a restart.
+     */
+    private Rewrite toldSinceWritten(RelationInfo after) {
+        io.millrace.core.schema.SchemaChange ddl = after.ddl();
+        if (ddl == null || !ddl.exact() || ddl.rewritten() || ddl.before() == null) {
+            return new Rewrite("its columns changed while Millrace was stopped (the destinations' copies were written in another"
+                    + " shape), which may have rewritten its rows", false);
+        }
+        List<String> filled = ddl.columns().stream().filter(c -> !ddl.before().containsKey(c.attnum()) && c.missing())
+                .map(io.millrace.core.schema.SchemaChange.Column::name).toList();
+        return filled.isEmpty() || everyDestinationFillsDefaults() ? null
+                : new Rewrite("column(s) " + filled + " added with a value for existing rows", true);
     }
 
     /**

@@ -168,6 +168,15 @@ final class Assembler {
     /** See {@link Pipeline#shapesWritten}. Call before the first message. */
     void shapesWritten(java.util.Collection<Written> checkpoints) {
         written.addAll(checkpoints);
+        // INV: RESUME — the DDL the trigger reported before the position the stream resumes from, of tables not described
+        // since: their next Relation message carries it, as if its message had been read in this run. The checkpoint the
+        // stream resumes for (the one furthest behind): every Relation message read from here on comes after its DDL.
+        checkpoints.stream().min(java.util.Comparator.comparing(Written::applied)).ifPresent(w -> w.shapes().forEach((oid, entry) -> {
+            SchemaChange pending = io.millrace.core.change.SourceShapes.pendingChange(entry);
+            if (pending != null) {
+                ddl.merge(oid, pending, SchemaChange::then);
+            }
+        }));
         for (Written w : checkpoints) {
             w.shapes().forEach((oid, entry) -> {
                 List<String> whole = io.millrace.core.change.SourceShapes.withheldColumns(entry);
@@ -335,8 +344,8 @@ final class Assembler {
     private boolean writtenOtherwise(RelationInfo rel) {
         String now = null;
         for (Written w : written) {
-            String fp = w.shapes().get(rel.oid());
-            if (fp == null || w.applied().commitLsn().compareTo(txCommitLsn) >= 0) {
+            String fp = io.millrace.core.change.SourceShapes.written(w.shapes().get(rel.oid()));
+            if (fp == null || fp.isEmpty() || w.applied().commitLsn().compareTo(txCommitLsn) >= 0) {
                 continue;
             }
             now = now == null ? io.millrace.core.change.SourceShapes.fingerprint(rel) : now;
@@ -352,8 +361,8 @@ final class Assembler {
         String now = null;
         String catalog = null;
         for (Written w : written) {
-            String fp = w.shapes().get(rel.oid());
-            if (fp == null || w.applied().commitLsn().compareTo(txCommitLsn) >= 0
+            String fp = io.millrace.core.change.SourceShapes.written(w.shapes().get(rel.oid())); // also while a DDL waits
+            if (fp == null || fp.isEmpty() || w.applied().commitLsn().compareTo(txCommitLsn) >= 0
                     || io.millrace.core.change.SourceShapes.withheldColumns(fp) != null) {
                 continue; // the table not held there, or this transaction applied there already (it resumes further on), or withheld
             }
@@ -603,7 +612,12 @@ final class Assembler {
             }
         }
         if (!c.dropped()) {
-            ddl.merge(c.oid(), c, SchemaChange::then); // INV: BOUNDED — at most MAX_PENDING_DDL tables, the oldest given up
+            SchemaChange pending = ddl.merge(c.oid(), c, SchemaChange::then); // INV: BOUNDED — at most MAX_PENDING_DDL tables, the oldest given up
+            if ((shapes.containsKey(c.oid()) || startShapes.containsKey(c.oid())) && !withheld.containsKey(c.oid())) {
+                // INV: RESUME — recorded with the batch after this transaction until the table's next Relation message takes
+                // it: a restart past this message before then would not read it again (shapesWritten)
+                shapeMarks.put(c.oid(), Batch.pendingDdl(pending));
+            }
             if (tableSeen != null && framer.relation(c.oid()) == null && (replaying == null || replaying.relation(c.oid()) == null)) {
                 tableSeen.seen(c.oid(), c.table()); // a table created, or renamed, that the pipeline may capture from now on
             }
@@ -619,6 +633,9 @@ final class Assembler {
             return;
         }
         startShapes.remove(c.oid());
+        if (Batch.isPendingDdl(shapeMarks.get(c.oid()))) {
+            shapeMarks.remove(c.oid()); // the drop's event takes the entry away
+        }
         // To the destinations it is a truncate that carries the drop (RelationInfo.ddl): a table destination drops or keeps its copy (drop_tables), an event destination writes the
         // schema-change event and the truncate; one that knows no DDL sees its rows gone.
         ddl.remove(c.oid());
@@ -668,6 +685,9 @@ final class Assembler {
      */
     private RelationInfo described(PgOutputFramer f, RelationInfo rel) {
         SchemaChange c = ddl.remove(rel.oid());
+        if (c != null && Batch.isPendingDdl(shapeMarks.get(rel.oid()))) {
+            shapeMarks.remove(rel.oid()); // not recorded yet, and told now: the table's change records its shape
+        }
         // its key read now, before its rows are framed (REPLICA IDENTITY FULL), from the DDL's message when it tells it
         RelationInfo out = keys.described(c == null ? rel : rel.withDdl(c));
         if (out != rel) {

@@ -115,7 +115,15 @@ final class SinkWriter {
             if (!batch.shapes().isEmpty()) {
                 java.util.TreeMap<Integer, String> shapes = new java.util.TreeMap<>(next.shapes());
                 batch.shapes().forEach((oid, entry) -> { // a table withheld from here on, or flowing again (INV: RESUME)
-                    if (entry.equals(Batch.NO_SHAPE)) {
+                    io.millrace.core.schema.SchemaChange ddl = Batch.pendingDdl(entry);
+                    String had = shapes.get(oid);
+                    if (ddl != null) {
+                        // this destination's entry keeps the shape it wrote; a withheld table's hold is not replaced
+                        if (io.millrace.core.change.SourceShapes.withheldColumns(had) == null) {
+                            shapes.put(oid, io.millrace.core.change.SourceShapes.pendingDdl(
+                                    io.millrace.core.change.SourceShapes.written(had), ddl));
+                        }
+                    } else if (entry.equals(Batch.NO_SHAPE)) {
                         shapes.remove(oid);
                     } else {
                         shapes.put(oid, entry);

@@ -2,6 +2,7 @@ package io.millrace.core.change;
 
 import io.millrace.core.schema.ColumnInfo;
 import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.SchemaChange;
 
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -89,6 +90,42 @@ public final class SourceShapes {
         } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
             throw new IllegalArgumentException("a checkpoint's shape entry '" + entry + "' is not a withheld table's columns", e);
         }
+    }
+
+    /** What a table's entry starts with while a DDL of it waits for its next Relation message ({@link #pendingDdl}). */
+    private static final String PENDING_DDL = "ddl-pending:";
+
+    /**
+     * The entry of a table the event trigger reported a DDL of, which the stream has not described since (pgoutput
+     * describes a table at its next change): {@code written}, the shape its copy was last written in (a fingerprint, or
+     * empty), then the trigger's account of the DDL. INV: RESUME — a restart past the DDL's message, before the table's
+     * next change, no longer reads the message; without the account its first Relation message showed a rename as a column
+     * dropped and another added (a user's keyless table lost the renamed column's values in every destination). Replaced by
+     * the fingerprint with the table's next change ({@link #follow}). A release that does not know the entry reads it as a
+     * shape it never wrote and copies the table again.
+     */
+    public static String pendingDdl(String written, SchemaChange ddl) {
+        return PENDING_DDL + (written == null ? "" : written) + ":" + new String(ddl.toJson(), StandardCharsets.UTF_8);
+    }
+
+    /** The trigger's account in a {@link #pendingDdl} entry, or null for any other entry (or null). */
+    public static SchemaChange pendingChange(String entry) {
+        if (entry == null || !entry.startsWith(PENDING_DDL)) {
+            return null;
+        }
+        int colon = entry.indexOf(':', PENDING_DDL.length());
+        return SchemaChange.parse(entry.substring(colon + 1).getBytes(StandardCharsets.UTF_8));
+    }
+
+    /**
+     * The shape an entry says the table's copy was written in: the fingerprint itself, or the one a {@link #pendingDdl}
+     * entry keeps (empty when none); a withheld table's entry as it is.
+     */
+    public static String written(String entry) {
+        if (entry == null || !entry.startsWith(PENDING_DDL)) {
+            return entry;
+        }
+        return entry.substring(PENDING_DDL.length(), entry.indexOf(':', PENDING_DDL.length()));
     }
 
     private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper();

@@ -107,6 +107,46 @@ public record SchemaChange(String command, int oid, TableRef table, TableRef old
         }
     }
 
+    /**
+     * This change in the form of the event trigger's message, which {@link #parse} reads back equal (its statement text cut
+     * to {@value #MAX_KEPT_DDL} characters): kept in a checkpoint while the table has had no Relation message since
+     * ({@code SourceShapes#pendingDdl}).
+     */
+    public byte[] toJson() {
+        com.fasterxml.jackson.databind.node.ObjectNode n = JSON.createObjectNode();
+        n.put("command", command).put("oid", Integer.toUnsignedLong(oid)).put("schema", table.schema()).put("table", table.table());
+        if (oldTable != null) {
+            n.put("old_schema", oldTable.schema()).put("old_table", oldTable.table());
+        }
+        if (before != null) {
+            com.fasterxml.jackson.databind.node.ObjectNode b = n.putObject("before");
+            before.forEach((attnum, name) -> b.put(Integer.toString(attnum), name));
+        }
+        com.fasterxml.jackson.databind.node.ArrayNode cols = n.putArray("columns");
+        for (Column c : columns) {
+            com.fasterxml.jackson.databind.node.ObjectNode o = cols.addObject().put("attnum", c.attnum()).put("name", c.name())
+                    .put("type", c.type()).put("not_null", c.notNull()).put("missing", c.missing());
+            if (c.value() != null) {
+                o.put("value", c.value());
+            }
+        }
+        n.put("dropped", dropped);
+        if (ddl != null) {
+            n.put("ddl", ddl.length() <= MAX_KEPT_DDL ? ddl : ddl.substring(0, MAX_KEPT_DDL) + "\n-- (more DDL left out)");
+        }
+        if (key != null) {
+            key.forEach(n.putArray("key")::add);
+        }
+        n.put("rewritten", rewritten);
+        try {
+            return JSON.writeValueAsBytes(n);
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static final int MAX_KEPT_DDL = 4096;
+
     /** This change, its rewrite told already ({@link #rewritten} false). */
     public SchemaChange withoutRewrite() {
         return rewritten ? new SchemaChange(command, oid, table, oldTable, before, columns, dropped, ddl, exact, key, false) : this;

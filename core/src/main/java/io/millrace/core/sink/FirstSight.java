@@ -34,6 +34,20 @@ public record FirstSight(List<String> drops, List<String[]> steps, Map<String, S
     }
 
     /**
+     * The trigger's account of column {@code name} of {@code rel} when the DDL it tells added it with a constant default
+     * (PostgreSQL's "missing" value: the source's existing rows read it, not rewritten): a destination that adds the column
+     * at its first sight of the table gives its rows that value, as when it follows the DDL while streaming. Null otherwise.
+     */
+    public static SchemaChange.Column constantDefault(RelationInfo rel, String name) {
+        SchemaChange d = rel.ddl();
+        if (d == null || !d.exact() || d.before() == null) {
+            return null;
+        }
+        SchemaChange.Column c = d.column(name);
+        return c != null && c.missing() && !d.before().containsKey(c.attnum()) ? c : null;
+    }
+
+    /**
      * The plan for a destination table with {@code columns}; null when it is not in the shape before the DDL, when a
      * column not {@code renamable} (DuckDB: a key column) is renamed, or when a new name is taken by a column the account
      * does not move (a user's): the destination's own checks then go on as before.

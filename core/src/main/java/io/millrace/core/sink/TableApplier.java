@@ -77,8 +77,8 @@ public abstract class TableApplier {
      * where the stream does not show how (while Millrace was stopped). False when that is not known.
      */
     protected final boolean reshapedSinceHeld(io.millrace.core.schema.RelationInfo rel) {
-        String fp = heldShapes.get(rel.oid());
-        return fp != null && io.millrace.core.change.SourceShapes.withheldColumns(fp) == null
+        String fp = io.millrace.core.change.SourceShapes.written(heldShapes.get(rel.oid())); // also while a DDL waits for its description
+        return fp != null && !fp.isEmpty() && io.millrace.core.change.SourceShapes.withheldColumns(fp) == null
                 && !fp.equals(io.millrace.core.change.SourceShapes.fingerprint(rel)); // withheld: copied again whole, reconciling
     }
 

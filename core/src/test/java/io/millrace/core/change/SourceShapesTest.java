@@ -88,4 +88,23 @@ class SourceShapesTest {
                 new ChangeEvent(io.millrace.core.change.Op.READ, other, null, new Object[]{1}, Lsn.of(90), p, 7, 0, true)));
         assertThat(after).containsEntry(7, until).containsEntry(8, SourceShapes.fingerprint(other));
     }
+
+    /** A DDL waiting for its table's next description: read back whole from the entry, beside the shape that was written. */
+    @Test
+    void aPendingDdlEntryKeepsTheTriggersAccountAndTheShapeWritten() {
+        String json = "{\"command\":\"ALTER TABLE\",\"oid\":3000000000,\"schema\":\"public\",\"table\":\"k2\",\"old_schema\":\"public\","
+                + "\"old_table\":\"k\",\"before\":{\"1\":\"a\",\"2\":\"b\"},\"columns\":[{\"attnum\":1,\"name\":\"a\",\"type\":\"integer\","
+                + "\"not_null\":true,\"missing\":false},{\"attnum\":2,\"name\":\"actor\",\"type\":\"text\",\"not_null\":false,\"missing\":false},"
+                + "{\"attnum\":3,\"name\":\"z\",\"type\":\"integer\",\"not_null\":false,\"missing\":true,\"value\":\"9\"}],"
+                + "\"dropped\":false,\"ddl\":\"ALTER TABLE k RENAME b TO actor: it's\",\"key\":[\"a\"],\"rewritten\":false}";
+        io.millrace.core.schema.SchemaChange c = io.millrace.core.schema.SchemaChange.parse(json.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        String fp = SourceShapes.fingerprint(rel(1, col("a", 23, -1, true), col("b", 25, -1, false)));
+        String entry = SourceShapes.pendingDdl(fp, c);
+        assertThat(SourceShapes.pendingChange(entry)).isEqualTo(c);
+        assertThat(SourceShapes.written(entry)).isEqualTo(fp);
+        assertThat(SourceShapes.written(SourceShapes.pendingDdl(null, c))).isEmpty();
+        assertThat(SourceShapes.withheldColumns(entry)).as("not a hold").isNull();
+        assertThat(SourceShapes.pendingChange(fp)).isNull();
+        assertThat(SourceShapes.written(fp)).isEqualTo(fp);
+    }
 }

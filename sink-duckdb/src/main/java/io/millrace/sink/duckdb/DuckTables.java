@@ -219,7 +219,12 @@ final class DuckTables {
         }
         for (ColumnInfo c : rel.columns()) {
             if (cols.add(c.name())) {
-                addColumn(target, c);
+                SchemaChange.Column given = held ? io.millrace.core.sink.FirstSight.constantDefault(rel, c.name()) : null;
+                if (given != null) {
+                    addColumn(target, c, given.value()); // added while the DDL's account waited in the checkpoint: as when followed
+                } else {
+                    addColumn(target, c);
+                }
             }
         }
         Set<String> extra = new LinkedHashSet<>(existing.keySet());

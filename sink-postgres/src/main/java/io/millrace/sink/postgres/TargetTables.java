@@ -216,7 +216,12 @@ final class TargetTables {
         }
         for (ColumnInfo c : rel.columns()) {
             if (!columns.contains(c.name())) {
-                addColumn(target, c);
+                SchemaChange.Column given = held ? io.millrace.core.sink.FirstSight.constantDefault(rel, c.name()) : null;
+                if (given != null) {
+                    addColumn(target, c, given.value()); // added while the DDL's account waited in the checkpoint: as when followed
+                } else {
+                    addColumn(target, c);
+                }
                 columns.add(c.name());
             }
         }
