@@ -138,7 +138,7 @@ public final class SnapshotRunner {
     private void copyAll() throws InterruptedException {
         long started = System.nanoTime();
         // the first reader's transaction locks the tables before anything else is done (INV: HANDOVER, lockAll)
-        Connection first = openReader();
+        Connection first = openReader(true);
         ConcurrentLinkedQueue<Chunk> queue;
         try {
             queue = new ConcurrentLinkedQueue<>(plan(first));
@@ -152,6 +152,7 @@ public final class SnapshotRunner {
         }
         int n = Math.max(1, Math.min(options.readers(), queue.size()));
         List<Thread> readers = new ArrayList<>();
+        others.set(n - 1);
         for (int i = 0; i < n; i++) {
             Connection own = i == 0 ? first : null;
             Thread t = new Thread(() -> read(queue, own), "millrace-snapshot-" + i);
@@ -223,15 +224,17 @@ public final class SnapshotRunner {
         return all;
     }
 
-    /** A connection in the snapshot's transaction, every table locked (lockAll). */
-    private Connection openReader() {
+    /** A connection in the snapshot's transaction; the first one locks every table ({@link #lockAll}). */
+    private Connection openReader(boolean first) {
         Connection c = connections.openCapture(); // where the slot exported the snapshot: the standby with capture_from
         try {
             c.setAutoCommit(false);
             try (Statement s = c.createStatement()) {
                 s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
                 s.execute("SET TRANSACTION SNAPSHOT " + Ident.literal(snapshotName)); // INV: HANDOVER
-                lockAll(s);
+                if (first && !connections.captureIsStandby()) {
+                    lockAll(s);
+                }
             }
             return c;
         } catch (SQLException e) {
@@ -245,13 +248,36 @@ public final class SnapshotRunner {
     }
 
     /** Copies chunks from {@code queue} until it is empty, on {@code opened} or a reader connection of its own. */
+    /**
+     * Copies chunks from {@code queue} until it is empty, on {@code opened} (the first reader, which holds every table's
+     * lock: {@link #lockAll}) or on a reader connection of its own. Another reader locks a table when it reaches it without
+     * waiting: when a TRUNCATE waits for the first reader's lock, its lock would queue behind the TRUNCATE and be granted
+     * only after it, on a table the snapshot then cannot read (the copy started over). It leaves such a chunk to the first
+     * reader ({@link #deferred}), which copies them once the queue is empty and the other readers are done.
+     */
     private void read(ConcurrentLinkedQueue<Chunk> queue, Connection opened) {
-        try (Connection c = opened != null ? opened : openReader()) {
-            Chunk chunk;
+        boolean first = opened != null;
+        try (Connection c = first ? opened : openReader(false)) {
             java.util.Set<RelationInfo> checked = new java.util.HashSet<>();
-            while (failure.get() == null && (chunk = queue.poll()) != null) {
-                if (checked.add(chunk.relation())) {
-                    lockAndCheck(c, chunk.relation());
+            while (failure.get() == null) {
+                Chunk chunk = queue.poll();
+                if (chunk == null && first) {
+                    chunk = deferred.poll();
+                    if (chunk == null && others.get() > 0) {
+                        Thread.sleep(10); // another reader may still leave a chunk here
+                        continue;
+                    }
+                    chunk = chunk != null ? chunk : deferred.poll(); // left before the last reader ended
+                }
+                if (chunk == null) {
+                    break;
+                }
+                if (!checked.contains(chunk.relation())) {
+                    if (!lockAndCheck(c, chunk.relation(), !first)) {
+                        deferred.add(chunk);
+                        continue;
+                    }
+                    checked.add(chunk.relation());
                 }
                 copy(c, chunk);
             }
@@ -260,22 +286,32 @@ public final class SnapshotRunner {
             failure.compareAndSet(null, PgErrors.translate("reading the snapshot", e));
         } catch (Throwable t) {
             failure.compareAndSet(null, t);
+        } finally {
+            if (!first) {
+                others.decrementAndGet();
+            }
         }
     }
 
+    /** Chunks the other readers left to the first one: their table's lock was not to be had at once ({@link #read}). */
+    private final ConcurrentLinkedQueue<Chunk> deferred = new ConcurrentLinkedQueue<>();
+    /** The readers other than the first still reading. */
+    private final java.util.concurrent.atomic.AtomicInteger others = new java.util.concurrent.atomic.AtomicInteger();
+
     /**
-     * INV: HANDOVER — locks every table of the snapshot (ACCESS SHARE, as pg_dump does) first thing in the reader's
-     * transaction, not as the reader reaches each one: a TRUNCATE or a table-rewriting ALTER of a captured table now
-     * waits until the copy ends instead of invalidating it (a table truncated every few seconds made every attempt
+     * INV: HANDOVER — the first reader locks every table of the snapshot (ACCESS SHARE, as pg_dump's leader does) first
+     * thing in its transaction, before the chunks are planned: a TRUNCATE or a table-rewriting ALTER of a captured table
+     * now waits until the copy ends instead of invalidating it (a table truncated every few seconds made every attempt
      * start over until the snapshot gave up). One committed between the slot's consistent point and this lock is still
-     * caught by {@link #lockAndCheck}. The locks last as long as the reader's transaction, the whole copy, as the ones
-     * taken table by table did: what the application cannot do meanwhile is unchanged, only from when.
+     * caught by {@link #lockAndCheck}. The first reader's transaction lasts until the other readers are done.
      *
-     * <p>Taken by the readers themselves, never by a separate connection held for them: a reader's own lock request
-     * queues behind a TRUNCATE waiting for that connection, which would wait for the copy, which waits for the reader
-     * (a deadlock PostgreSQL cannot see). A reader that starts after such a TRUNCATE queued waits behind it while the
-     * readers that hold their locks copy the rest; it finds no chunk left and checks nothing. On a standby
-     * ({@code capture_from}) the lock does not hold the primary back; the check still holds.
+     * <p>Taken by a reader, never by a separate connection held for the readers: a reader's request (and pg_relation_size,
+     * {@link #plan}) queues behind a TRUNCATE waiting for that connection, which would wait for the copy, which waits for
+     * the reader (a deadlock PostgreSQL cannot see). The first reader never waits for another. The other readers lock table
+     * by table without waiting ({@link #read}, as pg_dump's workers do), so the lock table holds about twice the tables at
+     * most, not once per reader: thousands of tables need {@code max_locks_per_transaction} raised, as for pg_dump. Not on a standby ({@code capture_from}): a lock there
+     * does not hold the primary back, and every lock replayed from the primary (autovacuum truncating a table's end) would
+     * cancel the reader; the check holds there as before.
      */
     private void lockAll(Statement s) throws SQLException {
         if (tables.isEmpty()) {
@@ -294,10 +330,27 @@ public final class SnapshotRunner {
      * copy would silently miss rows. So each reader locks the table (ACCESS SHARE, as pg_dump does:
      * no rewrite can start until the copy ends) and then checks that its file is still the one the
      * snapshot knows; if not, the snapshot is invalid and starts again.
+     *
+     * @param nowait take the lock only if it is to be had at once (in a savepoint: the transaction goes on without it)
+     * @return false when {@code nowait} and the lock was not to be had
      */
-    private void lockAndCheck(Connection c, RelationInfo r) throws SQLException {
-        try (Statement s = c.createStatement()) {
-            s.execute("LOCK TABLE " + r.table().sql() + " IN ACCESS SHARE MODE");
+    private boolean lockAndCheck(Connection c, RelationInfo r, boolean nowait) throws SQLException {
+        if (nowait) {
+            java.sql.Savepoint before = c.setSavepoint();
+            try (Statement s = c.createStatement()) {
+                s.execute("LOCK TABLE " + r.table().sql() + " IN ACCESS SHARE MODE NOWAIT");
+            } catch (SQLException e) {
+                if ("55P03".equals(e.getSQLState())) { // lock_not_available: another transaction holds or waits for it
+                    c.rollback(before);
+                    return false;
+                }
+                throw e;
+            }
+            c.releaseSavepoint(before);
+        } else {
+            try (Statement s = c.createStatement()) {
+                s.execute("LOCK TABLE " + r.table().sql() + " IN ACCESS SHARE MODE");
+            }
         }
         try (PreparedStatement ps = c.prepareStatement("SELECT bool_or(c.relfilenode <> pg_relation_filenode(c.oid)) FROM pg_class c"
                 + " WHERE c.oid = ? OR c.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = ?)")) {
@@ -329,6 +382,7 @@ public final class SnapshotRunner {
                         + seen + "), so the snapshot would decode its rows with the old types");
             }
         }
+        return true;
     }
 
     /** The snapshot no longer shows a table as it was at the consistent point: it must start again on a new slot. */

@@ -92,9 +92,14 @@ class RewriteDuringSnapshotIT {
      * moment between the slot's consistent point and the lock), and never landed. Locked first
      * thing, its TRUNCATEs wait until the copy ends (as pg_dump makes them wait), and the stream brings them after it.
      */
-    @Test
-    void aTableTruncatedAgainAndAgainDuringTheSnapshotDoesNotKeepItFromLanding(@TempDir Path dir) throws Exception {
-        String yaml = yaml("tr", "public.c_queue");
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0} reader(s)")
+    @org.junit.jupiter.params.provider.ValueSource(ints = {1, 3})
+    void aTableTruncatedAgainAndAgainDuringTheSnapshotDoesNotKeepItFromLanding(int readers, @TempDir Path dir) throws Exception {
+        pg.execute("tr", "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 'tr'",
+                "DROP PUBLICATION IF EXISTS tr");
+        pg.execute("tr_dst", "DROP SCHEMA IF EXISTS millrace CASCADE", "DROP TABLE IF EXISTS public.a_big, public.c_queue");
+        // another reader that reaches c_queue while a TRUNCATE waits for the first reader's lock leaves it to the first
+        String yaml = yaml("tr", "public.c_queue").replace("readers: 1", "readers: " + readers);
         java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
         java.util.concurrent.atomic.AtomicInteger batches = new java.util.concurrent.atomic.AtomicInteger();
         Thread app = new Thread(() -> {
