@@ -685,8 +685,11 @@ final class Assembler {
      */
     private RelationInfo described(PgOutputFramer f, RelationInfo rel) {
         SchemaChange c = ddl.remove(rel.oid());
-        if (c != null && Batch.isPendingDdl(shapeMarks.get(rel.oid()))) {
-            shapeMarks.remove(rel.oid()); // not recorded yet, and told now: the table's change records its shape
+        String mark = shapeMarks.get(rel.oid());
+        if (c != null && (mark == null || Batch.isPendingDdl(mark))) { // a hold's mark stays
+            // told now: a checkpoint entry that still keeps the account goes back to the shape written (the table's change
+            // then records its new shape; a destination that gets no change of it would keep the account for good)
+            shapeMarks.put(rel.oid(), Batch.DDL_TOLD);
         }
         // its key read now, before its rows are framed (REPLICA IDENTITY FULL), from the DDL's message when it tells it
         RelationInfo out = keys.described(c == null ? rel : rel.withDdl(c));

@@ -27,6 +27,8 @@ public record Batch(List<ChangeEvent> events, Lsn flushLsn, Position last, Snaps
                     List<OnlineTask> online, long heldBytes, java.util.Map<Integer, String> shapes) {
     /** A {@link #shapes} value: the table's entry is taken away (a hold ended before the stream described the table). */
     public static final String NO_SHAPE = "";
+    /** A {@link #shapes} value: the table's pending DDL was described; its entry goes back to the shape it keeps. */
+    public static final String DDL_TOLD = "ddl-told";
     /** What a {@link #shapes} value starts with when it carries a DDL waiting for the table's next description. */
     private static final String PENDING_DDL = "pending-ddl:";
 

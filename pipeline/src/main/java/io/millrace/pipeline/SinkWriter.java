@@ -123,6 +123,15 @@ final class SinkWriter {
                             shapes.put(oid, io.millrace.core.change.SourceShapes.pendingDdl(
                                     io.millrace.core.change.SourceShapes.written(had), ddl));
                         }
+                    } else if (entry.equals(Batch.DDL_TOLD)) {
+                        if (io.millrace.core.change.SourceShapes.pendingChange(had) != null) {
+                            String written = io.millrace.core.change.SourceShapes.written(had);
+                            if (written.isEmpty()) {
+                                shapes.remove(oid);
+                            } else {
+                                shapes.put(oid, written);
+                            }
+                        }
                     } else if (entry.equals(Batch.NO_SHAPE)) {
                         shapes.remove(oid);
                     } else {
