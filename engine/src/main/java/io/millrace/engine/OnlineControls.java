@@ -182,20 +182,43 @@ final class OnlineControls {
      * for a copy. When the event trigger told every DDL since (its account carried into this run by the checkpoint, or
      * read again) and none rewrote the rows, the destinations follow the account (FirstSight): renames, drops and columns
      * added without a value for existing rows need no copy, and columns added with a constant one only for a destination
-     * that does not give its rows the value itself. Otherwise the rows may have been rewritten: copied again. A keyless
+     * that does not give its rows the value itself (the catalog says which columns hold a value, as while streaming).
+     * Otherwise, and for a statement that retypes (a trigger installed before it told rewrites says none), the rows may
+     * have been rewritten: copied again. A keyless
      * table logged "cannot copy it again" for a rename made while running and followed after a restart.
      */
     private Rewrite toldSinceWritten(RelationInfo after) {
         io.millrace.core.schema.SchemaChange ddl = after.ddl();
-        if (ddl == null || !ddl.exact() || ddl.rewritten() || ddl.before() == null) {
+        if (ddl == null || !ddl.exact() || ddl.rewritten() || ddl.before() == null || ddl.ddl() == null
+                || RETYPE.matcher(ddl.ddl()).find()) {
+            // not told, or told by a trigger that may not say a rewrite (installed before table_rewrite was told): a
+            // column retyped may have had its values rewritten (USING)
             return new Rewrite("its columns changed while Millrace was stopped (the destinations' copies were written in another"
                     + " shape), which may have rewritten its rows", false);
         }
-        List<String> filled = ddl.columns().stream().filter(c -> !ddl.before().containsKey(c.attnum()) && c.missing())
+        List<String> added = ddl.columns().stream().filter(c -> !ddl.before().containsKey(c.attnum()))
                 .map(io.millrace.core.schema.SchemaChange.Column::name).toList();
-        return filled.isEmpty() || everyDestinationFillsDefaults() ? null
-                : new Rewrite("column(s) " + filled + " added with a value for existing rows", true);
+        List<String> filled;
+        try {
+            // as while streaming: a column added with a value for the rows there (a volatile default rewrote them)
+            filled = added.isEmpty() ? List.of() : ctx.assemblerCatalog.read(c -> Catalog.filledColumns(c, after.oid(), added));
+        } catch (SQLException e) {
+            throw PgErrors.translate("reading the columns of " + after.table(), e);
+        }
+        boolean fills = everyDestinationFillsDefaults();
+        List<String> copy = filled.stream().filter(n -> {
+            io.millrace.core.schema.SchemaChange.Column col = ddl.column(n);
+            return col == null || !col.missing() || !fills;
+        }).toList();
+        if (copy.isEmpty()) {
+            return null;
+        }
+        boolean constantOnly = copy.stream().allMatch(n -> ddl.column(n) != null && ddl.column(n).missing());
+        return new Rewrite("column(s) " + copy + " added with a value for existing rows", constantOnly);
     }
+
+    /** A statement that may retype a column ({@code ALTER COLUMN … TYPE}, {@code SET DATA TYPE}). */
+    private static final java.util.regex.Pattern RETYPE = java.util.regex.Pattern.compile("(?i)\\bTYPE\\b");
 
     /**
      * Whether {@code rel} describes a partition, not a captured table: pgoutput describes a partition published through its
