@@ -247,7 +247,6 @@ public final class SnapshotRunner {
         }
     }
 
-    /** Copies chunks from {@code queue} until it is empty, on {@code opened} or a reader connection of its own. */
     /**
      * Copies chunks from {@code queue} until it is empty, on {@code opened} (the first reader, which holds every table's
      * lock: {@link #lockAll}) or on a reader connection of its own. Another reader locks a table when it reaches it without

@@ -145,6 +145,7 @@ public record SchemaChange(String command, int oid, TableRef table, TableRef old
         }
     }
 
+    /** INV: BOUNDED — a checkpoint keeps at most this much of a pending DDL's statement per captured table. */
     static final int MAX_KEPT_DDL = 4096;
 
     /** This change, its rewrite told already ({@link #rewritten} false). */
