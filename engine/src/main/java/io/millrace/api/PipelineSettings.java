@@ -109,13 +109,31 @@ public final class PipelineSettings {
             return this;
         }
 
-        /** Checks that a batch is at most half the memory budget and returns the settings. */
+        /**
+         * Checks that a batch is at most half the memory budget and the budget at most half the heap of this JVM, and
+         * returns the settings.
+         */
         public PipelineSettings build() {
+            checkHeap(memoryBudgetMb, Runtime.getRuntime().maxMemory());
             if ((long) batchKb * 2 > (long) memoryBudgetMb << 10) {
                 throw Check.error("pipeline.batch_kb", "(" + batchKb + ") must be at most half of pipeline.memory_budget_mb ("
                         + memoryBudgetMb + " MB)");
             }
             return new PipelineSettings(this);
+        }
+
+        /**
+         * INV: BOUNDED — the budget bounds what the rows in flight take on the heap, and replayed rows take up to half
+         * as much again beside the destinations' own copies of a batch: a budget above half the heap ends in an
+         * OutOfMemoryError on the first transaction large enough to spend it, so it is refused at start.
+         */
+        static void checkHeap(int budgetMb, long maxHeapBytes) {
+            long maxMb = maxHeapBytes >> 21;
+            if (budgetMb > maxMb) {
+                throw Check.error("pipeline.memory_budget_mb", "(" + budgetMb + ") must be at most half of the JVM's maximum heap ("
+                        + (maxHeapBytes >> 20) + " MB, so at most " + maxMb + "): lower it, or leave it out for the default (64, or an"
+                        + " eighth of the heap if less), or give the JVM more heap (-Xmx; MILLRACE_JAVA_OPTS for bin/millrace)");
+            }
         }
     }
 }

@@ -124,6 +124,20 @@ class MillraceBuilderTest {
                 "config: pipeline.decoders must be from 0 to 256, got 300");
     }
 
+    /** INV: BOUNDED. A helper's 100000 at bin/millrace's -Xmx192m was taken without a word (in flight reached ~91 MB of a 184 MB heap). */
+    @Test
+    void aMemoryBudgetAboveHalfTheHeapIsRefusedWithTheHeapAndTheWayOut() {
+        int huge = (int) Math.min(1 << 20, (Runtime.getRuntime().maxMemory() >> 20) + 1);
+        same(SOURCE + "pipeline:\n  memory_budget_mb: " + huge + "\n" + FILES,
+                () -> PipelineSettings.builder().memoryBudgetMb(huge).build(),
+                "config: pipeline.memory_budget_mb (" + huge + ") must be at most half of the JVM's maximum heap (");
+        // bin/millrace's -Xmx192m -XX:+UseParallelGC gives a maximum heap of 184 MB.
+        assertThatThrownBy(() -> PipelineSettings.Builder.checkHeap(100_000, 184L << 20))
+                .hasMessageContaining("(100000) must be at most half of the JVM's maximum heap (184 MB, so at most 92)")
+                .hasMessageContaining("MILLRACE_JAVA_OPTS");
+        PipelineSettings.Builder.checkHeap(92, 184L << 20);
+    }
+
     @Test
     void operationsBoundsAndControlToken() {
         same(SOURCE + FILES + "operations: {ready_max_lag_s: 0}\n", () -> OperationsSettings.builder().readyMaxLagS(0),
