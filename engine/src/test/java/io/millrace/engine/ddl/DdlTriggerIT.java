@@ -470,6 +470,41 @@ class DdlTriggerIT {
         }
     }
 
+    /**
+     * A column added with a constant default while Millrace was stopped, told by the trigger: PostgreSQL rewrites no row, so
+     * the account alone would call for no copy, and postgres and DuckDB give their old rows the value at first sight; but the
+     * jsonl destination does not (Sink#fillsAddedColumnDefaults), and its consumer would never get the old rows with the
+     * value. The catalog says the column holds one for existing rows (OnlineControls#toldSinceWritten), so the table is copied
+     * again, as while streaming.
+     */
+    @Test
+    void aConstantDefaultAddedWhileStoppedIsCopiedAgainForADestinationThatDoesNotFillIt(@TempDir Path dir) throws Exception {
+        String db = db("trigstopdefault");
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            DdlTrigger.install(src);
+            E2e.exec(src, TABLES);
+            String yaml = Ddl.yaml(pg, db, List.of("public.*"), dir, "").replace("name: e2e\n", "name: " + db + "\n");
+            List<TableRef> t = E2e.refs(List.of("public.t"));
+            try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT)) {
+                E2e.exec(src, "INSERT INTO public.t VALUES (201, 201, 'b201', 201)");
+                E2e.awaitSame(src, dst, t, WAIT);
+            }
+            E2e.exec(src, "ALTER TABLE public.t ADD COLUMN e text DEFAULT 'dflt'");
+            try (LogCapture log = new LogCapture(); RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT)) {
+                E2e.exec(src, "INSERT INTO public.t (id, a, b) VALUES (202, 202, 'b202')");
+                E2e.awaitSame(src, dst, t, WAIT);
+                E2e.awaitEvent(dir.resolve("events"), ev -> ev.path("op").asText().equals("r") && E2e.isTable(ev, "t")
+                        && E2e.row(ev).path("id").asInt() == 3 && E2e.row(ev).path("e").asText().equals("dflt"), "old row 3 with e in jsonl", WAIT);
+                assertThat(log.containing("copying it again")).filteredOn(l -> l.contains("public.t"))
+                        .isNotEmpty().allMatch(l -> l.contains("column(s) [e] added with a value for existing rows"));
+                assertThat(E2e.queryLong(dst, "SELECT count(*) FROM public.t WHERE e = 'dflt'")).as("postgres: the default").isEqualTo(202);
+                try (Connection duck = Ddl.duck(dir)) {
+                    Ddl.awaitDuckSame(src, duck, t.get(0), WAIT);
+                }
+            }
+        }
+    }
+
     @Test
     void withoutTheTriggerARenameAndRetypeLooksLikeADropAndAnAdd(@TempDir Path dir) throws Exception {
         String db = db("notrig");
