@@ -29,27 +29,18 @@ public record Batch(List<ChangeEvent> events, Lsn flushLsn, Position last, Snaps
     public static final String NO_SHAPE = "";
     /** A {@link #shapes} value: the table's pending DDL was described; its entry goes back to the shape it keeps. */
     public static final String DDL_TOLD = "ddl-told";
-    /** What a {@link #shapes} value starts with when it carries a DDL waiting for the table's next description. */
-    private static final String PENDING_DDL = "pending-ddl:";
-
     /**
-     * A {@link #shapes} value: the event trigger reported a DDL of the table, which the stream has not described since;
-     * each destination records it beside the shape it wrote ({@link io.millrace.core.change.SourceShapes#pendingDdl}).
+     * A {@link #shapes} value: the event trigger reported a DDL of the table, which the stream has not described since; each
+     * destination records it with the shape it wrote put in ({@link io.millrace.core.change.SourceShapes#withWritten}): one
+     * encoding, the checkpoint entry's.
      */
     public static String pendingDdl(io.millrace.core.schema.SchemaChange ddl) {
-        return PENDING_DDL + new String(ddl.toJson(), java.nio.charset.StandardCharsets.UTF_8);
-    }
-
-    /** The DDL of a {@link #pendingDdl} value, or null for any other value. */
-    static io.millrace.core.schema.SchemaChange pendingDdl(String value) {
-        return value.startsWith(PENDING_DDL)
-                ? io.millrace.core.schema.SchemaChange.parse(value.substring(PENDING_DDL.length()).getBytes(java.nio.charset.StandardCharsets.UTF_8))
-                : null;
+        return io.millrace.core.change.SourceShapes.pendingDdl(null, ddl);
     }
 
     /** Whether {@code value} is a {@link #pendingDdl} value. */
     static boolean isPendingDdl(String value) {
-        return value != null && value.startsWith(PENDING_DDL);
+        return io.millrace.core.change.SourceShapes.isPendingDdl(value);
     }
 
     public Batch {

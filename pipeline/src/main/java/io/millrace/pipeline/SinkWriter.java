@@ -115,13 +115,12 @@ final class SinkWriter {
             if (!batch.shapes().isEmpty()) {
                 java.util.TreeMap<Integer, String> shapes = new java.util.TreeMap<>(next.shapes());
                 batch.shapes().forEach((oid, entry) -> { // a table withheld from here on, or flowing again (INV: RESUME)
-                    io.millrace.core.schema.SchemaChange ddl = Batch.pendingDdl(entry);
                     String had = shapes.get(oid);
-                    if (ddl != null) {
+                    if (Batch.isPendingDdl(entry)) {
                         // this destination's entry keeps the shape it wrote; a withheld table's hold is not replaced
                         if (io.millrace.core.change.SourceShapes.withheldColumns(had) == null) {
-                            shapes.put(oid, io.millrace.core.change.SourceShapes.pendingDdl(
-                                    io.millrace.core.change.SourceShapes.written(had), ddl));
+                            shapes.put(oid, io.millrace.core.change.SourceShapes.withWritten(entry,
+                                    io.millrace.core.change.SourceShapes.written(had)));
                         }
                     } else if (entry.equals(Batch.DDL_TOLD)) {
                         if (io.millrace.core.change.SourceShapes.pendingChange(had) != null) {

@@ -108,6 +108,16 @@ public final class SourceShapes {
         return PENDING_DDL + (written == null ? "" : written) + ":" + new String(ddl.toJson(), StandardCharsets.UTF_8);
     }
 
+    /** Whether {@code entry} is a {@link #pendingDdl} entry. */
+    public static boolean isPendingDdl(String entry) {
+        return entry != null && entry.startsWith(PENDING_DDL);
+    }
+
+    /** The {@link #pendingDdl} entry {@code entry} with {@code written} as the shape written: its account as it is, not read again. */
+    public static String withWritten(String entry, String written) {
+        return PENDING_DDL + (written == null ? "" : written) + entry.substring(entry.indexOf(':', PENDING_DDL.length()));
+    }
+
     /** The trigger's account in a {@link #pendingDdl} entry, or null for any other entry (or null). */
     public static SchemaChange pendingChange(String entry) {
         if (entry == null || !entry.startsWith(PENDING_DDL)) {

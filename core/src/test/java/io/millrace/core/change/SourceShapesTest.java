@@ -103,6 +103,11 @@ class SourceShapesTest {
         assertThat(SourceShapes.pendingChange(entry)).isEqualTo(c);
         assertThat(SourceShapes.written(entry)).isEqualTo(fp);
         assertThat(SourceShapes.written(SourceShapes.pendingDdl(null, c))).isEmpty();
+        // the batch's mark (no shape written) takes each destination's shape as it is
+        assertThat(SourceShapes.withWritten(SourceShapes.pendingDdl(null, c), fp)).isEqualTo(entry);
+        assertThat(SourceShapes.withWritten(entry, null)).isEqualTo(SourceShapes.pendingDdl(null, c));
+        assertThat(SourceShapes.isPendingDdl(entry)).isTrue();
+        assertThat(SourceShapes.isPendingDdl(fp)).isFalse();
         assertThat(SourceShapes.withheldColumns(entry)).as("not a hold").isNull();
         assertThat(SourceShapes.pendingChange(fp)).isNull();
         assertThat(SourceShapes.written(fp)).isEqualTo(fp);
