@@ -190,8 +190,14 @@ final class ConnectorSettings {
                     "Parallel readers of the initial snapshot.", G_MILLRACE, 3, ConfigDef.Width.SHORT, "Snapshot readers")
             .define(M_ONLINE_READERS, Type.INT, 1, ConfigDef.Range.between(1, 64), Importance.LOW,
                     "Parallel readers of an online snapshot.", G_MILLRACE, 4, ConfigDef.Width.SHORT, "Online snapshot readers")
-            .define(M_MEMORY, Type.INT, 256, ConfigDef.Range.between(16, 1 << 20), Importance.MEDIUM,
-                    "Memory the pipeline may hold, in MiB (beyond it, large transactions spill to disk).", G_MILLRACE, 5,
+            .define(M_MEMORY, Type.INT, null, ConfigDef.LambdaValidator.with((name, value) -> {
+                        if (value != null) {
+                            ConfigDef.Range.between(16, 1 << 20).ensureValid(name, value);
+                            heapHolds(name, (Integer) value, Runtime.getRuntime().maxMemory());
+                        }
+                    }, () -> "[16,...,1048576], at most half of the worker's maximum heap"), Importance.MEDIUM,
+                    "Memory the pipeline may hold, in MiB (beyond it, large transactions spill to disk); at most half of the"
+                            + " worker's heap. Default: 256, or a quarter of the worker's maximum heap if less.", G_MILLRACE, 5,
                     ConfigDef.Width.SHORT, "Memory budget")
             .define(M_BATCH_KB, Type.INT, 1024, ConfigDef.Range.between(1, 1 << 20), Importance.LOW,
                     "Size of a batch handed to Connect, in KiB: one Kafka transaction.", G_MILLRACE, 6, ConfigDef.Width.SHORT, "Batch size")
@@ -345,8 +351,30 @@ final class ConnectorSettings {
     }
 
     PipelineSettings pipeline() {
-        return PipelineSettings.builder().memoryBudgetMb(config.getInt(M_MEMORY)).batchKb(config.getInt(M_BATCH_KB))
-                .lingerMs(config.getInt(M_LINGER)).build();
+        Integer mb = config.getInt(M_MEMORY);
+        return PipelineSettings.builder().memoryBudgetMb(mb != null ? mb : defaultBudgetMb(Runtime.getRuntime().maxMemory()))
+                .batchKb(config.getInt(M_BATCH_KB)).lingerMs(config.getInt(M_LINGER)).build();
+    }
+
+    /**
+     * {@value #M_MEMORY} when not set: 256 MiB, or a quarter of the worker's maximum heap if less (at least 16). A fixed
+     * 256 refused every connector on a worker with less than 512 MiB of heap once a budget above half the heap was refused.
+     */
+    static int defaultBudgetMb(long maxHeapBytes) {
+        return (int) Math.max(16, Math.min(256, maxHeapBytes >> 22));
+    }
+
+    /**
+     * INV: BOUNDED — a budget above half the worker's heap ends in an OutOfMemoryError of the worker (every connector on it)
+     * on a transaction large enough to spend it: refused on the key, at validate and at start.
+     */
+    static void heapHolds(String name, Integer mb, long maxHeapBytes) {
+        long max = maxHeapBytes >> 21;
+        if (mb != null && mb > max) {
+            throw new ConfigException(name, mb, "must be at most half of the worker's maximum heap (" + (maxHeapBytes >> 20)
+                    + " MiB, so at most " + max + "): lower it, leave it out (the default follows the heap), or give the worker"
+                    + " more heap (-Xmx, e.g. KAFKA_HEAP_OPTS)");
+        }
     }
 
     /**

@@ -28,10 +28,11 @@ final class SourceValidation {
             "slot", ConnectorSettings.SLOT, "publication", ConnectorSettings.PUBLICATION, "tables", ConnectorSettings.TABLE_INCLUDE,
             "exclude_tables", ConnectorSettings.TABLE_EXCLUDE, "create_publication", ConnectorSettings.PUBLICATION_AUTOCREATE);
     private static final Pattern YAML_KEY = Pattern.compile("\\bsource\\.([a-z_]+(?:\\.[a-z_]+)?)\\b");
-    /** Keys of the YAML configuration with no one-to-one word in {@link #KEYS} (a password's sources, the TLS block). */
+    /** Keys of the YAML configuration with no one-to-one word in {@link #KEYS} (a password's sources, the TLS block, the pipeline's). */
     private static final Map<String, String> PHRASES = Map.of("source.password_env / source.password_file", ConnectorSettings.PASSWORD,
             "source.password_env", ConnectorSettings.PASSWORD, "source.password_file", ConnectorSettings.PASSWORD,
-            "source.ssl.mode", ConnectorSettings.SSLMODE);
+            "source.ssl.mode", ConnectorSettings.SSLMODE, "pipeline.memory_budget_mb", ConnectorSettings.M_MEMORY,
+            "pipeline.batch_kb", ConnectorSettings.M_BATCH_KB, "pipeline.linger_ms", ConnectorSettings.M_LINGER);
 
     /** Adds the source's failures to {@code values} (on the key that fixes each); nothing when a setting is in error already. */
     static void check(Map<String, String> props, List<ConfigValue> values) {

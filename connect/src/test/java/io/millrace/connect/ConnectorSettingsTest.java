@@ -90,6 +90,29 @@ class ConnectorSettingsTest {
         assertThat(new ConnectorSettings(props).snapshot().mode()).isEqualTo(SnapshotSettings.Mode.INITIAL_ONLY);
     }
 
+    /**
+     * INV: BOUNDED. A budget above half the worker's heap is refused on its key at validate; left out, it follows the heap
+     * (a fixed 256 MiB would have been refused on a worker with less than 512 MiB of heap).
+     */
+    @Test
+    void theMemoryBudgetFitsTheWorkersHeap() {
+        Map<String, String> props = debezium();
+        int huge = (int) Math.min(1 << 20, (Runtime.getRuntime().maxMemory() >> 20) + 1);
+        props.put("millrace.pipeline.memory.budget.mb", String.valueOf(huge));
+        assertThat(errors(props)).containsOnlyKeys("millrace.pipeline.memory.budget.mb");
+        assertThat(errors(props).get("millrace.pipeline.memory.budget.mb").get(0))
+                .contains("must be at most half of the worker's maximum heap").contains("KAFKA_HEAP_OPTS");
+        assertThatThrownBy(() -> new ConnectorSettings(props)).hasMessageContaining("millrace.pipeline.memory.budget.mb");
+        props.remove("millrace.pipeline.memory.budget.mb");
+        assertThat(new ConnectorSettings(props).pipeline().memoryBudgetMb())
+                .isEqualTo(ConnectorSettings.defaultBudgetMb(Runtime.getRuntime().maxMemory()));
+        assertThat(ConnectorSettings.defaultBudgetMb(8L << 30)).isEqualTo(256);
+        assertThat(ConnectorSettings.defaultBudgetMb(512L << 20)).as("a 512 MiB worker").isEqualTo(128);
+        assertThat(ConnectorSettings.defaultBudgetMb(32L << 20)).isEqualTo(16);
+        assertThatThrownBy(() -> ConnectorSettings.heapHolds("k", 300, 512L << 20)).hasMessageContaining("so at most 256");
+        ConnectorSettings.heapHolds("k", 256, 512L << 20);
+    }
+
     @Test
     void unsupportedDebeziumKeysAndUnknownKeysAreRefusedByName() {
         Map<String, String> props = debezium();

@@ -18,6 +18,8 @@ class SourceValidationTest {
                 .isEqualTo("the server refused TLS: set database.sslmode to prefer or disable");
         assertThat(SourceValidation.connectorKeys("Check the database name (source.database). Name them in source.tables."))
                 .isEqualTo("Check the database name (database.dbname). Name them in table.include.list.");
+        assertThat(SourceValidation.connectorKeys("config: pipeline.batch_kb (8192) must be at most half of pipeline.memory_budget_mb (8 MB)"))
+                .isEqualTo("config: millrace.pipeline.batch.kb (8192) must be at most half of millrace.pipeline.memory.budget.mb (8 MB)");
         assertThat(SourceValidation.connectorKeys("source.unknown stays")).isEqualTo("source.unknown stays");
     }
 
