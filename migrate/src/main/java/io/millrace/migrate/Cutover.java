@@ -153,6 +153,7 @@ final class Cutover {
             if (reverse) {
                 // Before the sequences and CUT_OVER: the applications have not switched, so the slot sees no write of theirs yet.
                 reverseSlot = Reverse.slot(ends.source.slot());
+                Reverse.forgetEarlierStream(src, ends.target.stateSchema());
                 String at = Reverse.prepare(tgt, reverseSlot, Reverse.publication(ends.source.slot()), tables);
                 LOG.info("migrate cutover: reverse slot '{}' on the target at {}", reverseSlot, at);
             }

@@ -95,6 +95,34 @@ final class Reverse {
     }
 
     /**
+     * Removes a reverse stream's checkpoint from the source ({@code src}, fenced: in a transaction of its own that writes),
+     * left by an earlier migration of it that was rolled back: this cutover's reverse slot is new, and the engine refused it
+     * as confirmed past that checkpoint, so the way back of the second migration failed at once (found by a migrate user;
+     * the error's advice was to empty the destination, the old primary). Called before the cutover records CUT_OVER, when
+     * no reverse stream of this migration can have run ({@link Migration#reverse} starts after it).
+     */
+    static void forgetEarlierStream(Connection src, String stateSchema) throws SQLException {
+        String table = Ident.qualified(stateSchema, "checkpoints");
+        if (Planner.oneOrNull(src, "SELECT to_regclass(" + Ident.literal(table) + ")") == null) {
+            return;
+        }
+        try (Statement s = src.createStatement()) {
+            s.execute("BEGIN READ WRITE");
+            int n;
+            try {
+                n = s.executeUpdate("DELETE FROM " + table + " WHERE destination = " + Ident.literal(Endpoints.REVERSE_DESTINATION));
+            } catch (SQLException e) {
+                s.execute("ROLLBACK");
+                throw e;
+            }
+            s.execute("COMMIT");
+            if (n > 0) {
+                LOG.info("migrate cutover: an earlier migration's reverse checkpoint on the source is removed (its slot is gone)");
+            }
+        }
+    }
+
+    /**
      * Creates the reverse publication (of {@code tables}) and slot on the target where they are missing; returns the slot's
      * position. Idempotent, so a resumed cutover keeps the slot the first attempt made (its position is still before any
      * write of the new primary: the cutover had not finished, so the applications had not switched).

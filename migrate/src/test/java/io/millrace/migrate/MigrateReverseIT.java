@@ -146,6 +146,24 @@ class MigrateReverseIT extends TwoServers {
         assertThatThrownBy(() -> m.rollback(Duration.ofSeconds(1))).isInstanceOf(MillraceException.class)
                 .hasMessageContaining("rolled back already");
         assertThatThrownBy(m::abort).isInstanceOf(MillraceException.class).hasMessageContaining("the source is the primary again");
+
+        // A second migration of the old primary, into a new database, goes back too: the first one's reverse checkpoint on
+        // the source had named a slot that is gone, and the engine refused the new reverse slot as confirmed past it
+        // ("start this one again with empty destinations": the old primary), found by a migrate user.
+        tgt.createDatabase("rev3b");
+        Migration again = Migration.of(Servers.source(src, db, "shop.*"), Servers.target(tgt, "rev3b"));
+        try (Millrace following = again.follow(Duration.ofSeconds(30))) {
+            again.cutover(1 << 20, Duration.ofSeconds(30), 0, true);
+        }
+        tgt.execute("rev3b", "INSERT INTO shop.customer (email) VALUES ('second@new')");
+        try (Millrace back = again.reverse(Duration.ofSeconds(15))) {
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (Servers.count(src, db, "SELECT count(*) FROM shop.customer WHERE email = 'second@new'") == 0) {
+                assertThat(back.status().lastError()).as("the second way back").isNull();
+                assertThat(System.nanoTime()).as("the second migration's write reached the old primary").isLessThan(deadline);
+                Thread.sleep(50);
+            }
+        }
     }
 
     @Test
