@@ -467,8 +467,40 @@ public final class Migration {
                               long verifiedChunks, long differedChunks) {
     }
 
-    /** The migration's recorded step and the source's fence state. */
+    /**
+     * The migration's recorded step and the source's fence state. A cutover's fence ends every other session of the source
+     * ({@code pg_terminate_backend}, SQLSTATE 57P01), a status's too when it connects in that moment: read again then,
+     * rather than failing with "the server is shutting down" (seen in MigrateCutoverIT on a loaded machine).
+     */
     public MigrationStatus status() {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return statusOnce();
+            } catch (MillraceException e) {
+                if (attempt >= 5 || !endedByTheFence(e)) {
+                    throw e;
+                }
+                try {
+                    Thread.sleep(100L * attempt);
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw e;
+                }
+            }
+        }
+    }
+
+    /** Whether {@code e} comes of a session ended by {@code pg_terminate_backend} (SQLSTATE 57P01). */
+    private static boolean endedByTheFence(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof SQLException q && "57P01".equals(q.getSQLState())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private MigrationStatus statusOnce() {
         try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
             List<String> steps = new ArrayList<>();
             for (StateStore.Step s : store.steps(tgt)) {
