@@ -448,19 +448,44 @@ public final class Millrace implements AutoCloseable {
             return this;
         }
 
+        /** The checkpoint, the log and the status go by the sink's own name: a name given beside it was ignored (found by a user). */
+        private static void sameName(String key, String name, Sink sink) {
+            if (!name.equals(sink.name())) {
+                throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, key + ".name: '" + name
+                        + "' is not the sink's own name() '" + sink.name() + "', which its checkpoint, the log and the status go by;"
+                        + " give the same name");
+            }
+        }
+
         /**
-         * Your own {@link Sink}, under {@code name} (its own {@link Sink#name()}); it keeps the {@link Sink} contract (its checkpoint durable with its
-         * data). The same instance is opened again when the engine restarts after a transient failure.
+         * Your own {@link Sink}, under {@code name} (its own {@link Sink#name()}); it keeps the {@link Sink} contract (its
+         * checkpoint durable with its data). A new sink from {@code newSink} at each start of the pipeline, also when the
+         * engine starts again by itself after a transient failure (a connection lost, the server restarted): each is opened
+         * once and closed, as the {@link Sink} lifecycle says. The way to give a sink of your own.
+         */
+        public Builder destination(String name, java.util.function.Supplier<? extends Sink> newSink) {
+            String n = Check.text(key() + ".name", name);
+            Objects.requireNonNull(newSink, "newSink");
+            String key = key();
+            destinations.add(context -> new Given(n, "sink", () -> {
+                Sink sink = Objects.requireNonNull(newSink.get(), key + ": the supplier gave null");
+                sameName(key, n, sink);
+                return sink;
+            }));
+            return this;
+        }
+
+        /**
+         * Your own {@link Sink} as one instance, under {@code name} (its own {@link Sink#name()}). The engine opens this same
+         * instance again after closing it when it starts again by itself after a transient failure, so the sink must allow
+         * {@code open()} after {@code close()}: one that is opened once (as {@link io.millrace.core.sink.SinkLifecycle}
+         * and the custom-sink example are) ends the pipeline at the first lost connection. Prefer
+         * {@link #destination(String, java.util.function.Supplier)}, which makes a new one for each start.
          */
         public Builder destination(String name, Sink sink) {
             String n = Check.text(key() + ".name", name);
             Objects.requireNonNull(sink, "sink");
-            if (!n.equals(sink.name())) {
-                // the checkpoint, the log and the status go by the sink's own name: the given one was ignored (found by a user)
-                throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.CONFIG, key() + ".name: '" + n
-                        + "' is not the sink's own name() '" + sink.name() + "', which its checkpoint, the log and the status go by;"
-                        + " give the same name");
-            }
+            sameName(key(), n, sink);
             destinations.add(context -> new Given(n, "sink", () -> sink));
             return this;
         }

@@ -22,6 +22,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -172,6 +173,87 @@ class MillraceIT {
     }
 
     /** The DDL event trigger from the API, as {@code millrace setup} installs it: an embedder needed an internal class. */
+    /**
+     * A destination of the application's own that is opened once per instance, as the Sink lifecycle says (the custom-sink
+     * example's is): given as a supplier, a lost replication connection makes a new one, and the pipeline goes on. Given
+     * as one instance, the engine opened it again after closing it, and the pipeline ended at the first lost connection
+     * ("Cannot open destination 'own': it is CLOSED"), found by a user embedding Millrace.
+     */
+    @Test
+    void aSinkGivenAsASupplierIsMadeAgainWhenTheEngineStartsAgainAfterALostConnection() throws Exception {
+        pg.createDatabase("reopen");
+        exec("reopen", "CREATE TABLE public.orders (id int PRIMARY KEY, qty int NOT NULL)", "INSERT INTO public.orders VALUES (1, 1)");
+        List<Integer> ids = Collections.synchronizedList(new ArrayList<>());
+        AtomicReference<Checkpoint> durable = new AtomicReference<>();
+        java.util.concurrent.atomic.AtomicInteger made = new java.util.concurrent.atomic.AtomicInteger();
+        try (Millrace m = Millrace.builder().name("shop").source(source("reopen"))
+                .operations(OperationsSettings.builder().retryInitialMs(100).build())
+                .destination("own", () -> {
+                    made.incrementAndGet();
+                    return new OnceSink("own", ids, durable);
+                }).build()) {
+            m.start();
+            awaitStreaming(m);
+            exec("reopen", "INSERT INTO public.orders VALUES (2, 2)");
+            awaitTrue("the insert", () -> ids.contains(2));
+            exec("reopen", "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = 'reopen'");
+            awaitTrue("a start after the lost connection", () -> made.get() == 2);
+            exec("reopen", "INSERT INTO public.orders VALUES (3, 3)");
+            awaitTrue("the insert after it", () -> ids.contains(3));
+            assertThat(m.status().state()).isIn("streaming", "retrying");
+        }
+        assertThat(ids).containsExactly(1, 2, 3); // exactly once: the second sink resumed from the first's checkpoint
+    }
+
+    /** An exactly-once sink opened once, as the Sink lifecycle says; its "durable" data and checkpoint outlive it in memory. */
+    private static final class OnceSink implements io.millrace.core.sink.Sink {
+        private final String name;
+        private final io.millrace.core.sink.SinkLifecycle life;
+        private final List<Integer> ids;
+        private final AtomicReference<Checkpoint> durable;
+
+        OnceSink(String name, List<Integer> ids, AtomicReference<Checkpoint> durable) {
+            this.name = name;
+            this.life = new io.millrace.core.sink.SinkLifecycle(name);
+            this.ids = ids;
+            this.durable = durable;
+        }
+
+        @Override
+        public String name() {
+            return name;
+        }
+
+        @Override
+        public boolean transactional() {
+            return true;
+        }
+
+        @Override
+        public Optional<io.millrace.core.change.Checkpoint> open() {
+            life.open();
+            return Optional.ofNullable(durable.get());
+        }
+
+        @Override
+        public void write(List<io.millrace.core.change.ChangeEvent> events, io.millrace.core.change.Checkpoint checkpoint) {
+            life.requireOpen();
+            synchronized (ids) {
+                for (io.millrace.core.change.ChangeEvent e : events) {
+                    if (e.after() != null) {
+                        ids.add(((Number) e.after()[0]).intValue());
+                    }
+                }
+                durable.set(checkpoint);
+            }
+        }
+
+        @Override
+        public void close() {
+            life.close();
+        }
+    }
+
     @Test
     void theDdlTriggerIsInstalledFromTheApi() throws Exception {
         pg.createDatabase("trigapi");

@@ -9,7 +9,10 @@ import java.util.Optional;
 /**
  * A destination. One writer thread owns a sink: no method is called concurrently.
  *
- * <p>Lifecycle: {@link #open()} once, then {@link #write} any number of times, then {@link #close()}.
+ * <p>Lifecycle: {@link #open()} once, then {@link #write} any number of times, then {@link #close()}. The engine makes a
+ * new sink for each start of the pipeline (from a {@link DestinationConfig}, or the supplier an embedding application
+ * gives), also when it starts again by itself after a transient failure; only a sink an application gives as one
+ * instance is opened again after {@code close()}.
  * A sink never acknowledges before durable (INV: DURABLE): when {@code write} returns, the events
  * and the checkpoint are both durable; when it throws, the checkpoint has not advanced.
  */
