@@ -38,7 +38,11 @@ import java.util.function.LongSupplier;
  *       too many connections (53300) — as above; any other destination error (a constraint, a type) is
  *       permanent: repeating the same batch would fail the same way;</li>
  *   <li>{@link Kind#SLOT_IN_USE}: at most {@value #SLOT_IN_USE_ATTEMPTS} restarts in a row — the walsender of a
- *       crashed previous run may still be ending — then it stops: another process reads the slot.</li>
+ *       crashed previous run may still be ending — then it stops: another process reads the slot;</li>
+ *   <li>{@link Kind#SOURCE_SETUP} caused by a table that does not exist (42P01): as few — a table renamed or dropped
+ *       between the start's survey of the tables and a statement that names it (the publication's creation, the
+ *       snapshot's lock) is seen by the next start's survey; before, a rename while the pipeline started ended it for
+ *       good (found by a user embedding Millrace, 3 times in 3 tries).</li>
  * </ul>
  * Everything else — configuration, authentication, privileges, source set-up (a dropped slot included: no silent
  * re-snapshot), identity, decoding, internal errors — is permanent. An attempt that ran for at least
@@ -497,7 +501,7 @@ public final class Supervisor implements EngineView {
                 }
                 if (exhausted(v, inRow, slotInRow, budget)) {
                     LOG.error("giving up after {} failures in a row ({} restarts, {}): {}", inRow, inRow - 1, v == Verdict.RETRY_FEW
-                            ? "the most for a slot in use" : "operations.retry." + (ranOnce ? "attempts_once_running: " : "attempts: ") + budget, error);
+                            ? "the most for a slot in use or a table gone" : "operations.retry." + (ranOnce ? "attempts_once_running: " : "attempts: ") + budget, error);
                     throw e;
                 }
                 keepStatusOf(a);
@@ -539,8 +543,19 @@ public final class Supervisor implements EngineView {
             case CONNECTION -> Verdict.RETRY;
             case SLOT_IN_USE -> Verdict.RETRY_FEW;
             case SINK -> transientCause(m) ? Verdict.RETRY : Verdict.STOP;
+            case SOURCE_SETUP -> tableGone(m) ? Verdict.RETRY_FEW : Verdict.STOP;
             default -> Verdict.STOP;
         };
+    }
+
+    /** Whether {@code t} is caused by a statement naming a table that does not exist (42P01, undefined_table). */
+    private static boolean tableGone(Throwable t) {
+        for (Throwable c = t.getCause(); c != null; c = c.getCause()) {
+            if (c instanceof SQLException s && "42P01".equals(s.getSQLState())) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static boolean transientCause(Throwable t) {

@@ -461,6 +461,12 @@ class SupervisorTest {
         assertThat(Supervisor.classify(new MillraceException(Kind.AUTHENTICATION, "password"))).isEqualTo(Supervisor.Verdict.STOP);
         assertThat(Supervisor.classify(new MillraceException(Kind.DECODE, "bad"))).isEqualTo(Supervisor.Verdict.STOP);
         assertThat(Supervisor.classify(new MillraceException(Kind.SLOT_IN_USE, "busy"))).isEqualTo(Supervisor.Verdict.RETRY_FEW);
+        // a table renamed while the pipeline starts: the next start's survey sees it (a user: "creating publication ... failed:
+        // relation public.zz_a2 does not exist", for good)
+        assertThat(Supervisor.classify(new MillraceException(Kind.SOURCE_SETUP, "creating publication 'p' failed",
+                new SQLException("relation \"public.zz_a2\" does not exist", "42P01")))).isEqualTo(Supervisor.Verdict.RETRY_FEW);
+        assertThat(Supervisor.classify(new MillraceException(Kind.SOURCE_SETUP, "x", new SQLException("permission", "42501"))))
+                .isEqualTo(Supervisor.Verdict.STOP);
     }
 
     @Test
