@@ -99,6 +99,9 @@ public final class Migration {
                 p.plan().requireReady();
                 if (state == MigrationState.ABORTED) {
                     forgetCheckpoint(tgt);
+                    if (passes.forgetAll(tgt) > 0) {
+                        LOG.info("migrate: starting over after an abort: the aborted attempt's verify passes are forgotten");
+                    }
                 }
                 SchemaWriter.apply(tgt, store, SchemaWriter.beforeCopy(p.tables(), p.sequences()), MigrationState.SCHEMA_CREATED,
                         p.tables().size() + " table(s), " + p.sequences().size() + " sequence(s)");

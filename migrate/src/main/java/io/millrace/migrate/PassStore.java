@@ -41,6 +41,24 @@ final class PassStore {
         this.chunks = Ident.qualified(stateSchema, "verified_chunks");
     }
 
+    /**
+     * Forgets every recorded pass: a migration started over after an abort copies every table again, and status showed the
+     * aborted attempt's passes beside the new copy as if it were verified (found by a migrate user). Returns how many
+     * tables had one.
+     */
+    int forgetAll(Connection tgt) throws SQLException {
+        if (Planner.oneOrNull(tgt, "SELECT to_regclass(" + Ident.literal(tables) + ")") == null) {
+            return 0;
+        }
+        try (Statement s = tgt.createStatement()) {
+            int n = s.executeUpdate("DELETE FROM " + tables);
+            if (Planner.oneOrNull(tgt, "SELECT to_regclass(" + Ident.literal(chunks) + ")") != null) {
+                s.executeUpdate("DELETE FROM " + chunks);
+            }
+            return n;
+        }
+    }
+
     /** Replaces {@code table}'s recorded pass, in one target transaction. */
     void save(Connection tgt, String table, Pass p) throws SQLException {
         tgt.setAutoCommit(false);
