@@ -145,6 +145,9 @@ final class Planner {
                     + ends.source.tables(), "name the tables in source.tables (e.g. public.*)"));
         }
         sourceSlotAndPublication(src, srcName, srcUser, srcMajor, tables, problems, ends);
+        if (state == MigrationState.NONE || state == MigrationState.ABORTED) {
+            leftoverSlot(src, tgt, srcName, problems, ends);
+        }
         for (Table t : tables) {
             if (!bool(src, "SELECT has_table_privilege(" + t.oid() + ", 'SELECT')")) {
                 problems.add(new Problem(Kind.PERMISSION, "source role " + srcUser + " cannot read " + t.ref(),
@@ -279,6 +282,26 @@ final class Planner {
         }
     }
 
+
+    /**
+     * A migration not started yet (or started over after an abort, which drops its slot) whose slot exists on the source
+     * while the target holds no checkpoint of it: left by an earlier attempt (its {@code run} killed, or a target made
+     * anew), or read by another pipeline. {@code run} refused it only after creating the target's schema (found by a
+     * migrate user: the plan said ready).
+     */
+    private static void leftoverSlot(Connection src, Connection tgt, String srcName, List<Problem> problems, Endpoints ends)
+            throws SQLException {
+        String slot = ends.source.slot();
+        String active = oneOrNull(src, "SELECT coalesce(active_pid::text, '') FROM pg_replication_slots WHERE slot_name = " + Ident.literal(slot));
+        if (active == null || ends.targetFlushLsn(tgt) != null) {
+            return;
+        }
+        problems.add(new Problem(Kind.SOURCE_SETUP, "replication slot '" + slot + "' exists on the " + srcName + (active.isEmpty()
+                ? ", read by nobody," : ", read now by process " + active + ",") + " but the target holds no checkpoint of it: an"
+                + " earlier attempt's, or another pipeline's", "if nothing else uses it, drop it on the source: SELECT"
+                + " pg_drop_replication_slot(" + Ident.literal(slot) + ") (it keeps WAL on the source until then); or give this"
+                + " migration another slot (source.slot)"));
+    }
 
     /**
      * What {@code run} needs on the source before it writes anything, checked here as the engine's preflight checks it

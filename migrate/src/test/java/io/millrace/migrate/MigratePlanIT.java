@@ -193,6 +193,33 @@ class MigratePlanIT extends TwoServers {
     }
 
     /**
+     * The migration's slot left on the source by an earlier attempt (its run killed, the target made anew): the plan says
+     * so with the fix, and run writes nothing (found by a migrate user: the plan said ready, and run created the target's
+     * schema before it stopped on "replication slot ... exists, but no destination holds a checkpoint of it").
+     */
+    @Test
+    void aSlotLeftByAnEarlierAttemptIsRefusedBeforeAnythingIsWritten() throws Exception {
+        String db = fresh("CREATE TABLE t (id int PRIMARY KEY)");
+        src.execute(db, "SELECT pg_create_logical_replication_slot('mig_" + db + "', 'pgoutput')");
+        try {
+            Migration m = Migration.of(Servers.source(src, db), Servers.target(tgt, db));
+            assertThat(m.plan().problems()).singleElement().satisfies(x -> {
+                assertThat(x.kind()).isEqualTo(Kind.SOURCE_SETUP);
+                assertThat(x.message()).contains("replication slot 'mig_" + db + "' exists").contains("read by nobody")
+                        .contains("the target holds no checkpoint of it");
+                assertThat(x.fix()).contains("pg_drop_replication_slot('mig_" + db + "')").contains("source.slot");
+            });
+            assertThatThrownBy(() -> m.follow(Duration.ofSeconds(10)))
+                    .satisfies(e -> assertThat(((MillraceException) e).kind().exitCode()).isEqualTo(6));
+            assertThat(Servers.count(tgt, db, "SELECT count(*) FROM pg_namespace WHERE nspname = 'millrace'")).isZero();
+            assertThat(Servers.count(tgt, db, "SELECT count(*) FROM pg_class WHERE relname = 't'")).isZero();
+            assertThat(Servers.count(src, db, "SELECT count(*) FROM pg_publication")).isZero();
+        } finally {
+            src.execute(db, "SELECT pg_drop_replication_slot('mig_" + db + "')");
+        }
+    }
+
+    /**
      * Types of the user's that the tables use (an enum, a domain with a check, a composite type), which the schema step
      * does not create: each is a problem with the statement that creates it as on the source (found by a user: the plan
      * said ready, and run stopped on 'type "mood" does not exist' with exit 10). With those statements run, it is ready.
