@@ -402,13 +402,22 @@ public final class Migration {
      *                 while there is a way back (from a {@code cutover --reverse} until the rollback ends); -1 otherwise
      * @param reverseRead whether a process ({@code migrate reverse}) reads the target's reverse slot now
      * @param running  the target session of a cutover, rollback or abort running now (it holds the migration's lock), or 0
+     * @param leftSlotBytes from the cutover on, the WAL the migration's slot still keeps on the source when nothing reads it
+     *                 (its {@code run} ended before it saw the cutover, and so did not drop it); -1 when there is none
      */
     public record MigrationStatus(MigrationState state, List<String> steps, boolean fenced, boolean targetFenced, long lagBytes,
                                   String slot, boolean read, List<TableStatus> tables, long reverseLagBytes, boolean reverseRead,
-                                  int running) {
+                                  int running, long leftSlotBytes) {
         public MigrationStatus {
             steps = List.copyOf(steps);
             tables = List.copyOf(tables);
+        }
+
+        /** As before {@code leftSlotBytes}. */
+        public MigrationStatus(MigrationState state, List<String> steps, boolean fenced, boolean targetFenced, long lagBytes,
+                               String slot, boolean read, List<TableStatus> tables, long reverseLagBytes, boolean reverseRead,
+                               int running) {
+            this(state, steps, fenced, targetFenced, lagBytes, slot, read, tables, reverseLagBytes, reverseRead, running, -1);
         }
 
         /** For the terminal. */
@@ -429,6 +438,12 @@ public final class Migration {
                         ? ", 'millrace migrate reverse' streams to it\n"
                         : "; nothing streams the target's writes to it now ('millrace migrate reverse' does; the target's reverse"
                         + " slot holds them meanwhile)\n"));
+            }
+            if (leftSlotBytes >= 0) {
+                // found by a migrate user: run killed in the cutover's moment left it, keeping WAL on the old primary for good
+                b.append("the source still holds slot '" + slot + "' (" + leftSlotBytes + " bytes of WAL kept), which nothing follows"
+                        + " since the cutover: " + (reverseLagBytes >= 0 ? "'millrace migrate reverse' drops it; without a way back, " : "")
+                        + "drop it on the source: SELECT pg_drop_replication_slot('" + slot + "')\n");
             }
             if (running != 0) {
                 // before, a cutover waiting for its fence marker read as interrupted here, and the abort it invited lifted
@@ -529,9 +544,15 @@ public final class Migration {
             // follows the source now" during the copy, which invited a second run (found by a user)
             boolean read = Planner.bool(src, "SELECT active FROM pg_replication_slots WHERE slot_name = "
                     + io.millrace.core.schema.Ident.literal(ends.source.slot())) || io.millrace.source.PipelineLock.held(src, ends.source.slot());
+            long leftSlot = -1;
+            if (!forward && !read) {
+                String kept = Planner.oneOrNull(src, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint::text FROM"
+                        + " pg_replication_slots WHERE slot_name = " + io.millrace.core.schema.Ident.literal(ends.source.slot()));
+                leftSlot = kept == null ? -1 : Math.max(0, Long.parseLong(kept));
+            }
             return new MigrationStatus(state, steps, Fence.fenced(src), Fence.fenced(tgt), lag == Long.MAX_VALUE ? -1 : lag,
                     ends.source.slot(), read, tables(src, tgt, lag == Long.MAX_VALUE ? -1 : lag), reverseLag, "true".equals(active),
-                    StateStore.holder(tgt, ends.source.slot()));
+                    StateStore.holder(tgt, ends.source.slot()), leftSlot);
         } catch (SQLException e) {
             throw Endpoints.failed("migrate status", e);
         }

@@ -86,6 +86,10 @@ class MigrateCutoverIT extends TwoServers {
         assertThat(st.state()).isEqualTo(MigrationState.CUT_OVER);
         assertThat(st.fenced()).isTrue();
         assertThat(st.steps()).hasSize(5).anyMatch(s -> s.contains("CUT_OVER: fence ") && s.contains("write-unavailable"));
+        // The follower ended without dropping the slot (as a 'migrate run' killed in the cutover's moment does): status names
+        // the WAL it keeps on the old primary and the statement that drops it (before, it said nothing of it).
+        assertThat(st.leftSlotBytes()).isNotNegative();
+        assertThat(st.render()).contains("the source still holds slot 'mig_" + db + "'").contains("pg_drop_replication_slot('mig_" + db + "')");
         assertThatThrownBy(m::abort).isInstanceOf(MillraceException.class).hasMessageContaining("cut over");
         src.execute("postgres", "ALTER DATABASE " + db + " RESET default_transaction_read_only");
     }
