@@ -369,9 +369,9 @@ final class ConnectorSettings {
      * on a transaction large enough to spend it: refused on the key, at validate and at start.
      */
     static void heapHolds(String name, Integer mb, long maxHeapBytes) {
-        long max = maxHeapBytes >> 21;
+        long max = (long) (maxHeapBytes * 0.55) >> 20; // half of -Xmx: the maximum heap leaves a survivor space out
         if (mb != null && mb > max) {
-            throw new ConfigException(name, mb, "must be at most half of the worker's maximum heap (" + (maxHeapBytes >> 20)
+            throw new ConfigException(name, mb, "must be at most about half of the worker's maximum heap (" + (maxHeapBytes >> 20)
                     + " MiB, so at most " + max + "): lower it, leave it out (the default follows the heap), or give the worker"
                     + " more heap (-Xmx, e.g. KAFKA_HEAP_OPTS)");
         }

@@ -101,7 +101,7 @@ class ConnectorSettingsTest {
         props.put("millrace.pipeline.memory.budget.mb", String.valueOf(huge));
         assertThat(errors(props)).containsOnlyKeys("millrace.pipeline.memory.budget.mb");
         assertThat(errors(props).get("millrace.pipeline.memory.budget.mb").get(0))
-                .contains("must be at most half of the worker's maximum heap").contains("KAFKA_HEAP_OPTS");
+                .contains("must be at most about half of the worker's maximum heap").contains("KAFKA_HEAP_OPTS");
         assertThatThrownBy(() -> new ConnectorSettings(props)).hasMessageContaining("millrace.pipeline.memory.budget.mb");
         props.remove("millrace.pipeline.memory.budget.mb");
         assertThat(new ConnectorSettings(props).pipeline().memoryBudgetMb())
@@ -109,8 +109,8 @@ class ConnectorSettingsTest {
         assertThat(ConnectorSettings.defaultBudgetMb(8L << 30)).isEqualTo(256);
         assertThat(ConnectorSettings.defaultBudgetMb(512L << 20)).as("a 512 MiB worker").isEqualTo(128);
         assertThat(ConnectorSettings.defaultBudgetMb(32L << 20)).isEqualTo(16);
-        assertThatThrownBy(() -> ConnectorSettings.heapHolds("k", 300, 512L << 20)).hasMessageContaining("so at most 256");
-        ConnectorSettings.heapHolds("k", 256, 512L << 20);
+        assertThatThrownBy(() -> ConnectorSettings.heapHolds("k", 300, 512L << 20)).hasMessageContaining("so at most 281");
+        ConnectorSettings.heapHolds("k", 281, 512L << 20);
     }
 
     @Test

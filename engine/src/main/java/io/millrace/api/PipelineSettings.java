@@ -128,11 +128,14 @@ public final class PipelineSettings {
          * OutOfMemoryError on the first transaction large enough to spend it, so it is refused at start.
          */
         static void checkHeap(int budgetMb, long maxHeapBytes) {
-            long maxMb = maxHeapBytes >> 21;
+            // half of -Xmx: the JVM's maximum heap leaves one survivor space out (184 MB at -Xmx192m, 123 at -Xmx128m,
+            // where the example configuration's 64 has always run)
+            long maxMb = (long) (maxHeapBytes * 0.55) >> 20;
             if (budgetMb > maxMb) {
-                throw Check.error("pipeline.memory_budget_mb", "(" + budgetMb + ") must be at most half of the JVM's maximum heap ("
-                        + (maxHeapBytes >> 20) + " MB, so at most " + maxMb + "): lower it, or leave it out for the default (64, or an"
-                        + " eighth of the heap if less), or give the JVM more heap (-Xmx; MILLRACE_JAVA_OPTS for bin/millrace)");
+                throw Check.error("pipeline.memory_budget_mb", "(" + budgetMb + ") must be at most about half of the JVM's maximum"
+                        + " heap (" + (maxHeapBytes >> 20) + " MB, so at most " + maxMb + "): lower it, or leave it out for the"
+                        + " default (64, or an eighth of the heap if less), or give the JVM more heap (-Xmx; MILLRACE_JAVA_OPTS for"
+                        + " bin/millrace)");
             }
         }
     }

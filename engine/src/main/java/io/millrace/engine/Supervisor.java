@@ -39,10 +39,12 @@ import java.util.function.LongSupplier;
  *       permanent: repeating the same batch would fail the same way;</li>
  *   <li>{@link Kind#SLOT_IN_USE}: at most {@value #SLOT_IN_USE_ATTEMPTS} restarts in a row — the walsender of a
  *       crashed previous run may still be ending — then it stops: another process reads the slot;</li>
- *   <li>{@link Kind#SOURCE_SETUP} caused by a table that does not exist (42P01): as few — a table renamed or dropped
- *       between the start's survey of the tables and a statement that names it (the publication's creation, the
- *       snapshot's lock) is seen by the next start's survey; before, a rename while the pipeline started ended it for
- *       good (found by a user embedding Millrace, 3 times in 3 tries).</li>
+ *   <li>{@link Kind#SOURCE_SETUP} caused by a table that does not exist (42P01) in an attempt that failed before it ran
+ *       for {@link #healthyMillis}: as few — a table renamed or dropped between the start's survey of the tables and a
+ *       statement that names it (the publication's creation, the snapshot's lock) is seen by the next start's survey
+ *       (INV: RESUME: the next start resumes from the checkpoints, or starts a snapshot that had not landed over on a new
+ *       slot); before, a rename while the pipeline started ended it for good (found by a user embedding Millrace, 3 times
+ *       in 3 tries).</li>
  * </ul>
  * Everything else — configuration, authentication, privileges, source set-up (a dropped slot included: no silent
  * re-snapshot), identity, decoding, internal errors — is permanent. An attempt that ran for at least
@@ -487,6 +489,9 @@ public final class Supervisor implements EngineView {
                     return;
                 }
                 long ranMillis = TimeUnit.NANOSECONDS.toMillis(nanoClock.getAsLong() - began);
+                if (v == Verdict.RETRY_FEW && tableGone(e) && ranMillis >= healthyMillis) {
+                    v = Verdict.STOP; // a table gone is retried as a start's race only, not one that keeps coming while running
+                }
                 if (ranMillis >= healthyMillis) {
                     inRow = 0;
                     slotInRow = 0;

@@ -130,12 +130,14 @@ class MillraceBuilderTest {
         int huge = (int) Math.min(1 << 20, (Runtime.getRuntime().maxMemory() >> 20) + 1);
         same(SOURCE + "pipeline:\n  memory_budget_mb: " + huge + "\n" + FILES,
                 () -> PipelineSettings.builder().memoryBudgetMb(huge).build(),
-                "config: pipeline.memory_budget_mb (" + huge + ") must be at most half of the JVM's maximum heap (");
+                "config: pipeline.memory_budget_mb (" + huge + ") must be at most about half of the JVM's maximum heap (");
         // bin/millrace's -Xmx192m -XX:+UseParallelGC gives a maximum heap of 184 MB.
         assertThatThrownBy(() -> PipelineSettings.Builder.checkHeap(100_000, 184L << 20))
-                .hasMessageContaining("(100000) must be at most half of the JVM's maximum heap (184 MB, so at most 92)")
+                .hasMessageContaining("(100000) must be at most about half of the JVM's maximum heap (184 MB, so at most 101)")
                 .hasMessageContaining("MILLRACE_JAVA_OPTS");
-        PipelineSettings.Builder.checkHeap(92, 184L << 20);
+        PipelineSettings.Builder.checkHeap(101, 184L << 20);
+        // -Xmx128m gives a maximum heap of 123 MB: the 64 the example configuration once set runs there (docs/BENCHMARKS.md)
+        PipelineSettings.Builder.checkHeap(64, 123L << 20);
     }
 
     @Test

@@ -197,7 +197,7 @@ class MillraceIT {
             exec("reopen", "INSERT INTO public.orders VALUES (2, 2)");
             awaitTrue("the insert", () -> ids.contains(2));
             exec("reopen", "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = 'reopen'");
-            awaitTrue("a start after the lost connection", () -> made.get() == 2);
+            awaitTrue("a start after the lost connection", () -> made.get() >= 2);
             exec("reopen", "INSERT INTO public.orders VALUES (3, 3)");
             awaitTrue("the insert after it", () -> ids.contains(3));
             assertThat(m.status().state()).isIn("streaming", "retrying");

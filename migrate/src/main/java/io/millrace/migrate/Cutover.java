@@ -69,6 +69,7 @@ final class Cutover {
             }
             if (reverse) {
                 Reverse.check(tgt, src, tables);
+                Reverse.checkEarlierStream(src, ends.target.stateSchema(), Reverse.slot(ends.source.slot()));
             }
             if (state == MigrationState.FOLLOWING) {
                 List<ColumnDrift.Drift> drift = ColumnDrift.find(src, tgt, tables);
@@ -153,7 +154,7 @@ final class Cutover {
             if (reverse) {
                 // Before the sequences and CUT_OVER: the applications have not switched, so the slot sees no write of theirs yet.
                 reverseSlot = Reverse.slot(ends.source.slot());
-                Reverse.forgetEarlierStream(src, ends.target.stateSchema());
+                Reverse.forgetEarlierStream(src, ends.target.stateSchema(), reverseSlot);
                 String at = Reverse.prepare(tgt, reverseSlot, Reverse.publication(ends.source.slot()), tables);
                 LOG.info("migrate cutover: reverse slot '{}' on the target at {}", reverseSlot, at);
             }

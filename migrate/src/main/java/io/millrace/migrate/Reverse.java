@@ -96,30 +96,66 @@ final class Reverse {
 
     /**
      * Removes a reverse stream's checkpoint from the source ({@code src}, fenced: in a transaction of its own that writes),
-     * left by an earlier migration of it that was rolled back: this cutover's reverse slot is new, and the engine refused it
-     * as confirmed past that checkpoint, so the way back of the second migration failed at once (found by a migrate user;
-     * the error's advice was to empty the destination, the old primary). Called before the cutover records CUT_OVER, when
-     * no reverse stream of this migration can have run ({@link Migration#reverse} starts after it).
+     * left by an earlier migration under the same slot that was rolled back: this cutover's reverse slot is new, and the
+     * engine refused the old checkpoint against it, so the second migration's way back failed at once (found by a migrate
+     * user; the error's advice was to empty the destination, the old primary). INV: IDENTITY — only a checkpoint of this
+     * migration's reverse slot ({@code slot}) is removed: no other pipeline reads that slot, since a migration's slot names
+     * it and two migrations cannot share a slot, and none of this migration has run yet (called before the cutover records
+     * CUT_OVER; {@link Migration#reverse} starts after it). A checkpoint of another slot under the same destination name
+     * is refused, named, and kept.
      */
-    static void forgetEarlierStream(Connection src, String stateSchema) throws SQLException {
+    static void forgetEarlierStream(Connection src, String stateSchema, String slot) throws SQLException {
+        String table = Ident.qualified(stateSchema, "checkpoints");
+        String held = earlierStream(src, stateSchema);
+        if (held == null || !held.equals(slot)) {
+            return; // another slot's: refused before the fence (checkEarlierStream)
+        }
+        String where = " FROM " + table + " WHERE destination = " + Ident.literal(Endpoints.REVERSE_DESTINATION);
+        boolean auto = src.getAutoCommit();
+        src.setAutoCommit(false);
+        try (Statement s = src.createStatement()) {
+            s.execute("SET TRANSACTION READ WRITE");
+            int n = s.executeUpdate("DELETE" + where);
+            src.commit();
+            if (n > 0) {
+                LOG.info("migrate cutover: an earlier migration's reverse checkpoint (slot '{}') on the source is removed", slot);
+            }
+        } catch (SQLException e) {
+            try {
+                src.rollback();
+            } catch (SQLException r) {
+                e.addSuppressed(r);
+            }
+            throw e;
+        } finally {
+            src.setAutoCommit(auto);
+        }
+    }
+
+    /**
+     * Refuses, before anything is fenced, a reverse checkpoint on the source of another slot than this migration's
+     * ({@code slot}): another way back's, which this one's would replace (INV: IDENTITY).
+     */
+    static void checkEarlierStream(Connection src, String stateSchema, String slot) throws SQLException {
+        String held = earlierStream(src, stateSchema);
+        if (held != null && !held.equals(slot)) {
+            String table = Ident.qualified(stateSchema, "checkpoints");
+            throw new MillraceException(Kind.SOURCE_SETUP, "migrate cutover --reverse: the source's " + table + " holds the"
+                    + " checkpoint of another way back (destination '" + Endpoints.REVERSE_DESTINATION + "', slot '" + held
+                    + "'), which this one's would replace. Nothing was fenced. Fix: when that migration is over, DELETE FROM "
+                    + table + " WHERE destination = '" + Endpoints.REVERSE_DESTINATION + "' on the source; or give this migration"
+                    + " another state schema");
+        }
+    }
+
+    /** The slot of the reverse checkpoint on the source, or null when there is none. */
+    private static String earlierStream(Connection src, String stateSchema) throws SQLException {
         String table = Ident.qualified(stateSchema, "checkpoints");
         if (Planner.oneOrNull(src, "SELECT to_regclass(" + Ident.literal(table) + ")") == null) {
-            return;
+            return null;
         }
-        try (Statement s = src.createStatement()) {
-            s.execute("BEGIN READ WRITE");
-            int n;
-            try {
-                n = s.executeUpdate("DELETE FROM " + table + " WHERE destination = " + Ident.literal(Endpoints.REVERSE_DESTINATION));
-            } catch (SQLException e) {
-                s.execute("ROLLBACK");
-                throw e;
-            }
-            s.execute("COMMIT");
-            if (n > 0) {
-                LOG.info("migrate cutover: an earlier migration's reverse checkpoint on the source is removed (its slot is gone)");
-            }
-        }
+        return Planner.oneOrNull(src, "SELECT checkpoint->'identity'->>'slot' FROM " + table + " WHERE destination = "
+                + Ident.literal(Endpoints.REVERSE_DESTINATION));
     }
 
     /**

@@ -153,6 +153,16 @@ class MigrateReverseIT extends TwoServers {
         tgt.createDatabase("rev3b");
         Migration again = Migration.of(Servers.source(src, db, "shop.*"), Servers.target(tgt, "rev3b"));
         try (Millrace following = again.follow(Duration.ofSeconds(30))) {
+            // INV: IDENTITY — a reverse checkpoint of another slot (another migration's way back) is refused, kept, and
+            // nothing is fenced; only one of this migration's slot is taken for an earlier attempt's and removed
+            String setSlot = "UPDATE millrace.checkpoints SET checkpoint = jsonb_set(checkpoint, '{identity,slot}', '\"%s\"')"
+                    + " WHERE destination = 'reverse'";
+            src.execute(db, String.format(setSlot, "other_reverse"));
+            assertThatThrownBy(() -> again.cutover(1 << 20, Duration.ofSeconds(30), 0, true)).isInstanceOf(MillraceException.class)
+                    .hasMessageContaining("holds the checkpoint of another way back").hasMessageContaining("slot 'other_reverse'")
+                    .hasMessageContaining("Nothing was fenced");
+            assertThat(again.status().fenced()).isFalse();
+            src.execute(db, String.format(setSlot, "mig_" + db + "_reverse"));
             again.cutover(1 << 20, Duration.ofSeconds(30), 0, true);
         }
         tgt.execute("rev3b", "INSERT INTO shop.customer (email) VALUES ('second@new')");
