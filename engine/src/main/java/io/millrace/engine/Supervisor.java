@@ -489,9 +489,7 @@ public final class Supervisor implements EngineView {
                     return;
                 }
                 long ranMillis = TimeUnit.NANOSECONDS.toMillis(nanoClock.getAsLong() - began);
-                if (v == Verdict.RETRY_FEW && tableGone(e) && ranMillis >= healthyMillis) {
-                    v = Verdict.STOP; // a table gone is retried as a start's race only, not one that keeps coming while running
-                }
+                v = startsRaceOnly(v, e, ranMillis);
                 if (ranMillis >= healthyMillis) {
                     inRow = 0;
                     slotInRow = 0;
@@ -551,6 +549,11 @@ public final class Supervisor implements EngineView {
             case SOURCE_SETUP -> tableGone(m) ? Verdict.RETRY_FEW : Verdict.STOP;
             default -> Verdict.STOP;
         };
+    }
+
+    /** A table gone is retried as a start's race only, not one that keeps coming in an attempt that ran healthily. */
+    private Verdict startsRaceOnly(Verdict v, RuntimeException e, long ranMillis) {
+        return v == Verdict.RETRY_FEW && tableGone(e) && ranMillis >= healthyMillis ? Verdict.STOP : v;
     }
 
     /** Whether {@code t} is caused by a statement naming a table that does not exist (42P01, undefined_table). */
