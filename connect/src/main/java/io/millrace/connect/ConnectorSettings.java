@@ -365,8 +365,8 @@ final class ConnectorSettings {
     }
 
     /**
-     * INV: BOUNDED — a budget above half the worker's heap ends in an OutOfMemoryError of the worker (every connector on it)
-     * on a transaction large enough to spend it: refused on the key, at validate and at start.
+     * INV: BOUNDED — a budget above half the worker's heap does not bound anything the heap can hold, and the heap is every
+     * connector's on the worker: refused on the key, at validate and at start.
      */
     static void heapHolds(String name, Integer mb, long maxHeapBytes) {
         long max = (long) (maxHeapBytes * 0.55) >> 20; // half of -Xmx: the maximum heap leaves a survivor space out

@@ -124,8 +124,8 @@ public final class PipelineSettings {
 
         /**
          * INV: BOUNDED — the budget bounds what the rows in flight take on the heap, and replayed rows take up to half
-         * as much again beside the destinations' own copies of a batch: a budget above half the heap ends in an
-         * OutOfMemoryError on the first transaction large enough to spend it, so it is refused at start.
+         * as much again beside the destinations' own copies of a batch: a budget above half the heap does not bound
+         * anything the heap can hold (a helper's 100000 at -Xmx192m was taken without a word), so it is refused at start.
          */
         static void checkHeap(int budgetMb, long maxHeapBytes) {
             // half of -Xmx: the JVM's maximum heap leaves one survivor space out (184 MB at -Xmx192m, 123 at -Xmx128m,
