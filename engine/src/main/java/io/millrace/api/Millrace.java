@@ -461,7 +461,8 @@ public final class Millrace implements AutoCloseable {
          * Your own {@link Sink}, under {@code name} (its own {@link Sink#name()}); it keeps the {@link Sink} contract (its
          * checkpoint durable with its data). A new sink from {@code newSink} at each start of the pipeline, also when the
          * engine starts again by itself after a transient failure (a connection lost, the server restarted): each is opened
-         * once and closed, as the {@link Sink} lifecycle says. The way to give a sink of your own.
+         * once and closed, as the {@link Sink} lifecycle says. The way to give a sink of your own. Each sink's
+         * {@link Sink#name()} must be {@code name}: checked as the pipeline starts (the supplier is not called before).
          */
         public Builder destination(String name, java.util.function.Supplier<? extends Sink> newSink) {
             String n = Check.text(key() + ".name", name);
