@@ -369,7 +369,7 @@ final class ConnectorSettings {
      * connector's on the worker: refused on the key, at validate and at start.
      */
     static void heapHolds(String name, Integer mb, long maxHeapBytes) {
-        long max = (long) (maxHeapBytes * 0.55) >> 20; // half of -Xmx: the maximum heap leaves a survivor space out
+        long max = PipelineSettings.maxBudgetMb(maxHeapBytes); // the engine's own bound (half of -Xmx)
         if (mb != null && mb > max) {
             throw new ConfigException(name, mb, "must be at most about half of the worker's maximum heap (" + (maxHeapBytes >> 20)
                     + " MiB, so at most " + max + "): lower it, leave it out (the default follows the heap), or give the worker"

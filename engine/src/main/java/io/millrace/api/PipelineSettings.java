@@ -27,6 +27,15 @@ public final class PipelineSettings {
     }
 
     /** A builder with the defaults of the YAML configuration. */
+    /**
+     * The largest memory budget, in MB, a JVM whose maximum heap ({@code Runtime.maxMemory()}) is {@code maxHeapBytes}
+     * takes: about half of -Xmx (the maximum heap leaves one survivor space out: 184 MB at -Xmx192m, 123 at -Xmx128m, where
+     * the example configuration's 64 has always run). INV: BOUNDED.
+     */
+    public static long maxBudgetMb(long maxHeapBytes) {
+        return (long) (maxHeapBytes * 0.55) >> 20;
+    }
+
     public static Builder builder() {
         return new Builder();
     }
@@ -128,9 +137,7 @@ public final class PipelineSettings {
          * anything the heap can hold (a helper's 100000 at -Xmx192m was taken without a word), so it is refused at start.
          */
         static void checkHeap(int budgetMb, long maxHeapBytes) {
-            // half of -Xmx: the JVM's maximum heap leaves one survivor space out (184 MB at -Xmx192m, 123 at -Xmx128m,
-            // where the example configuration's 64 has always run)
-            long maxMb = (long) (maxHeapBytes * 0.55) >> 20;
+            long maxMb = maxBudgetMb(maxHeapBytes);
             if (budgetMb > maxMb) {
                 throw Check.error("pipeline.memory_budget_mb", "(" + budgetMb + ") must be at most about half of the JVM's maximum"
                         + " heap (" + (maxHeapBytes >> 20) + " MB, so at most " + maxMb + "): lower it, or leave it out for the"

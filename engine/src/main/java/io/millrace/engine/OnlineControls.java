@@ -198,23 +198,37 @@ final class OnlineControls {
         }
         List<String> added = ddl.columns().stream().filter(c -> !ddl.before().containsKey(c.attnum()))
                 .map(io.millrace.core.schema.SchemaChange.Column::name).toList();
-        List<String> filled;
+        List<String> copy;
         try {
-            // as while streaming: a column added with a value for the rows there (a volatile default rewrote them)
-            filled = added.isEmpty() ? List.of() : ctx.assemblerCatalog.read(c -> Catalog.filledColumns(c, after.oid(), added));
+            copy = filledForACopy(after, added, ddl); // as while streaming
         } catch (SQLException e) {
             throw PgErrors.translate("reading the columns of " + after.table(), e);
         }
-        boolean fills = everyDestinationFillsDefaults();
-        List<String> copy = filled.stream().filter(n -> {
-            io.millrace.core.schema.SchemaChange.Column col = ddl.column(n);
-            return col == null || !col.missing() || !fills;
-        }).toList();
         if (copy.isEmpty()) {
             return null;
         }
-        boolean constantOnly = copy.stream().allMatch(n -> ddl.column(n) != null && ddl.column(n).missing());
-        return new Rewrite("column(s) " + copy + " added with a value for existing rows", constantOnly);
+        return new Rewrite("column(s) " + copy + " added with a value for existing rows", copy.stream().allMatch(n -> constant(ddl, n)));
+    }
+
+    /**
+     * Of the columns {@code added} to {@code rel}, those the catalog says hold a value for the rows there (a volatile default
+     * rewrote them) that the destinations do not all give their rows themselves: a constant default (PostgreSQL's "missing"
+     * value) the event trigger told ({@code told}, null when it did not) is left out when every destination fills it
+     * (Sink#fillsAddedColumnDefaults); jsonl, Kafka and a user's destination get the old rows again with it.
+     */
+    private List<String> filledForACopy(RelationInfo rel, List<String> added, io.millrace.core.schema.SchemaChange told)
+            throws SQLException {
+        List<String> filled = added.isEmpty() ? List.of() : ctx.assemblerCatalog.read(c -> Catalog.filledColumns(c, rel.oid(), added));
+        if (told == null || !everyDestinationFillsDefaults()) {
+            return filled;
+        }
+        return filled.stream().filter(n -> !constant(told, n)).toList();
+    }
+
+    /** Whether the trigger's account {@code ddl} says column {@code name} was added with a constant default. */
+    private static boolean constant(io.millrace.core.schema.SchemaChange ddl, String name) {
+        io.millrace.core.schema.SchemaChange.Column col = ddl.column(name);
+        return col != null && col.missing();
     }
 
     /** A statement that may retype a column ({@code ALTER COLUMN … TYPE}, {@code SET DATA TYPE}). */
@@ -286,16 +300,7 @@ final class OnlineControls {
             // again under its name loses its values there too), so other attribute numbers under a name ask for no copy (a
             // user's RENAME COLUMN k2 TO k2old; ADD COLUMN k2 had a keyless table named as one that could not be copied again)
             replaced = change.exact() ? List.of() : replaced(old, ctx.watch.attributeNumbers(after.oid()), after);
-            filled = added.isEmpty() ? List.of() : ctx.assemblerCatalog.read(c -> Catalog.filledColumns(c, after.oid(), added));
-            if (change.exact() && everyDestinationFillsDefaults()) {
-                // A constant default (PostgreSQL's "missing" value, not written into the rows) the destinations give their rows
-                // themselves, told by the event trigger: no copy. A volatile one rewrote the rows: copied again. So is the
-                // table when a destination does not give its rows the value (jsonl, Kafka, one of a user's: Sink's javadoc).
-                filled = filled.stream().filter(n -> {
-                    io.millrace.core.schema.SchemaChange.Column col = change.ddl().column(n);
-                    return col == null || !col.missing();
-                }).toList();
-            }
+            filled = filledForACopy(after, added, change.exact() ? change.ddl() : null);
         } catch (SQLException e) {
             throw PgErrors.translate("reading the columns of " + after.table(), e);
         }
@@ -319,10 +324,8 @@ final class OnlineControls {
             // no Relation message shows (a user's destinations kept every old value, with no log line)
             reasons.add("its rows rewritten by " + (change.ddl().ddl() == null ? change.ddl().command() : "'" + abbreviated(change.ddl().ddl()) + "'"));
         }
-        boolean constantOnly = reasons.size() == 1 && !filled.isEmpty() && change.exact() && filled.stream().allMatch(n -> {
-            io.millrace.core.schema.SchemaChange.Column col = change.ddl().column(n);
-            return col != null && col.missing();
-        });
+        boolean constantOnly = reasons.size() == 1 && !filled.isEmpty() && change.exact()
+                && filled.stream().allMatch(n -> constant(change.ddl(), n));
         return reasons.isEmpty() ? null : new Rewrite(String.join(" and ", reasons), constantOnly);
     }
 }

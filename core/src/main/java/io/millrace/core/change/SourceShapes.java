@@ -120,7 +120,7 @@ public final class SourceShapes {
 
     /** The trigger's account in a {@link #pendingDdl} entry, or null for any other entry (or null). */
     public static SchemaChange pendingChange(String entry) {
-        if (entry == null || !entry.startsWith(PENDING_DDL)) {
+        if (!isPendingDdl(entry)) {
             return null;
         }
         int colon = entry.indexOf(':', PENDING_DDL.length());
@@ -132,7 +132,7 @@ public final class SourceShapes {
      * entry keeps (empty when none); a withheld table's entry as it is.
      */
     public static String written(String entry) {
-        if (entry == null || !entry.startsWith(PENDING_DDL)) {
+        if (!isPendingDdl(entry)) {
             return entry;
         }
         return entry.substring(PENDING_DDL.length(), entry.indexOf(':', PENDING_DDL.length()));
