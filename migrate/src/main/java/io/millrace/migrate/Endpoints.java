@@ -3,6 +3,7 @@ package io.millrace.migrate;
 import io.millrace.api.SourceSettings;
 import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.PgSessions;
 import io.millrace.sink.postgres.PostgresSinkConfig;
 
 import java.sql.Connection;
@@ -16,7 +17,7 @@ import java.util.Properties;
  */
 final class Endpoints {
     static final String SESSION_OPTIONS = "-c TimeZone=UTC -c DateStyle=ISO -c extra_float_digits=3 -c IntervalStyle=postgres"
-            + " -c bytea_output=hex";
+            + " -c bytea_output=hex" + PgSessions.STARTUP_OPTIONS; // a long hash of a chunk, a fence held while the marker lands
 
     final SourceSettings source;
     final PostgresSinkConfig target;
@@ -69,7 +70,7 @@ final class Endpoints {
             if (c == null) {
                 throw new MillraceException(Kind.CONFIG, what + ": not a PostgreSQL JDBC URL (expected jdbc:postgresql://host:5432/database)");
             }
-            return c;
+            return PgSessions.lifted(c);
         } catch (SQLException e) {
             // As millrace run says the same mistakes (found by a user: the same wrong database name gave exit 3 and no fix
             // here, exit 2 and the fix there): the source's errors through the engine's own translation.

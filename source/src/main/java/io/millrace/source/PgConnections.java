@@ -2,6 +2,7 @@ package io.millrace.source;
 
 import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.PgSessions;
 import io.millrace.source.SourceConfig.HostPort;
 import org.postgresql.PGConnection;
 import org.postgresql.PGProperty;
@@ -275,7 +276,7 @@ public final class PgConnections {
     /** A regular connection to {@code host} (a standby's settings, in the preflight), not necessarily the primary. */
     public Connection openTo(HostPort host) {
         try {
-            return DriverManager.getConnection(url(host), baseProperties());
+            return PgSessions.lifted(DriverManager.getConnection(url(host), baseProperties()));
         } catch (SQLException e) {
             throw PgErrors.translate("connecting to " + host + "/" + config.database() + " as '" + config.user() + "'", e);
         }
@@ -291,7 +292,7 @@ public final class PgConnections {
             PGProperty.PASSWORD.set(p, config.password().reveal());
         }
         PGProperty.APPLICATION_NAME.set(p, "millrace");
-        PGProperty.OPTIONS.set(p, SESSION_OPTIONS);
+        PGProperty.OPTIONS.set(p, SESSION_OPTIONS + PgSessions.STARTUP_OPTIONS);
         PGProperty.CONNECT_TIMEOUT.set(p, 10);
         PGProperty.TCP_KEEP_ALIVE.set(p, true);
         return p;
@@ -300,7 +301,7 @@ public final class PgConnections {
     /** A regular connection (autocommit on). */
     public Connection open() {
         try {
-            return DriverManager.getConnection(url(), baseProperties());
+            return PgSessions.lifted(DriverManager.getConnection(url(), baseProperties()));
         } catch (SQLException e) {
             throw PgErrors.translate("connecting to the source " + where() + " as '" + config.user() + "'", e);
         }
@@ -315,7 +316,7 @@ public final class PgConnections {
         PGProperty.PREFER_QUERY_MODE.set(p, "simple");
         Connection c;
         try {
-            c = DriverManager.getConnection(url(capture()), p);
+            c = PgSessions.lifted(DriverManager.getConnection(url(capture()), p));
         } catch (SQLException e) {
             throw PgErrors.translate("opening a replication connection to " + captureWhere() + " as '" + config.user() + "'", e);
         }

@@ -2,6 +2,7 @@ package io.millrace.sink.postgres;
 
 import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.PgSessions;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Checkpoint;
 import io.millrace.core.fault.FaultPoint;
@@ -44,7 +45,7 @@ import java.util.Properties;
 public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
     private static final Logger LOG = LoggerFactory.getLogger(PostgresSink.class);
     /** Session settings that make text forms unambiguous: UTC, exact floats, ISO intervals. */
-    static final String SESSION_OPTIONS = "-c TimeZone=UTC -c extra_float_digits=3 -c IntervalStyle=postgres";
+    static final String SESSION_OPTIONS = "-c TimeZone=UTC -c extra_float_digits=3 -c IntervalStyle=postgres" + PgSessions.STARTUP_OPTIONS;
 
     private final PostgresSinkConfig config;
     private final String where;
@@ -292,7 +293,7 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
             throw new MillraceException(Kind.CONFIG, "destination '" + config.name()
                     + "': url is not a PostgreSQL JDBC URL (expected jdbc:postgresql://host:5432/database)");
         }
-        return c;
+        return PgSessions.lifted(c);
     }
 
     /** For crash tests. */
@@ -345,6 +346,7 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
             throw connectError(e);
         }
         try {
+            PgSessions.lift(c); // a DBA's limits on the destination database end no batch, however large, nor an idle session
             c.setAutoCommit(false);
             try (Statement s = c.createStatement()) {
                 // Staging tables are temporary: give them room before the session first touches one.
