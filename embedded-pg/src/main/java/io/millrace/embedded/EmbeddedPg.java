@@ -141,6 +141,8 @@ public final class EmbeddedPg implements AutoCloseable {
                         ""));
                 EmbeddedPostgres.Builder b = EmbeddedPostgres.builder()
                         .setPgBinaryResolver(resolver(major))
+                        // zonky waits 10 s by default: a loaded machine's start (a CI run's two test JVMs) took longer
+                        .setPGStartupWait(java.time.Duration.ofSeconds(60))
                         .setServerConfig("wal_level", "logical")
                         .setServerConfig("max_replication_slots", "20")
                         .setServerConfig("max_wal_senders", "20")
