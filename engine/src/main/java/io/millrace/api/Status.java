@@ -10,7 +10,8 @@ import java.util.List;
  * @param name          the pipeline's name
  * @param state         {@code created}, {@code starting}, {@code snapshotting}, {@code streaming} (the replication
  *                      connection holds the slot), {@code retrying} (waiting to restart after a transient failure),
- *                      {@code stopping}, {@code stopped} or {@code failed}
+ *                      {@code stopping} (also while an attempt that failed ends, before the pipeline retries or gives
+ *                      up), {@code stopped} or {@code failed} (final: the pipeline has ended and will not retry)
  * @param durable       the position every destination has made durable, or null before the first
  * @param lagBytes      WAL between the source's current position and the durable position; -1 when unknown
  * @param lagMillis     how far behind the source the destinations are, in time; -1 when unknown

@@ -43,7 +43,8 @@ public final class Engine {
      *                 └─────┼─────────────────┘ (copy invalidated: again)      │
      *                       └─ initial_only, resumed ──────────────────────────┘
      *
-     *  STARTING, SNAPSHOTTING, STREAMING, STOPPING ─▶ FAILED (run() throws)
+     *  STARTING, SNAPSHOTTING, STREAMING ─▶ STOPPING ─▶ FAILED (a failure: STOPPING while the engine ends, FAILED once it
+     *                                                          has, just before run() throws)
      * </pre>
      * STOPPED and FAILED are final: an engine runs once.
      */
@@ -121,6 +122,7 @@ public final class Engine {
      */
     public void run() throws InterruptedException {
         state.move(State.CREATED, State.STARTING);
+        boolean failed = false;
         List<Sink> sinks = new ArrayList<>();
         Teardown teardown = new Teardown(ctx, sinks);
         try {
@@ -128,18 +130,7 @@ public final class Engine {
             config.transforms().check(survey.relations()); // every column a transform names exists; keys stay keys
             // INV: IDENTITY — one engine per pipeline, from before any destination is opened until all are closed.
             teardown.lock = PipelineLock.acquire(ctx.conns);
-            teardown.monitor = SlotMonitor.start(ctx.conns, config.source().slot(), config.operations(), sample -> ctx.slotSample = sample,
-                    c -> {
-                        ctx.watch.tick(c); // the watch of the moment: a snapshot started again builds a new one
-                        renamedOut();
-                        try {
-                            ctx.narrow.tick(c); // a publication narrowed: fewer kinds of change, partitions published as themselves
-                        } catch (java.sql.SQLException | RuntimeException e) { // never keeps the poll below from running
-                            LOG.warn("could not look at publication '{}' (tried again at the next look): {}", config.source().publication(),
-                                    e.toString());
-                        }
-                        ctx.joiner.poll(c); // after: a root published through its partitions is not a table that left
-                    });
+            teardown.monitor = startSlotMonitor();
 
             sinks.addAll(Destinations.of(config));
             for (Sink s : sinks) {
@@ -161,15 +152,41 @@ public final class Engine {
             teardown.streaming = new Streaming(ctx, ctx.survey, controls); // a snapshot started over surveyed the tables again
             teardown.streaming.run();
         } catch (InterruptedException e) {
-            state.fail();
+            failed = true;
+            state.failing();
             throw e;
         } catch (RuntimeException e) {
             ctx.lastError = e.getMessage();
-            state.fail();
+            failed = true;
+            state.failing();
             throw e;
         } finally {
-            teardown.run();
+            try {
+                teardown.run();
+            } finally {
+                if (failed) {
+                    // FAILED is final: shown only once the engine has ended, not while its destinations close (seconds, for some),
+                    // during which a supervisor may still decide to retry (a monitor read "failed", then "retrying")
+                    state.fail();
+                }
+            }
         }
+    }
+
+    /** The slot's monitor, whose look at the catalog also watches the tables, the publication and tables that may join. */
+    private Thread startSlotMonitor() {
+        return SlotMonitor.start(ctx.conns, config.source().slot(), config.operations(), sample -> ctx.slotSample = sample,
+                c -> {
+                    ctx.watch.tick(c); // the watch of the moment: a snapshot started again builds a new one
+                    renamedOut();
+                    try {
+                        ctx.narrow.tick(c); // a publication narrowed: fewer kinds of change, partitions published as themselves
+                    } catch (java.sql.SQLException | RuntimeException e) { // never keeps the poll below from running
+                        LOG.warn("could not look at publication '{}' (tried again at the next look): {}", config.source().publication(),
+                                e.toString());
+                    }
+                    ctx.joiner.poll(c); // after: a root published through its partitions is not a table that left
+                });
     }
 
     private void stopAfterSnapshot() throws InterruptedException {

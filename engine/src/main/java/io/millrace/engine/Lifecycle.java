@@ -32,6 +32,17 @@ final class Lifecycle {
         LOG.debug("engine {} -> {}", from, to);
     }
 
+    /** A failure: moves a running state to {@link State#STOPPING} while the engine ends (nothing when already stopping). */
+    void failing() {
+        State s;
+        while ((s = state.get()) != State.STOPPING && s.canMoveTo(State.STOPPING)) {
+            if (state.compareAndSet(s, State.STOPPING)) { // never throws: it runs while the failure is on its way up
+                LOG.debug("engine {} -> {} (failing)", s, State.STOPPING);
+                return;
+            }
+        }
+    }
+
     /** Moves from the current state to {@link State#FAILED} (from any running state). */
     void fail() {
         move(state.get(), State.FAILED);

@@ -206,7 +206,7 @@ class MillraceIT {
     }
 
     /** An exactly-once sink opened once, as the Sink lifecycle says; its "durable" data and checkpoint outlive it in memory. */
-    private static final class OnceSink implements io.millrace.core.sink.Sink {
+    private static class OnceSink implements io.millrace.core.sink.Sink {
         private final String name;
         private final io.millrace.core.sink.SinkLifecycle life;
         private final List<Integer> ids;
@@ -251,6 +251,60 @@ class MillraceIT {
         @Override
         public void close() {
             life.close();
+        }
+    }
+
+    /**
+     * A failure the pipeline retries, while the failed attempt still closes its destinations (here a close that takes 1.5 s,
+     * as a producer flushing or a pool draining does): the status says {@code stopping}, then {@code retrying}, never
+     * {@code failed}, which is final (a library user polling the status read "failed" for the ~100 ms its attempt took to
+     * end, then "retrying"; with a destination slow to close, seconds).
+     */
+    @Test
+    void aRetriedFailureIsNeverShownAsFailedWhileTheAttemptEnds() throws Exception {
+        pg.createDatabase("flap");
+        exec("flap", "CREATE TABLE public.orders (id int PRIMARY KEY, qty int NOT NULL, note text)", "INSERT INTO public.orders VALUES (1, 1, 'a')");
+        AtomicBoolean failNext = new AtomicBoolean(false);
+        List<Integer> ids = Collections.synchronizedList(new ArrayList<>());
+        AtomicReference<Checkpoint> durable = new AtomicReference<>();
+        try (Millrace m = Millrace.builder().source(source("flap"))
+                .operations(OperationsSettings.builder().retryInitialMs(500).retryMaxMs(500).build())
+                .destination("slow-close", () -> new OnceSink("slow-close", ids, durable) {
+                    @Override
+                    public void write(List<io.millrace.core.change.ChangeEvent> events, Checkpoint checkpoint) {
+                        if (failNext.getAndSet(false)) {
+                            throw new MillraceException(MillraceException.Kind.CONNECTION, "destination 'slow-close': connection reset (injected)");
+                        }
+                        super.write(events, checkpoint);
+                    }
+
+                    @Override
+                    public void close() {
+                        try {
+                            Thread.sleep(1500);
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                        super.close();
+                    }
+                }).build()) {
+            m.start();
+            awaitStreaming(m);
+            failNext.set(true);
+            exec("flap", "INSERT INTO public.orders VALUES (2, 2, 'fails once')");
+            List<String> seen = new ArrayList<>();
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            String state;
+            do {
+                state = m.status().state();
+                if (seen.isEmpty() || !seen.get(seen.size() - 1).equals(state)) {
+                    seen.add(state);
+                }
+                Thread.sleep(5);
+            } while (!state.equals("retrying") && System.nanoTime() < deadline);
+            assertThat(seen).as("states seen from the failure to the wait before the retry").doesNotContain("failed").contains("stopping")
+                    .endsWith("retrying");
+            awaitTrue("the retried attempt delivers row 2", () -> ids.contains(2));
         }
     }
 
