@@ -92,6 +92,13 @@ public final class Supervisor implements EngineView {
     private final long healthyMillis;
     private final CountDownLatch stopRequested = new CountDownLatch(1);
     private volatile Attempt current;
+    /**
+     * What the attempts before {@link #current} delivered, added to its counters: "changes delivered so far" went back to
+     * 0 at every restart, and the events gauge with it (found by a library user). Set before {@code current}, while it is
+     * null; {@link #nextBase} is the base of the attempt after the one that failed.
+     */
+    private volatile Delivered currentBase = Delivered.NONE;
+    private volatile Delivered nextBase = Delivered.NONE;
     private volatile Retrying retrying;
     private volatile EngineStatus lastStatus;
     /**
@@ -312,7 +319,7 @@ public final class Supervisor implements EngineView {
         Retrying r = retrying;
         Attempt a = current;
         if (r == null && a != null) {
-            EngineStatus s = a.status();
+            EngineStatus s = currentBase.addedTo(a.status());
             lastStatus = s;
             remember(s);
             if (lastKnown != null && s.durableLsn() == null) {
@@ -343,7 +350,10 @@ public final class Supervisor implements EngineView {
     private void keepStatusOf(Attempt a) {
         walWait.incrementAndGet(); // the last wait's reading is not this failure's
         wal = null;
-        lastStatus = a.status();
+        EngineStatus raw = a.status();
+        Delivered base = currentBase;
+        lastStatus = base.addedTo(raw);
+        nextBase = base.plus(raw);
         remember(lastStatus);
         Engine e = a.engine();
         java.util.Map<TableRef, TableRef> renamed = e == null ? java.util.Map.of() : e.namedTablesRenamed();
@@ -475,6 +485,7 @@ public final class Supervisor implements EngineView {
         boolean ranOnce = false;
         while (!stopping()) {
             Attempt a = attempts.get();
+            currentBase = nextBase;
             current = a;
             if (stopping()) {
                 return;
@@ -581,5 +592,32 @@ public final class Supervisor implements EngineView {
             }
         }
         return false;
+    }
+
+    /** Events delivered by attempts that ended, in all and per table. */
+    record Delivered(long events, java.util.Map<String, Long> tables) {
+        static final Delivered NONE = new Delivered(0, java.util.Map.of());
+
+        /** {@code s}'s counters with these added. */
+        EngineStatus addedTo(EngineStatus s) {
+            if (events == 0 && tables.isEmpty()) {
+                return s;
+            }
+            List<EngineStatus.Table> t = s.tables().stream().map(x -> new EngineStatus.Table(x.table(), x.phase(), x.rowsCopied(),
+                    x.rowsEstimated(), x.events() + tables.getOrDefault(x.table(), 0L))).toList();
+            return new EngineStatus(s.name(), s.state(), s.source(), s.slot(), s.publication(), s.durableLsn(), s.serverLsn(),
+                    s.confirmedLsn(), s.retainedWalBytes(), s.lagBytes(), s.lagMillis(), s.eventsWritten() + events, s.budgetUsed(),
+                    s.budgetLimit(), t, s.lastError(), s.online(), s.slowDestination(), s.values(), s.slotLost(), s.notCaptured(),
+                    s.lastReload());
+        }
+
+        /** These and what the attempt whose status is {@code s} delivered. */
+        Delivered plus(EngineStatus s) {
+            java.util.Map<String, Long> t = new java.util.HashMap<>(tables);
+            for (EngineStatus.Table x : s.tables()) {
+                t.merge(x.table(), x.events(), Long::sum);
+            }
+            return new Delivered(events + s.eventsWritten(), java.util.Map.copyOf(t));
+        }
     }
 }
