@@ -11,9 +11,10 @@ import java.sql.Statement;
  * the source is. Under such a limit each would be ended, and the snapshot would start over at every retry while the slot
  * keeps the source's WAL (found trying a server set up as in production). The application's sessions keep the limits.
  *
- * <p>{@link #STARTUP_OPTIONS} go into the connection's startup packet ({@code options}), which PostgreSQL applies after
- * the database's and the role's settings; the limits only newer servers know are set by {@link #lift} once connected (an
- * unknown name in the startup packet ends the connection).
+ * <p>{@link #STARTUP_OPTIONS} go into the connection's startup packet ({@code options}), whose settings take precedence
+ * over the database's and the role's; the limits only newer servers know are set by {@link #lift} once connected (an
+ * unknown name in the startup packet ends the connection). A postgres destination's {@code url} that carries
+ * {@code options} itself replaces these (pgjdbc lets the URL win): only {@link #lift}'s then apply.
  */
 public final class PgSessions {
     /** {@code statement_timeout} and {@code idle_in_transaction_session_timeout} off (every supported server has both). */

@@ -122,7 +122,7 @@ public final class Engine {
      */
     public void run() throws InterruptedException {
         state.move(State.CREATED, State.STARTING);
-        boolean failed = false;
+        Exception failure = null;
         List<Sink> sinks = new ArrayList<>();
         Teardown teardown = new Teardown(ctx, sinks);
         try {
@@ -152,23 +152,39 @@ public final class Engine {
             teardown.streaming = new Streaming(ctx, ctx.survey, controls); // a snapshot started over surveyed the tables again
             teardown.streaming.run();
         } catch (InterruptedException e) {
-            failed = true;
+            failure = e;
             state.failing();
             throw e;
         } catch (RuntimeException e) {
             ctx.lastError = e.getMessage();
-            failed = true;
+            failure = e;
             state.failing();
             throw e;
         } finally {
-            try {
-                teardown.run();
-            } finally {
-                if (failed) {
-                    // FAILED is final: shown only once the engine has ended, not while its destinations close (seconds, for some),
-                    // during which a supervisor may still decide to retry (a monitor read "failed", then "retrying")
-                    state.fail();
-                }
+            endAfter(teardown, failure);
+        }
+    }
+
+    /**
+     * Runs the teardown. After a failure, what the teardown throws is added to it (the failure is what ended the engine, and
+     * what the supervisor classifies), and the engine is FAILED once it has ended: FAILED is final, so it is not shown while
+     * the destinations close (seconds, for some), during which a supervisor may still decide to retry (a library user read
+     * "failed", then "retrying").
+     */
+    private void endAfter(Teardown teardown, Exception failure) throws InterruptedException {
+        try {
+            teardown.run();
+        } catch (InterruptedException | RuntimeException t) {
+            if (failure == null) {
+                throw t;
+            }
+            failure.addSuppressed(t);
+            if (t instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+        } finally {
+            if (failure != null && state.get().canMoveTo(State.FAILED)) { // not after STOPPED: the failure is what run() throws
+                state.fail();
             }
         }
     }

@@ -91,14 +91,10 @@ public final class Supervisor implements EngineView {
     private final LongSupplier nanoClock;
     private final long healthyMillis;
     private final CountDownLatch stopRequested = new CountDownLatch(1);
-    private volatile Attempt current;
-    /**
-     * What the attempts before {@link #current} delivered, added to its counters: "changes delivered so far" went back to
-     * 0 at every restart, and the events gauge with it (found by a library user). Set before {@code current}, while it is
-     * null; {@link #nextBase} is the base of the attempt after the one that failed.
-     */
-    private volatile Delivered currentBase = Delivered.NONE;
-    private volatile Delivered nextBase = Delivered.NONE;
+    /** The running attempt with what the attempts before it delivered (one field: a reader sees the two together). */
+    private volatile Current current;
+    /** What the attempts that ended delivered: the base of the next attempt (the supervisor's thread only). */
+    private Delivered nextBase = Delivered.NONE;
     private volatile Retrying retrying;
     private volatile EngineStatus lastStatus;
     /**
@@ -235,7 +231,7 @@ public final class Supervisor implements EngineView {
     }
 
     private Engine running() {
-        Attempt a = current;
+        Attempt a = attempt();
         Engine e = a == null || retrying != null ? null : a.engine();
         if (e == null) {
             throw new io.millrace.core.MillraceException(Kind.CONFIG, "no engine is running now (" + status().state()
@@ -317,9 +313,9 @@ public final class Supervisor implements EngineView {
 
     private EngineStatus status0() {
         Retrying r = retrying;
-        Attempt a = current;
-        if (r == null && a != null) {
-            EngineStatus s = currentBase.addedTo(a.status());
+        Current c = current;
+        if (r == null && c != null) {
+            EngineStatus s = c.base().addedTo(c.attempt().status());
             lastStatus = s;
             remember(s);
             if (lastKnown != null && s.durableLsn() == null) {
@@ -347,16 +343,15 @@ public final class Supervisor implements EngineView {
      * names that it saw renamed in the source, which the next attempt captures under their new names (the file still names
      * the old: a restart of the process stops with the fix, as README says).
      */
-    private void keepStatusOf(Attempt a) {
+    private void keepStatusOf(Current failed) {
         walWait.incrementAndGet(); // the last wait's reading is not this failure's
         wal = null;
-        EngineStatus raw = a.status();
-        Delivered base = currentBase;
-        lastStatus = base.addedTo(raw);
-        nextBase = base.plus(raw);
+        EngineStatus raw = failed.attempt().status();
+        lastStatus = failed.base().addedTo(raw);
         remember(lastStatus);
-        Engine e = a.engine();
+        Engine e = failed.attempt().engine();
         java.util.Map<TableRef, TableRef> renamed = e == null ? java.util.Map.of() : e.namedTablesRenamed();
+        nextBase = failed.base().plus(raw).renamed(renamed); // a table's count follows it to its new name
         if (!renamed.isEmpty()) {
             EngineConfig c = config;
             List<TableRef> tables = c.source().tables().stream().map(t -> renamed.getOrDefault(t, t)).toList();
@@ -432,14 +427,14 @@ public final class Supervisor implements EngineView {
 
     @Override
     public PipelineStats stats() {
-        Attempt a = current;
+        Attempt a = attempt();
         return a == null ? null : a.stats();
     }
 
     /** Asks the pipeline to stop: a running engine stops after its last durable checkpoint; a backoff wait ends. Any thread. */
     public void stop() {
         stopRequested.countDown();
-        Attempt a = current;
+        Attempt a = attempt();
         if (a != null) {
             a.stop();
         }
@@ -485,8 +480,8 @@ public final class Supervisor implements EngineView {
         boolean ranOnce = false;
         while (!stopping()) {
             Attempt a = attempts.get();
-            currentBase = nextBase;
-            current = a;
+            Current running = new Current(a, nextBase);
+            current = running;
             if (stopping()) {
                 return;
             }
@@ -518,7 +513,7 @@ public final class Supervisor implements EngineView {
                             ? "the most for a slot in use or a table gone" : "operations.retry." + (ranOnce ? "attempts_once_running: " : "attempts: ") + budget, error);
                     throw e;
                 }
-                keepStatusOf(a);
+                keepStatusOf(running);
                 long wait = backoff(inRow, policy.initialMillis(), policy.maxMillis(), ThreadLocalRandom.current().nextDouble());
                 retrying = new Retrying(inRow, nanoClock.getAsLong() + TimeUnit.MILLISECONDS.toNanos(wait), error);
                 current = null;
@@ -594,6 +589,15 @@ public final class Supervisor implements EngineView {
         return false;
     }
 
+    private Attempt attempt() {
+        Current c = current;
+        return c == null ? null : c.attempt();
+    }
+
+    /** An attempt and what the attempts before it delivered. */
+    private record Current(Attempt attempt, Delivered base) {
+    }
+
     /** Events delivered by attempts that ended, in all and per table. */
     record Delivered(long events, java.util.Map<String, Long> tables) {
         static final Delivered NONE = new Delivered(0, java.util.Map.of());
@@ -618,6 +622,21 @@ public final class Supervisor implements EngineView {
                 t.merge(x.table(), x.events(), Long::sum);
             }
             return new Delivered(events + s.eventsWritten(), java.util.Map.copyOf(t));
+        }
+
+        /** These with the counts of tables renamed under their new names. */
+        Delivered renamed(java.util.Map<TableRef, TableRef> renamed) {
+            if (renamed.isEmpty()) {
+                return this;
+            }
+            java.util.Map<String, Long> t = new java.util.HashMap<>(tables);
+            renamed.forEach((from, to) -> {
+                Long n = t.remove(from.toString());
+                if (n != null) {
+                    t.merge(to.toString(), n, Long::sum);
+                }
+            });
+            return new Delivered(events, java.util.Map.copyOf(t));
         }
     }
 }

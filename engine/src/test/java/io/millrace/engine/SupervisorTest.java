@@ -400,6 +400,23 @@ class SupervisorTest {
         }
     }
 
+    /** A table renamed in the source keeps its count under its new name in the attempts after (from the review). */
+    @Test
+    void aRenamedTablesCountFollowsItsNewName() {
+        Supervisor.Delivered d = Supervisor.Delivered.NONE.plus(streaming(7, 3, 4))
+                .renamed(Map.of(io.millrace.core.schema.TableRef.parse("public.a"), io.millrace.core.schema.TableRef.parse("public.a2")));
+        EngineStatus next = new EngineStatus("p", "streaming", "h:1/app", "s", "pub", "0/10", "0/20", "0/10", 5000, 4000, 1200, 2, 0, 1,
+                List.of(new EngineStatus.Table("public.a2", "streaming", 0, 0, 1), new EngineStatus.Table("public.b", "streaming", 0, 0, 1)), null);
+        EngineStatus shown = d.addedTo(next);
+        assertThat(shown.eventsWritten()).isEqualTo(9);
+        assertThat(shown.tables()).extracting(EngineStatus.Table::events).containsExactly(4L, 5L);
+    }
+
+    private static EngineStatus streaming(long events, long a, long b) {
+        return new EngineStatus("p", "streaming", "h:1/app", "s", "pub", "0/10", "0/20", "0/10", 5000, 4000, 1200, events, 0, 1,
+                List.of(new EngineStatus.Table("public.a", "streaming", 0, 0, a), new EngineStatus.Table("public.b", "streaming", 0, 0, b)), null);
+    }
+
     private static java.util.function.Supplier<Supervisor.Attempt> outage(CountDownLatch fail, AtomicInteger attempts) {
         return outage(fail, attempts, new EngineStatus("p", "streaming", "h:1/app", "s", "pub", "0/10", "0/20", "0/10", 5000, 4000, 1200, 7,
                 0, 1, List.of(), null));

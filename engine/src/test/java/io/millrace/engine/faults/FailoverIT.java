@@ -53,24 +53,6 @@ class FailoverIT {
         return servers.keep(pg);
     }
 
-    /** A free port in 61000-64999, above the ephemeral range: a standby started later on a killed server's port finds it free. */
-    private static int quietPort(int not) throws java.io.IOException {
-        Random rnd = new Random();
-        for (int i = 0; i < 200; i++) {
-            int port = 61_000 + rnd.nextInt(4_000);
-            if (port == not) {
-                continue;
-            }
-            try (java.net.ServerSocket s = new java.net.ServerSocket()) {
-                s.bind(new java.net.InetSocketAddress("127.0.0.1", port));
-                return port;
-            } catch (java.io.IOException taken) {
-                // try another
-            }
-        }
-        throw new java.io.IOException("no free port in 61000-64999");
-    }
-
     private static String yaml(String name, int p1, int p2, int dstPort) {
         return yaml(name, p1, p2, dstPort, null);
     }
@@ -120,8 +102,8 @@ class FailoverIT {
         long seed = Long.getLong("millrace.failover.seed", System.nanoTime());
         Random rnd = new Random(seed);
         System.out.println("FailoverIT: " + promotions + " promotion(s), -Dmillrace.failover.seed=" + seed + " replays the kill moments");
-        int[] ports = {quietPort(0), 0};
-        ports[1] = quietPort(ports[0]);
+        int[] ports = {QuietPort.pick(0), 0};
+        ports[1] = QuietPort.pick(ports[0]);
         EmbeddedPg primary = keep(EmbeddedPg.builder().major(17).port(ports[0]).start());
         EmbeddedPg dst = keep(EmbeddedPg.builder().major(17).start());
         primary.createDatabase("fo_src");
@@ -215,8 +197,8 @@ class FailoverIT {
     @Test
     void aPromotedStandbyWithoutTheSynchronisedSlotStopsWithAnErrorNamingIt() throws Exception {
         E2e.init();
-        int p1 = quietPort(0);
-        int p2 = quietPort(p1);
+        int p1 = QuietPort.pick(0);
+        int p2 = QuietPort.pick(p1);
         EmbeddedPg primary = keep(EmbeddedPg.builder().major(17).port(p1).start());
         EmbeddedPg dst = keep(EmbeddedPg.builder().major(17).start());
         primary.createDatabase("fo_src");
@@ -262,8 +244,8 @@ class FailoverIT {
     @Test
     void aFormerPrimaryBackBesideThePromotedOneIsNotChosen() throws Exception {
         E2e.init();
-        int p1 = quietPort(0);
-        int p2 = quietPort(p1);
+        int p1 = QuietPort.pick(0);
+        int p2 = QuietPort.pick(p1);
         Path oldData = dir.resolve("old-primary");
         EmbeddedPg primary = EmbeddedPg.builder().major(17).dataDirectory(oldData, false).port(p1).start();
         servers.keep(primary);

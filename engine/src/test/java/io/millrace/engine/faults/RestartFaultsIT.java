@@ -44,23 +44,8 @@ class RestartFaultsIT {
         dstData = Files.createDirectory(data.resolve("dst"), PRIVATE);
         // Ports outside the ephemeral range (32768-60999 here): a server restarted on its port must find it free, and an
         // OS-assigned port can be taken meanwhile as the local port of a client's connection (the engine reconnecting).
-        src = EmbeddedPg.builder().major(17).dataDirectory(srcData, false).port(quietPort()).start();
-        dst = EmbeddedPg.builder().major(17).dataDirectory(dstData, false).port(quietPort()).start();
-    }
-
-    /** A free port in 61000-64999, above the ephemeral range, so no client connection takes it while its server is down. */
-    private static int quietPort() throws java.io.IOException {
-        java.util.Random rnd = new java.util.Random();
-        for (int i = 0; i < 200; i++) {
-            int port = 61_000 + rnd.nextInt(4_000);
-            try (java.net.ServerSocket s = new java.net.ServerSocket()) {
-                s.bind(new java.net.InetSocketAddress("127.0.0.1", port));
-                return port;
-            } catch (java.io.IOException taken) {
-                // try another
-            }
-        }
-        throw new java.io.IOException("no free port in 61000-64999");
+        src = EmbeddedPg.builder().major(17).dataDirectory(srcData, false).port(QuietPort.pick(0)).start();
+        dst = EmbeddedPg.builder().major(17).dataDirectory(dstData, false).port(QuietPort.pick(0)).start();
     }
 
     @AfterAll
