@@ -70,7 +70,7 @@ public final class PipelineSettings {
         return decodeChunkRows;
     }
 
-    /** Where large in-progress transactions wait on disk ({@code spill_dir}), or null for a folder in java.io.tmpdir named after the slot. */
+    /** Where large in-progress transactions wait on disk ({@code spill_dir}), or null for a folder in java.io.tmpdir named after the slot and the source (one pipeline at a time holds a folder). */
     public Path spillDir() {
         return spillDir;
     }

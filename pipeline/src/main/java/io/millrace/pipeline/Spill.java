@@ -11,8 +11,12 @@ import java.io.DataOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -37,7 +41,9 @@ final class Spill implements AutoCloseable {
     record Record(Lsn walStart, long subXid, byte[] data) {
     }
 
+    private static final String LOCK = ".lock";
     private final Path dir;
+    private FileLock lock;
     private final Map<Long, DataOutputStream> open = new HashMap<>();
     private final Map<Long, Set<Long>> abortedSubs = new HashMap<>();
     private long bytesOnDisk;
@@ -47,17 +53,51 @@ final class Spill implements AutoCloseable {
         this.dir = dir;
         this.stats = stats;
         try {
-            if (Files.exists(dir)) {
-                try (Stream<Path> old = Files.list(dir)) {
-                    for (Path p : old.sorted(Comparator.reverseOrder()).toList()) {
-                        Files.delete(p);
-                    }
+            Files.createDirectories(dir);
+            lock = lock(dir);
+            try (Stream<Path> old = Files.list(dir)) {
+                for (Path p : old.filter(p -> !p.getFileName().toString().equals(LOCK)).sorted(Comparator.reverseOrder()).toList()) {
+                    Files.delete(p);
                 }
             }
-            Files.createDirectories(dir);
         } catch (IOException e) {
+            close(lock);
             throw new MillraceException(Kind.CONFIG, "cannot use " + dir + " to hold large transactions (pipeline.spill_dir): "
                     + e.getMessage() + ". Point pipeline.spill_dir at a writable folder with room for the largest transaction", e);
+        }
+    }
+
+    /**
+     * Holds the folder for this pipeline while it runs. Another pipeline given the same folder (two processes, or two
+     * pipelines of one application) would empty it at its start and write files of the same names (xids of its own
+     * server): the other's large transactions lost or mixed. The second is refused.
+     */
+    private static FileLock lock(Path dir) throws IOException {
+        FileChannel ch = FileChannel.open(dir.resolve(LOCK), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+        FileLock l;
+        try {
+            l = ch.tryLock();
+        } catch (OverlappingFileLockException e) {
+            l = null; // held by another pipeline of this JVM
+        } catch (IOException e) {
+            ch.close();
+            throw e;
+        }
+        if (l == null) {
+            ch.close();
+            throw new MillraceException(Kind.CONFIG, "pipeline.spill_dir " + dir + " is in use by another running pipeline, which keeps"
+                    + " its large transactions there: give each pipeline its own pipeline.spill_dir");
+        }
+        return l;
+    }
+
+    private static void close(FileLock l) {
+        if (l != null) {
+            try {
+                l.channel().close(); // releases the lock
+            } catch (IOException ignored) {
+                // the process ends it anyway
+            }
         }
     }
 
@@ -187,8 +227,13 @@ final class Spill implements AutoCloseable {
 
     @Override
     public void close() {
-        for (long xid : open.keySet().toArray(new Long[0])) {
-            discard(xid);
+        try {
+            for (long xid : open.keySet().toArray(new Long[0])) {
+                discard(xid);
+            }
+        } finally {
+            close(lock);
+            lock = null;
         }
     }
 }

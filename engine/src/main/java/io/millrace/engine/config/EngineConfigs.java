@@ -44,8 +44,10 @@ public final class EngineConfigs {
             }
         }
         SourceConfig src = source(source);
+        // by default one folder per slot and source: pipelines of two servers with the same slot name (staging, production)
+        // on one machine each have their own (Spill holds it while it runs, and refuses a folder another pipeline holds)
         Path spill = pipeline.spillDir() != null ? pipeline.spillDir()
-                : Path.of(System.getProperty("java.io.tmpdir"), "millrace-spill-" + src.slot());
+                : Path.of(System.getProperty("java.io.tmpdir"), "millrace-spill-" + src.slot() + "-" + Integer.toHexString(src.where().hashCode()));
         return new EngineConfig(name, src, EngineConfig.SnapshotMode.valueOf(snapshot.mode().name()), initial(snapshot, src), destinations,
                 pipeline(pipeline), operations(operations), spill, online(snapshot, src));
     }

@@ -80,7 +80,8 @@ class LargeTransactionIT {
             }
             assertThat(e.engine().stats().spilledBytes()).as("the large transactions arrived streamed, in progress").isPositive();
             try (Stream<Path> left = Files.list(dir.resolve("spill"))) {
-                assertThat(left.toList()).as("spill files are removed once their transaction ends").isEmpty();
+                assertThat(left.filter(f -> !f.getFileName().toString().equals(".lock")).toList()) // the folder's holder, no spill
+                        .as("spill files are removed once their transaction ends").isEmpty();
             }
         }
     }
