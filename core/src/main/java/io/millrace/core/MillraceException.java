@@ -11,7 +11,10 @@ public class MillraceException extends RuntimeException {
     public enum Kind {
         /** A configuration file, key or value is wrong. */
         CONFIG(2, false),
-        /** The source or destination cannot be reached, or the connection dropped. */
+        /**
+         * The source or destination cannot be reached, or the connection dropped, or the server turned the session away for a
+         * while (a lock not granted within lock_timeout, no connection left, a statement cancelled): retried.
+         */
         CONNECTION(3, true),
         /** Wrong user name or password. */
         AUTHENTICATION(4, false),

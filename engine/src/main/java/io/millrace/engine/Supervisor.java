@@ -30,7 +30,9 @@ import java.util.function.LongSupplier;
  * <p>What is transient ({@link #classify}):
  * <ul>
  *   <li>{@link Kind#CONNECTION}: the source or a destination unreachable, a connection lost, PostgreSQL shutting
- *       down or starting up (SQLSTATE 08xxx, 57P01–57P03) — retried up to {@code operations.retry.attempts}
+ *       down or starting up (SQLSTATE 08xxx, 57P01–57P03), the source turning a session away for a while (a lock not
+ *       granted within lock_timeout 55P03, no connection left 53300, a statement cancelled 57014, a deadlock 40P01:
+ *       {@code PgErrors}) — retried up to {@code operations.retry.attempts}
  *       times in a row (0 = no limit) until an attempt of this run has run for {@link #healthyMillis}, then up to
  *       {@code attempts_once_running} (default 0: no limit) — a start that never worked fails, a pipeline that ran
  *       waits out an outage;</li>

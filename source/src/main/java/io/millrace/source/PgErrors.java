@@ -67,7 +67,34 @@ public final class PgErrors {
         if (state.equals("57P01") || state.equals("57P02") || state.equals("57P03")) {
             return new MillraceException(Kind.CONNECTION, what + " failed: the server is shutting down or starting up (" + msg + ")", e);
         }
+        MillraceException busy = turnedAway(what, state, msg, e);
+        if (busy != null) {
+            return busy;
+        }
         return new MillraceException(Kind.SOURCE_SETUP, what + " failed: " + msg + (state.isEmpty() ? "" : " [SQLSTATE " + state + "]"), e);
+    }
+
+    /**
+     * The server turned the session away for a while: a lock another session held past {@code lock_timeout} (an ALTER TABLE,
+     * VACUUM FULL, REINDEX, TRUNCATE or LOCK TABLE of a captured table), no connection left (a role's or the database's
+     * CONNECTION LIMIT, {@code max_connections}), a statement cancelled (a DBA's {@code pg_cancel_backend}), a deadlock.
+     * Retried as a connection's failure. They were a set-up error (exit 6, not retried): a lock held by the application's
+     * own migration while a pipeline reconnected stopped it for good, its slot keeping the WAL (found trying a server set up
+     * as in production). Null for any other error.
+     */
+    private static MillraceException turnedAway(String what, String state, String msg, SQLException e) {
+        String why = switch (state) {
+            case "55P03" -> "a lock another session holds was not granted within lock_timeout (an ALTER TABLE, VACUUM FULL, REINDEX,"
+                    + " TRUNCATE or LOCK TABLE of a captured table). Retried; if it recurs, find the session holding it in pg_locks and"
+                    + " pg_stat_activity, or raise lock_timeout for Millrace's role (ALTER ROLE ... SET lock_timeout)";
+            case "53300" -> "the server has no connection left for Millrace (max_connections, or a CONNECTION LIMIT of the role or the"
+                    + " database). Retried; Millrace needs several at once (the stream, the pipeline's lock, the slot's monitor, one per"
+                    + " snapshot reader): raise the limit";
+            case "57014" -> "the statement was cancelled (pg_cancel_backend, or a statement_timeout). Retried";
+            case "40P01", "40001" -> "it met a deadlock or a serialization failure with another session. Retried";
+            default -> null;
+        };
+        return why == null ? null : new MillraceException(Kind.CONNECTION, what + " failed: " + msg + " [SQLSTATE " + state + "]: " + why, e);
     }
 
     private static boolean causedBy(Throwable t, Class<? extends Throwable> type) {
