@@ -487,6 +487,13 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
                     + " or use them: GRANT CREATE ON DATABASE to it, or create the schema for it (CREATE SCHEMA "
                     + Ident.quote(config.stateSchema()) + " AUTHORIZATION " + Ident.quote(config.user()) + ").", e);
         }
+        if ("25006".equals(e.getSQLState())) { // read_only_sql_transaction: a database set read-only, or a standby
+            String db = where.substring(where.lastIndexOf('/') + 1);
+            return new MillraceException(Kind.TARGET_SETUP, head + msg + ". The destination database is read-only for user '"
+                    + config.user() + "' (default_transaction_read_only, or a standby in recovery): point the destination at a primary,"
+                    + " or let the user write there (ALTER ROLE " + Ident.quote(config.user()) + " IN DATABASE " + Ident.quote(db)
+                    + " SET default_transaction_read_only = off).", e);
+        }
         return new MillraceException(Kind.SINK, head + "could not prepare or read the checkpoint table "
                 + checkpointTable + ": " + msg, e);
     }

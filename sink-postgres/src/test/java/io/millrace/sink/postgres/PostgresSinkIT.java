@@ -770,4 +770,20 @@ class PostgresSinkIT {
                 .hasMessageContaining("session_replication_role").hasMessageContaining("GRANT SET ON PARAMETER session_replication_role TO"
                         + " \"writer\"").hasMessageNotContaining("Check that the server is running");
     }
+
+    /**
+     * A destination database set read-only (by a DBA, or a standby): a destination not set up (exit 11) whose message says
+     * how to let the user write, not a write failure (exit 10) with the server's words only (found trying a server set up
+     * as in production).
+     */
+    @Test
+    void aReadOnlyDestinationDatabaseIsNotSetUpAndSaysHowToLetTheUserWrite() {
+        pg.createDatabase("readonly_dst");
+        pg.execute("postgres", "ALTER DATABASE readonly_dst SET default_transaction_read_only = on");
+        PostgresSink sink = new PostgresSink(PostgresSinkConfig.of("ro", pg.jdbcUrl("readonly_dst"), "postgres", Secret.NONE));
+        assertThatThrownBy(sink::open).isInstanceOf(MillraceException.class)
+                .satisfies(e -> assertThat(((MillraceException) e).kind()).isEqualTo(MillraceException.Kind.TARGET_SETUP))
+                .hasMessageContaining("destination 'ro'").hasMessageContaining("read-only transaction")
+                .hasMessageContaining("ALTER ROLE \"postgres\" IN DATABASE \"readonly_dst\" SET default_transaction_read_only = off");
+    }
 }
