@@ -77,7 +77,7 @@ final class FailoverSlot {
                     + " this is a promoted standby to which the failover slot had not been synchronised: sync_replication_slots was off"
                     + " there, or the slot was not yet synchronised (persistent) when the primary failed. The changes since are not"
                     + " in any slot here, and Millrace does not skip them. Fix: check the standbys with 'millrace preflight'; to go on,"
-                    + " start again with empty destinations (remove their checkpoints and tables) to take a new snapshot");
+                    + " start again with empty destinations (millrace reset removes their checkpoints and empties their tables) to take a new snapshot");
         }
         // INV: IDENTITY — nothing of another history: every change the destinations hold must be in this server's WAL
         if (high.isAfter(sys.walPosition())) {

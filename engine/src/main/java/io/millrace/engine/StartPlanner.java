@@ -233,8 +233,8 @@ final class StartPlanner {
         if (!slot.exists()) {
             return new StartPlan.Refuse(Kind.SOURCE_SETUP, "replication slot '" + slot.name() + "' does not exist, but the destinations"
                     + " hold checkpoints: it was dropped (or the server was replaced) while Millrace was stopped, and changes since may"
-                    + " be lost. Millrace does not re-copy silently", ": ", "start again with empty destinations (remove their"
-                    + " checkpoints and tables) to take a new snapshot, or set source.on_slot_lost: resnapshot to have Millrace create"
+                    + " be lost. Millrace does not re-copy silently", ": ", "start again with empty destinations (millrace reset removes their"
+                    + " checkpoints and empties their tables) to take a new snapshot, or set source.on_slot_lost: resnapshot to have Millrace create"
                     + " a new slot and copy every table again online, deleting the rows the source no longer has");
         }
         List<Checkpoint> cps = f.checkpoints();
@@ -289,13 +289,13 @@ final class StartPlanner {
         if (f.serverVersion() < ONLINE_VERSION) {
             return new StartPlan.Refuse(Kind.SOURCE_SETUP, reason + "; source.on_slot_lost: resnapshot copies the tables again online,"
                     + " which needs PostgreSQL 14 or newer (this server is " + f.serverVersion() + ")", ": ",
-                    "start again with empty destinations (remove their checkpoints and tables) to take a new snapshot");
+                    "start again with empty destinations (millrace reset removes their checkpoints and empties their tables) to take a new snapshot");
         }
         Optional<RelationInfo> keyless = f.tables().stream().filter(r -> !r.hasKey()).findFirst();
         if (keyless.isPresent()) {
             return new StartPlan.Refuse(Kind.SOURCE_SETUP, reason + "; source.on_slot_lost: resnapshot copies every table again online,"
                     + " in key order, and table " + keyless.get().table() + " has no key", ": ", "give it a primary key (or a replica"
-                    + " identity index), or start again with empty destinations (remove their checkpoints and tables)");
+                    + " identity index), or start again with empty destinations (millrace reset removes their checkpoints and empties their tables)");
         }
         List<OnlineTask> tasks = f.tables().stream().map(OnlineTask::reconciling).toList();
         int count = cps.stream().map(Checkpoint::slotLost).filter(l -> l != null).mapToInt(Checkpoint.SlotLost::count).max().orElse(0);
@@ -325,7 +325,7 @@ final class StartPlanner {
                 + ", past the destinations' checkpoint " + resumeAt + ": the slot was re-created or advanced by another process (another"
                 + " pipeline with the same source.slot?) while Millrace was stopped, and the changes between the two are no longer in it."
                 + " Millrace does not skip them silently", ": ", "give each pipeline its own source.slot, and start this one again with"
-                + " empty destinations (remove their checkpoints and tables) to take a new snapshot");
+                + " empty destinations (millrace reset removes their checkpoints and empties their tables) to take a new snapshot");
     }
 
     /**

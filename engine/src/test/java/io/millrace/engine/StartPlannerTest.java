@@ -382,7 +382,7 @@ class StartPlannerTest {
                         with(b -> b.checkpoints(streaming("replica", 100), streaming("events", 100))),
                         refused(Kind.SOURCE_SETUP, "replication slot 's1' does not exist, but the destinations hold checkpoints: it was"
                                 + " dropped (or the server was replaced) while Millrace was stopped, and changes since may be lost. Millrace"
-                                + " does not re-copy silently: start again with empty destinations (remove their checkpoints and tables) to"
+                                + " does not re-copy silently: start again with empty destinations (millrace reset removes their checkpoints and empties their tables) to"
                                 + " take a new snapshot, or set source.on_slot_lost: resnapshot to have Millrace create a new slot and copy"
                                 + " every table again online, deleting the rows the source no longer has")),
                 // --- a lost slot (SlotInvalidatedIT, SlotLostResnapshotIT)
@@ -435,21 +435,21 @@ class StartPlannerTest {
                         refused(Kind.SOURCE_SETUP, "slot 's1' was invalidated (wal_status = lost): the server removed WAL it still needed"
                                 + " (max_slot_wal_keep_size); source.on_slot_lost: resnapshot copies every table again online, in key order,"
                                 + " and table public.keyless has no key: give it a primary key (or a replica identity index), or start"
-                                + " again with empty destinations (remove their checkpoints and tables)")),
+                                + " again with empty destinations (millrace reset removes their checkpoints and empties their tables)")),
                 row("restart, the slot invalidated, on_slot_lost resnapshot, PostgreSQL 13: refused",
                         with(b -> b.resnapshot().version(130000).checkpoints(streaming("replica", 100), streaming("events", 100))
                                 .slot(lost())),
                         refused(Kind.SOURCE_SETUP, "slot 's1' was invalidated (wal_status = lost): the server removed WAL it still needed"
                                 + " (max_slot_wal_keep_size); source.on_slot_lost: resnapshot copies the tables again online, which needs"
-                                + " PostgreSQL 14 or newer (this server is 130000): start again with empty destinations (remove their"
-                                + " checkpoints and tables) to take a new snapshot")),
+                                + " PostgreSQL 14 or newer (this server is 130000): start again with empty destinations (millrace reset removes their"
+                                + " checkpoints and empties their tables) to take a new snapshot")),
                 row("restart, the slot confirmed past the checkpoints: refused (IdentityIT)",
                         with(b -> b.checkpoints(streaming("replica", 100), streaming("events", 90)).slot(slot(Lsn.of(200), null))),
                         refused(Kind.IDENTITY, "replication slot 's1' is confirmed up to 0/C8, past the destinations' checkpoint 0/5A: the"
                                 + " slot was re-created or advanced by another process (another pipeline with the same source.slot?) while"
                                 + " Millrace was stopped, and the changes between the two are no longer in it. Millrace does not skip them"
                                 + " silently: give each pipeline its own source.slot, and start this one again with empty destinations"
-                                + " (remove their checkpoints and tables) to take a new snapshot")),
+                                + " (millrace reset removes their checkpoints and empties their tables) to take a new snapshot")),
                 row("restart beside a running pipeline that moved the slot: in use, not identity (BadInputIT)",
                         with(b -> b.checkpoints(streaming("replica", 100), streaming("events", 100)).slot(slot(Lsn.of(200), 4242))),
                         refused(Kind.SLOT_IN_USE, "slot 's1' is in use by process 4242 (another Millrace or replication client). Fix: stop"
