@@ -43,11 +43,8 @@ public final class PgSessions {
         if (major < 14) {
             return;
         }
-        try (Statement s = c.createStatement()) {
-            s.execute("SET idle_session_timeout = 0");
-            if (major >= 17) {
-                s.execute("SET transaction_timeout = 0");
-            }
+        try (Statement s = c.createStatement()) { // one round trip per new connection
+            s.execute(major >= 17 ? "SET idle_session_timeout = 0; SET transaction_timeout = 0" : "SET idle_session_timeout = 0");
         }
     }
 }

@@ -26,7 +26,6 @@ public final class PipelineSettings {
         this.spillDir = b.spillDir;
     }
 
-    /** A builder with the defaults of the YAML configuration. */
     /**
      * The largest memory budget, in MB, a JVM whose maximum heap ({@code Runtime.maxMemory()}) is {@code maxHeapBytes}
      * takes: about half of -Xmx (the maximum heap leaves one survivor space out: 184 MB at -Xmx192m, 123 at -Xmx128m, where
@@ -36,6 +35,7 @@ public final class PipelineSettings {
         return (long) (maxHeapBytes * 0.55) >> 20;
     }
 
+    /** A builder with the defaults of the YAML configuration. */
     public static Builder builder() {
         return new Builder();
     }

@@ -44,6 +44,13 @@ public record EngineStatus(String name, String state, String source, String slot
     }
 
     /** This status with {@code reload} as the last reload. */
+    /** This status with {@code events} delivered and these {@code tables} (their counters). */
+    public EngineStatus withCounts(long events, List<Table> tables) {
+        return new EngineStatus(name, state, source, slot, publication, durableLsn, serverLsn, confirmedLsn, retainedWalBytes, lagBytes,
+                lagMillis, events, budgetUsed, budgetLimit, tables, lastError, online, slowDestination, values, slotLost, notCaptured,
+                lastReload);
+    }
+
     public EngineStatus withLastReload(Reload reload) {
         return new EngineStatus(name, state, source, slot, publication, durableLsn, serverLsn, confirmedLsn, retainedWalBytes, lagBytes,
                 lagMillis, eventsWritten, budgetUsed, budgetLimit, tables, lastError, online, slowDestination, values, slotLost, notCaptured,

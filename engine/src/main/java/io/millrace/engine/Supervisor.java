@@ -611,10 +611,7 @@ public final class Supervisor implements EngineView {
             }
             List<EngineStatus.Table> t = s.tables().stream().map(x -> new EngineStatus.Table(x.table(), x.phase(), x.rowsCopied(),
                     x.rowsEstimated(), x.events() + tables.getOrDefault(x.table(), 0L))).toList();
-            return new EngineStatus(s.name(), s.state(), s.source(), s.slot(), s.publication(), s.durableLsn(), s.serverLsn(),
-                    s.confirmedLsn(), s.retainedWalBytes(), s.lagBytes(), s.lagMillis(), s.eventsWritten() + events, s.budgetUsed(),
-                    s.budgetLimit(), t, s.lastError(), s.online(), s.slowDestination(), s.values(), s.slotLost(), s.notCaptured(),
-                    s.lastReload());
+            return s.withCounts(s.eventsWritten() + events, t);
         }
 
         /** These and what the attempt whose status is {@code s} delivered. */

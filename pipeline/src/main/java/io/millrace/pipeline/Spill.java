@@ -70,7 +70,8 @@ final class Spill implements AutoCloseable {
     /**
      * Holds the folder for this pipeline while it runs. Another pipeline given the same folder (two processes, or two
      * pipelines of one application) would empty it at its start and write files of the same names (xids of its own
-     * server): the other's large transactions lost or mixed. The second is refused.
+     * server): the other's large transactions lost or mixed with changes of another server (INV: IDENTITY). The second is
+     * refused.
      */
     private static FileLock lock(Path dir) throws IOException {
         FileChannel ch = FileChannel.open(dir.resolve(LOCK), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
