@@ -185,6 +185,9 @@ public final class E2e {
             }
             Thread.sleep(100);
         } while (System.nanoTime() < deadline);
+        if (!last.stream().allMatch(Verifier.TableResult::equal)) {
+            printThreads("awaitSame timed out");
+        }
         for (TableRef t : tables) {
             assertColumnsEqual(src, dst, t);
         }
@@ -209,10 +212,28 @@ public final class E2e {
                 // the table may not exist yet
             }
             if (System.nanoTime() > deadline) {
+                printThreads("awaitRow timed out");
                 throw new AssertionError("destination: no row for " + sql + " after " + timeout);
             }
             Thread.sleep(50);
         }
+    }
+
+    /**
+     * The stacks of Millrace's threads, printed when a wait times out: what a pipeline was doing when it did not deliver
+     * in time, in the test's report (a failure seen once in CI is otherwise only a missing row).
+     */
+    public static void printThreads(String why) {
+        StringBuilder out = new StringBuilder("---- " + why + ": Millrace's threads ----\n");
+        Thread.getAllStackTraces().forEach((t, stack) -> {
+            if (t.getName().startsWith("millrace") || t.getName().equals("test-engine")) {
+                out.append('"').append(t.getName()).append("\" ").append(t.getState()).append('\n');
+                for (StackTraceElement e : stack) {
+                    out.append("    at ").append(e).append('\n');
+                }
+            }
+        });
+        System.out.print(out);
     }
 
     /** The table's live columns in order, from the source catalog. */
