@@ -13,8 +13,8 @@ import java.sql.Statement;
  *
  * <p>{@link #STARTUP_OPTIONS} go into the connection's startup packet ({@code options}), whose settings take precedence
  * over the database's and the role's; the limits only newer servers know are set by {@link #lift} once connected (an
- * unknown name in the startup packet ends the connection). A postgres destination's {@code url} that carries
- * {@code options} itself replaces these (pgjdbc lets the URL win): only {@link #lift}'s then apply.
+ * unknown name in the startup packet ends the connection). A postgres destination's {@code url} may carry {@code options}
+ * of its own: they go first, these after them ({@code PostgresSink.open}).
  */
 public final class PgSessions {
     /** {@code statement_timeout} and {@code idle_in_transaction_session_timeout} off (every supported server has both). */

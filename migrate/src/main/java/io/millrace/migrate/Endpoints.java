@@ -66,7 +66,7 @@ final class Endpoints {
         p.setProperty("ApplicationName", "millrace-migrate");
         p.setProperty("connectTimeout", "10");
         try {
-            Connection c = new org.postgresql.Driver().connect(url, p);
+            Connection c = io.millrace.sink.postgres.PostgresSink.open(url, p); // the url's own options kept, ours after them
             if (c == null) {
                 throw new MillraceException(Kind.CONFIG, what + ": not a PostgreSQL JDBC URL (expected jdbc:postgresql://host:5432/database)");
             }

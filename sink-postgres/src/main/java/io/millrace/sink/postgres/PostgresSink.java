@@ -278,6 +278,41 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
         }
     }
 
+    /**
+     * Connects to {@code url} with the properties {@code p}, whose {@code options} (Millrace's session settings) follow the
+     * url's own {@code options} in the startup packet, so that ours win where both set one and the user's others (a
+     * {@code search_path}, say) stay. pgjdbc lets a url parameter replace the property whole: a destination url that
+     * carried {@code options} dropped Millrace's time zone, its lifted session limits and a migration's
+     * {@code session_replication_role} (found trying a server set up as in production). Null when {@code url} is not a
+     * PostgreSQL JDBC url. For a migration's target too.
+     */
+    public static Connection open(String url, Properties p) throws SQLException {
+        Properties fromUrl = org.postgresql.Driver.parseURL(url, null);
+        if (fromUrl == null) {
+            return null;
+        }
+        String theirs = fromUrl.getProperty("options");
+        if (theirs == null || theirs.isBlank()) {
+            return new org.postgresql.Driver().connect(url, p);
+        }
+        Properties merged = new Properties();
+        merged.putAll(p);
+        merged.setProperty("options", theirs.strip() + " " + p.getProperty("options", ""));
+        return new org.postgresql.Driver().connect(withoutOptions(url), merged);
+    }
+
+    /** {@code url} without its {@code options} parameter, the others as they are. */
+    static String withoutOptions(String url) {
+        int q = url.indexOf('?');
+        if (q < 0) {
+            return url;
+        }
+        String rest = java.util.Arrays.stream(url.substring(q + 1).split("&"))
+                .filter(kv -> !kv.isEmpty() && !kv.substring(0, kv.indexOf('=') < 0 ? kv.length() : kv.indexOf('=')).equals("options"))
+                .collect(java.util.stream.Collectors.joining("&"));
+        return url.substring(0, q) + (rest.isEmpty() ? "" : "?" + rest);
+    }
+
     /** A connection in autocommit with the session settings of the writer's, for reads beside it. */
     private Connection openPlain() throws SQLException {
         Properties p = new Properties();
@@ -288,7 +323,7 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
         p.setProperty("options", SESSION_OPTIONS);
         p.setProperty("ApplicationName", "millrace-sink-" + config.name() + "-keys");
         p.setProperty("connectTimeout", "10");
-        Connection c = new org.postgresql.Driver().connect(config.jdbcUrl(), p);
+        Connection c = open(config.jdbcUrl(), p);
         if (c == null) {
             throw new MillraceException(Kind.CONFIG, "destination '" + config.name()
                     + "': url is not a PostgreSQL JDBC URL (expected jdbc:postgresql://host:5432/database)");
@@ -337,7 +372,7 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
         p.setProperty("tcpKeepAlive", "true");
         Connection c;
         try {
-            c = new org.postgresql.Driver().connect(config.jdbcUrl(), p);
+            c = open(config.jdbcUrl(), p);
             if (c == null) {
                 throw new MillraceException(Kind.CONFIG, "destination '" + config.name()
                         + "': url is not a PostgreSQL JDBC URL (expected jdbc:postgresql://host:5432/database)");
