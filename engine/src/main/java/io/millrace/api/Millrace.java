@@ -128,6 +128,11 @@ public final class Millrace implements AutoCloseable {
      * Asks the pipeline to stop and returns at once: a running engine stops after its last durable checkpoint (what the
      * destinations acknowledged stays acknowledged; nothing is cut in half), a wait before a restart ends. Before {@link
      * #start()}, it ends the pipeline there: {@link #await()} returns and {@code start()} throws.
+     *
+     * <p>It does not drain: changes read from the slot and not yet written are not written now (a batch under way
+     * completes first). The slot keeps them, and the next start of the pipeline writes them, in order, once (INV:
+     * RESUME). To stop with every change made so far written, read the source's {@code pg_current_wal_lsn()} once the
+     * writes that matter have committed and wait until {@link #status()}'s {@code durable} reaches it first.
      */
     public void stop() {
         if (phase.compareAndSet(Phase.CREATED, Phase.ENDED)) {
