@@ -96,14 +96,18 @@ class RunBadInputIT {
         assertOneLineError(r, "nope.yaml", "does not exist");
     }
 
-    @Test
-    void anUnreachableSourceExitsWith3() throws Exception {
-        int port;
+    /** A port nothing listens on (the OS gave it, and it was closed again). */
+    private static int closedPort() {
         try (ServerSocket s = new ServerSocket(0)) {
-            port = s.getLocalPort();
+            return s.getLocalPort();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    @Test
+    void anUnreachableSourceExitsWith3() throws Exception {
+        int port = closedPort();
         Path f = config("unreachable", "  port: " + port + "\n  user: postgres\n");
         // an unreachable source is transient: retried (operations.retry.attempts times in a row), then exit 3
         Files.writeString(f, Files.readString(f) + "operations:\n  retry: {initial_ms: 10, max_ms: 20, attempts: 2}\n");
@@ -166,6 +170,47 @@ class RunBadInputIT {
         assertThat(run.exitCode()).isEqualTo(2);
         assertOneLineError(run, unset);
         assertNothingWritten("preflight_env");
+    }
+
+    /**
+     * Preflight checks the destinations too, writing nothing: one that answers and can be written is OK; a database that
+     * is read-only for the user is named with run's exit code (11) and its fix; a database that does not exist with exit 2
+     * and its fix; a DuckDB file in a directory that does not exist with exit 2. Before, preflight said "ready" to each.
+     */
+    @Test
+    void preflightNamesADestinationThatCannotBeWrittenWithRunsExitCode() throws Exception {
+        Path ok = config("pre_dst_ok", "  port: " + pg.port() + "\n  user: postgres\n");
+        Run good = millrace("preflight", ok.toString());
+        assertThat(good.exitCode()).as(good.out() + good.err()).isZero();
+        assertThat(good.out()).contains("OK    destination replica").contains("OK    destination files").contains("ready");
+        assertThat(Files.exists(dir.resolve("pre_dst_ok-events"))).as("the events directory is not created").isFalse();
+
+        pg.createDatabase("dst_ro");
+        pg.execute("postgres", "ALTER DATABASE dst_ro SET default_transaction_read_only = on");
+        Path ro = config("pre_dst_ro", "  port: " + pg.port() + "\n  user: postgres\n");
+        Files.writeString(ro, Files.readString(ro).replace("    database: dst\n", "    database: dst_ro\n"));
+        Run readOnly = millrace("preflight", ro.toString());
+        assertThat(readOnly.exitCode()).as(readOnly.out() + readOnly.err()).isEqualTo(11);
+        assertThat(readOnly.out()).contains("FAIL  destination replica").contains("read-only")
+                .contains("ALTER ROLE \"postgres\" IN DATABASE \"dst_ro\" SET default_transaction_read_only = off")
+                .doesNotContain("ready:");
+        try (Connection c = pg.connect("dst_ro"); Statement st = c.createStatement();
+             ResultSet rs = st.executeQuery("SELECT count(*) FROM pg_namespace WHERE nspname = 'pre_dst_ro_state'")) {
+            rs.next();
+            assertThat(rs.getLong(1)).as("nothing written").isZero();
+        }
+
+        Path missing = config("pre_dst_missing", "  port: " + pg.port() + "\n  user: postgres\n");
+        Files.writeString(missing, Files.readString(missing).replace("    database: dst\n", "    database: no_such_db\n")
+                .replace("  - name: files\n    type: jsonl\n    directory: ./pre_dst_missing-events\n",
+                        "  - name: mirror\n    type: duckdb\n    file: ./no/such/dir/m.duckdb\n"
+                        + "  - name: bus\n    type: kafka\n    bootstrap_servers: 127.0.0.1:" + closedPort() + "\n"));
+        Run gone = millrace("preflight", missing.toString());
+        assertThat(gone.exitCode()).as(gone.out() + gone.err()).isEqualTo(2);
+        assertThat(gone.out()).contains("FAIL  destination replica").contains("no_such_db").contains("Create the database there")
+                .contains("FAIL  destination mirror").contains("mkdir -p")
+                .contains("FAIL  destination bus").contains("cannot reach Kafka at 127.0.0.1:");
+        assertNothingWritten("pre_dst_missing");
     }
 
     @Test

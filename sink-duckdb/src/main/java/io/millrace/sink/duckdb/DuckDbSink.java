@@ -80,18 +80,54 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
         return true;
     }
 
-    @Override
-    public Optional<Checkpoint> open() {
-        state.open();
-        java.nio.file.Path file = config.file().toAbsolutePath();
+    /** The file is a file in an existing directory: bad input, not a lost connection, that a retry cannot help (exit 2). */
+    private void checkFile(java.nio.file.Path file) {
         String bad = java.nio.file.Files.isDirectory(file) ? file + " is a directory; name a database file in it (e.g. "
                 + file.resolve("mirror.duckdb") + ")"
                 : file.getParent() != null && !java.nio.file.Files.isDirectory(file.getParent()) ? "the directory " + file.getParent()
                 + " does not exist; create it (mkdir -p " + file.getParent() + ") or name a file in an existing directory" : null;
         if (bad != null) {
-            // Bad input, not a lost connection: retrying cannot help (exit 2).
-            state.openFailed();
             throw new MillraceException(Kind.CONFIG, "config: destination '" + config.name() + "': file: " + bad);
+        }
+    }
+
+    /**
+     * For {@code millrace preflight}: the file is a file in an existing directory that can be written, and, when it exists,
+     * no other process holds it (DuckDB lets one process open a file to write; it is opened read-only here and closed).
+     * Writes nothing.
+     */
+    void preflight() {
+        java.nio.file.Path file = config.file().toAbsolutePath();
+        checkFile(file);
+        java.nio.file.Path dir = file.getParent();
+        if (dir != null && !java.nio.file.Files.isWritable(dir)) {
+            throw new MillraceException(Kind.CONFIG, "config: destination '" + config.name() + "': file: the directory " + dir
+                    + " is not writable by the user running Millrace (DuckDB writes the file and its .wal there): give it write"
+                    + " permission, or name a file elsewhere");
+        }
+        if (java.nio.file.Files.exists(file)) {
+            java.util.Properties ro = new java.util.Properties();
+            ro.setProperty("duckdb.read_only", "true");
+            try (java.sql.Connection c = DriverManager.getConnection("jdbc:duckdb:" + file, ro)) {
+                c.isValid(1);
+            } catch (SQLException e) {
+                boolean locked = String.valueOf(e.getMessage()).toLowerCase(java.util.Locale.ROOT).contains("lock");
+                throw new MillraceException(Kind.CONNECTION, "destination '" + config.name() + "': cannot open DuckDB file "
+                        + config.file() + ": " + e.getMessage() + (locked ? " (is another process holding it open? Stop it, or"
+                        + " read the file through 'millrace duckdb-copy' while Millrace runs)" : ""), e);
+            }
+        }
+    }
+
+    @Override
+    public Optional<Checkpoint> open() {
+        state.open();
+        java.nio.file.Path file = config.file().toAbsolutePath();
+        try {
+            checkFile(file);
+        } catch (MillraceException e) {
+            state.openFailed();
+            throw e;
         }
         try {
             conn = DriverManager.getConnection("jdbc:duckdb:" + file);

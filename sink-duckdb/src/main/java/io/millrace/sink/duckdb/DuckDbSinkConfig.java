@@ -62,4 +62,10 @@ public record DuckDbSinkConfig(String name, Path file, String schema, int memory
     public Sink newSink() {
         return new DuckDbSink(this);
     }
+
+    /** The file can be written and no other process holds it (see {@link DuckDbSink#preflight()}). */
+    @Override
+    public void preflight() {
+        new DuckDbSink(this).preflight();
+    }
 }

@@ -507,6 +507,42 @@ public final class JsonlSink implements Sink {
         }
     }
 
+    /**
+     * For {@code millrace preflight}: the events directory (unless the events go to standard output) and the state file's
+     * directory can be written, or, not there yet, created in the nearest directory that is: a probe file written and
+     * removed there, nothing created.
+     */
+    void preflight() {
+        if (!config.toStdout()) {
+            probeDirectory(config.directory().toAbsolutePath(), "the events directory");
+        }
+        probeDirectory(config.stateFile().toAbsolutePath().getParent(), "the state file's directory");
+    }
+
+    private void probeDirectory(Path dir, String what) {
+        Path at = dir;
+        while (at != null && !Files.exists(at)) {
+            at = at.getParent();
+        }
+        if (at == null || !Files.isDirectory(at)) {
+            throw sinkError(what + " " + dir + " cannot be created: " + at + " is not a directory; choose another path", null);
+        }
+        probe(at, what + " " + dir + (at.equals(dir) ? " is not writable" : " cannot be created in " + at));
+    }
+
+    /** Writes and removes a file in {@code dir}: a probe, not Files.isWritable, which says yes to root on a read-only file system. */
+    private void probe(Path dir, String failure) {
+        Path probe = dir.resolve(".millrace-write-probe");
+        try {
+            Files.deleteIfExists(probe);
+            Files.createFile(probe);
+            Files.delete(probe);
+        } catch (IOException e) {
+            throw sinkError(failure + " (" + e + "): give the user running Millrace write permission on it, or choose another"
+                    + " directory", e);
+        }
+    }
+
     private void prepareDirectory(Path dir, String what) {
         try {
             Files.createDirectories(dir);
@@ -517,16 +553,7 @@ public final class JsonlSink implements Sink {
         if (!Files.isDirectory(dir)) {
             throw sinkError(what + " " + dir + " is not a directory: choose another path", null);
         }
-        // A probe, not Files.isWritable: that says yes to root on a read-only file system.
-        Path probe = dir.resolve(".millrace-write-probe");
-        try {
-            Files.deleteIfExists(probe);
-            Files.createFile(probe);
-            Files.delete(probe);
-        } catch (IOException e) {
-            throw sinkError(what + " " + dir + " is not writable (" + e + "): give the user running Millrace write"
-                    + " permission on it, or choose another directory", e);
-        }
+        probe(dir, what + " " + dir + " is not writable");
     }
 
     private static TreeMap<Integer, Path> listEventsFiles(Path dir) {

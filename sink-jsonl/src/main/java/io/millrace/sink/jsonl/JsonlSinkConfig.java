@@ -94,6 +94,12 @@ public record JsonlSinkConfig(String name, Path directory, Path stateFile, long 
         return new JsonlSink(this);
     }
 
+    /** The directories it writes can be written (see {@link JsonlSink#preflight()}). */
+    @Override
+    public void preflight() {
+        new JsonlSink(this).preflight();
+    }
+
     public boolean toStdout() {
         return directory == null;
     }

@@ -164,21 +164,7 @@ public final class KafkaSink implements Sink {
     public Optional<Checkpoint> open() {
         state.open();
         try {
-            reachable();
-            admin = Admin.create(clientProps(AdminClientConfig.configNames()));
-            // the first answer: a server that accepts connections but is not a Kafka listener (a wrong port) never gives it
-            long first = config.producer().containsKey(ProducerConfig.MAX_BLOCK_MS_CONFIG) ? timeoutMs : FIRST_ANSWER_MS;
-            try {
-                topics.addAll(admin.listTopics(new ListTopicsOptions().timeoutMs((int) first)).names().get(first + 5_000,
-                        TimeUnit.MILLISECONDS));
-            } catch (ExecutionException | TimeoutException e) {
-                Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
-                throw unreachable(cause instanceof org.apache.kafka.common.errors.TimeoutException || cause instanceof TimeoutException
-                        ? "listing the topics: a server accepts connections there but gave no answer as a Kafka broker within "
-                        + first / 1000 + " s; check that the port is the brokers' listener (as in their advertised.listeners) and"
-                        + " that security.protocol matches it" : "listing the topics", e);
-            }
-            brokersForReplication();
+            answers();
             createTopics(List.of(config.checkpointTopic()), true);
             producer = new KafkaProducer<>(producerProps());
             try {
@@ -878,6 +864,43 @@ public final class KafkaSink implements Sink {
             }
         }
         throw unreachable("connecting to the bootstrap servers", last);
+    }
+
+    /**
+     * The cluster's first answers, as {@link #open()} needs them: the bootstrap servers accept connections, a broker lists
+     * the topics (with the producer's security settings), and as many brokers are up as {@code replication_factor} asks.
+     */
+    private void answers() throws InterruptedException {
+        reachable();
+        admin = Admin.create(clientProps(AdminClientConfig.configNames()));
+        // the first answer: a server that accepts connections but is not a Kafka listener (a wrong port) never gives it
+        long first = config.producer().containsKey(ProducerConfig.MAX_BLOCK_MS_CONFIG) ? timeoutMs : FIRST_ANSWER_MS;
+        try {
+            topics.addAll(admin.listTopics(new ListTopicsOptions().timeoutMs((int) first)).names().get(first + 5_000,
+                    TimeUnit.MILLISECONDS));
+        } catch (ExecutionException | TimeoutException e) {
+            Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+            throw unreachable(cause instanceof org.apache.kafka.common.errors.TimeoutException || cause instanceof TimeoutException
+                    ? "listing the topics: a server accepts connections there but gave no answer as a Kafka broker within "
+                    + first / 1000 + " s; check that the port is the brokers' listener (as in their advertised.listeners) and"
+                    + " that security.protocol matches it" : "listing the topics", e);
+        }
+        brokersForReplication();
+    }
+
+    /** For {@code millrace preflight}: {@link #answers()}, then nothing is left open. Writes nothing. */
+    void preflight() {
+        try {
+            answers();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new MillraceException(Kind.CONNECTION, "destination '" + config.name() + "': interrupted", e);
+        } finally {
+            if (admin != null) {
+                admin.close(java.time.Duration.ofSeconds(5));
+                admin = null;
+            }
+        }
     }
 
     private MillraceException unreachable(String doing, Exception e) {

@@ -114,6 +114,12 @@ public record KafkaSinkConfig(String name, String bootstrapServers, String topic
         return new KafkaSink(this);
     }
 
+    /** Asks the cluster for its brokers, as the sink's start does (see {@link KafkaSink#preflight()}). */
+    @Override
+    public void preflight() {
+        new KafkaSink(this).preflight();
+    }
+
     public KafkaSinkConfig withProducer(Map<String, String> settings) {
         return new KafkaSinkConfig(name, bootstrapServers, topicFormat, topicPrefix, tombstones, truncates, partitions, replication,
                 checkpointTopic, transactionalId, settings, meta);

@@ -509,6 +509,39 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
                 + " there, and that the destination's host, port and database (or url) are right.", e);
     }
 
+    /**
+     * For {@code millrace preflight}: connects as {@link #open()} does (the same errors, named the same way) and checks,
+     * writing nothing, that the database is not read-only for the user and that the user can create or use the state
+     * schema and its checkpoints table. Each problem is the error {@link #open()} or the first batch would meet, with its fix.
+     */
+    void preflight() {
+        connect();
+        try (PreparedStatement ps = conn.prepareStatement("SELECT current_setting('transaction_read_only') = 'on',"
+                + " has_database_privilege(current_database(), 'CREATE'),"
+                + " (SELECT has_schema_privilege(n.oid, 'USAGE') AND (to_regclass(?) IS NOT NULL OR has_schema_privilege(n.oid, 'CREATE'))"
+                + " FROM pg_namespace n WHERE n.nspname = ?),"
+                + " CASE WHEN to_regclass(?) IS NULL THEN true ELSE has_table_privilege(to_regclass(?), 'SELECT, INSERT, UPDATE') END")) {
+            ps.setString(1, checkpointTable);
+            ps.setString(2, config.stateSchema());
+            ps.setString(3, checkpointTable);
+            ps.setString(4, checkpointTable);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                if (rs.getBoolean(1)) {
+                    throw stateError(new SQLException("transactions are read-only there", "25006"));
+                }
+                boolean schemaUsable = rs.getObject(3) == null ? rs.getBoolean(2) : rs.getBoolean(3);
+                if (!schemaUsable || !rs.getBoolean(4)) {
+                    throw stateError(new SQLException("permission denied to create or use " + checkpointTable, "42501"));
+                }
+            }
+        } catch (SQLException e) {
+            throw stateError(e);
+        } finally {
+            disconnect();
+        }
+    }
+
     /** An error while preparing the state table or reading the checkpoint. */
     private MillraceException stateError(SQLException e) {
         String msg = scrub(Errors.message(e));

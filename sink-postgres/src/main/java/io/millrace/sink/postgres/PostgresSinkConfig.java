@@ -94,6 +94,12 @@ public record PostgresSinkConfig(String name, String jdbcUrl, String user, Secre
         return new PostgresSink(this);
     }
 
+    /** Connects as the sink does and checks that it could write (see {@link PostgresSink#preflight()}). */
+    @Override
+    public void preflight() {
+        new PostgresSink(this).preflight();
+    }
+
     /** Without the URL's query string, which could hold connection secrets. */
     @Override
     public String toString() {
