@@ -38,6 +38,7 @@ public abstract class KeyedReducer<R> {
     private final Map<String, R> rows;
     private int events;
     private boolean insertsOnly = true;
+    private boolean readWhileStreaming;
 
     protected KeyedReducer(RelationInfo rel, TableRef target, int expected) {
         this.rel = rel;
@@ -94,8 +95,19 @@ public abstract class KeyedReducer<R> {
         return insertsOnly;
     }
 
+    /**
+     * Whether the run held rows an online copy read while streaming (op r at a stream position, not the initial
+     * snapshot's {@link io.millrace.core.Position#START}): the destination may hold some of them already.
+     */
+    public final boolean readWhileStreaming() {
+        return readWhileStreaming;
+    }
+
     public final void add(ChangeEvent e) {
         events++;
+        if (e.op() == io.millrace.core.change.Op.READ && !io.millrace.core.Position.START.equals(e.position())) {
+            readWhileStreaming = true;
+        }
         switch (e.op()) {
             case CREATE, READ -> upsert(e, null, image(e, e.after(), "after"));
             case UPDATE -> {

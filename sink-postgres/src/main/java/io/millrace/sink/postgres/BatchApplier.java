@@ -173,7 +173,11 @@ final class BatchApplier extends TableApplier {
         if (red.rows().isEmpty()) {
             return;
         }
-        if (red.insertsOnly() && !conflicted.contains(target) && copyDirectly(target, rel, red)) {
+        // An online copy's rows go straight in only into a table this session created: into one the destination held, a
+        // direct COPY would meet the keys it holds and leave a unique-violation ERROR in the server's log before the
+        // upsert (a DBA saw them at every ATTACH PARTITION copied online, found by the production-server walk).
+        boolean direct = red.insertsOnly() && !conflicted.contains(target) && (!red.readWhileStreaming() || tables.createdHere(target));
+        if (direct && copyDirectly(target, rel, red)) {
             if (LOG.isDebugEnabled()) {
                 LOG.debug("destination '{}': {} insert(s) into {} copied directly; ms: reduce {}, copy {}", destination,
                         red.events(), target, (t1 - t0) / 1_000_000, (System.nanoTime() - t1) / 1_000_000);

@@ -186,6 +186,14 @@ final class TargetTables {
      *                 io.millrace.core.sink.TableApplier#reshapedSinceHeld}): then the columns this destination made follow
      *                 the source's types ({@link #retypeHeld})
      */
+    /** Tables this session created (empty then: rows copied into them meet no key but the stream's). */
+    private final Set<TableRef> created = new java.util.HashSet<>();
+
+    /** Whether this session created {@code target}. */
+    boolean createdHere(TableRef target) {
+        return created.contains(target);
+    }
+
     private Table load(TableRef target, RelationInfo rel, boolean held, boolean reshaped) throws SQLException {
         ensureSchema(target.schema());
         Integer oid = regclass(target);
@@ -201,6 +209,7 @@ final class TargetTables {
                 defs.add("PRIMARY KEY (" + quoteAll(keyNames(rel)) + ")");
             }
             execute("CREATE TABLE " + target.sql() + " (" + String.join(", ", defs) + ")");
+            created.add(target);
             List<String> tags = new ArrayList<>();
             for (String c : columns) {
                 tags.add(tagSql(target, c));
