@@ -63,6 +63,11 @@ final class BatchApplier extends TableApplier {
     private final Map<TableRef, Stage> stages = new HashMap<>();
     private final Set<Stage> usedInTransaction = new HashSet<>();
     private int stageCounter;
+    /**
+     * Tables this session emptied (a copy opened again after an interrupted snapshot truncates them first): rows an online
+     * copy reads go in directly, as into a table it created.
+     */
+    private final Set<TableRef> emptied = new HashSet<>();
     /** Tables where a direct COPY of inserts met keys already present; they are upserted from then on. */
     private final Set<TableRef> conflicted = new HashSet<>();
     /** Per destination table, the shape it was checked for and whether its keyed runs are COPYed in binary format. */
@@ -124,11 +129,13 @@ final class BatchApplier extends TableApplier {
     @Override
     protected void truncate(TableRef target) throws SQLException {
         execute("TRUNCATE TABLE " + target.sql());
+        emptied.add(target);
     }
 
     @Override
     protected void truncate(List<TableRef> targets) throws SQLException {
         execute("TRUNCATE TABLE " + targets.stream().map(TableRef::sql).collect(java.util.stream.Collectors.joining(", ")));
+        emptied.addAll(targets);
     }
 
     @Override
@@ -173,10 +180,11 @@ final class BatchApplier extends TableApplier {
         if (red.rows().isEmpty()) {
             return;
         }
-        // An online copy's rows go straight in only into a table this session created: into one the destination held, a
+        // An online copy's rows go straight in only into a table this session created or emptied: into one holding rows, a
         // direct COPY would meet the keys it holds and leave a unique-violation ERROR in the server's log before the
         // upsert (a DBA saw them at every ATTACH PARTITION copied online, found by the production-server walk).
-        boolean direct = red.insertsOnly() && !conflicted.contains(target) && (!red.readWhileStreaming() || tables.createdHere(target));
+        boolean direct = red.insertsOnly() && !conflicted.contains(target) && (!red.readWhileStreaming()
+                || tables.createdHere(target) || emptied.contains(target));
         if (direct && copyDirectly(target, rel, red)) {
             if (LOG.isDebugEnabled()) {
                 LOG.debug("destination '{}': {} insert(s) into {} copied directly; ms: reduce {}, copy {}", destination,
