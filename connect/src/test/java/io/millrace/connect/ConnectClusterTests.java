@@ -166,6 +166,9 @@ abstract class ConnectClusterTests {
     @Test
     void throughSnapshotStreamingAndFailover() throws Exception {
         pg.createDatabase(DB);
+        // Transactions past 64 kB are streamed by the server while in progress (pgoutput's stream messages), as a large
+        // one is on a server with its defaults once it passes 64 MB: the 20k-row transaction below goes that way.
+        pg.execute("postgres", "ALTER SYSTEM SET logical_decoding_work_mem = '64kB'", "SELECT pg_reload_conf()");
         exec("CREATE TABLE accounts (id int PRIMARY KEY, owner text NOT NULL, balance bigint NOT NULL)",
                 "INSERT INTO accounts SELECT g, 'owner ' || g, g * 10 FROM generate_series(1, 3000) g");
         Expected expected = new Expected();
@@ -205,6 +208,13 @@ abstract class ConnectClusterTests {
             expected.c += 20000;
             expected.u += 1980;
             awaitSlotCaughtUp();
+            awaitTrue("the large transaction was streamed in progress", () -> {
+                try {
+                    return count("SELECT coalesce(sum(stream_txns), 0) FROM pg_stat_replication_slots WHERE slot_name = '" + DB + "_slot'") > 0;
+                } catch (Exception e) {
+                    return false;
+                }
+            });
             metricsThroughTheWorker();
 
             for (int i = 0; i < FAILOVERS; i++) {

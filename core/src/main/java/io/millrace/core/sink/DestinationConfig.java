@@ -21,7 +21,7 @@ public interface DestinationConfig {
     /**
      * Checks, for {@code millrace preflight} and before anything runs, that the destination can be written: it answers,
      * takes the credentials, is not read-only, lets the user create or use what the sink keeps its checkpoint in. Writes
-     * nothing. A problem is thrown as a {@link io.millrace.core.MillraceException} whose message names it and its fix
+     * nothing the pipeline keeps (a probe file written and removed at most). A problem is thrown as a {@link io.millrace.core.MillraceException} whose message names it and its fix
      * and whose kind gives the exit code, as {@link Sink#open()} would throw it. The default checks nothing.
      */
     default void preflight() {

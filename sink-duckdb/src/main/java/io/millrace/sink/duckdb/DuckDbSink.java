@@ -80,7 +80,10 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
         return true;
     }
 
-    /** The file is a file in an existing directory: bad input, not a lost connection, that a retry cannot help (exit 2). */
+    /**
+     * The file is a file in an existing directory this process can write: bad input, not a lost connection, that a retry
+     * cannot help (exit 2).
+     */
     private void checkFile(java.nio.file.Path file) {
         String bad = java.nio.file.Files.isDirectory(file) ? file + " is a directory; name a database file in it (e.g. "
                 + file.resolve("mirror.duckdb") + ")"
@@ -88,6 +91,20 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
                 + " does not exist; create it (mkdir -p " + file.getParent() + ") or name a file in an existing directory" : null;
         if (bad != null) {
             throw new MillraceException(Kind.CONFIG, "config: destination '" + config.name() + "': file: " + bad);
+        }
+        // A probe, not Files.isWritable, which says yes to root on a read-only file system. DuckDB writes the file and its
+        // .wal there: a directory it cannot write fails every attempt the same way (exit 2, not retried as a lost connection).
+        java.nio.file.Path dir = file.getParent();
+        java.nio.file.Path probe = dir == null ? null : dir.resolve(".millrace-write-probe");
+        try {
+            if (probe != null) {
+                java.nio.file.Files.deleteIfExists(probe);
+                java.nio.file.Files.createFile(probe);
+                java.nio.file.Files.delete(probe);
+            }
+        } catch (java.io.IOException e) {
+            throw new MillraceException(Kind.CONFIG, "config: destination '" + config.name() + "': file: the directory " + dir
+                    + " cannot be written by the user running Millrace (" + e + "): give it write permission, or name a file elsewhere");
         }
     }
 
@@ -99,12 +116,6 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
     void preflight() {
         java.nio.file.Path file = config.file().toAbsolutePath();
         checkFile(file);
-        java.nio.file.Path dir = file.getParent();
-        if (dir != null && !java.nio.file.Files.isWritable(dir)) {
-            throw new MillraceException(Kind.CONFIG, "config: destination '" + config.name() + "': file: the directory " + dir
-                    + " is not writable by the user running Millrace (DuckDB writes the file and its .wal there): give it write"
-                    + " permission, or name a file elsewhere");
-        }
         if (java.nio.file.Files.exists(file)) {
             java.util.Properties ro = new java.util.Properties();
             ro.setProperty("duckdb.read_only", "true");

@@ -892,6 +892,11 @@ public final class KafkaSink implements Sink {
     void preflight() {
         try {
             answers();
+        } catch (MillraceException e) {
+            throw e;
+        } catch (RuntimeException e) { // a client setting Kafka refuses (security.protocol, sasl.*): as open() says it
+            throw new MillraceException(Kind.SINK, "destination '" + config.name() + "': cannot open Kafka at " + config.bootstrapServers()
+                    + ": " + e.getMessage(), e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new MillraceException(Kind.CONNECTION, "destination '" + config.name() + "': interrupted", e);

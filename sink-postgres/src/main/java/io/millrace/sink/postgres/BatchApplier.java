@@ -98,6 +98,7 @@ final class BatchApplier extends TableApplier {
 
     /** After rollback: DDL and staging tables of the transaction are gone. */
     void rolledBack() {
+        emptied.clear(); // a TRUNCATE rolled back left the rows: no longer known empty
         binaryTables.clear();
         tables.forget();
         stages.clear();

@@ -292,12 +292,12 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
             return null;
         }
         String theirs = fromUrl.getProperty("options");
-        if (theirs == null || theirs.isBlank()) {
+        if (theirs == null) {
             return new org.postgresql.Driver().connect(url, p);
         }
-        Properties merged = new Properties();
+        Properties merged = new Properties(); // also for an empty options=, which would replace ours with nothing
         merged.putAll(p);
-        merged.setProperty("options", theirs.strip() + " " + p.getProperty("options", ""));
+        merged.setProperty("options", (theirs.isBlank() ? "" : theirs.strip() + " ") + p.getProperty("options", ""));
         return new org.postgresql.Driver().connect(withoutOptions(url), merged);
     }
 
@@ -520,19 +520,32 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
                 + " has_database_privilege(current_database(), 'CREATE'),"
                 + " (SELECT has_schema_privilege(n.oid, 'USAGE') AND (to_regclass(?) IS NOT NULL OR has_schema_privilege(n.oid, 'CREATE'))"
                 + " FROM pg_namespace n WHERE n.nspname = ?),"
-                + " CASE WHEN to_regclass(?) IS NULL THEN true ELSE has_table_privilege(to_regclass(?), 'SELECT, INSERT, UPDATE') END")) {
-            ps.setString(1, checkpointTable);
-            ps.setString(2, config.stateSchema());
-            ps.setString(3, checkpointTable);
-            ps.setString(4, checkpointTable);
+                + " CASE WHEN to_regclass(?) IS NULL THEN true ELSE has_table_privilege(to_regclass(?), 'SELECT')"
+                + " AND has_table_privilege(to_regclass(?), 'INSERT') AND has_table_privilege(to_regclass(?), 'UPDATE') END,"
+                + " has_database_privilege(current_database(), 'TEMP')")) {
+            for (int i = 1; i <= 6; i++) {
+                ps.setString(i, i == 2 ? config.stateSchema() : checkpointTable);
+            }
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 if (rs.getBoolean(1)) {
                     throw stateError(new SQLException("transactions are read-only there", "25006"));
                 }
                 boolean schemaUsable = rs.getObject(3) == null ? rs.getBoolean(2) : rs.getBoolean(3);
-                if (!schemaUsable || !rs.getBoolean(4)) {
+                if (!schemaUsable) {
                     throw stateError(new SQLException("permission denied to create or use " + checkpointTable, "42501"));
+                }
+                String user = Ident.quote(config.user());
+                if (!rs.getBoolean(4)) {
+                    throw new MillraceException(Kind.PERMISSION, "destination '" + config.name() + "' (" + where + "): user '"
+                            + config.user() + "' may not read and write " + checkpointTable + ", where Millrace keeps its checkpoint."
+                            + " Fix: GRANT SELECT, INSERT, UPDATE ON " + checkpointTable + " TO " + user);
+                }
+                if (!rs.getBoolean(5)) {
+                    throw new MillraceException(Kind.PERMISSION, "destination '" + config.name() + "' (" + where + "): user '"
+                            + config.user() + "' may not create temporary tables, which Millrace stages each batch's changes in."
+                            + " Fix: GRANT TEMPORARY ON DATABASE " + Ident.quote(where.substring(where.lastIndexOf('/') + 1))
+                            + " TO " + user);
                 }
             }
         } catch (SQLException e) {

@@ -152,6 +152,15 @@ final class TargetTables {
     void forget() {
         tables.clear();
         schemas.clear();
+        created.clear(); // a CREATE rolled back, or a table written since: no longer known empty
+    }
+
+    /** Tables this session created (empty then: rows copied into them meet no key but the stream's). */
+    private final Set<TableRef> created = new java.util.HashSet<>();
+
+    /** Whether this session created {@code target}. */
+    boolean createdHere(TableRef target) {
+        return created.contains(target);
     }
 
     /**
@@ -186,14 +195,6 @@ final class TargetTables {
      *                 io.millrace.core.sink.TableApplier#reshapedSinceHeld}): then the columns this destination made follow
      *                 the source's types ({@link #retypeHeld})
      */
-    /** Tables this session created (empty then: rows copied into them meet no key but the stream's). */
-    private final Set<TableRef> created = new java.util.HashSet<>();
-
-    /** Whether this session created {@code target}. */
-    boolean createdHere(TableRef target) {
-        return created.contains(target);
-    }
-
     private Table load(TableRef target, RelationInfo rel, boolean held, boolean reshaped) throws SQLException {
         ensureSchema(target.schema());
         Integer oid = regclass(target);

@@ -699,7 +699,7 @@ class PostgresSinkIT {
      * An online copy of a table the destination held before this session (a partition attached with rows, a table copied
      * again): its rows go through the upsert, with no direct COPY that would meet the held keys first and leave a
      * unique-violation ERROR in the server's log (found by the production-server walk). Seen in the table's statistics:
-     * a direct COPY that fails after its new rows counts their inserts too (rolled back), so 100 inserts, not 50.
+     * a direct COPY that fails counts the rows it had taken in (rolled back) as inserts too: 200 inserts, not 50.
      */
     @Test
     void anOnlineCopyIntoAHeldTableIsUpsertedWithoutAFailedCopy() throws Exception {
