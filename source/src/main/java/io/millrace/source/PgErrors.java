@@ -25,6 +25,12 @@ public final class PgErrors {
             return new MillraceException(Kind.AUTHENTICATION, what + " failed: the password was rejected."
                     + " Check the user name and the password (source.password_env / source.password_file).", e);
         }
+        if (msg.contains("but no password was provided")) {
+            // pgjdbc's own refusal (SQLSTATE 08004), no connection problem: before, retried with "check that the server is
+            // running" (found trying a server with scram authentication)
+            return new MillraceException(Kind.AUTHENTICATION, what + " failed: the server asks for a password and none is set."
+                    + " Fix: name the environment variable holding it in source.password_env (or a file in source.password_file)", e);
+        }
         if (state.equals("28000")) {
             return new MillraceException(Kind.AUTHENTICATION, what + " failed: " + msg
                     + ". Check pg_hba.conf allows this user (for replication: a 'replication' line) and the user name.", e);

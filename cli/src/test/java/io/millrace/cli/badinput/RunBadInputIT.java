@@ -130,6 +130,19 @@ class RunBadInputIT {
         assertNothingWritten("wrongpw");
     }
 
+    /**
+     * No password for a role the server asks one of: pgjdbc refuses before the server says anything (SQLSTATE 08004),
+     * which was taken for a server that is down and retried, with "check that the server is running" (exit 3).
+     */
+    @Test
+    void noPasswordWhereTheServerAsksForOneExitsWith4() throws Exception {
+        Path f = config("nopw", "  port: " + pg.port() + "\n  user: cli_role\n");
+        Run r = millrace("run", f.toString());
+        assertThat(r.exitCode()).as(r.out() + r.err()).isEqualTo(4);
+        assertOneLineError(r, "the server asks for a password and none is set", "source.password_env");
+        assertNothingWritten("nopw");
+    }
+
     @Test
     void aTableThatDoesNotExistExitsWith2() throws Exception {
         Path f = config("notable", "  port: " + pg.port() + "\n  user: postgres\n");
@@ -199,6 +212,25 @@ class RunBadInputIT {
             rs.next();
             assertThat(rs.getLong(1)).as("nothing written").isZero();
         }
+
+        // a role that may read the checkpoints table but not write it (has_table_privilege with a list passes on any one)
+        pg.execute("dst", "CREATE ROLE pre_reader LOGIN PASSWORD 'pre-reader-pw'", "CREATE SCHEMA pre_dst_priv_state",
+                "CREATE TABLE pre_dst_priv_state.checkpoints (destination text PRIMARY KEY)",
+                "GRANT USAGE ON SCHEMA pre_dst_priv_state TO pre_reader", "GRANT SELECT ON pre_dst_priv_state.checkpoints TO pre_reader");
+        Path priv = config("pre_dst_priv", "  port: " + pg.port() + "\n  user: postgres\n");
+        Files.writeString(priv, Files.readString(priv).replace("    database: dst\n    user: postgres\n", "    database: dst\n    user: pre_reader\n"));
+        // without its password first: the server asks for one (scram), which is no connection problem to retry
+        Run noPassword = millrace("preflight", priv.toString());
+        assertThat(noPassword.exitCode()).as(noPassword.out() + noPassword.err()).isEqualTo(4);
+        assertThat(noPassword.out()).contains("FAIL  destination replica").contains("asks user 'pre_reader' for a password and none is set")
+                .contains("password_env");
+        Path pw = dir.resolve("pre_reader.pw");
+        Files.writeString(pw, "pre-reader-pw\n");
+        Files.writeString(priv, Files.readString(priv).replace("    user: pre_reader\n", "    user: pre_reader\n    password_file: " + pw + "\n"));
+        Run reader = millrace("preflight", priv.toString());
+        assertThat(reader.exitCode()).as(reader.out() + reader.err()).isEqualTo(5);
+        assertThat(reader.out()).contains("FAIL  destination replica")
+                .contains("GRANT SELECT, INSERT, UPDATE ON \"pre_dst_priv_state\".\"checkpoints\" TO \"pre_reader\"");
 
         Path missing = config("pre_dst_missing", "  port: " + pg.port() + "\n  user: postgres\n");
         Files.writeString(missing, Files.readString(missing).replace("    database: dst\n", "    database: no_such_db\n")
