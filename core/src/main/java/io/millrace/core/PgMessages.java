@@ -18,4 +18,12 @@ public final class PgMessages {
     public static String withoutDriverAdvice(String msg) {
         return DRIVER_ADVICE.matcher(msg).replaceAll("");
     }
+
+    /**
+     * Whether {@code msg} is pgjdbc's own refusal to answer a server that asks for a password when none was given (SQLSTATE
+     * 08004, before any connection problem): an authentication error to name, not a server that is down to retry.
+     */
+    public static boolean noPasswordGiven(String msg) {
+        return msg != null && msg.contains("but no password was provided");
+    }
 }

@@ -82,8 +82,8 @@ final class Endpoints {
                 throw new MillraceException(Kind.CONFIG, "cannot connect to the " + what + ": " + e.getMessage()
                         + ". Create the database there, or fix the destination's database (or url).", e);
             }
-            boolean noPassword = String.valueOf(e.getMessage()).contains("but no password was provided"); // pgjdbc's own, 08004
-            Kind kind = state.equals("28P01") || state.equals("28000") || noPassword ? Kind.AUTHENTICATION
+            Kind kind = state.equals("28P01") || state.equals("28000") || io.millrace.core.PgMessages.noPasswordGiven(e.getMessage())
+                    ? Kind.AUTHENTICATION
                     : state.equals("42501") ? Kind.PERMISSION : Kind.CONNECTION;
             String fix = kind == Kind.AUTHENTICATION ? " Check the destination's user and its password (password_env or password_file),"
                     + " and that pg_hba.conf lets it in." : "";

@@ -25,7 +25,7 @@ public final class PgErrors {
             return new MillraceException(Kind.AUTHENTICATION, what + " failed: the password was rejected."
                     + " Check the user name and the password (source.password_env / source.password_file).", e);
         }
-        if (msg.contains("but no password was provided")) {
+        if (io.millrace.core.PgMessages.noPasswordGiven(msg)) {
             // pgjdbc's own refusal (SQLSTATE 08004), no connection problem: before, retried with "check that the server is
             // running" (found trying a server with scram authentication)
             return new MillraceException(Kind.AUTHENTICATION, what + " failed: the server asks for a password and none is set."

@@ -92,15 +92,12 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
         if (bad != null) {
             throw new MillraceException(Kind.CONFIG, "config: destination '" + config.name() + "': file: " + bad);
         }
-        // A probe, not Files.isWritable, which says yes to root on a read-only file system. DuckDB writes the file and its
-        // .wal there: a directory it cannot write fails every attempt the same way (exit 2, not retried as a lost connection).
+        // DuckDB writes the file and its .wal there: a directory it cannot write fails every attempt the same way (exit 2,
+        // not retried as a lost connection).
         java.nio.file.Path dir = file.getParent();
-        java.nio.file.Path probe = dir == null ? null : dir.resolve(".millrace-write-probe");
         try {
-            if (probe != null) {
-                java.nio.file.Files.deleteIfExists(probe);
-                java.nio.file.Files.createFile(probe);
-                java.nio.file.Files.delete(probe);
+            if (dir != null) {
+                io.millrace.core.sink.WriteProbe.probe(dir);
             }
         } catch (java.io.IOException e) {
             throw new MillraceException(Kind.CONFIG, "config: destination '" + config.name() + "': file: the directory " + dir

@@ -530,13 +530,9 @@ public final class JsonlSink implements Sink {
         probe(at, what + " " + dir + (at.equals(dir) ? " is not writable" : " cannot be created in " + at));
     }
 
-    /** Writes and removes a file in {@code dir}: a probe, not Files.isWritable, which says yes to root on a read-only file system. */
     private void probe(Path dir, String failure) {
-        Path probe = dir.resolve(".millrace-write-probe");
         try {
-            Files.deleteIfExists(probe);
-            Files.createFile(probe);
-            Files.delete(probe);
+            io.millrace.core.sink.WriteProbe.probe(dir);
         } catch (IOException e) {
             throw sinkError(failure + " (" + e + "): give the user running Millrace write permission on it, or choose another"
                     + " directory", e);

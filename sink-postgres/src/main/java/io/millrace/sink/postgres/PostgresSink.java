@@ -486,7 +486,7 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
                     + config.user() + "': " + msg + ". Check the destination's user and password, and that"
                     + " pg_hba.conf there admits this client.", e);
         }
-        if (msg.contains("but no password was provided")) { // pgjdbc's own refusal (08004): not a server that is down
+        if (io.millrace.core.PgMessages.noPasswordGiven(msg)) { // not a server that is down
             return new MillraceException(Kind.AUTHENTICATION, head + "PostgreSQL at " + where + " asks user '" + config.user()
                     + "' for a password and none is set. Fix: name the environment variable holding it in the destination's"
                     + " password_env (or a file in password_file)", e);
