@@ -20,8 +20,8 @@ import java.util.List;
  * problems and notes); {@link Migration} carries it out.
  */
 final class Planner {
-    /** The plan and the tables it copies. */
-    record Result(Plan plan, List<Table> tables, List<SourceCatalog.Sequence> sequences) {
+    /** The plan, the tables it copies, their sequences, and the types of the user's the schema step creates first. */
+    record Result(Plan plan, List<Table> tables, List<SourceCatalog.Sequence> sequences, List<SourceCatalog.UserType> types) {
     }
 
     private Planner() {
@@ -196,12 +196,27 @@ final class Planner {
             }
         }
 
+        // The types of the user's the tables use: the schema step creates those the target lacks, before the tables (the
+        // plan used to refuse them, leaving the CREATE to the user). One the target has already must hold every value the
+        // source's may: an enum short of a label would stop the copy at the first row with it.
+        List<SourceCatalog.UserType> types = new ArrayList<>();
         for (SourceCatalog.UserType type : tables.isEmpty() ? List.<SourceCatalog.UserType>of() : SourceCatalog.userTypes(src, tables)) {
-            // The schema step makes tables, not types (found by a user: run stopped on 'type "mood" does not exist')
-            if (oneOrNull(tgt, "SELECT to_regtype(" + Ident.literal(type.sql()) + ")") == null) {
-                problems.add(new Problem(Kind.TARGET_SETUP, "the tables use type " + type.sql() + " (" + type.kind() + "), which the"
-                        + " target database does not have (migrate creates tables, not types)", type.create() + " in the target database"));
+            String regtype = oneOrNull(tgt, "SELECT to_regtype(" + Ident.literal(type.sql()) + ")::oid::text");
+            if (regtype == null) {
+                types.add(type);
+            } else if (!type.labels().isEmpty()) {
+                List<String> missing = new ArrayList<>(type.labels());
+                missing.removeAll(SourceCatalog.strings(tgt, "SELECT enumlabel FROM pg_enum WHERE enumtypid = " + regtype));
+                if (!missing.isEmpty()) {
+                    problems.add(new Problem(Kind.TARGET_SETUP, "enum " + type.sql() + " on the target lacks label(s) the source's has: "
+                            + String.join(", ", missing.stream().map(Ident::literal).toList()), String.join("; ", missing.stream()
+                            .map(l -> "ALTER TYPE " + type.sql() + " ADD VALUE " + Ident.literal(l)).toList()) + " in the target database"));
+                }
             }
+        }
+        if (!types.isEmpty()) {
+            notes.add(types.size() + " type(s) created on the target before the tables, as on the source: " + String.join(", ",
+                    types.stream().map(t -> t.sql() + " (" + t.kind() + ")").toList()));
         }
 
         boolean ours = state != MigrationState.NONE && state != MigrationState.ABORTED;
@@ -250,7 +265,7 @@ final class Planner {
             notes.add("cutover fences writes with ALTER DATABASE ... SET default_transaction_read_only and pg_terminate_backend:"
                     + " source role " + srcUser + " must own the database and be a member of pg_signal_backend");
         }
-        return new Result(new Plan(copy, notes, cannot, problems), List.copyOf(tables), sequences);
+        return new Result(new Plan(copy, notes, cannot, problems), List.copyOf(tables), sequences, List.copyOf(types));
     }
 
     /** {@code 12 kB}, {@code 3.4 MB}, {@code 2.1 GB}. */

@@ -19,7 +19,7 @@ import java.util.Set;
 
 /**
  * Creates on the target what the tables need, from the source catalog, in two transactions: {@link #beforeCopy} (schemas,
- * sequences, tables with exact types, defaults, NOT NULL, CHECK, primary keys, identity columns; a partitioned table with
+ * the user's enums, domains and composite types, sequences, tables with exact types, defaults, NOT NULL, CHECK, primary keys, identity columns; a partitioned table with
  * its partition key and its partitions, with their bounds, at every depth) and {@link #afterCopy}
  * (secondary indexes, unique, exclusion and foreign-key constraints, the foreign keys validated), so the copy loads into
  * tables without secondary indexes. Each commits together with its step in the state table, so a crash leaves either
@@ -31,10 +31,11 @@ final class SchemaWriter {
     private SchemaWriter() {
     }
 
-    /** The DDL of the first step, in order. */
-    static List<String> beforeCopy(List<Table> tables, List<Sequence> sequences) {
+    /** The DDL of the first step, in order; {@code types} in the order given (each before the types that use it). */
+    static List<String> beforeCopy(List<Table> tables, List<Sequence> sequences, List<SourceCatalog.UserType> types) {
         List<String> ddl = new ArrayList<>();
         Set<String> schemas = new LinkedHashSet<>();
+        types.forEach(t -> schemas.add(TableRef.parse(t.sql()).schema())); // schema.name, quoted where needed, as a table's
         tables.forEach(t -> {
             schemas.add(t.ref().schema());
             t.partitions().forEach(p -> schemas.add(p.ref().schema())); // a partition may live in another schema
@@ -42,6 +43,9 @@ final class SchemaWriter {
         sequences.forEach(s -> schemas.add(s.ref().schema()));
         for (String s : schemas) {
             ddl.add("CREATE SCHEMA IF NOT EXISTS " + Ident.quote(s));
+        }
+        for (SourceCatalog.UserType t : types) {
+            ddl.add(t.create());
         }
         for (Sequence s : sequences) {
             if (!s.identity()) {

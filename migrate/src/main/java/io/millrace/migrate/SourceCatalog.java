@@ -307,44 +307,61 @@ final class SourceCatalog {
         return out;
     }
 
-    /** A type of the user's that a table's column (or its arrays' elements) uses: its name as SQL, what it is, how to create it. */
-    record UserType(String sql, String kind, String create) {
+    /**
+     * A type of the user's that a table's column (or its arrays' elements) uses: its name as SQL, what it is, how to create
+     * it, and for an enum its labels in order (else empty).
+     */
+    record UserType(String sql, String kind, String create, List<String> labels) {
+        UserType {
+            labels = List.copyOf(labels);
+        }
     }
 
     /**
      * The enums, domains and composite types (made with CREATE TYPE or CREATE DOMAIN, not by an extension) that the
-     * tables' columns use, with the statement that creates each as the source has it. The schema step makes tables, not
-     * types, so the target must have them first.
+     * tables' columns use — also through a domain's base type or a composite type's attributes, at any depth — with the
+     * statement that creates each as the source has it, in an order that creates each before the types that use it (the
+     * deepest first).
      */
     static List<UserType> userTypes(Connection c, List<Table> tables) throws SQLException {
         List<UserType> out = new ArrayList<>();
         Long[] oids = tables.stream().map(Table::oid).toArray(Long[]::new);
-        try (PreparedStatement ps = c.prepareStatement("SELECT DISTINCT t.oid, format('%I.%I', n.nspname, t.typname), t.typtype,"
-                + " format_type(t.typbasetype, t.typtypmod), t.typnotnull, t.typdefault"
-                + " FROM pg_attribute a JOIN pg_type at ON at.oid = a.atttypid"
-                + " JOIN pg_type t ON t.oid = CASE WHEN at.typcategory = 'A' AND at.typelem <> 0 THEN at.typelem ELSE at.oid END"
-                + " JOIN pg_namespace n ON n.oid = t.typnamespace"
+        String element = "CASE WHEN x.typcategory = 'A' AND x.typelem <> 0 THEN x.typelem ELSE x.oid END";
+        try (PreparedStatement ps = c.prepareStatement("WITH RECURSIVE used(oid, depth) AS ("
+                + " SELECT " + element + ", 0 FROM pg_attribute a JOIN pg_type x ON x.oid = a.atttypid"
                 + " WHERE a.attrelid = ANY (?) AND a.attnum > 0 AND NOT a.attisdropped"
-                + " AND (t.typtype IN ('e', 'd') OR t.typtype = 'c' AND (SELECT relkind FROM pg_class WHERE oid = t.typrelid) = 'c')"
+                + " UNION ALL"
+                + " SELECT " + element + ", u.depth + 1 FROM used u JOIN pg_type t ON t.oid = u.oid"
+                + " JOIN pg_type x ON x.oid = t.typbasetype OR x.oid IN (SELECT atttypid FROM pg_attribute"
+                + " WHERE attrelid = t.typrelid AND t.typtype = 'c' AND attnum > 0 AND NOT attisdropped)"
+                + " WHERE t.typtype IN ('d', 'c') AND u.depth < 32)"
+                + " SELECT t.oid, format('%I.%I', n.nspname, t.typname), t.typtype,"
+                + " format_type(t.typbasetype, t.typtypmod), t.typnotnull, t.typdefault, max(u.depth)"
+                + " FROM used u JOIN pg_type t ON t.oid = u.oid"
+                + " JOIN pg_namespace n ON n.oid = t.typnamespace"
+                + " WHERE (t.typtype IN ('e', 'd') OR t.typtype = 'c' AND (SELECT relkind FROM pg_class WHERE oid = t.typrelid) = 'c')"
                 + " AND n.nspname NOT IN ('pg_catalog', 'information_schema')"
                 + " AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_type'::regclass AND d.objid = t.oid AND d.deptype = 'e')"
-                + " ORDER BY 2")) {
+                + " GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 7 DESC, 2")) {
             ps.setArray(1, c.createArrayOf("oid", oids));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     long oid = rs.getLong(1);
                     String name = rs.getString(2);
                     switch (rs.getString(3)) {
-                        case "e" -> out.add(new UserType(name, "an enum", "CREATE TYPE " + name + " AS ENUM (" + String.join(", ",
-                                strings(c, "SELECT quote_literal(enumlabel) FROM pg_enum WHERE enumtypid = " + oid + " ORDER BY enumsortorder")) + ");"));
+                        case "e" -> {
+                            List<String> labels = strings(c, "SELECT enumlabel FROM pg_enum WHERE enumtypid = " + oid + " ORDER BY enumsortorder");
+                            out.add(new UserType(name, "an enum", "CREATE TYPE " + name + " AS ENUM (" + String.join(", ",
+                                    labels.stream().map(Ident::literal).toList()) + ");", labels));
+                        }
                         case "d" -> out.add(new UserType(name, "a domain", "CREATE DOMAIN " + name + " AS " + rs.getString(4)
                                 + (rs.getString(6) == null ? "" : " DEFAULT " + rs.getString(6)) + (rs.getBoolean(5) ? " NOT NULL" : "")
                                 + strings(c, "SELECT ' CONSTRAINT ' || quote_ident(conname) || ' ' || pg_get_constraintdef(oid) FROM pg_constraint"
-                                + " WHERE contypid = " + oid + " AND contype = 'c' ORDER BY conname").stream().reduce("", String::concat) + ";"));
+                                + " WHERE contypid = " + oid + " AND contype = 'c' ORDER BY conname").stream().reduce("", String::concat) + ";", List.of()));
                         default -> out.add(new UserType(name, "a composite type", "CREATE TYPE " + name + " AS (" + String.join(", ",
                                 strings(c, "SELECT quote_ident(attname) || ' ' || format_type(atttypid, atttypmod) FROM pg_attribute"
                                 + " WHERE attrelid = (SELECT typrelid FROM pg_type WHERE oid = " + oid + ") AND attnum > 0 AND NOT attisdropped"
-                                + " ORDER BY attnum")) + ");"));
+                                + " ORDER BY attnum")) + ");", List.of()));
                     }
                 }
             }
@@ -352,7 +369,7 @@ final class SourceCatalog {
         return out;
     }
 
-    private static List<String> strings(Connection c, String sql) throws SQLException {
+    static List<String> strings(Connection c, String sql) throws SQLException {
         List<String> out = new ArrayList<>();
         try (java.sql.Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
             while (rs.next()) {

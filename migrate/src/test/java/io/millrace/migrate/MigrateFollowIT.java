@@ -236,7 +236,7 @@ class MigrateFollowIT extends TwoServers {
         String db = "follow5";
         Migration m = shop(db, "CREATE TYPE shop.mood AS ENUM ('calm', 'glad')",
                 "CREATE TABLE shop.feeling (id int PRIMARY KEY, m shop.mood NOT NULL)", "INSERT INTO shop.feeling VALUES (1, 'calm')");
-        tgt.execute(db, "CREATE SCHEMA shop", "CREATE TYPE shop.mood AS ENUM ('calm', 'glad')"); // migrate makes tables, not types
+        tgt.execute(db, "CREATE SCHEMA shop", "CREATE TYPE shop.mood AS ENUM ('calm', 'glad')"); // made by the user: kept as it is
         Throwable stopped;
         try (Millrace following = m.follow(Duration.ofSeconds(30))) {
             src.execute(db, "ALTER TYPE shop.mood ADD VALUE 'angry'");
