@@ -29,7 +29,8 @@ import java.util.regex.Pattern;
  * {@code publication.name}, {@code table.include.list}/{@code table.exclude.list} (Debezium's regular expressions,
  * limited to what a Millrace pattern says: {@code public\.orders}, {@code public\..*}), {@code schema.include.list}/
  * {@code schema.exclude.list} ({@code <schema>.*}), {@code snapshot.mode} → {@link SnapshotSettings.Mode},
- * {@code signal.data.collection} → the signal table. Immutable; any thread.
+ * {@code signal.data.collection} → the signal table, {@code incremental.snapshot.chunk.size} → online chunks of that
+ * many rows, fixed. Immutable; any thread.
  */
 final class ConnectorSettings {
     static final String HOST = "database.hostname";
@@ -51,6 +52,7 @@ final class ConnectorSettings {
     static final String TOMBSTONES = "tombstones.on.delete";
     static final String SKIPPED_OPERATIONS = "skipped.operations";
     static final String SIGNAL_TABLE = "signal.data.collection";
+    static final String CHUNK_SIZE = "incremental.snapshot.chunk.size";
     static final String DECIMAL_MODE = "decimal.handling.mode";
     static final String INTERVAL_MODE = "interval.handling.mode";
     static final String BINARY_MODE = "binary.handling.mode";
@@ -111,7 +113,6 @@ final class ConnectorSettings {
         UNSUPPORTED.put("converters", "custom converters are not supported");
         UNSUPPORTED.put("event.processing.failure.handling.mode", "Millrace stops on an event it cannot process");
         UNSUPPORTED.put("schema.refresh.mode", "Millrace reads the table's shape from the stream");
-        UNSUPPORTED.put("incremental.snapshot.chunk.size", "use millrace.snapshot.* settings");
         UNSUPPORTED.put("topic.naming.strategy", "topics are <topic.prefix>.<schema>.<table>");
         UNSUPPORTED.put("signal.enabled.channels", "signals come from " + SIGNAL_TABLE + " only");
     }
@@ -157,6 +158,14 @@ final class ConnectorSettings {
             .define(SIGNAL_TABLE, Type.STRING, null, new OptionalText(), Importance.LOW,
                     "Signal table <schema>.<table>: an execute-snapshot row starts an online snapshot.", G_CAPTURE, 10,
                     ConfigDef.Width.MEDIUM, "Signal table")
+            .define(CHUNK_SIZE, Type.INT, null, ConfigDef.LambdaValidator.with((name, value) -> {
+                        if (value != null) {
+                            ConfigDef.Range.atLeast(1).ensureValid(name, value);
+                        }
+                    }, () -> "[1,...], or not set"), Importance.LOW,
+                    "Rows per chunk of an online snapshot, fixed, as Debezium's incremental snapshot. Not set: Millrace sizes"
+                            + " each chunk toward half a second of reading (5000 rows at first, 500 to 50000).", G_CAPTURE, 11,
+                    ConfigDef.Width.SHORT, "Online snapshot chunk rows")
             .define(TOMBSTONES, Type.BOOLEAN, true, Importance.MEDIUM,
                     "Whether a delete is followed by a tombstone (the key, a null value).", G_EVENTS, 2, ConfigDef.Width.SHORT, "Tombstones")
             .define(SKIPPED_OPERATIONS, Type.LIST, "t", ConfigDef.ValidList.in("t", "none"), Importance.LOW,
@@ -346,6 +355,10 @@ final class ConnectorSettings {
         String signal = config.getString(SIGNAL_TABLE);
         if (signal != null && !signal.isBlank()) {
             b.signalTable(signal);
+        }
+        Integer chunk = config.getInt(CHUNK_SIZE);
+        if (chunk != null) { // fixed, as Debezium's: every chunk this size, none adapted
+            b.minChunkRows(chunk).maxChunkRows(chunk).chunkRows(chunk);
         }
         return b.build();
     }

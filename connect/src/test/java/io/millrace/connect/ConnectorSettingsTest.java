@@ -91,6 +91,24 @@ class ConnectorSettingsTest {
     }
 
     /**
+     * Debezium's incremental.snapshot.chunk.size is a fixed number of rows per chunk: so are the online snapshot's chunks
+     * then, also below Millrace's adaptive floor (500). Before, the key was refused, pointing at millrace.snapshot.* keys
+     * that have no chunk size.
+     */
+    @Test
+    void debeziumsChunkSizeFixesTheOnlineChunks() {
+        Map<String, String> props = debezium();
+        assertThat(new ConnectorSettings(props).snapshot().minChunkRows()).as("adaptive when not set")
+                .isLessThan(new ConnectorSettings(props).snapshot().maxChunkRows());
+        props.put("incremental.snapshot.chunk.size", "100");
+        assertThat(errors(props)).isEmpty();
+        SnapshotSettings s = new ConnectorSettings(props).snapshot();
+        assertThat(List.of(s.minChunkRows(), s.chunkRows(), s.maxChunkRows())).containsExactly(100, 100, 100);
+        props.put("incremental.snapshot.chunk.size", "0");
+        assertThat(errors(props)).containsOnlyKeys("incremental.snapshot.chunk.size");
+    }
+
+    /**
      * INV: BOUNDED. A budget above half the worker's heap is refused on its key at validate; left out, it follows the heap
      * (a fixed 256 MiB would have been refused on a worker with less than 512 MiB of heap).
      */
