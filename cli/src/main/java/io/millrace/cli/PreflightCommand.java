@@ -38,8 +38,10 @@ final class PreflightCommand implements Callable<Integer> {
             Preflight.Report r = Preflight.run(conns, c);
             out.println(r.render());
             for (String d : loader.deferred()) {
+                // A destination's secret it cannot read leaves that destination unchecked (below), which the line must say.
                 out.println(new Preflight.Check("configuration", Preflight.Status.WARN, d.replaceFirst("^config: ", "")
-                        + " (preflight does not need it; 'millrace run' does)", null, null));
+                        + (d.contains("destinations[") ? " (so that destination is not checked here; 'millrace run' needs it)"
+                        : " (preflight does not need it; 'millrace run' does)"), null, null));
             }
             List<Preflight.Check> destinations = destinations(cfg, loader.deferred());
             destinations.forEach(out::println);

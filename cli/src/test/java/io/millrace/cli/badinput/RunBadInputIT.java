@@ -224,6 +224,13 @@ class RunBadInputIT {
         assertThat(noPassword.exitCode()).as(noPassword.out() + noPassword.err()).isEqualTo(4);
         assertThat(noPassword.out()).contains("FAIL  destination replica").contains("asks user 'pre_reader' for a password and none is set")
                 .contains("password_env");
+        // its password named by a variable that is not set: the destination cannot be checked, and the warning says so
+        Files.writeString(priv, Files.readString(priv).replace("    user: pre_reader\n", "    user: pre_reader\n    password_env: PRE_READER_UNSET\n"));
+        Run unset = millrace("preflight", priv.toString());
+        assertThat(unset.out()).as(unset.out() + unset.err()).contains("WARN  configuration").contains("PRE_READER_UNSET")
+                .contains("so that destination is not checked here").doesNotContain("preflight does not need it")
+                .doesNotContain("destination replica");
+        Files.writeString(priv, Files.readString(priv).replace("    password_env: PRE_READER_UNSET\n", ""));
         Path pw = dir.resolve("pre_reader.pw");
         Files.writeString(pw, "pre-reader-pw\n");
         Files.writeString(priv, Files.readString(priv).replace("    user: pre_reader\n", "    user: pre_reader\n    password_file: " + pw + "\n"));
