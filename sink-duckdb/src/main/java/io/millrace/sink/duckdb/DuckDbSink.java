@@ -106,6 +106,20 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
     }
 
     /**
+     * A connection to DuckDB; the first also removes the copy of DuckDB's native library that the driver left in the
+     * temporary directory ({@link NativeCopy}).
+     */
+    private static Connection connect(String url) throws SQLException {
+        return connect(url, new java.util.Properties());
+    }
+
+    private static Connection connect(String url, java.util.Properties props) throws SQLException {
+        Connection c = DriverManager.getConnection(url, props);
+        NativeCopy.forgetOnce();
+        return c;
+    }
+
+    /**
      * For {@code millrace preflight}: the file is a file in an existing directory that can be written, and, when it exists,
      * no other process holds it (DuckDB lets one process open a file to write; it is opened read-only here and closed).
      * Writes nothing.
@@ -116,7 +130,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
         if (java.nio.file.Files.exists(file)) {
             java.util.Properties ro = new java.util.Properties();
             ro.setProperty("duckdb.read_only", "true");
-            try (java.sql.Connection c = DriverManager.getConnection("jdbc:duckdb:" + file, ro)) {
+            try (java.sql.Connection c = connect("jdbc:duckdb:" + file, ro)) {
                 c.isValid(1);
             } catch (SQLException e) {
                 boolean locked = String.valueOf(e.getMessage()).toLowerCase(java.util.Locale.ROOT).contains("lock");
@@ -138,7 +152,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
             throw e;
         }
         try {
-            conn = DriverManager.getConnection("jdbc:duckdb:" + file);
+            conn = connect("jdbc:duckdb:" + file);
         } catch (SQLException e) {
             state.openFailed();
             // DuckDB lets one process hold the file: another one holding it is the case a retry may outlive.
@@ -218,7 +232,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
             return io.millrace.core.sink.SinkReset.none();
         }
         try {
-            conn = DriverManager.getConnection("jdbc:duckdb:" + config.file().toAbsolutePath()); // the reset's now: it closes it
+            conn = connect("jdbc:duckdb:" + config.file().toAbsolutePath()); // the reset's now: it closes it
         } catch (SQLException e) {
             throw new MillraceException(Kind.CONNECTION, "destination '" + config.name() + "': cannot open DuckDB file "
                     + config.file() + ": " + e.getMessage() + " (is another process holding it open?)", e);
@@ -270,7 +284,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
     private List<List<String>> keysOrNull(io.millrace.core.schema.TableRef table, List<String> keyColumns,
                                           io.millrace.core.change.OnlineTask.KeyRange range, int limit) {
         io.millrace.core.schema.TableRef target = config.schema() == null ? table : new io.millrace.core.schema.TableRef(config.schema(), table.table());
-        try (Connection c = DriverManager.getConnection("jdbc:duckdb:" + config.file().toAbsolutePath()); Statement s = c.createStatement()) {
+        try (Connection c = connect("jdbc:duckdb:" + config.file().toAbsolutePath()); Statement s = c.createStatement()) {
             s.execute("SET TimeZone = 'UTC'");
             try (PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?")) {
                 ps.setString(1, target.schema());
@@ -333,7 +347,7 @@ public final class DuckDbSink implements io.millrace.core.sink.CopyableSink, io.
             throw new MillraceException(Kind.CONFIG, "destination '" + config.name() + "': the directory of " + to + " does not exist");
         }
         java.nio.file.Path tmp = to.resolveSibling("." + to.getFileName() + ".millrace-" + java.util.UUID.randomUUID() + ".tmp");
-        try (Connection c = DriverManager.getConnection("jdbc:duckdb:" + config.file().toAbsolutePath()); Statement s = c.createStatement()) {
+        try (Connection c = connect("jdbc:duckdb:" + config.file().toAbsolutePath()); Statement s = c.createStatement()) {
             String db;
             try (ResultSet rs = s.executeQuery("SELECT current_database()")) {
                 rs.next();
