@@ -453,7 +453,9 @@ public final class Migration {
                         + " (or an abort) runs now (the target's session " + running + " holds the migration's lock): wait for it"
                         + " to end\n");
             } else if (fenced && !state.sourceMayBeFenced()) {
-                b.append("the source is fenced but the migration is not cutting over: 'millrace migrate abort' unfences it\n");
+                b.append("the source database is read-only (default_transaction_read_only), but this migration did not fence it (an"
+                        + " earlier migration's cutover or a DBA did): it takes no writes, and 'millrace migrate abort' leaves it so;"
+                        + " lift it (ALTER DATABASE ... RESET default_transaction_read_only) only if nothing else is the primary now\n");
             } else if (state == MigrationState.FENCING || state == MigrationState.FENCED) {
                 b.append("a cutover was interrupted: 'millrace migrate cutover' finishes it, 'millrace migrate abort' unfences the source\n");
             } else if (!read && (state == MigrationState.SCHEMA_CREATED || state == MigrationState.FOLLOWING)) {
@@ -604,8 +606,10 @@ public final class Migration {
     }
 
     /**
-     * Abandons the migration: lifts the source's fence and records ABORTED. The target's tables stay as they are (drop
-     * them to start again). Refused once cut over, since the target is then the primary and writes may have gone there.
+     * Abandons the migration: lifts the source's fence, if this migration fenced it, and records ABORTED. A source made
+     * read-only by something else (an earlier migration's cutover, a DBA) stays read-only. The target's tables stay as they
+     * are (drop them to start again). Refused once cut over, since the target is then the primary and writes may have gone
+     * there.
      *
      * @throws MillraceException of kind CONFIG after a cutover
      */
@@ -624,10 +628,22 @@ public final class Migration {
                         + " RESET default_transaction_read_only");
             }
             boolean fenced = Fence.fenced(src);
-            if (fenced) {
+            String detail;
+            if (fenced && state.sourceMayBeFenced()) {
                 Fence.open(src); // only then: lifting a fence needs the database's owner, and a migration never fenced needs none
+                detail = "; source unfenced";
+            } else if (fenced) {
+                // Read-only, but not by this migration (it never fenced: it is at SCHEMA_CREATED or FOLLOWING): an earlier
+                // migration's cutover or a DBA made it so, and lifting it could make two primaries (found by a user: abort
+                // of a new migration from an old primary made that old primary writable again).
+                detail = "; the source is read-only, but this migration did not fence it: left read-only";
+                LOG.warn("migrate abort: source database {} is read-only (default_transaction_read_only), but this migration never"
+                        + " fenced it (it was {}): left as it is; lift it yourself only if nothing else is the primary now:"
+                        + " ALTER DATABASE ... RESET default_transaction_read_only", ends.source.database(), state);
+            } else {
+                detail = "; source was not fenced";
             }
-            store.record(tgt, MigrationState.ABORTED, "was " + state + (fenced ? "; source unfenced" : "; source was not fenced"));
+            store.record(tgt, MigrationState.ABORTED, "was " + state + detail);
         } catch (SQLException e) {
             throw Endpoints.failed("migrate abort", e);
         }

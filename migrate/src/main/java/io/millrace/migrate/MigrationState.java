@@ -27,7 +27,7 @@ public enum MigrationState {
     FENCED(true),
     /** Set once the target's sequences are past the source's and identity columns are restored: the target is the primary. */
     CUT_OVER(true),
-    /** Set by {@code migrate abort}: the source takes writes again. */
+    /** Set by {@code migrate abort}: the source takes writes again, unless something other than this migration fenced it. */
     ABORTED(false),
     /**
      * Set by {@code migrate rollback} before it fences the target: from here both databases may be read-only until the

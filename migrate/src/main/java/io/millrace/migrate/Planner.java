@@ -46,6 +46,18 @@ final class Planner {
             problems.add(new Problem(Kind.SOURCE_SETUP, srcName + " has wal_level = " + walLevel + ", not logical",
                     "ALTER SYSTEM SET wal_level = logical; then restart the source server"));
         }
+        // (the session here overrides the setting: the catalog says what the application's sessions get)
+        if ((state == MigrationState.NONE || state == MigrationState.ABORTED) && (Fence.fenced(src) || bool(src, "SELECT EXISTS (SELECT 1"
+                + " FROM pg_db_role_setting s WHERE s.setrole = (SELECT oid FROM pg_roles WHERE rolname = current_user) AND s.setdatabase"
+                + " IN (0, (SELECT oid FROM pg_database WHERE datname = current_database()))"
+                + " AND 'default_transaction_read_only=on' = ANY (s.setconfig))"))) {
+            // found by a user: the plan said ready, and run created the target's schema before it stopped on CREATE PUBLICATION
+            problems.add(new Problem(Kind.SOURCE_SETUP, srcName + " is read-only (default_transaction_read_only = on: an earlier"
+                    + " migration's fence, or a DBA's), so the migration could not create its publication, and the application"
+                    + " cannot be writing to it", "if this database is still the primary: ALTER DATABASE "
+                    + Ident.quote(one(src, "SELECT current_database()")) + " RESET default_transaction_read_only (or ALTER ROLE ..."
+                    + " RESET, where it is set for the role); if another server took over, migrate from that one"));
+        }
         String srcUser = one(src, "SELECT current_user");
         if (!bool(src, "SELECT rolsuper OR rolreplication FROM pg_roles WHERE rolname = current_user")) {
             problems.add(new Problem(Kind.PERMISSION, "source role " + srcUser + " has neither REPLICATION nor SUPERUSER",

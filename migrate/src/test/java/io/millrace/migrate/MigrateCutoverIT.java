@@ -307,4 +307,32 @@ class MigrateCutoverIT extends TwoServers {
         assertThat(m.abort().fenced()).isFalse();
         src.execute(db, "INSERT INTO shop.customer (email) VALUES ('x@after-abort')");
     }
+
+    /**
+     * A source made read-only by something other than this migration (an earlier migration's cutover, a DBA) while it
+     * follows: abort leaves it read-only (before, abort lifted any fence: a user made an old primary writable again, after
+     * its cutover to another server, by aborting a new migration from it — two primaries), and the plan of a new attempt
+     * names it (before, it said ready, and run created the target's schema, then stopped on CREATE PUBLICATION).
+     */
+    @Test
+    void aSourceReadOnlyByAnotherHandStaysSoAfterAbortAndThePlanNamesIt() throws Exception {
+        String db = "cut_ro";
+        Migration m = shop(db);
+        try (Millrace following = m.follow(Duration.ofSeconds(30))) {
+            src.execute(db, "ALTER DATABASE " + db + " SET default_transaction_read_only = on"); // another cutover's fence, say
+            assertThat(m.status().render()).contains("this migration did not fence it");
+        }
+        Migration.MigrationStatus aborted = m.abort();
+        assertThat(aborted.state()).isEqualTo(MigrationState.ABORTED);
+        assertThat(aborted.fenced()).as("still read-only").isTrue();
+        assertThat(aborted.steps().get(aborted.steps().size() - 1)).contains("this migration did not fence it: left read-only");
+        assertThatThrownBy(() -> src.execute(db, "INSERT INTO shop.customer (email) VALUES ('x@after-abort')"))
+                .hasMessageContaining("read-only transaction");
+        assertThat(m.plan().problems()).anySatisfy(x -> {
+            assertThat(x.kind()).isEqualTo(MillraceException.Kind.SOURCE_SETUP);
+            assertThat(x.message()).contains("is read-only (default_transaction_read_only = on");
+            assertThat(x.fix()).contains("ALTER DATABASE \"cut_ro\" RESET default_transaction_read_only");
+        });
+        src.execute("postgres", "ALTER DATABASE " + db + " RESET default_transaction_read_only");
+    }
 }
