@@ -110,4 +110,36 @@ class MigrateVerifyIT extends TwoServers {
     private static long others(VerifyReport r, Migration.MigrationStatus st) {
         return st.tables().stream().filter(t -> !t.table().equals("shop.customer")).mapToLong(Migration.TableStatus::verifiedChunks).sum();
     }
+
+    /**
+     * INV: NO LOSS. The two servers order a key differently — an enum label added on the source before the others while it
+     * follows, and on the target at the end (as the follow's fix said) — so a key range holds other rows on each side.
+     * {@code --repair} must not copy such a range: before, it deleted the target's rows of the range and inserted only the
+     * source's (a user's target kept 500 rows of 4,000, every chunk reported repaired, exit 0). Now it stops, naming the
+     * table, the key and the fix (exit 11), and the target still holds every row, equal to the source's.
+     */
+    @Test
+    void aRepairWhereTheServersOrderTheKeyDifferentlyLosesNoRow() throws Exception {
+        String db = "verify_order";
+        Migration m = shop(db, "CREATE TYPE shop.st AS ENUM ('new', 'paid', 'void')",
+                "CREATE TABLE shop.ledger_st (s shop.st, id int, PRIMARY KEY (s, id))",
+                "INSERT INTO shop.ledger_st SELECT (ARRAY['new', 'paid', 'void'])[1 + g % 3]::shop.st, g FROM generate_series(1, 3000) g");
+        String rows = "SELECT count(*) || ':' || md5(string_agg(s::text || '/' || id, ',' ORDER BY s::text, id)) FROM shop.ledger_st";
+        try (Millrace following = m.follow(Duration.ofSeconds(30))) {
+            src.execute(db, "ALTER TYPE shop.st ADD VALUE 'draft' BEFORE 'new'");
+            tgt.execute(db, "ALTER TYPE shop.st ADD VALUE 'draft'"); // at the end: the order differs
+            src.execute(db, "INSERT INTO shop.ledger_st SELECT 'draft', g FROM generate_series(1, 1000) g");
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while (!Servers.text(tgt, db, rows).equals(Servers.text(src, db, rows)) && System.nanoTime() < deadline) {
+                Thread.sleep(100);
+            }
+            assertThat(Servers.text(tgt, db, rows)).startsWith("4000:").isEqualTo(Servers.text(src, db, rows));
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> m.verify(true, 500))
+                    .isInstanceOf(io.millrace.core.MillraceException.class)
+                    .hasMessageContaining("verify --repair shop.ledger_st").hasMessageContaining("order the key [s, id] differently")
+                    .hasMessageContaining("nothing was changed in this range")
+                    .satisfies(e -> assertThat(((io.millrace.core.MillraceException) e).kind().exitCode()).isEqualTo(11));
+            assertThat(Servers.text(tgt, db, rows)).as("every row still on the target").isEqualTo(Servers.text(src, db, rows));
+        }
+    }
 }
