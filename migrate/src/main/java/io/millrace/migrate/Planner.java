@@ -212,18 +212,36 @@ final class Planner {
         // plan used to refuse them, leaving the CREATE to the user). One the target has already must hold every value the
         // source's may: an enum short of a label would stop the copy at the first row with it.
         List<SourceCatalog.UserType> types = new ArrayList<>();
+        boolean starting = state == MigrationState.NONE || state == MigrationState.ABORTED;
         for (SourceCatalog.UserType type : tables.isEmpty() ? List.<SourceCatalog.UserType>of() : SourceCatalog.userTypes(src, tables)) {
             String regtype = oneOrNull(tgt, "SELECT to_regtype(" + Ident.literal(type.sql()) + ")::oid::text");
             if (regtype == null) {
                 types.add(type);
-            } else if (!type.labels().isEmpty()) {
+                continue;
+            }
+            // The target's type is kept as it is: it must be the source's, or rows change on the way (a composite type's
+            // attributes are matched by position: found by a user, city and street swapped with verify passing) or stop
+            // the follow (a narrower domain), and an enum whose labels sort otherwise orders keys otherwise.
+            SourceCatalog.UserType there = SourceCatalog.definition(tgt, Long.parseLong(regtype));
+            if (!type.labels().isEmpty() && there.labels().size() > 0) {
                 List<String> missing = new ArrayList<>(type.labels());
-                missing.removeAll(SourceCatalog.strings(tgt, "SELECT enumlabel FROM pg_enum WHERE enumtypid = " + regtype));
+                missing.removeAll(there.labels());
+                List<String> common = new ArrayList<>(there.labels());
+                common.retainAll(type.labels());
+                List<String> sourceOrder = new ArrayList<>(type.labels());
+                sourceOrder.retainAll(there.labels());
                 if (!missing.isEmpty()) {
                     problems.add(new Problem(Kind.TARGET_SETUP, "enum " + type.sql() + " on the target lacks label(s) the source's has: "
-                            + String.join(", ", missing.stream().map(Ident::literal).toList()), String.join("; ", missing.stream()
-                            .map(l -> "ALTER TYPE " + type.sql() + " ADD VALUE " + Ident.literal(l)).toList()) + " in the target database"));
+                            + String.join(", ", missing.stream().map(Ident::literal).toList()), addValues(type.sql(), type.labels(),
+                            there.labels()) + " in the target database"));
+                } else if (!common.equals(sourceOrder)) {
+                    differs(problems, notes, starting, "enum " + type.sql() + " on the target orders its labels otherwise ("
+                            + String.join(", ", there.labels()) + ") than the source's (" + String.join(", ", type.labels()) + "): values"
+                            + " compare and sort otherwise there, and verify cannot compare keys of it", type);
                 }
+            } else if (!there.create().equals(type.create())) {
+                differs(problems, notes, starting, "type " + type.sql() + " on the target is not the source's: the target has "
+                        + there.create() + " where the source has " + type.create(), type);
             }
         }
         if (!types.isEmpty()) {
@@ -278,6 +296,54 @@ final class Planner {
                     + " source role " + srcUser + " must own the database and be a member of pg_signal_backend");
         }
         return new Result(new Plan(copy, notes, cannot, problems), List.copyOf(tables), sequences, List.copyOf(types));
+    }
+
+    /**
+     * A type the target has that is not the source's: before the migration starts, a problem (the target's type is
+     * dropped and the schema step makes it); once the target's tables use it (the source's type changed while following),
+     * a note, since dropping it is no longer the fix and the stream names what it cannot apply.
+     */
+    private static void differs(List<Problem> problems, List<String> notes, boolean starting, String what, SourceCatalog.UserType type) {
+        if (starting) {
+            problems.add(new Problem(Kind.TARGET_SETUP, what, "DROP TYPE " + type.sql() + " on the target, if no table there uses it"
+                    + " (the schema step then creates it as on the source), or ALTER it there to be the source's"));
+        } else {
+            notes.add(what + " (changed while following: make it the source's on the target)");
+        }
+    }
+
+    /**
+     * The ALTER TYPE statements that give the target's enum the source's labels it lacks, each in its place among the
+     * others (BEFORE the next of the source's labels the target has, else AFTER the one before), so that the values sort
+     * as on the source.
+     */
+    static String addValues(String type, List<String> source, List<String> target) {
+        List<String> now = new ArrayList<>(target);
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < source.size(); i++) {
+            String l = source.get(i);
+            if (now.contains(l)) {
+                continue;
+            }
+            String where = "";
+            for (int j = i + 1; j < source.size() && where.isEmpty(); j++) {
+                if (now.contains(source.get(j))) {
+                    where = " BEFORE " + Ident.literal(source.get(j));
+                    now.add(now.indexOf(source.get(j)), l);
+                }
+            }
+            for (int j = i - 1; j >= 0 && where.isEmpty(); j--) {
+                if (now.contains(source.get(j))) {
+                    where = " AFTER " + Ident.literal(source.get(j));
+                    now.add(now.indexOf(source.get(j)) + 1, l);
+                }
+            }
+            if (where.isEmpty()) {
+                now.add(l);
+            }
+            out.add("ALTER TYPE " + type + " ADD VALUE " + Ident.literal(l) + where);
+        }
+        return String.join("; ", out);
     }
 
     /** {@code 12 kB}, {@code 3.4 MB}, {@code 2.1 GB}. */

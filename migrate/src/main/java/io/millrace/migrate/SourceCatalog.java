@@ -346,27 +346,51 @@ final class SourceCatalog {
             ps.setArray(1, c.createArrayOf("oid", oids));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    long oid = rs.getLong(1);
-                    String name = rs.getString(2);
-                    switch (rs.getString(3)) {
-                        case "e" -> {
-                            List<String> labels = strings(c, "SELECT enumlabel FROM pg_enum WHERE enumtypid = " + oid + " ORDER BY enumsortorder");
-                            out.add(new UserType(name, "an enum", "CREATE TYPE " + name + " AS ENUM (" + String.join(", ",
-                                    labels.stream().map(Ident::literal).toList()) + ");", labels));
-                        }
-                        case "d" -> out.add(new UserType(name, "a domain", "CREATE DOMAIN " + name + " AS " + rs.getString(4)
-                                + (rs.getString(6) == null ? "" : " DEFAULT " + rs.getString(6)) + (rs.getBoolean(5) ? " NOT NULL" : "")
-                                + strings(c, "SELECT ' CONSTRAINT ' || quote_ident(conname) || ' ' || pg_get_constraintdef(oid) FROM pg_constraint"
-                                + " WHERE contypid = " + oid + " AND contype = 'c' ORDER BY conname").stream().reduce("", String::concat) + ";", List.of()));
-                        default -> out.add(new UserType(name, "a composite type", "CREATE TYPE " + name + " AS (" + String.join(", ",
-                                strings(c, "SELECT quote_ident(attname) || ' ' || format_type(atttypid, atttypmod) FROM pg_attribute"
-                                + " WHERE attrelid = (SELECT typrelid FROM pg_type WHERE oid = " + oid + ") AND attnum > 0 AND NOT attisdropped"
-                                + " ORDER BY attnum")) + ");", List.of()));
-                    }
+                    out.add(definition(c, rs.getLong(1)));
                 }
             }
         }
         return out;
+    }
+
+    /** The COLLATE clause for collation {@code collOid} where it is not the type's own default, else "". */
+    private static final String COLLATE = "(SELECT ' COLLATE ' || format('%%I.%%I', cn.nspname, co.collname) FROM pg_collation co"
+            + " JOIN pg_namespace cn ON cn.oid = co.collnamespace WHERE co.oid = %1$s AND %1$s <> 0"
+            + " AND %1$s <> (SELECT typcollation FROM pg_type WHERE oid = %2$s))";
+
+    /**
+     * Enum, domain or composite type {@code oid} of {@code c}'s catalog as the statement that creates it — the same code
+     * on both servers, so that a type the target has already can be compared with the source's: an enum's labels in
+     * their order; a domain's base type, collation, default, NOT NULL and CHECK constraints; a composite type's attributes
+     * with their types and collations, in order.
+     */
+    static UserType definition(Connection c, long oid) throws SQLException {
+        try (java.sql.Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT format('%I.%I', n.nspname, t.typname),"
+                + " t.typtype, format_type(t.typbasetype, t.typtypmod), t.typnotnull, t.typdefault, "
+                + COLLATE.formatted("t.typcollation", "t.typbasetype")
+                + " FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace WHERE t.oid = " + oid)) {
+            if (!rs.next()) {
+                throw new SQLException("type " + oid + " is gone from the catalog");
+            }
+            String name = rs.getString(1);
+            return switch (rs.getString(2)) {
+                case "e" -> {
+                    List<String> labels = strings(c, "SELECT enumlabel FROM pg_enum WHERE enumtypid = " + oid + " ORDER BY enumsortorder");
+                    yield new UserType(name, "an enum", "CREATE TYPE " + name + " AS ENUM (" + String.join(", ",
+                            labels.stream().map(Ident::literal).toList()) + ");", labels);
+                }
+                case "d" -> new UserType(name, "a domain", "CREATE DOMAIN " + name + " AS " + rs.getString(3)
+                        + (rs.getString(6) == null ? "" : rs.getString(6))
+                        + (rs.getString(5) == null ? "" : " DEFAULT " + rs.getString(5)) + (rs.getBoolean(4) ? " NOT NULL" : "")
+                        + strings(c, "SELECT ' CONSTRAINT ' || quote_ident(conname) || ' ' || pg_get_constraintdef(oid) FROM pg_constraint"
+                        + " WHERE contypid = " + oid + " AND contype = 'c' ORDER BY conname").stream().reduce("", String::concat) + ";", List.of());
+                default -> new UserType(name, "a composite type", "CREATE TYPE " + name + " AS (" + String.join(", ",
+                        strings(c, "SELECT quote_ident(attname) || ' ' || format_type(atttypid, atttypmod) || coalesce("
+                        + COLLATE.formatted("attcollation", "atttypid") + ", '') FROM pg_attribute"
+                        + " WHERE attrelid = (SELECT typrelid FROM pg_type WHERE oid = " + oid + ") AND attnum > 0 AND NOT attisdropped"
+                        + " ORDER BY attnum")) + ");", List.of());
+            };
+        }
     }
 
     static List<String> strings(Connection c, String sql) throws SQLException {

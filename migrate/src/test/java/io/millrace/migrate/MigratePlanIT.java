@@ -231,17 +231,22 @@ class MigratePlanIT extends TwoServers {
         String db = fresh("CREATE SCHEMA kinds", "CREATE TYPE kinds.mood AS ENUM ('sad', 'it''s ok', 'happy')",
                 "CREATE DOMAIN pos AS int NOT NULL CHECK (VALUE > 0)", "CREATE DOMAIN small_pos AS pos CHECK (VALUE < 100)",
                 "CREATE DOMAIN good_mood AS kinds.mood CHECK (VALUE <> 'sad')", "CREATE TYPE pair AS (a small_pos, m kinds.mood)",
-                "CREATE TABLE t (id int PRIMARY KEY, m good_mood, ms kinds.mood[], p small_pos, pr pair)",
-                "INSERT INTO t VALUES (1, 'happy', '{sad,\"it''s ok\"}', 5, ROW(7, 'sad')), (2, NULL, NULL, 99, NULL)");
+                "CREATE DOMAIN code AS text COLLATE \"C\"",
+                "CREATE TABLE t (id int PRIMARY KEY, m good_mood, ms kinds.mood[], p small_pos, pr pair, c code)",
+                "INSERT INTO t VALUES (1, 'happy', '{sad,\"it''s ok\"}', 5, ROW(7, 'sad'), 'B'), (2, NULL, NULL, 99, NULL, 'a')");
         Migration m = Migration.of(Servers.source(src, db), Servers.target(tgt, db));
         Plan p = m.plan();
         assertThat(p.ok()).as(p.render()).isTrue();
-        assertThat(p.notes()).contains("5 type(s) created on the target before the tables, as on the source: public.pos (a domain),"
-                + " kinds.mood (an enum), public.small_pos (a domain), public.good_mood (a domain), public.pair (a composite type)");
-        String rows = "SELECT string_agg(format('%s|%s|%s|%s|%s', id, m, ms, p, pr), ';' ORDER BY id) FROM t";
+        assertThat(p.notes()).contains("6 type(s) created on the target before the tables, as on the source: public.pos (a domain),"
+                + " kinds.mood (an enum), public.small_pos (a domain), public.code (a domain), public.good_mood (a domain),"
+                + " public.pair (a composite type)");
+        String rows = "SELECT string_agg(format('%s|%s|%s|%s|%s|%s', id, m, ms, p, pr, c), ';' ORDER BY id) FROM t";
         try (io.millrace.api.Millrace following = m.follow(Duration.ofSeconds(60))) {
             assertThat(Servers.text(tgt, db, rows)).isEqualTo(Servers.text(src, db, rows))
-                    .isEqualTo("1|happy|{sad,\"it's ok\"}|5|(7,sad);2|||99|");
+                    .isEqualTo("1|happy|{sad,\"it's ok\"}|5|(7,sad)|B;2|||99||a");
+            // the domain's collation too (found by a user: it was the database's, and a key of it sorted otherwise there)
+            assertThat(Servers.text(tgt, db, "SELECT c.collname FROM pg_type t JOIN pg_collation c ON c.oid = t.typcollation"
+                    + " WHERE t.typname = 'code'")).isEqualTo("C");
             assertThat(Servers.text(tgt, db, "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'good_mood_check'"))
                     .isEqualTo("CHECK ((VALUE <> 'sad'::kinds.mood))");
         } finally {
@@ -254,9 +259,26 @@ class MigratePlanIT extends TwoServers {
         assertThat(short_.problems()).singleElement().satisfies(x -> {
             assertThat(x.kind()).isEqualTo(Kind.TARGET_SETUP);
             assertThat(x.message()).isEqualTo("enum public.mood on the target lacks label(s) the source's has: 'it''s ok', 'happy'");
-            assertThat(x.fix()).isEqualTo("ALTER TYPE public.mood ADD VALUE 'it''s ok'; ALTER TYPE public.mood ADD VALUE 'happy'"
-                    + " in the target database");
+            // each in its place, so that the values sort as on the source
+            assertThat(x.fix()).isEqualTo("ALTER TYPE public.mood ADD VALUE 'it''s ok' AFTER 'sad'; ALTER TYPE public.mood ADD VALUE"
+                    + " 'happy' AFTER 'it''s ok' in the target database");
         });
+
+        // Types the target has that are not the source's (found by a user: the plan said ready; the composite's attributes,
+        // matched by position, put each street in city with verify passing, and the narrower domain stopped the follow)
+        String third = fresh("CREATE TYPE mood AS ENUM ('sad', 'ok')", "CREATE DOMAIN cents AS bigint CHECK (VALUE >= 0)",
+                "CREATE TYPE address AS (street text, city text)", "CREATE TABLE t (id int PRIMARY KEY, m mood, c cents, a address)");
+        tgt.execute(third, "CREATE TYPE mood AS ENUM ('ok', 'sad')", "CREATE DOMAIN cents AS int",
+                "CREATE TYPE address AS (city text, street text)");
+        Plan unlike = Migration.of(Servers.source(src, third), Servers.target(tgt, third)).plan();
+        assertThat(unlike.problems()).hasSize(3).allMatch(x -> x.kind() == Kind.TARGET_SETUP && x.fix().startsWith("DROP TYPE public."));
+        assertThat(unlike.problems()).anyMatch(x -> x.message().equals("type public.address on the target is not the source's: the target"
+                        + " has CREATE TYPE public.address AS (city text, street text); where the source has CREATE TYPE public.address AS"
+                        + " (street text, city text);"))
+                .anyMatch(x -> x.message().startsWith("type public.cents on the target is not the source's: the target has CREATE DOMAIN"
+                        + " public.cents AS integer;"))
+                .anyMatch(x -> x.message().startsWith("enum public.mood on the target orders its labels otherwise (ok, sad) than the"
+                        + " source's (sad, ok)"));
     }
 
     /** A database name that does not exist on either server: exit 2 and the fix, as millrace run says it (found by a user: exit 3, no fix). */

@@ -48,8 +48,10 @@ final class Errors {
             // a value added to an enum on the source (ALTER TYPE ... ADD VALUE) since the type was made on the destination:
             // the stream carries no change of types (found by a user following a migration)
             return new MillraceException(Kind.SINK, what + ". Fix: add the value to the type on the destination too, as on the"
-                    + " source (ALTER TYPE ... ADD VALUE '...'; the stream carries no change of types), then start again: nothing"
-                    + " of this batch was applied, and the stream goes on from it", e);
+                    + " source and in the same place among the others (ALTER TYPE ... ADD VALUE '...' BEFORE or AFTER '...', as"
+                    + " the source's \\dT+ lists them: the order is how the values compare and sort; a value the source renamed"
+                    + " with RENAME VALUE is renamed there too, not added); the stream carries no change of types. Then start"
+                    + " again: nothing of this batch was applied, and the stream goes on from it", e);
         }
         return new MillraceException(Kind.SINK, what, e);
     }
