@@ -55,6 +55,28 @@ final class Cutover {
      * @param reverse with {@code --reverse}: the reverse stream's slot and publication are made on the target at the fence
      *                (checked before anything is fenced); false: none
      */
+    /**
+     * A cutover without {@code --verify} after a verify pass that found chunks divergent and left them so: refused before
+     * anything is fenced (found by a user: a plain cutover made the target the primary with 99 keys that verify had
+     * reported wrong, without a word).
+     */
+    private void unrepaired(Connection tgt, List<Table> tables) throws SQLException {
+        PassStore passes = new PassStore(ends.target.stateSchema());
+        List<String> found = new java.util.ArrayList<>();
+        for (Table t : tables) {
+            PassStore.Pass p = passes.load(tgt, t.ref().toString());
+            if (p != null && p.divergent() > 0) {
+                found.add(t.ref() + " (" + p.divergent() + " chunk(s))");
+            }
+        }
+        if (!found.isEmpty()) {
+            throw new MillraceException(Kind.DIVERGED, "migrate cutover: the last 'millrace migrate verify' found rows that differ"
+                    + " between the source and the target in " + String.join(", ", found) + ", not copied again since; nothing was"
+                    + " fenced. Fix: 'millrace migrate verify --repair' (copies them again), or 'millrace migrate cutover --verify'"
+                    + " (compares them with the source fenced, and stops if they still differ)");
+        }
+    }
+
     CutoverReport run(List<Table> tables, List<Sequence> sequences, long maxLagBytes, Duration timeout, Verifier verifier,
                       boolean reverse) throws SQLException, InterruptedException {
         boolean locked = false; // refused before the lock: another cutover's fence is not this one's to explain
@@ -80,6 +102,9 @@ final class Cutover {
                             + " verify --repair' (it makes the target's definitions the source's and copies the rows that differ"
                             + " again), then 'millrace migrate cutover' again");
                 }
+            }
+            if (state == MigrationState.FOLLOWING && verifier == null) {
+                unrepaired(tgt, tables);
             }
             long deadline = System.nanoTime() + timeout.toNanos();
             long lag;

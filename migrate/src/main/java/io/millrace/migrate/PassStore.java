@@ -23,13 +23,25 @@ import java.util.List;
  * space, so a row inserted since falls into one of them).
  */
 final class PassStore {
-    /** A table's recorded pass. {@code rows[i]} is chunk i's row count when found equal, -1 when it differed then. */
+    /**
+     * A table's recorded pass. {@code rows[i]} is chunk i's row count when found equal, {@value #DIFFERED} when it differed
+     * when read and then converged or was copied again, {@value #DIVERGENT} when it was still divergent at the end of the
+     * pass and not copied again.
+     */
     record Pass(long sourceHorizon, long targetHorizon, List<Chunk> chunks, long[] rows, java.time.Instant at) {
         /** Chunks that differed when the pass read them (in flux then, or divergent). */
         long differed() {
             return java.util.Arrays.stream(rows).filter(r -> r < 0).count();
         }
+
+        /** Chunks found divergent by the pass and not repaired since. */
+        long divergent() {
+            return java.util.Arrays.stream(rows).filter(r -> r == DIVERGENT).count();
+        }
     }
+
+    static final long DIFFERED = -1;
+    static final long DIVERGENT = -2;
 
     private final String schema;
     private final String tables;
@@ -98,6 +110,20 @@ final class PassStore {
             throw e;
         } finally {
             tgt.setAutoCommit(true);
+        }
+    }
+
+    /** Chunk {@code c} of {@code table}'s recorded pass was copied again: no longer divergent (compared again by a cutover). */
+    void repaired(Connection tgt, String table, Chunk c) throws SQLException {
+        if (Planner.oneOrNull(tgt, "SELECT to_regclass(" + Ident.literal(chunks) + ")") == null) {
+            return;
+        }
+        try (PreparedStatement ps = tgt.prepareStatement("UPDATE " + chunks + " SET rows = " + DIFFERED + " WHERE tbl = ? AND rows = "
+                + DIVERGENT + " AND lo IS NOT DISTINCT FROM ? AND hi IS NOT DISTINCT FROM ?")) {
+            ps.setString(1, table);
+            ps.setArray(2, c.lo() == null ? null : tgt.createArrayOf("text", c.lo().toArray()));
+            ps.setArray(3, c.hi() == null ? null : tgt.createArrayOf("text", c.hi().toArray()));
+            ps.executeUpdate();
         }
     }
 

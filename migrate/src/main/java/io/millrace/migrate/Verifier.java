@@ -150,6 +150,7 @@ final class Verifier {
                             continue;
                         }
                         copyChunk(src, rt, t, new Chunk(d.from(), d.to()));
+                        passes.repaired(tgt, d.table(), new Chunk(d.from(), d.to()));
                         repaired.add(new Divergence(d.table(), d.from(), d.to(), d.keys(), d.sample(), true));
                     }
                 }
@@ -176,7 +177,10 @@ final class Verifier {
         }
         long[] rows = new long[p.chunks.size()];
         for (int i = 0; i < rows.length; i++) {
-            rows[i] = p.differing.contains(p.chunks.get(i)) ? -1 : p.counts.get(i);
+            Chunk c = p.chunks.get(i);
+            boolean divergent = tally.divergent.stream().anyMatch(d -> d.table().equals(t.ref().toString())
+                    && Objects.equals(d.from(), c.lo()) && Objects.equals(d.to(), c.hi()));
+            rows[i] = divergent ? PassStore.DIVERGENT : p.differing.contains(c) ? PassStore.DIFFERED : p.counts.get(i);
         }
         passes.save(tgt, t.ref().toString(), new PassStore.Pass(p.sourceHorizon, p.targetHorizon[0], p.chunks, rows, null));
     }

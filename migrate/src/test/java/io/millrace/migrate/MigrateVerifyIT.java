@@ -43,8 +43,19 @@ class MigrateVerifyIT extends TwoServers {
             assertThat(found.divergent().get(1).sample()).containsExactly("377");
             assertThat(found.divergent().get(1).toString()).startsWith("shop.customer key range (200 .. 400]: 1 key(s) differ, e.g. 377");
             assertThat(found.equal()).isFalse();
+            // a cutover without --verify now is refused, nothing fenced (found by a user: it made the target the primary with
+            // the keys verify had reported wrong)
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> m.cutover(1 << 20, Duration.ofSeconds(30)))
+                    .hasMessageContaining("the last 'millrace migrate verify' found rows that differ").hasMessageContaining("shop.customer (2 chunk(s))")
+                    .hasMessageContaining("nothing was fenced").hasMessageContaining("verify --repair")
+                    .satisfies(e -> assertThat(((io.millrace.core.MillraceException) e).kind().exitCode()).isEqualTo(12));
+            assertThat(m.status().fenced()).isFalse();
 
             VerifyReport repaired = m.verify(true, 200);
+            try (java.sql.Connection c = tgt.connect(db)) {
+                assertThat(new PassStore(Servers.target(tgt, db).stateSchema()).load(c, "shop.customer").divergent())
+                        .as("copied again: a cutover may go on").isZero();
+            }
             assertThat(repaired.divergent()).hasSize(2).allMatch(VerifyReport.Divergence::repaired);
             assertThat(repaired.equal()).isTrue();
             assertThat(Servers.text(tgt, db, "SELECT email FROM shop.customer WHERE id = 42")).isEqualTo("c42@x");
