@@ -318,28 +318,32 @@ final class SourceCatalog {
     }
 
     /**
-     * The enums, domains and composite types (made with CREATE TYPE or CREATE DOMAIN, not by an extension) that the
-     * tables' columns use — also through a domain's base type or a composite type's attributes, at any depth — with the
+     * The enums, domains, composite and range types (made with CREATE TYPE or CREATE DOMAIN, not by an extension) that the
+     * tables' columns use — also through a domain's base type, a composite type's attributes, a range's subtype or a
+     * multirange, at any depth — with the
      * statement that creates each as the source has it, in an order that creates each before the types that use it (the
      * deepest first).
      */
     static List<UserType> userTypes(Connection c, List<Table> tables) throws SQLException {
         List<UserType> out = new ArrayList<>();
         Long[] oids = tables.stream().map(Table::oid).toArray(Long[]::new);
-        String element = "CASE WHEN x.typcategory = 'A' AND x.typelem <> 0 THEN x.typelem ELSE x.oid END";
+        // an array's element; a multirange's range (created with it)
+        String element = "CASE WHEN x.typcategory = 'A' AND x.typelem <> 0 THEN x.typelem"
+                + " WHEN x.typtype = 'm' THEN (SELECT rngtypid FROM pg_range WHERE rngmultitypid = x.oid) ELSE x.oid END";
         try (PreparedStatement ps = c.prepareStatement("WITH RECURSIVE used(oid, depth) AS ("
                 + " SELECT " + element + ", 0 FROM pg_attribute a JOIN pg_type x ON x.oid = a.atttypid"
                 + " WHERE a.attrelid = ANY (?) AND a.attnum > 0 AND NOT a.attisdropped"
                 + " UNION ALL"
                 + " SELECT " + element + ", u.depth + 1 FROM used u JOIN pg_type t ON t.oid = u.oid"
-                + " JOIN pg_type x ON x.oid = t.typbasetype OR x.oid IN (SELECT atttypid FROM pg_attribute"
+                + " JOIN pg_type x ON x.oid = t.typbasetype OR x.oid = (SELECT rngsubtype FROM pg_range WHERE rngtypid = t.oid)"
+                + " OR x.oid IN (SELECT atttypid FROM pg_attribute"
                 + " WHERE attrelid = t.typrelid AND t.typtype = 'c' AND attnum > 0 AND NOT attisdropped)"
-                + " WHERE t.typtype IN ('d', 'c') AND u.depth < 32)"
+                + " WHERE t.typtype IN ('d', 'c', 'r') AND u.depth < 32)"
                 + " SELECT t.oid, format('%I.%I', n.nspname, t.typname), t.typtype,"
                 + " format_type(t.typbasetype, t.typtypmod), t.typnotnull, t.typdefault, max(u.depth)"
                 + " FROM used u JOIN pg_type t ON t.oid = u.oid"
                 + " JOIN pg_namespace n ON n.oid = t.typnamespace"
-                + " WHERE (t.typtype IN ('e', 'd') OR t.typtype = 'c' AND (SELECT relkind FROM pg_class WHERE oid = t.typrelid) = 'c')"
+                + " WHERE (t.typtype IN ('e', 'd', 'r') OR t.typtype = 'c' AND (SELECT relkind FROM pg_class WHERE oid = t.typrelid) = 'c')"
                 + " AND n.nspname NOT IN ('pg_catalog', 'information_schema')"
                 + " AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_type'::regclass AND d.objid = t.oid AND d.deptype = 'e')"
                 + " GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 7 DESC, 2")) {
@@ -359,10 +363,11 @@ final class SourceCatalog {
             + " AND %1$s <> (SELECT typcollation FROM pg_type WHERE oid = %2$s))";
 
     /**
-     * Enum, domain or composite type {@code oid} of {@code c}'s catalog as the statement that creates it — the same code
-     * on both servers, so that a type the target has already can be compared with the source's: an enum's labels in
+     * Enum, domain, composite or range type {@code oid} of {@code c}'s catalog as the statement that creates it — the same
+     * code on both servers, so that a type the target has already can be compared with the source's: an enum's labels in
      * their order; a domain's base type, collation, default, NOT NULL and CHECK constraints; a composite type's attributes
-     * with their types and collations, in order.
+     * with their types and collations, in order; a range's subtype, operator class and collation where not the default,
+     * canonical and difference functions, and its multirange's name.
      */
     static UserType definition(Connection c, long oid) throws SQLException {
         try (java.sql.Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT format('%I.%I', n.nspname, t.typname),"
@@ -379,6 +384,18 @@ final class SourceCatalog {
                     yield new UserType(name, "an enum", "CREATE TYPE " + name + " AS ENUM (" + String.join(", ",
                             labels.stream().map(Ident::literal).toList()) + ");", labels);
                 }
+                case "r" -> new UserType(name, "a range type", "CREATE TYPE " + name + " AS RANGE (" + String.join(", ", strings(c,
+                        "SELECT unnest(ARRAY['SUBTYPE = ' || format_type(r.rngsubtype, NULL),"
+                        + " (SELECT 'SUBTYPE_OPCLASS = ' || format('%I.%I', n.nspname, o.opcname) FROM pg_opclass o"
+                        + " JOIN pg_namespace n ON n.oid = o.opcnamespace WHERE o.oid = r.rngsubopc AND NOT o.opcdefault),"
+                        + " (SELECT 'COLLATION = ' || format('%I.%I', cn.nspname, co.collname) FROM pg_collation co"
+                        + " JOIN pg_namespace cn ON cn.oid = co.collnamespace WHERE co.oid = r.rngcollation AND r.rngcollation <> 0"
+                        + " AND r.rngcollation <> (SELECT typcollation FROM pg_type WHERE oid = r.rngsubtype)),"
+                        + " CASE WHEN r.rngcanonical <> 0 THEN 'CANONICAL = ' || r.rngcanonical::regproc::text END,"
+                        + " CASE WHEN r.rngsubdiff <> 0 THEN 'SUBTYPE_DIFF = ' || r.rngsubdiff::regproc::text END,"
+                        + " (SELECT 'MULTIRANGE_TYPE_NAME = ' || format('%I.%I', mn.nspname, m.typname) FROM pg_type m"
+                        + " JOIN pg_namespace mn ON mn.oid = m.typnamespace WHERE m.oid = r.rngmultitypid)])"
+                        + " FROM pg_range r WHERE r.rngtypid = " + oid).stream().filter(java.util.Objects::nonNull).toList()) + ");", List.of());
                 case "d" -> new UserType(name, "a domain", "CREATE DOMAIN " + name + " AS " + rs.getString(3)
                         + (rs.getString(6) == null ? "" : rs.getString(6))
                         + (rs.getString(5) == null ? "" : " DEFAULT " + rs.getString(5)) + (rs.getBoolean(4) ? " NOT NULL" : "")

@@ -227,23 +227,25 @@ class MigratePlanIT extends TwoServers {
      * the user). An enum the target has already but short of a label is a problem naming the ALTER TYPE to run.
      */
     @Test
-    void typesTheTargetLacksAreCreatedBeforeTheTables() throws Exception {
+    void typesTheTargetLacksAreCreatedBeforeTheTables() throws Exception { // a range type and its multirange too (run stopped on 'type "floatrange" does not exist')
         String db = fresh("CREATE SCHEMA kinds", "CREATE TYPE kinds.mood AS ENUM ('sad', 'it''s ok', 'happy')",
                 "CREATE DOMAIN pos AS int NOT NULL CHECK (VALUE > 0)", "CREATE DOMAIN small_pos AS pos CHECK (VALUE < 100)",
                 "CREATE DOMAIN good_mood AS kinds.mood CHECK (VALUE <> 'sad')", "CREATE TYPE pair AS (a small_pos, m kinds.mood)",
-                "CREATE DOMAIN code AS text COLLATE \"C\"",
-                "CREATE TABLE t (id int PRIMARY KEY, m good_mood, ms kinds.mood[], p small_pos, pr pair, c code)",
-                "INSERT INTO t VALUES (1, 'happy', '{sad,\"it''s ok\"}', 5, ROW(7, 'sad'), 'B'), (2, NULL, NULL, 99, NULL, 'a')");
+                "CREATE DOMAIN code AS text COLLATE \"C\"", "CREATE TYPE floatrange AS RANGE (subtype = float8, subtype_diff = float8mi)",
+                "CREATE TABLE t (id int PRIMARY KEY, m good_mood, ms kinds.mood[], p small_pos, pr pair, c code, fr floatrange,"
+                        + " fm floatmultirange)",
+                "INSERT INTO t VALUES (1, 'happy', '{sad,\"it''s ok\"}', 5, ROW(7, 'sad'), 'B', '[1.5,2.5)', '{[1,2), [3,4)}'),"
+                        + " (2, NULL, NULL, 99, NULL, 'a', NULL, NULL)");
         Migration m = Migration.of(Servers.source(src, db), Servers.target(tgt, db));
         Plan p = m.plan();
         assertThat(p.ok()).as(p.render()).isTrue();
-        assertThat(p.notes()).contains("6 type(s) created on the target before the tables, as on the source: public.pos (a domain),"
-                + " kinds.mood (an enum), public.small_pos (a domain), public.code (a domain), public.good_mood (a domain),"
-                + " public.pair (a composite type)");
-        String rows = "SELECT string_agg(format('%s|%s|%s|%s|%s|%s', id, m, ms, p, pr, c), ';' ORDER BY id) FROM t";
+        assertThat(p.notes()).contains("7 type(s) created on the target before the tables, as on the source: public.pos (a domain),"
+                + " kinds.mood (an enum), public.small_pos (a domain), public.code (a domain), public.floatrange (a range type),"
+                + " public.good_mood (a domain), public.pair (a composite type)");
+        String rows = "SELECT string_agg(format('%s|%s|%s|%s|%s|%s|%s|%s', id, m, ms, p, pr, c, fr, fm), ';' ORDER BY id) FROM t";
         try (io.millrace.api.Millrace following = m.follow(Duration.ofSeconds(60))) {
             assertThat(Servers.text(tgt, db, rows)).isEqualTo(Servers.text(src, db, rows))
-                    .isEqualTo("1|happy|{sad,\"it's ok\"}|5|(7,sad)|B;2|||99||a");
+                    .isEqualTo("1|happy|{sad,\"it's ok\"}|5|(7,sad)|B|[1.5,2.5)|{[1,2),[3,4)};2|||99||a||");
             // the domain's collation too (found by a user: it was the database's, and a key of it sorted otherwise there)
             assertThat(Servers.text(tgt, db, "SELECT c.collname FROM pg_type t JOIN pg_collation c ON c.oid = t.typcollation"
                     + " WHERE t.typname = 'code'")).isEqualTo("C");
