@@ -374,6 +374,11 @@ final class Verifier {
                 tgt.setAutoCommit(true);
             }
             if (System.nanoTime() > deadline) {
+                try (Connection src = ends.source()) {
+                    if (!followed(src)) {
+                        throw notFollowing();
+                    }
+                }
                 throw new MillraceException(Kind.SINK, "verify: the target's checkpoint (destination '" + ends.target.name()
                         + "') did not reach source position " + p + " within " + catchUpTimeout.toSeconds() + " s. Is the"
                         + " migration following ('millrace migrate run')?");
@@ -536,6 +541,26 @@ final class Verifier {
             src.rollback();
             src.setAutoCommit(srcAuto);
         }
+    }
+
+    /** Whether a process reads the migration's slot: the target follows the source (else it cannot catch up to a pass). */
+    private boolean followed(Connection src) throws SQLException {
+        try (PreparedStatement ps = src.prepareStatement("SELECT active FROM pg_replication_slots WHERE slot_name = ?")) {
+            ps.setString(1, ends.source.slot());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() && rs.getBoolean(1);
+            }
+        }
+    }
+
+    /**
+     * The target did not catch up and nothing reads the slot: said as such, exit 2 (found by a user: exit 10, the code of a
+     * destination that failed to write, with a question).
+     */
+    private MillraceException notFollowing() {
+        return new MillraceException(Kind.CONFIG, "migrate verify: nothing reads the source's slot '" + ends.source.slot() + "', so the"
+                + " target does not follow and cannot be compared online. Fix: start 'millrace migrate run' (it goes on from where"
+                + " it stopped), then verify again");
     }
 
     private static final int WHOLE_BATCH = 1000;

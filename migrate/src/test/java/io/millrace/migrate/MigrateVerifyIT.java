@@ -152,5 +152,11 @@ class MigrateVerifyIT extends TwoServers {
                     .satisfies(e -> assertThat(((io.millrace.core.MillraceException) e).kind().exitCode()).isEqualTo(11));
             assertThat(Servers.text(tgt, db, rows)).as("every row still on the target").isEqualTo(Servers.text(src, db, rows));
         }
+        // nothing follows now: verify cannot compare online, and says so with the configuration's exit code (it said exit 10,
+        // a destination that failed to write, with a question; found by a user)
+        src.execute(db, "INSERT INTO shop.ledger_st VALUES ('new', 5000)");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> m.verify(false, 500))
+                .hasMessageContaining("nothing reads the source's slot").hasMessageContaining("start 'millrace migrate run'")
+                .satisfies(e -> assertThat(((io.millrace.core.MillraceException) e).kind().exitCode()).isEqualTo(2));
     }
 }
