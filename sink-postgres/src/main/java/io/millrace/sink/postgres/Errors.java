@@ -53,6 +53,14 @@ final class Errors {
                     + " with RENAME VALUE is renamed there too, not added); the stream carries no change of types. Then start"
                     + " again: nothing of this batch was applied, and the stream goes on from it", e);
         }
+        if ("22P02".equals(e.getSQLState()) && message(e).contains("malformed record literal")) {
+            // a composite type changed on the source (ALTER TYPE ... ADD / DROP ATTRIBUTE) since it was made on the
+            // destination: the stream carries no change of types (found by a user following a migration)
+            return new MillraceException(Kind.SINK, what + ". Fix: give the composite type on the destination the source's"
+                    + " attributes, in the source's order (ALTER TYPE ... ADD ATTRIBUTE / DROP ATTRIBUTE, as the source's \\d of the"
+                    + " type lists them); the stream carries no change of types. Then start again: nothing of this batch was"
+                    + " applied, and the stream goes on from it", e);
+        }
         return new MillraceException(Kind.SINK, what, e);
     }
 
