@@ -284,9 +284,12 @@ abstract class ConnectClusterTests {
         connect.assertions().assertConnectorIsStopped(NAME, "the connector stops");
         // The task stops after the connector says so (its graceful stop times out at once here): the offset read next must
         // be its last, or putting it back below would take the slot's confirmed position back too.
-        awaitTrue("the task has let the slot go", () -> {
+        awaitTrue("the task has let the slot go, and its last offset is committed", () -> {
             try {
-                return count("SELECT count(*) FROM pg_replication_slots WHERE active AND slot_name = '" + DB + "_slot'") == 0;
+                Lsn confirmed = confirmedFlush();
+                Lsn committed = committedFlush();
+                return count("SELECT count(*) FROM pg_replication_slots WHERE active AND slot_name = '" + DB + "_slot'") == 0
+                        && confirmed != null && committed != null && !confirmed.isAfter(committed);
             } catch (Exception e) {
                 return false;
             }

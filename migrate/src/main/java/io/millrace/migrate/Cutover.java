@@ -56,11 +56,11 @@ final class Cutover {
      *                (checked before anything is fenced); false: none
      */
     /**
-     * A cutover without {@code --verify} after a verify pass that found chunks divergent and left them so: refused before
-     * anything is fenced (found by a user: a plain cutover made the target the primary with 99 keys that verify had
-     * reported wrong, without a word).
+     * A cutover without {@code --verify} after a verify pass, or a cutover's own comparison, that found chunks divergent
+     * and left them so: refused, before anything is fenced or, resumed, with the source still fenced (found by a user: a
+     * plain cutover made the target the primary with 99 keys that verify had reported wrong, without a word).
      */
-    private void unrepaired(Connection tgt, List<Table> tables) throws SQLException {
+    private void unrepaired(Connection tgt, List<Table> tables, MigrationState state) throws SQLException {
         PassStore passes = new PassStore(ends.target.stateSchema());
         List<String> found = new java.util.ArrayList<>();
         for (Table t : tables) {
@@ -70,10 +70,13 @@ final class Cutover {
             }
         }
         if (!found.isEmpty()) {
-            throw new MillraceException(Kind.DIVERGED, "migrate cutover: the last 'millrace migrate verify' found rows that differ"
-                    + " between the source and the target in " + String.join(", ", found) + ", not copied again since; nothing was"
-                    + " fenced. Fix: 'millrace migrate verify --repair' (copies them again), or 'millrace migrate cutover --verify'"
-                    + " (compares them with the source fenced, and stops if they still differ)");
+            throw new MillraceException(Kind.DIVERGED, "migrate cutover: the last comparison ('millrace migrate verify', or a"
+                    + " cutover's --verify) found rows that differ"
+                    + " between the source and the target in " + String.join(", ", found) + ", not copied again since; "
+                    + (state == MigrationState.FOLLOWING ? "nothing was fenced" : "the source stays fenced") + ". Fix: 'millrace"
+                    + " migrate verify --repair' (copies them again), or 'millrace migrate cutover --verify' (compares them with"
+                    + " the source fenced, and stops if they still differ)" + (state == MigrationState.FOLLOWING ? ""
+                    : "; or 'millrace migrate abort' to unfence the source"));
         }
     }
 
@@ -103,8 +106,8 @@ final class Cutover {
                             + " again), then 'millrace migrate cutover' again");
                 }
             }
-            if (state == MigrationState.FOLLOWING && verifier == null) {
-                unrepaired(tgt, tables);
+            if (verifier == null) {
+                unrepaired(tgt, tables, state);
             }
             long deadline = System.nanoTime() + timeout.toNanos();
             long lag;

@@ -113,6 +113,29 @@ final class PassStore {
         }
     }
 
+    /**
+     * The cutover's comparison found chunk {@code c} of {@code table} divergent: so recorded, in the table's pass (for a
+     * table without a key, whose pass is not recorded otherwise, a pass of one chunk, the whole table, is recorded).
+     */
+    void divergent(Connection tgt, String table, Chunk c) throws SQLException {
+        Pass p = load(tgt, table);
+        if (p == null) {
+            save(tgt, table, new Pass(0, 0, List.of(c), new long[] {DIVERGENT}, null));
+            return;
+        }
+        long[] rows = p.rows().clone();
+        boolean found = false;
+        for (int i = 0; i < rows.length; i++) {
+            if (java.util.Objects.equals(p.chunks().get(i).lo(), c.lo()) && java.util.Objects.equals(p.chunks().get(i).hi(), c.hi())) {
+                rows[i] = DIVERGENT;
+                found = true;
+            }
+        }
+        if (found) {
+            save(tgt, table, new Pass(p.sourceHorizon(), p.targetHorizon(), p.chunks(), rows, null));
+        }
+    }
+
     /** Chunk {@code c} of {@code table}'s recorded pass was copied again: no longer divergent (compared again by a cutover). */
     void repaired(Connection tgt, String table, Chunk c) throws SQLException {
         if (Planner.oneOrNull(tgt, "SELECT to_regclass(" + Ident.literal(chunks) + ")") == null) {

@@ -333,7 +333,7 @@ final class SourceCatalog {
         try (PreparedStatement ps = c.prepareStatement("WITH RECURSIVE used(oid, depth) AS ("
                 + " SELECT " + element + ", 0 FROM pg_attribute a JOIN pg_type x ON x.oid = a.atttypid"
                 + " WHERE a.attrelid = ANY (?) AND a.attnum > 0 AND NOT a.attisdropped"
-                + " UNION ALL"
+                + " UNION" // not ALL: a type reached by many paths once per depth
                 + " SELECT " + element + ", u.depth + 1 FROM used u JOIN pg_type t ON t.oid = u.oid"
                 + " JOIN pg_type x ON x.oid = t.typbasetype OR x.oid = (SELECT rngsubtype FROM pg_range WHERE rngtypid = t.oid)"
                 + " OR x.oid IN (SELECT atttypid FROM pg_attribute"
@@ -370,8 +370,25 @@ final class SourceCatalog {
      * canonical and difference functions, and its multirange's name.
      */
     static UserType definition(Connection c, long oid) throws SQLException {
+        // Every name qualified, whatever the session's search_path (a database's own, say): the statement runs on the other
+        // server, and the two servers' statements are compared.
+        String path = Planner.one(c, "SELECT current_setting('search_path')");
+        try (java.sql.Statement st = c.createStatement()) {
+            st.execute("SELECT set_config('search_path', 'pg_catalog', false)");
+        }
+        try {
+            return definitionAsIs(c, oid);
+        } finally {
+            try (PreparedStatement st = c.prepareStatement("SELECT set_config('search_path', ?, false)")) {
+                st.setString(1, path);
+                st.execute();
+            }
+        }
+    }
+
+    private static UserType definitionAsIs(Connection c, long oid) throws SQLException {
         try (java.sql.Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT format('%I.%I', n.nspname, t.typname),"
-                + " t.typtype, format_type(t.typbasetype, t.typtypmod), t.typnotnull, t.typdefault, "
+                + " t.typtype, format_type(t.typbasetype, t.typtypmod), t.typnotnull, pg_get_expr(t.typdefaultbin, 0), "
                 + COLLATE.formatted("t.typcollation", "t.typbasetype")
                 + " FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace WHERE t.oid = " + oid)) {
             if (!rs.next()) {

@@ -146,6 +146,7 @@ final class Verifier {
                         Table t = tables.stream().filter(x -> x.ref().toString().equals(d.table())).findFirst().orElseThrow();
                         if (!t.hasKey()) {
                             copyWhole(src, rt, t); // fenced: the source's rows are final, and the target holds no change to come
+                            passes.repaired(tgt, d.table(), new Chunk(null, null));
                             repaired.add(new Divergence(d.table(), null, null, d.keys(), d.sample(), true));
                             continue;
                         }
@@ -227,6 +228,10 @@ final class Verifier {
                 }
                 LOG.info("verify {} since its last pass: {} chunk(s), {} compared (changed since), the rest unchanged", t.ref(),
                         rec.chunks().size(), compared);
+            }
+            // recorded, so that a cutover run again without --verify does not go past what this one found
+            for (Divergence d : tally.divergent) {
+                passes.divergent(tgt, d.table(), new Chunk(d.from(), d.to()));
             }
         }
         return new VerifyReport(tally.chunks, tally.rows, tally.rechecked, tally.divergent, tally.skipped,
@@ -533,7 +538,7 @@ final class Verifier {
             tgt.commit();
             LOG.info("verify --repair {} (no key, the source fenced): copied again whole ({} row(s) replaced by {})", t.ref(), deleted,
                     copied);
-        } catch (SQLException e) {
+        } catch (SQLException | RuntimeException | Error e) { // setAutoCommit(true) below would commit a half-done copy
             tgt.rollback();
             throw e;
         } finally {
@@ -583,14 +588,23 @@ final class Verifier {
                 }
             }
             int deleted = 0;
-            List<String> gone = new ArrayList<>(); // deleted on the target, not in the source's range
-            try (PreparedStatement ps = tgt.prepareStatement("DELETE FROM " + t.ref().sql() + " r" + where(t, ch, "r") + " RETURNING " + key)) {
+            List<String[]> gone = new ArrayList<>(); // deleted on the target, not in the source's range: each key column as text
+            StringBuilder each = new StringBuilder();
+            for (String k : t.key()) {
+                each.append(", r.").append(Ident.quote(k)).append("::text");
+            }
+            try (PreparedStatement ps = tgt.prepareStatement("DELETE FROM " + t.ref().sql() + " r" + where(t, ch, "r") + " RETURNING "
+                    + key + each)) {
                 bindRange(ps, ch);
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
                         deleted++;
                         if (!keys.contains(rs.getString(1))) {
-                            gone.add(rs.getString(1));
+                            String[] k = new String[t.key().size()];
+                            for (int i = 0; i < k.length; i++) {
+                                k[i] = rs.getString(i + 2);
+                            }
+                            gone.add(k);
                         }
                     }
                 }
@@ -606,7 +620,7 @@ final class Verifier {
             tgt.commit();
             LOG.info("verify --repair {}: key range {} .. {} copied again ({} row(s) replaced by {})", t.ref(), bound(ch.lo()),
                     bound(ch.hi()), deleted, rows.size());
-        } catch (SQLException | RuntimeException e) {
+        } catch (SQLException | RuntimeException | Error e) { // setAutoCommit(true) below would commit a half-done copy
             tgt.rollback();
             throw e;
         } finally {
@@ -622,13 +636,29 @@ final class Verifier {
      * --repair' left 500 rows of 4,000, reporting every chunk repaired). Such a range is not repaired: the transaction
      * rolls back, and the error names the keys and why.
      */
-    private static void stillOnTheSource(Connection src, Table t, Chunk ch, String key, List<String> gone) throws SQLException {
+    private static void stillOnTheSource(Connection src, Table t, Chunk ch, String key, List<String[]> gone) throws SQLException {
         if (gone.isEmpty()) {
             return;
         }
+        // looked up by the key, as the source's types, so that its primary key's index finds them (the sink waits meanwhile)
+        List<String> cols = new ArrayList<>();
+        List<String> as = new ArrayList<>();
+        List<String> arrays = new ArrayList<>();
+        for (int i = 0; i < t.key().size(); i++) {
+            String k = t.key().get(i);
+            String type = t.columns().stream().filter(c -> c.name().equals(k)).findFirst().orElseThrow().type();
+            cols.add("r." + Ident.quote(k));
+            as.add("u.k" + i + "::" + type);
+            arrays.add("?::text[]");
+        }
         List<String> kept = new ArrayList<>();
-        try (PreparedStatement ps = src.prepareStatement("SELECT " + key + " FROM " + t.ref().sql() + " r WHERE " + key + " = ANY (?)")) {
-            ps.setArray(1, src.createArrayOf("text", gone.toArray()));
+        try (PreparedStatement ps = src.prepareStatement("SELECT " + key + " FROM " + t.ref().sql() + " r JOIN unnest("
+                + String.join(", ", arrays) + ") AS u(" + String.join(", ", java.util.stream.IntStream.range(0, t.key().size())
+                .mapToObj(i -> "k" + i).toList()) + ") ON (" + String.join(", ", cols) + ") = (" + String.join(", ", as) + ")")) {
+            for (int i = 0; i < t.key().size(); i++) {
+                int col = i;
+                ps.setArray(i + 1, src.createArrayOf("text", gone.stream().map(k -> k[col]).toArray()));
+            }
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next() && kept.size() < 10) {
                     kept.add(rs.getString(1));
@@ -640,9 +670,10 @@ final class Verifier {
                     + bound(ch.hi()) + " holds other rows on the target than on the source, rows the source has in another range"
                     + " (" + String.join(", ", kept) + (gone.size() > kept.size() ? ", ..." : "") + "): the two servers order the key "
                     + t.key() + " differently, so no range of it can be compared or copied again; nothing was changed in this range."
-                    + " Fix: make the order the same — an enum's labels in the source's order (ALTER TYPE ... ADD VALUE ... BEFORE/AFTER),"
-                    + " a text key's collation the source's (the same collation and collation library version) — or compare the"
-                    + " table whole with the source fenced ('millrace migrate cutover --verify')");
+                    + " Fix: make the target order the key as the source does — an enum's labels in the source's order (a label the"
+                    + " target has elsewhere cannot be moved: create the type anew in the source's order and change the column to it,"
+                    + " ALTER TABLE ... ALTER COLUMN ... TYPE <new> USING <column>::text::<new>), a text key under the source's"
+                    + " collation and collation library version — then verify again");
         }
     }
 

@@ -113,6 +113,9 @@ class MigrateCutoverIT extends TwoServers {
                     .satisfies(e -> assertThat(((MillraceException) e).kind().exitCode()).isEqualTo(12))
                     .hasMessageContaining("shop.audit (no key, compared whole): its rows differ, source 2502 row(s), target 2501")
                     .hasMessageContaining("source stays fenced (state FENCED)");
+            // run again without --verify, it does not go past what the comparison found (it made the target the primary)
+            assertThatThrownBy(() -> m.cutover(1 << 20, Duration.ofSeconds(30))).hasMessageContaining("found rows that differ")
+                    .hasMessageContaining("shop.audit (1 chunk(s))").hasMessageContaining("the source stays fenced");
             VerifyReport repaired = m.verify(true, 500);
             assertThat(repaired.render()).contains("shop.audit (no key, compared whole)").contains("repaired: copied again whole");
             assertThat(repaired.equal()).isTrue();
@@ -134,6 +137,9 @@ class MigrateCutoverIT extends TwoServers {
                     .satisfies(e -> assertThat(((MillraceException) e).kind().exitCode()).isEqualTo(12))
                     .hasMessageContaining("shop.orders key range").hasMessageContaining("e.g. 1500")
                     .hasMessageContaining("source stays fenced (state FENCED)");
+            assertThat(m.status().state()).isEqualTo(MigrationState.FENCED);
+            assertThatThrownBy(() -> m.cutover(1 << 20, Duration.ofSeconds(30))).hasMessageContaining("found rows that differ")
+                    .hasMessageContaining("shop.orders (1 chunk(s))").hasMessageContaining("the source stays fenced");
             assertThat(m.status().state()).isEqualTo(MigrationState.FENCED);
             assertThat(m.verify(true, 500).equal()).isTrue();
             CutoverReport r = m.cutover(1 << 20, Duration.ofSeconds(30), 500);

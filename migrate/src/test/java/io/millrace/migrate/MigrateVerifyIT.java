@@ -46,7 +46,7 @@ class MigrateVerifyIT extends TwoServers {
             // a cutover without --verify now is refused, nothing fenced (found by a user: it made the target the primary with
             // the keys verify had reported wrong)
             org.assertj.core.api.Assertions.assertThatThrownBy(() -> m.cutover(1 << 20, Duration.ofSeconds(30)))
-                    .hasMessageContaining("the last 'millrace migrate verify' found rows that differ").hasMessageContaining("shop.customer (2 chunk(s))")
+                    .hasMessageContaining("found rows that differ").hasMessageContaining("shop.customer (2 chunk(s))")
                     .hasMessageContaining("nothing was fenced").hasMessageContaining("verify --repair")
                     .satisfies(e -> assertThat(((io.millrace.core.MillraceException) e).kind().exitCode()).isEqualTo(12));
             assertThat(m.status().fenced()).isFalse();
