@@ -175,10 +175,23 @@ public final class KafkaBroker implements AutoCloseable {
         }
     }
 
+    /**
+     * A free port above the ephemeral range (32768-60999 on Linux): the broker binds it a moment after this check, and a
+     * port the OS handed out (port 0) could meanwhile be taken by any client connection of the test JVM — a CI run failed
+     * on "Socket server failed to bind to 127.0.0.1:42607: Address already in use" (KafkaOutageIT).
+     */
     private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
+        java.util.Random rnd = new java.util.Random();
+        for (int i = 0; i < 200; i++) {
+            int port = 61_000 + rnd.nextInt(4_000);
+            try (ServerSocket s = new ServerSocket()) {
+                s.bind(new java.net.InetSocketAddress("127.0.0.1", port));
+                return port;
+            } catch (IOException taken) {
+                // another one
+            }
         }
+        throw new IOException("no free port in 61000-64999");
     }
 
     /** {@code 127.0.0.1:<port>}. */
