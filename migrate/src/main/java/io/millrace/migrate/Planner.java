@@ -46,8 +46,9 @@ final class Planner {
             problems.add(new Problem(Kind.SOURCE_SETUP, srcName + " has wal_level = " + walLevel + ", not logical",
                     "ALTER SYSTEM SET wal_level = logical; then restart the source server"));
         }
+        boolean starting = state == MigrationState.NONE || state == MigrationState.ABORTED; // nothing of this migration exists yet
         // (the session here overrides the setting: the catalog says what the application's sessions get)
-        if ((state == MigrationState.NONE || state == MigrationState.ABORTED) && (Fence.fenced(src) || bool(src, "SELECT EXISTS (SELECT 1"
+        if (starting && (Fence.fenced(src) || bool(src, "SELECT EXISTS (SELECT 1"
                 + " FROM pg_db_role_setting s WHERE s.setrole = (SELECT oid FROM pg_roles WHERE rolname = current_user) AND s.setdatabase"
                 + " IN (0, (SELECT oid FROM pg_database WHERE datname = current_database()))"
                 + " AND 'default_transaction_read_only=on' = ANY (s.setconfig))"))) {
@@ -212,7 +213,6 @@ final class Planner {
         // plan used to refuse them, leaving the CREATE to the user). One the target has already must hold every value the
         // source's may: an enum short of a label would stop the copy at the first row with it.
         List<SourceCatalog.UserType> types = new ArrayList<>();
-        boolean starting = state == MigrationState.NONE || state == MigrationState.ABORTED;
         for (SourceCatalog.UserType type : tables.isEmpty() ? List.<SourceCatalog.UserType>of() : SourceCatalog.userTypes(src, tables)) {
             String regtype = oneOrNull(tgt, "SELECT to_regtype(" + Ident.literal(type.sql()) + ")::oid::text");
             if (regtype == null) {
@@ -249,13 +249,12 @@ final class Planner {
                     types.stream().map(t -> t.sql() + " (" + t.kind() + ")").toList()));
         }
 
-        boolean ours = state != MigrationState.NONE && state != MigrationState.ABORTED;
         for (Table t : tables) {
             String count = null;
             if (oneOrNull(tgt, "SELECT to_regclass(" + Ident.literal(t.ref().sql()) + ")") != null) {
                 count = one(tgt, "SELECT count(*) FROM " + t.ref().sql());
             }
-            if (count != null && !ours) {
+            if (count != null && starting) {
                 long n = Long.parseLong(count);
                 problems.add(new Problem(Kind.TARGET_SETUP, "the target already has table " + t.ref()
                         + (n > 0 ? " and it is not empty (" + n + " rows)" : " (empty)")

@@ -629,8 +629,8 @@ final class Verifier {
     }
 
     /**
-     * INV: NO LOSS — a row the repair deleted on the target and did not bring from the source's range must be gone from the
-     * source too. When the two servers order the key differently (an enum whose labels are in another order, a text key
+     * INV: COVER — ranges tile the key space under one order; a row the repair deleted on the target and did not bring
+     * from the source's range must then be gone from the source too. When the two servers order the key differently (an enum whose labels are in another order, a text key
      * under another collation or collation library), a key range holds other rows on each side, and the repair would delete
      * rows of the target that the source still has and that belong to another range there (found by a user: 'verify
      * --repair' left 500 rows of 4,000, reporting every chunk repaired). Such a range is not repaired: the transaction

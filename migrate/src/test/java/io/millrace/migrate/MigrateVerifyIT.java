@@ -123,7 +123,7 @@ class MigrateVerifyIT extends TwoServers {
     }
 
     /**
-     * INV: NO LOSS. The two servers order a key differently — an enum label added on the source before the others while it
+     * INV: COVER (ranges tile the key space only under one order). The two servers order a key differently — an enum label added on the source before the others while it
      * follows, and on the target at the end (as the follow's fix said) — so a key range holds other rows on each side.
      * {@code --repair} must not copy such a range: before, it deleted the target's rows of the range and inserted only the
      * source's (a user's target kept 500 rows of 4,000, every chunk reported repaired, exit 0). Now it stops, naming the

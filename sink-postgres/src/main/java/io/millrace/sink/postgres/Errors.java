@@ -34,34 +34,37 @@ final class Errors {
         if ("23514".equals(e.getSQLState()) && message(e).contains("no partition of relation")) {
             // a partition the source has and the destination's copy of the partitioned table lacks (created since)
             return new MillraceException(Kind.SINK, what + ". Fix: create the partition these rows belong to on the destination"
-                    + " too (as on the source: CREATE TABLE ... PARTITION OF " + target.sql() + " FOR VALUES ...), then start again:"
-                    + " nothing of this batch was applied, and the stream goes on from it", e);
+                    + " too (as on the source: CREATE TABLE ... PARTITION OF " + target.sql() + " FOR VALUES ...). " + START_AGAIN, e);
         }
         if ("23503".equals(e.getSQLState())) {
             // a foreign key of the destination's (a schema made with pg_dump --schema-only): see TargetTables.refuseForeignKeys
             return new MillraceException(Kind.TARGET_SETUP, what + ". A foreign key on the destination. When it is between two tables"
                     + " Millrace writes: " + TargetTables.FOREIGN_KEY_FIX + ". When it references a table only the destination has,"
-                    + " that table lacks the row named above: add it there. Then start again: nothing of this batch was applied, and"
-                    + " the stream goes on from it", e);
+                    + " that table lacks the row named above: add it there. " + START_AGAIN, e);
         }
         if ("22P02".equals(e.getSQLState()) && message(e).contains("invalid input value for enum")) {
             // a value added to an enum on the source (ALTER TYPE ... ADD VALUE) since the type was made on the destination:
             // the stream carries no change of types (found by a user following a migration)
-            return new MillraceException(Kind.SINK, what + ". Fix: add the value to the type on the destination too, as on the"
-                    + " source and in the same place among the others (ALTER TYPE ... ADD VALUE '...' BEFORE or AFTER '...', as"
-                    + " the source's \\dT+ lists them: the order is how the values compare and sort; a value the source renamed"
-                    + " with RENAME VALUE is renamed there too, not added); the stream carries no change of types. Then start"
-                    + " again: nothing of this batch was applied, and the stream goes on from it", e);
+            return typeNotStreamed(what, "add the value to the type on the destination too, as on the source and in the same place"
+                    + " among the others (ALTER TYPE ... ADD VALUE '...' BEFORE or AFTER '...', as the source's \\dT+ lists them: the"
+                    + " order is how the values compare and sort; a value the source renamed with RENAME VALUE is renamed there too,"
+                    + " not added)", e);
         }
         if ("22P02".equals(e.getSQLState()) && message(e).contains("malformed record literal")) {
             // a composite type changed on the source (ALTER TYPE ... ADD / DROP ATTRIBUTE) since it was made on the
             // destination: the stream carries no change of types (found by a user following a migration)
-            return new MillraceException(Kind.SINK, what + ". Fix: give the composite type on the destination the source's"
-                    + " attributes, in the source's order (ALTER TYPE ... ADD ATTRIBUTE / DROP ATTRIBUTE, as the source's \\d of the"
-                    + " type lists them); the stream carries no change of types. Then start again: nothing of this batch was"
-                    + " applied, and the stream goes on from it", e);
+            return typeNotStreamed(what, "give the composite type on the destination the source's attributes, in the source's"
+                    + " order (ALTER TYPE ... ADD ATTRIBUTE / DROP ATTRIBUTE, as the source's \\d of the type lists them)", e);
         }
         return new MillraceException(Kind.SINK, what, e);
+    }
+
+    /** The end of the fix for a batch the destination refused as a whole: nothing of it was applied. */
+    private static final String START_AGAIN = "Then start again: nothing of this batch was applied, and the stream goes on from it";
+
+    /** A value the destination's copy of a type refuses: the type changed on the source, and the stream carries no DDL. */
+    private static MillraceException typeNotStreamed(String what, String fix, SQLException e) {
+        return new MillraceException(Kind.SINK, what + ". Fix: " + fix + "; the stream carries no change of types. " + START_AGAIN, e);
     }
 
     /** The server's message with its detail and hint, on one line. */
