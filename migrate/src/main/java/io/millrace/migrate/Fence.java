@@ -100,9 +100,18 @@ final class Fence {
     /** Whether the database of {@code c} has the fence's read-only default. */
     static boolean fenced(Connection c) throws SQLException {
         return Planner.bool(c, "SELECT EXISTS (SELECT 1 FROM pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase"
-                + " WHERE d.datname = current_database() AND s.setrole = 0"
-                + " AND 'default_transaction_read_only=on' = ANY (s.setconfig))");
+                + " WHERE d.datname = current_database() AND s.setrole = 0 AND " + READ_ONLY_IN + ")");
     }
+
+    /**
+     * SQL: whether the settings {@code s.setconfig} (of a {@code pg_db_role_setting} row {@code s}) make sessions
+     * read-only. PostgreSQL keeps a setting's value as it was written, and a DBA writes {@code true}, {@code yes} or
+     * {@code 1} as often as the fence's {@code on}: the value is read as PostgreSQL reads a boolean (found by a review:
+     * a database made read-only with {@code = true} was taken for writable, and abort would have lifted it).
+     */
+    static final String READ_ONLY_IN = "EXISTS (SELECT 1 FROM unnest(s.setconfig) AS g(setting)"
+            + " WHERE CASE WHEN g.setting LIKE 'default\\_transaction\\_read\\_only=%'"
+            + " THEN substr(g.setting, length('default_transaction_read_only=') + 1)::boolean ELSE false END)";
 
     /** Lifts the fence. */
     static void open(Connection c) throws SQLException {

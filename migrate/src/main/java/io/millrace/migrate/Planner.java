@@ -51,7 +51,7 @@ final class Planner {
         if (starting && (Fence.fenced(src) || bool(src, "SELECT EXISTS (SELECT 1"
                 + " FROM pg_db_role_setting s WHERE s.setrole = (SELECT oid FROM pg_roles WHERE rolname = current_user) AND s.setdatabase"
                 + " IN (0, (SELECT oid FROM pg_database WHERE datname = current_database()))"
-                + " AND 'default_transaction_read_only=on' = ANY (s.setconfig))"))) {
+                + " AND " + Fence.READ_ONLY_IN + ")"))) {
             // found by a user: the plan said ready, and run created the target's schema before it stopped on CREATE PUBLICATION
             problems.add(new Problem(Kind.SOURCE_SETUP, srcName + " is read-only (default_transaction_read_only = on: an earlier"
                     + " migration's fence, or a DBA's), so the migration could not create its publication, and the application"

@@ -325,7 +325,7 @@ class MigrateCutoverIT extends TwoServers {
         String db = "cut_ro";
         Migration m = shop(db);
         try (Millrace following = m.follow(Duration.ofSeconds(30))) {
-            src.execute(db, "ALTER DATABASE " + db + " SET default_transaction_read_only = on"); // another cutover's fence, say
+            src.execute(db, "ALTER DATABASE " + db + " SET default_transaction_read_only = true"); // another cutover's fence, say, in a DBA's spelling
             assertThat(m.status().render()).contains("this migration did not fence it");
         }
         Migration.MigrationStatus aborted = m.abort();
