@@ -152,8 +152,15 @@ public record EngineStatus(String name, String state, String source, String slot
     public record Values(String mode, String textReason) {
     }
 
-    /** One online snapshot under way. */
-    public record Task(String table, String filter, long rowsDone, int rangesLeft) {
+    /**
+     * One online snapshot under way.
+     *
+     * @param kind   {@code copy}, {@code filtered} (the rows of an operator's {@code filter}), {@code reread} (rows read
+     *               again by key, the keys in {@code filter}: not a copy of the table) or {@code reconcile} (a lost slot's
+     *               re-copy, which also deletes what the source no longer has)
+     * @param filter the SQL condition of a {@code filtered} or {@code reread} task; null otherwise
+     */
+    public record Task(String table, String kind, String filter, long rowsDone, int rangesLeft) {
     }
 
     /**

@@ -802,8 +802,9 @@ final class Assembler {
             throw new MillraceException(Kind.INTERNAL, "online snapshot chunk " + w.id() + " of " + w.relation().table()
                     + " reached its high watermark without its rows");
         }
-        if (watermarks.missedBeforeLow(w) || watermarks.missedPartial(w) || w.reshaped()) {
-            w.done(Watermarks.Window.RETRY);
+        if (w.phase() == Watermarks.Window.Phase.REGISTERED // its low watermark was not seen: no key was recorded
+                || watermarks.missedBeforeLow(w) || watermarks.missedPartial(w) || w.reshaped()) {
+            w.readAgain();
             return;
         }
         long emitted = 0;
@@ -837,7 +838,7 @@ final class Assembler {
             emitting = null;
             emittingLast = null;
         }
-        w.done(emitted);
+        w.emitted(emitted);
         watermarks.markDirty(); // its progress is recorded with the batch holding the chunk's last row, or a later one
     }
 

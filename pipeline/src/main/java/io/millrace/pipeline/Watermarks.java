@@ -35,7 +35,7 @@ import java.util.function.Supplier;
  * in-progress transactions it hands over ({@link Window#fill}); the assembler remembers the last
  * {@value #RECENT} committed transaction ids, and a chunk whose snapshot missed a transaction the
  * stream had already passed before the low watermark is not emitted but read again
- * ({@link Window#RETRY}).
+ * ({@link Window.Outcome.ReadAgain}).
  *
  * <p>A watermark whose id is not registered (written by an earlier run, replayed after a restart)
  * is ignored: that run's chunk did not land, and the chunk is read again.
@@ -179,7 +179,7 @@ public final class Watermarks {
      */
     public void abandon(Window w) {
         windows.remove(w.id);
-        w.abandoned = true;
+        w.move(Window.Phase.ABANDONED);
     }
 
     // ---- assembler side -------------------------------------------------------------------------
@@ -235,10 +235,9 @@ public final class Watermarks {
     }
 
     void low(Window w) {
-        if (w.opened) {
-            return;
+        if (!w.move(Window.Phase.OPEN)) {
+            return; // its low watermark again (the stream replayed it after a reconnect), or a reader gave it up meanwhile
         }
-        w.opened = true;
         w.commitsAtLow = commits;
         w.maxXidBeforeLow = maxXid;
         open.computeIfAbsent(w.relation.table(), t -> new java.util.ArrayList<>()).add(w);
@@ -312,7 +311,7 @@ public final class Watermarks {
         boolean part = partial(after);
         for (java.util.Iterator<Window> it = ws.iterator(); it.hasNext(); ) {
             Window w = it.next();
-            if (w.abandoned) {
+            if (w.phase() == Window.Phase.ABANDONED) {
                 it.remove(); // its high watermark will never come
                 openCount--;
                 continue;
@@ -404,10 +403,59 @@ public final class Watermarks {
         }
     }
 
-    /** One chunk between its two watermarks. */
+    /**
+     * One chunk between its two watermarks.
+     *
+     * <p>Threads: the reader that {@link Watermarks#open opened} it fills it, waits for its {@link #await outcome} and
+     * may {@link Watermarks#abandon abandon} it; the assembler thread moves it at its watermarks and alone reads the key
+     * sets. Its {@link Phase} is moved by both, atomically; the fields the reader hands over are volatile, those marked
+     * "assembler thread only" are confined to that thread.
+     */
     public static final class Window {
-        /** {@link #awaitEmitted} result: the chunk was not emitted and must be read again. */
-        public static final long RETRY = -2;
+        /**
+         * Where a window is. It lives in one run only and is never stored: a watermark written by an earlier run finds
+         * no window, and its chunk is read again (the chunker's progress, which is stored, did not count it).
+         *
+         * <pre>
+         *   REGISTERED ──low watermark──▶ OPEN ──high watermark──▶ EMITTED
+         *       │  └──high watermark, low unseen──┐  ├──────────────▶ READ_AGAIN
+         *       └──────abandon──▶ ABANDONED ◀─abandon┘
+         * </pre>
+         * A move not drawn throws, but for three that races and replays make ordinary, which leave the phase as it is:
+         * a low watermark seen again (the stream replays from the durable position after a reconnect), a low or high
+         * watermark reaching a window its reader abandoned meanwhile, and an abandon after the outcome.
+         */
+        public enum Phase {
+            /** Opened by a reader ({@link Watermarks#open}); the stream has not reached its low watermark yet. */
+            REGISTERED,
+            /** Set by the assembler at the low watermark: from here on it records the keys the stream changes in the table. */
+            OPEN,
+            /** Set by the assembler at the high watermark: the chunk's surviving rows were emitted. Final. */
+            EMITTED,
+            /**
+             * Set by the assembler at the high watermark: the chunk must be read again (its snapshot missed a transaction
+             * the stream passed, or the table changed shape in the window, or the low watermark was not seen). Final.
+             */
+            READ_AGAIN,
+            /** Set by the reader ({@link Watermarks#abandon}): its read failed; its watermarks are ignored. Final. */
+            ABANDONED;
+
+            boolean isFinal() {
+                return this == EMITTED || this == READ_AGAIN || this == ABANDONED;
+            }
+        }
+
+        /** What became of a chunk at its high watermark ({@link #await}). */
+        public sealed interface Outcome {
+            /** Its rows the stream did not change meanwhile were emitted: {@code rows} of them. */
+            record Emitted(long rows) implements Outcome {
+            }
+
+            /** It was not emitted: the reader reads it again. */
+            record ReadAgain() implements Outcome {
+            }
+        }
+
         private final String id;
         private final RelationInfo relation;
         private final List<String> keyColumns;
@@ -422,10 +470,11 @@ public final class Watermarks {
         private volatile long[] invisible = new long[0];
         /** The chunk snapshot's xmax (low 32 bits): transactions from it on were not seen. */
         private volatile long xmax;
-        private volatile long emittedRows = -1;
-        private volatile boolean abandoned;
+        private final java.util.concurrent.atomic.AtomicReference<Phase> phase =
+                new java.util.concurrent.atomic.AtomicReference<>(Phase.REGISTERED);
+        /** Set before {@link #emitted} is counted down (which publishes it). */
+        private volatile Outcome outcome;
         // Assembler thread only.
-        private boolean opened;
         private long commitsAtLow;
         private long maxXidBeforeLow = -1;
         private boolean truncated;
@@ -523,12 +572,44 @@ public final class Watermarks {
             return true;
         }
 
+        /** Waits until the assembler reached the chunk's high watermark; empty on timeout. Reader thread. */
+        public java.util.Optional<Outcome> await(long millis) throws InterruptedException {
+            return emitted.await(millis, TimeUnit.MILLISECONDS) ? java.util.Optional.of(outcome) : java.util.Optional.empty();
+        }
+
+        /** Where the window is now. Any thread. */
+        public Phase phase() {
+            return phase.get();
+        }
+
         /**
-         * Waits until the assembler emitted the chunk; returns the rows emitted (the others were stale),
-         * {@link #RETRY} when the chunk must be read again, or -1 on timeout.
+         * Moves the window to {@code to} (see {@link Phase}); false when the move leaves it where it is (a replayed low
+         * watermark, a watermark after an abandon, an abandon after the outcome). A move not in the diagram throws.
          */
-        public long awaitEmitted(long millis) throws InterruptedException {
-            return emitted.await(millis, TimeUnit.MILLISECONDS) ? emittedRows : -1;
+        boolean move(Phase to) {
+            while (true) {
+                Phase from = phase.get();
+                boolean legal = switch (to) {
+                    case REGISTERED -> false;
+                    case OPEN -> from == Phase.REGISTERED;
+                    case EMITTED -> from == Phase.OPEN;
+                    case READ_AGAIN -> from == Phase.OPEN || from == Phase.REGISTERED;
+                    case ABANDONED -> from == Phase.REGISTERED || from == Phase.OPEN;
+                };
+                if (!legal) {
+                    boolean stays = to == Phase.OPEN && (from == Phase.OPEN || from == Phase.ABANDONED)
+                            || (to == Phase.EMITTED || to == Phase.READ_AGAIN) && from == Phase.ABANDONED
+                            || to == Phase.ABANDONED && from.isFinal();
+                    if (stays) {
+                        return false;
+                    }
+                    throw new IllegalStateException("online snapshot window " + id + " of " + relation.table() + ": no move from "
+                            + from + " to " + to);
+                }
+                if (phase.compareAndSet(from, to)) {
+                    return true;
+                }
+            }
         }
 
         RelationInfo relation() {
@@ -567,11 +648,23 @@ public final class Watermarks {
             return out;
         }
 
-        void done(long rowsEmitted) {
+        /** The chunk's rows were emitted at its high watermark: {@code rowsEmitted} of them. Assembler thread. */
+        void emitted(long rowsEmitted) {
+            move(Phase.EMITTED); // an abandoned window stays so (its rows went out all the same); its reader no longer waits
             if (onEmitted != null) {
                 onEmitted.accept(rowsEmitted);
             }
-            emittedRows = rowsEmitted;
+            finish(new Outcome.Emitted(rowsEmitted));
+        }
+
+        /** The chunk was not emitted at its high watermark: it is read again. Assembler thread. */
+        void readAgain() {
+            move(Phase.READ_AGAIN);
+            finish(new Outcome.ReadAgain());
+        }
+
+        private void finish(Outcome o) {
+            outcome = o;
             rows = null;
             gone = List.of();
             emitted.countDown();

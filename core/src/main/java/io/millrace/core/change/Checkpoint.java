@@ -36,7 +36,7 @@ import java.util.TreeMap;
 public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position applied, SnapshotProgress snapshot,
                          List<OnlineTask> online, SortedMap<Integer, TableRef> tables, SlotLost slotLost,
                          SortedMap<Integer, String> shapes, SortedMap<Integer, String> rules) {
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
 
     /**
      * A lost slot being replaced, or replaced: written by the engine's start ({@code SlotReplacement}) before it drops the

@@ -44,15 +44,13 @@ public final class CheckpointJson {
             for (OnlineTask t : c.online()) {
                 ObjectNode task = online.addObject();
                 task.put("table", t.table());
+                task.put("kind", t.kind().name().toLowerCase(java.util.Locale.ROOT));
                 if (t.filter() != null) {
                     task.put("filter", t.filter());
                 }
                 task.put("rows_done", t.rowsDone());
                 if (t.oid() != 0) {
                     task.put("oid", Integer.toUnsignedLong(t.oid()));
-                }
-                if (t.reconcile()) {
-                    task.put("reconcile", true);
                 }
                 if (t.key() != null) {
                     ArrayNode key = task.putArray("key");
@@ -109,13 +107,21 @@ public final class CheckpointJson {
         return out;
     }
 
+    /** Format 1 marked a task reading moved keys again by this comment at the start of its filter. */
+    static final String V1_REREAD = "/* millrace: moved keys read again */ ";
+
+    /**
+     * Reads a checkpoint of format {@link Checkpoint#VERSION} or 1 (written by Millrace before 2026-12-07: a re-read task was
+     * recognised by a comment in its filter, a reconciling copy by a flag), as a checkpoint of the current format; the
+     * next checkpoint written replaces it (a user who upgrades keeps the position and any online copy in progress).
+     */
     public static Checkpoint read(String json) {
         try {
             JsonNode root = MAPPER.readTree(json);
             int version = root.required("version").asInt();
-            if (version != Checkpoint.VERSION) {
-                throw new IllegalArgumentException("checkpoint format version " + version + " is not supported (this build reads "
-                        + Checkpoint.VERSION + "); it was written by another Millrace version");
+            if (version != Checkpoint.VERSION && version != 1) {
+                throw new IllegalArgumentException("checkpoint format version " + version + " is not supported (this build reads 1"
+                        + " to " + Checkpoint.VERSION + "); it was written by a newer Millrace: run that one (no release writes an older format back)");
             }
             JsonNode id = root.required("identity");
             Identity identity = new Identity(id.required("system_id").asText(), id.required("database").asText(),
@@ -133,9 +139,22 @@ public final class CheckpointJson {
                 for (JsonNode r : t.required("remaining")) {
                     ranges.add(new OnlineTask.KeyRange(key(r.get("lo")), key(r.get("hi"))));
                 }
-                online.add(new OnlineTask(t.required("table").asText(), t.hasNonNull("filter") ? t.get("filter").asText() : null,
-                        ranges, t.path("rows_done").asLong(), (int) t.path("oid").asLong(), t.path("reconcile").asBoolean(false),
-                        key(t.get("key"))));
+                String filter = t.hasNonNull("filter") ? t.get("filter").asText() : null;
+                OnlineTask.Kind kind;
+                if (version == 1) { // upgraded here; written back as the current version with the next checkpoint
+                    kind = t.path("reconcile").asBoolean(false) ? OnlineTask.Kind.RECONCILE
+                            : filter == null ? OnlineTask.Kind.COPY
+                            : filter.startsWith(V1_REREAD) ? OnlineTask.Kind.REREAD : OnlineTask.Kind.FILTERED;
+                    if (kind == OnlineTask.Kind.REREAD) {
+                        filter = filter.substring(V1_REREAD.length());
+                    } else if (kind == OnlineTask.Kind.RECONCILE) {
+                        filter = null; // format 1 ignored a reconciling task's filter (it never had one)
+                    }
+                } else {
+                    kind = OnlineTask.Kind.valueOf(t.required("kind").asText().toUpperCase(java.util.Locale.ROOT));
+                }
+                online.add(new OnlineTask(t.required("table").asText(), kind, filter, ranges, t.path("rows_done").asLong(),
+                        (int) t.path("oid").asLong(), key(t.get("key"))));
             }
             java.util.SortedMap<Integer, TableRef> tables = new java.util.TreeMap<>();
             for (JsonNode t : root.path("tables")) {
@@ -152,7 +171,7 @@ public final class CheckpointJson {
                         Lsn.parse(l.required("lost_at").asText()), Lsn.parse(l.required("new_slot_at").asText()),
                         l.required("reason").asText(), l.path("count").asInt(1));
             }
-            return new Checkpoint(version, identity, Lsn.parse(root.required("flush_lsn").asText()),
+            return new Checkpoint(Checkpoint.VERSION, identity, Lsn.parse(root.required("flush_lsn").asText()),
                     new Position(Lsn.parse(root.required("applied_commit_lsn").asText()), root.required("applied_ordinal").asLong()),
                     progress, online, tables, lost, shapes, rules);
         } catch (Exception e) {

@@ -8,27 +8,64 @@ import java.util.Objects;
  * checkpoint so a restart resumes after the last landed chunk (INV: RESUME).
  *
  * @param table     {@code schema.table}, as {@link io.millrace.core.schema.TableRef#toString()}
- * @param filter    an SQL condition limiting the rows copied, or null for all rows
+ * @param kind      what the task reads (and whether it shows in the table's copy status)
+ * @param filter    an SQL condition limiting the rows read: the operator's ({@link Kind#FILTERED}) or the moved keys'
+ *                  ({@link Kind#REREAD}); null for the others
  * @param remaining the key ranges not yet landed, in key order (INV: COVER — together with the
  *                  landed chunks they tile the key space)
  * @param rowsDone  rows landed so far (for progress reports only)
  * @param oid       the table's oid, 0 when not known yet: a table renamed while its copy is under way (or while
  *                  Millrace is stopped) is found again by it
- * @param reconcile the copy also deletes what the destinations hold in each chunk's key range and the source no longer
- *                  has (the re-copy after a lost slot, {@code source.on_slot_lost: resnapshot}): each chunk brings, with
- *                  its rows, a delete for every key the destinations held in its range that the chunk did not read and
- *                  the stream did not change between its watermarks
  * @param key       the key columns {@code remaining} was cut on, in key order; null when not recorded (checkpoints written
  *                  before it was). A table whose key changed since (while Millrace was stopped) is copied from its first key
  *                  again: ranges of the old key's values would skip rows of the new one
  */
-public record OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone, int oid, boolean reconcile,
-                         List<String> key) {
+public record OnlineTask(String table, Kind kind, String filter, List<KeyRange> remaining, long rowsDone, int oid, List<String> key) {
+
+    /**
+     * What a task reads. Set when the task is made and stored with it (checkpoint format 2; format 1 marked a re-read by a
+     * comment at the start of its filter and a reconciling copy by a flag, {@link CheckpointJson} reads both).
+     */
+    public enum Kind {
+        /** The whole table: a signal's or the configuration's online snapshot, or a copy started again. */
+        COPY,
+        /** The rows an operator's SQL condition selects (a signal's {@code additional-conditions}), in {@code filter}. */
+        FILTERED,
+        /**
+         * Rows read again by key: an update kept unchanged TOAST values and moved a row's key while its table was copied
+         * ({@code Watermarks.Moves}); {@code filter} lists the keys. Not a copy of the table: it does not show in its copy
+         * status.
+         */
+        REREAD,
+        /**
+         * The whole table, and each chunk also deletes what the destinations hold in its key range and the source no
+         * longer has (the re-copy after a lost slot, {@code source.on_slot_lost: resnapshot}): each chunk brings, with its
+         * rows, a delete for every key the destinations held in its range that the chunk did not read and the stream did
+         * not change between its watermarks.
+         */
+        RECONCILE;
+
+        /** Whether a task of this kind carries a filter (and must). */
+        public boolean filtered() {
+            return this == FILTERED || this == REREAD;
+        }
+    }
 
     public OnlineTask {
         Objects.requireNonNull(table, "table");
+        Objects.requireNonNull(kind, "kind");
+        if (kind.filtered() != (filter != null)) {
+            throw new IllegalArgumentException("online snapshot task of " + table + ": a " + kind + " task " + (filter == null
+                    ? "needs a filter" : "takes no filter (" + filter + ")"));
+        }
         remaining = List.copyOf(remaining);
         key = key == null ? null : List.copyOf(key);
+    }
+
+    /** A copy ({@link Kind#COPY}, {@link Kind#FILTERED} with a filter, or {@link Kind#RECONCILE}). */
+    public OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone, int oid, boolean reconcile,
+                      List<String> key) {
+        this(table, reconcile ? Kind.RECONCILE : filter != null ? Kind.FILTERED : Kind.COPY, filter, remaining, rowsDone, oid, key);
     }
 
     public OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone, int oid, boolean reconcile) {
@@ -41,6 +78,11 @@ public record OnlineTask(String table, String filter, List<KeyRange> remaining, 
 
     public OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone) {
         this(table, filter, remaining, rowsDone, 0);
+    }
+
+    /** Whether each chunk also deletes what the source no longer has ({@link Kind#RECONCILE}). */
+    public boolean reconcile() {
+        return kind == Kind.RECONCILE;
     }
 
     /** A new task covering the whole key space. */

@@ -32,6 +32,49 @@ class CheckpointJsonTest {
         assertThat(back.online().get(1).filter()).isNull();
     }
 
+    /**
+     * Format 1 (written before the task kinds) is read as the current format: a re-read of moved keys was marked by a comment
+     * at the start of its filter, a reconciling copy by a flag; a checkpoint written from it is of the current format, and a
+     * format newer than this build's is refused by name.
+     */
+    @Test
+    void aFormatOneCheckpointIsUpgradedAndWrittenBackInTheCurrentFormat() {
+        String v1 = """
+                {"version":1,"identity":{"system_id":"7312","database":"app","slot":"millrace","publication":"millrace_pub",\
+                "destination":"mirror"},"flush_lsn":"0/16B3748","applied_commit_lsn":"0/16B3700","applied_ordinal":17,\
+                "snapshot":{"state":"DONE","consistent_point":"0/1000","tables_done":[],"chunks_done":[]},"online":[\
+                {"table":"public.orders","filter":"/* millrace: moved keys read again */ (\\"id\\") IN (('7'), ('9'))",\
+                "rows_done":0,"oid":16400,"key":["id"],"remaining":[{"lo":null,"hi":null}]},\
+                {"table":"public.orders","rows_done":500,"oid":16400,"remaining":[{"lo":["500"],"hi":null}]},\
+                {"table":"public.items","filter":"region = 'eu'","rows_done":3,"remaining":[{"lo":null,"hi":["9"]}]},\
+                {"table":"public.lost","rows_done":0,"oid":16500,"reconcile":true,"remaining":[{"lo":null,"hi":null}]}]}""";
+        Checkpoint c = CheckpointJson.read(v1);
+        assertThat(c.version()).isEqualTo(Checkpoint.VERSION);
+        assertThat(c.online()).extracting(OnlineTask::kind).containsExactly(OnlineTask.Kind.REREAD, OnlineTask.Kind.COPY,
+                OnlineTask.Kind.FILTERED, OnlineTask.Kind.RECONCILE);
+        assertThat(c.online().get(0).filter()).as("the marker is gone").isEqualTo("(\"id\") IN (('7'), ('9'))");
+        assertThat(c.online().get(1).remaining()).containsExactly(new OnlineTask.KeyRange(List.of("500"), null));
+        assertThat(c.online().get(1).rowsDone()).isEqualTo(500);
+        assertThat(c.online().get(2).filter()).isEqualTo("region = 'eu'");
+        assertThat(c.online().get(3).reconcile()).isTrue();
+        String v2 = CheckpointJson.write(c);
+        assertThat(v2).startsWith("{\"version\":" + Checkpoint.VERSION + ",").contains("\"kind\":\"reread\"")
+                .doesNotContain("millrace: moved keys").doesNotContain("\"reconcile\":");
+        assertThat(CheckpointJson.read(v2)).isEqualTo(c);
+        assertThatThrownBy(() -> CheckpointJson.read(v2.replace("\"version\":" + Checkpoint.VERSION, "\"version\":"
+                + (Checkpoint.VERSION + 1)))).hasMessageContaining("checkpoint format version " + (Checkpoint.VERSION + 1)
+                + " is not supported").hasMessageContaining("written by a newer Millrace");
+    }
+
+    /** A task's kind and its filter agree: a filtered or re-read task has one, the others none. */
+    @Test
+    void aTaskWhoseKindAndFilterDisagreeIsRefused() {
+        assertThatThrownBy(() -> new OnlineTask("public.t", OnlineTask.Kind.REREAD, null, List.of(OnlineTask.KeyRange.ALL), 0, 0, null))
+                .hasMessageContaining("a REREAD task needs a filter");
+        assertThatThrownBy(() -> new OnlineTask("public.t", OnlineTask.Kind.COPY, "id > 1", List.of(OnlineTask.KeyRange.ALL), 0, 0,
+                null)).hasMessageContaining("a COPY task takes no filter (id > 1)");
+    }
+
     @Test
     void aCheckpointWithoutOnlineTasksReadsAsBefore() {
         Checkpoint c = new Checkpoint(Checkpoint.VERSION, ID, Lsn.parse("0/10"), Position.START, SnapshotProgress.skipped(Lsn.parse("0/10")));
@@ -50,12 +93,12 @@ class CheckpointJsonTest {
                 true)), null, new Checkpoint.SlotLost(Checkpoint.SlotLost.State.REPLACED, Lsn.parse("0/20"), Lsn.parse("0/3000"),
                 "slot 'millrace' was invalidated (wal_status = lost)", 2));
         String json = CheckpointJson.write(c);
-        assertThat(json).contains("\"slot_lost\"").contains("\"reconcile\":true");
+        assertThat(json).contains("\"slot_lost\"").contains("\"kind\":\"reconcile\"");
         Checkpoint back = CheckpointJson.read(json);
         assertThat(back).isEqualTo(c);
         assertThat(back.advance(Lsn.parse("0/4000"), Position.START).withOnline(List.of()).slotLost()).isEqualTo(c.slotLost());
         assertThat(CheckpointJson.write(new Checkpoint(Checkpoint.VERSION, ID, Lsn.parse("0/10"), Position.START,
-                SnapshotProgress.skipped(Lsn.parse("0/10"))))).doesNotContain("slot_lost").doesNotContain("reconcile");
+                SnapshotProgress.skipped(Lsn.parse("0/10"))))).doesNotContain("slot_lost").doesNotContain("kind");
     }
 
     /**
@@ -98,6 +141,6 @@ class CheckpointJsonTest {
 
     @Test
     void anUnknownVersionIsRefused() {
-        assertThatThrownBy(() -> CheckpointJson.read("{\"version\":2}")).hasMessageContaining("version 2 is not supported");
+        assertThatThrownBy(() -> CheckpointJson.read("{\"version\":3}")).hasMessageContaining("version 3 is not supported");
     }
 }

@@ -63,8 +63,8 @@ class InterruptedSnapshotIT {
                         + "    readers: 2\n    chunk_rows: 2000\n    min_chunk_rows: 500\n    max_chunk_rows: 5000\n    target_chunk_ms: 50\n");
     }
 
-    /** The postgres destination's checkpoint, or null. */
-    private static Checkpoint postgresCheckpoint(Connection dst) throws SQLException {
+    /** The postgres destination {@code replica}'s checkpoint, or null. */
+    static Checkpoint postgresCheckpoint(Connection dst) throws SQLException {
         if (E2e.queryString(dst, "SELECT to_regclass('millrace.checkpoints')::text") == null) {
             return null;
         }
@@ -72,8 +72,8 @@ class InterruptedSnapshotIT {
         return json == null ? null : CheckpointJson.read(json);
     }
 
-    /** The jsonl destination's checkpoint, or null. */
-    private static Checkpoint jsonlCheckpoint(Path dir) {
+    /** The jsonl destination's checkpoint (in {@code dir}), or null. */
+    static Checkpoint jsonlCheckpoint(Path dir) {
         Path state = dir.resolve("checkpoint.json");
         try {
             JsonNode cp = E2e.JSON.readTree(Files.readString(state)).path("checkpoint");

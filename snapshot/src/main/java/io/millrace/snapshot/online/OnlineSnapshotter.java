@@ -80,12 +80,6 @@ public final class OnlineSnapshotter implements AutoCloseable {
     }
 
     /**
-     * Starts the filter of a task that reads rows again by key ({@link #moved}); recorded in checkpoints as any
-     * filter is, and recognised by it after a restart.
-     */
-    static final String REREAD = "/* millrace: moved keys read again */ ";
-
-    /**
      * The most keys one destination may hold in one reconciling chunk's key range (or four times the chunk's rows, if
      * more): they are held in memory while the chunk is compared (INV: BOUNDED). More (the source lost nearly every row of a range while the slot was lost) stops
      * the copy with the fix rather than exhaust the heap.
@@ -106,10 +100,8 @@ public final class OnlineSnapshotter implements AutoCloseable {
         final Target target;
         final KeysetChunker chunker;
         final AtomicLong rows;
-        /** Reads rows again by key, not a copy of the table: it does not show in the table's copy status. */
-        final boolean reread;
-        /** Also deletes what the destinations hold in each chunk's range and the source no longer has ({@link OnlineTask#reconcile}). */
-        final boolean reconcile;
+        /** What the task reads; a {@link OnlineTask.Kind#REREAD} does not show in the table's copy status. */
+        final OnlineTask.Kind kind;
         /** The key tuples of a re-read task made in this run; null otherwise. @GuardedBy("this") */
         private final List<String> keys;
         /** Its chunk was cut: it takes no more keys. @GuardedBy("this") */
@@ -137,28 +129,27 @@ public final class OnlineSnapshotter implements AutoCloseable {
 
         /** A re-read task for moved keys, taking keys until its chunk is cut. */
         Task(TableRef table, Target target, String firstKey) {
-            this(table, null, target, List.of(KeyRange.ALL), 0, new ArrayList<>(), false, null);
+            this(table, OnlineTask.Kind.REREAD, null, target, List.of(KeyRange.ALL), 0, new ArrayList<>(), null);
             offer(firstKey);
         }
 
-        Task(TableRef table, String filter, Target target, List<KeyRange> remaining, long rowsDone, boolean reconcile) {
-            this(table, filter, target, remaining, rowsDone, null, reconcile, null);
+        Task(TableRef table, OnlineTask.Kind kind, String filter, Target target, List<KeyRange> remaining, long rowsDone) {
+            this(table, kind, filter, target, remaining, rowsDone, null, null);
         }
 
         /** @param rangeKey the key {@code remaining} was cut on, when not the target's (its table has none now) */
-        Task(TableRef table, String filter, Target target, List<KeyRange> remaining, long rowsDone, boolean reconcile,
+        Task(TableRef table, OnlineTask.Kind kind, String filter, Target target, List<KeyRange> remaining, long rowsDone,
              List<String> rangeKey) {
-            this(table, filter, target, remaining, rowsDone, null, reconcile, rangeKey);
+            this(table, kind, filter, target, remaining, rowsDone, null, rangeKey);
         }
 
-        private Task(TableRef table, String filter, Target target, List<KeyRange> remaining, long rowsDone, List<String> keys,
-                     boolean reconcile, List<String> rangeKey) {
+        private Task(TableRef table, OnlineTask.Kind kind, String filter, Target target, List<KeyRange> remaining, long rowsDone,
+                     List<String> keys, List<String> rangeKey) {
             this.table = table;
             this.rangeKey = target.keyColumns().isEmpty() && rangeKey != null ? List.copyOf(rangeKey) : target.keyColumns();
             this.filter = filter;
             this.keys = keys;
-            this.reread = keys != null || filter != null && filter.startsWith(REREAD);
-            this.reconcile = reconcile && !reread && filter == null;
+            this.kind = kind;
             this.target = target;
             this.rows = new AtomicLong(rowsDone);
             this.chunker = new KeysetChunker(remaining, options.sizing(), new KeysetChunker.Boundaries() {
@@ -178,6 +169,15 @@ public final class OnlineSnapshotter implements AutoCloseable {
             return (target.partitioned() ? "" : "ONLY ") + table.sql();
         }
 
+        boolean reread() {
+            return kind == OnlineTask.Kind.REREAD;
+        }
+
+        /** Also deletes what the destinations hold in each chunk's range and the source no longer has. */
+        boolean reconcile() {
+            return kind == OnlineTask.Kind.RECONCILE;
+        }
+
         /** Adds a key tuple ({@code ('1', 'x')}) to a re-read task whose chunk is not cut yet; false when it takes none. */
         synchronized boolean offer(String tuple) {
             if (keys == null || frozen || keys.size() >= REREAD_KEYS) {
@@ -185,7 +185,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
             }
             if (!keys.contains(tuple)) {
                 keys.add(tuple);
-                filter = REREAD + "(" + keyList() + ") IN (" + String.join(", ", keys) + ")";
+                filter = "(" + keyList() + ") IN (" + String.join(", ", keys) + ")";
             }
             return true;
         }
@@ -204,7 +204,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
         boolean rereads(String tuple) {
             String f = filter;
             // Tuples are "(" + quoted literals + ")": inside a literal a quote is doubled, so "('" + … + "')" matches whole tuples only.
-            return reread && f != null && f.contains(tuple);
+            return kind == OnlineTask.Kind.REREAD && f != null && f.contains(tuple);
         }
 
         String keyList() {
@@ -236,7 +236,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
             // A re-read samples its own rows: rows with out-of-line values, larger than the table's average.
             try (Connection c = connections.open(); Statement s = c.createStatement();
                  ResultSet rs = s.executeQuery("SELECT coalesce(avg(octet_length(t::text)), 0)::bigint FROM (SELECT " + cols
-                         + " FROM " + from() + (reread ? where(KeyRange.ALL) : "") + " LIMIT 100) t")) {
+                         + " FROM " + from() + (kind == OnlineTask.Kind.REREAD ? where(KeyRange.ALL) : "") + " LIMIT 100) t")) {
                 rs.next();
                 return rs.getLong(1);
             }
@@ -268,7 +268,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
         }
 
         OnlineTask progress() {
-            return new OnlineTask(table.toString(), filter, chunker.remaining(), rows.get(), target.relation().oid(), reconcile,
+            return new OnlineTask(table.toString(), kind, filter, chunker.remaining(), rows.get(), target.relation().oid(),
                     rangeKey.isEmpty() ? null : rangeKey);
         }
     }
@@ -382,7 +382,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
                         + " Millrace was stopped", ref, String.join(", ", t.key()), String.join(", ", target.keyColumns()));
                 remaining = List.of(KeyRange.ALL);
             }
-            Task task = new Task(ref, t.filter(), target, remaining, t.rowsDone(), t.reconcile(), t.key());
+            Task task = new Task(ref, t.kind(), t.filter(), target, remaining, t.rowsDone(), t.key());
             task.notBefore = notBefore.getOrDefault(target.relation().oid(), 0L);
             if (target.keyColumns().isEmpty() && target.relation().oid() != 0) {
                 awaitKey(task);
@@ -451,7 +451,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
             // INV: COVER — a copy limited by a filter would replace one under way of other rows and drop its remaining
             // chunks, which no chunk would then read: refused.
             for (Task t : tasks) {
-                if (!t.reread && !t.finished && !t.reconcile && !filter.equals(t.filter) && t.copies(table, oid)) {
+                if (!t.reread() && !t.finished && !t.reconcile() && !filter.equals(t.filter) && t.copies(table, oid)) {
                     throw new MillraceException(Kind.CONFIG, "a copy of " + table + (t.filter == null ? "" : " where " + t.filter)
                             + " is under way: a copy limited to '" + filter + "' would replace it and leave the rest of it"
                             + " uncopied. Ask again once it has landed (status: online_snapshots), or copy the whole table (no"
@@ -461,11 +461,12 @@ public final class OnlineSnapshotter implements AutoCloseable {
             validateFilter(table, target, filter);
         }
         // A whole copy asked for while a lost slot's re-copy of the table is under way goes on reconciling: it replaces it.
-        boolean reconcile = filter == null && (reconciling || tasks.stream().anyMatch(t -> t.reconcile && !t.finished && t.copies(table, oid)));
+        boolean reconcile = filter == null && (reconciling || tasks.stream().anyMatch(t -> t.reconcile() && !t.finished && t.copies(table, oid)));
         // Re-reads stay: a filtered copy need not read their keys, and their updates were left to them.
         // A filtered copy beside a reconciling one leaves it: the reconciliation must cover the whole table.
-        tasks.removeIf(t -> !t.reread && (filter == null || !t.reconcile) && t.copies(table, oid));
-        Task t = new Task(table, filter, target, List.of(KeyRange.ALL), 0, reconcile);
+        tasks.removeIf(t -> !t.reread() && (filter == null || !t.reconcile()) && t.copies(table, oid));
+        Task t = new Task(table, reconcile ? OnlineTask.Kind.RECONCILE : filter != null ? OnlineTask.Kind.FILTERED : OnlineTask.Kind.COPY,
+                filter, target, List.of(KeyRange.ALL), 0);
         t.notBefore = notBefore;
         add(t, false);
     }
@@ -490,7 +491,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
      */
     public boolean submitJoined(int oid, long notBefore, boolean reconciling) {
         for (Task t : tasks) {
-            if (!t.reread && !t.finished && t.target.relation().oid() == oid) {
+            if (!t.reread() && !t.finished && t.target.relation().oid() == oid) {
                 return true;
             }
         }
@@ -566,7 +567,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
     /** Whether a copy of the table of {@code oid} (whole or filtered, not a re-read of keys) is under way. Any thread. */
     public boolean copying(int oid) {
         for (Task t : tasks) {
-            if (!t.finished && !t.reread && t.target.relation().oid() == oid) {
+            if (!t.finished && !t.reread() && t.target.relation().oid() == oid) {
                 return true;
             }
         }
@@ -597,7 +598,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
             if (t.finished || !t.table.equals(r.table())) {
                 continue;
             }
-            if (t.reread) {
+            if (t.reread()) {
                 rereads.add(t);
             } else if (copy == null) {
                 copy = t;
@@ -651,9 +652,9 @@ public final class OnlineSnapshotter implements AutoCloseable {
      * re-reads go with the old copy; the new one covers them.
      */
     private void overflow(TableRef table, Target target) {
-        boolean reconcile = tasks.stream().anyMatch(t -> t.table.equals(table) && t.reconcile && !t.finished);
+        boolean reconcile = tasks.stream().anyMatch(t -> t.table.equals(table) && t.reconcile() && !t.finished);
         tasks.removeIf(t -> t.table.equals(table));
-        add(new Task(table, null, target, List.of(KeyRange.ALL), 0, reconcile), false);
+        add(new Task(table, reconcile ? OnlineTask.Kind.RECONCILE : OnlineTask.Kind.COPY, null, target, List.of(KeyRange.ALL), 0), false);
         long n = restarts.incrementAndGet();
         if (Long.bitCount(n) == 1) { // 1, 2, 4, 8, …: a bulk update of millions of rows does not flood the log
             LOG.warn("online snapshot of {}: more than {} updates moved rows to new keys and kept unchanged TOAST values; the table"
@@ -730,7 +731,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
         tasks.add(t);
         watermarks.active(true);
         watermarks.markDirty(); // the task is recorded with the next batch
-        if (!t.reread) {
+        if (!t.reread()) {
             listener.tableStarted(t.table, -1);
         }
         LOG.info("online snapshot of {}{}{}", t.table, t.filter == null ? "" : " where " + t.filter, resumed ? " resumed at "
@@ -794,8 +795,8 @@ public final class OnlineSnapshotter implements AutoCloseable {
     private Work nextWork(Connection conn) throws Exception {
         // Re-reads first: they are small, and while one waits its keys may be missing from the destinations.
         List<Task> order = new ArrayList<>(tasks.size());
-        tasks.stream().filter(t -> t.reread).forEach(order::add);
-        tasks.stream().filter(t -> !t.reread).forEach(order::add);
+        tasks.stream().filter(t -> t.reread()).forEach(order::add);
+        tasks.stream().filter(t -> !t.reread()).forEach(order::add);
         for (Task t : order) {
             if (t.awaitingKey) {
                 lookForKey(t);
@@ -805,7 +806,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 continue;
             }
             KeysetChunker.Chunk c;
-            if (t.reread) {
+            if (t.reread()) {
                 t.freeze(); // the keys recorded are the keys its chunk reads
             }
             try {
@@ -836,7 +837,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
             return false;
         }
         // undefined_table, undefined_column: the table (or a column) renamed or dropped while it was being copied?
-        if (("42P01".equals(state) || "42703".equals(state)) && !t.reread && t.target.relation().oid() != 0 && reshape(t)) {
+        if (("42P01".equals(state) || "42703".equals(state)) && !t.reread() && t.target.relation().oid() != 0 && reshape(t)) {
             return true;
         }
         if (tasks.remove(t)) {
@@ -866,7 +867,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 || !target.keyColumns().equals(t.target.keyColumns())) && tasks.remove(t)) {
             LOG.info("online snapshot of {} goes on{}: the table changed in the source while it was copied", t.table,
                     now.equals(t.table) ? "" : " as " + now);
-            Task next = new Task(now, t.filter, target, onKey(t, target), t.rows.get(), t.reconcile, t.rangeKey);
+            Task next = new Task(now, t.kind, t.filter, target, onKey(t, target), t.rows.get(), t.rangeKey);
             if (target.keyColumns().isEmpty()) {
                 awaitKey(next);
             } else {
@@ -925,7 +926,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
         if (!target.keyColumns().isEmpty() && tasks.remove(t)) {
             LOG.info("online snapshot of {} goes on: the table has a key again ({})", target.relation().table(),
                     String.join(", ", target.keyColumns()));
-            add(new Task(target.relation().table(), t.filter, target, onKey(t, target), t.rows.get(), t.reconcile), false);
+            add(new Task(target.relation().table(), t.kind, t.filter, target, onKey(t, target), t.rows.get()), false);
         }
     }
 
@@ -1043,7 +1044,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 return;
             }
             bytes = copy(c, task, chunk, rows);
-            if (task.reconcile && destinationKeys != null) {
+            if (task.reconcile() && destinationKeys != null) {
                 window.gone(gone(c, task, chunk, rows)); // in the chunk's snapshot, before the high watermark
             }
             c.commit();
@@ -1059,29 +1060,30 @@ public final class OnlineSnapshotter implements AutoCloseable {
         window.fill(rows, inProgress, xmax, bytes);
         peakBuffered.accumulateAndGet(watermarks.bufferedRows(), Math::max);
         emit(c, window.message(false));
-        long emitted;
-        while ((emitted = window.awaitEmitted(200)) == -1) {
+        java.util.Optional<Watermarks.Window.Outcome> outcome;
+        while ((outcome = window.await(200)).isEmpty()) {
             if (stopped) {
                 return;
             }
         }
         chunksRead.incrementAndGet();
-        if (emitted == Watermarks.Window.RETRY) {
+        if (!(outcome.get() instanceof Watermarks.Window.Outcome.Emitted done)) {
             chunksRetried.incrementAndGet();
             task.chunker.giveBack(chunk);
-            LOG.debug("chunk {} of {} read again: its snapshot missed a transaction committed before its low watermark", chunk.seq(),
+            LOG.debug("chunk {} of {} read again: its snapshot missed a transaction committed before its low watermark, or the table"
+                    + " changed shape in its window", chunk.seq(),
                     task.table);
             return;
         }
         task.chunker.report(chunk, rows.size(), readNanos, bytes);
-        if (task.reread) {
+        if (task.reread()) {
             if (task.finished && tasks.remove(task)) {
-                LOG.debug("online snapshot of {}: {} row(s) read again where {}", task.table, emitted, task.filter);
+                LOG.debug("online snapshot of {}: {} row(s) read again where {}", task.table, done.rows(), task.filter);
                 watermarks.markDirty();
             }
             return;
         }
-        listener.rowsCopied(task.table, emitted);
+        listener.rowsCopied(task.table, done.rows());
         if (task.finished && tasks.remove(task)) {
             listener.tableDone(task.table, task.rows.get());
             LOG.info("online snapshot of {} landed: {} rows ({} chunks read, peak {} rows buffered)", task.table, task.rows.get(),
