@@ -7,15 +7,30 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
-/** Snapshot progress per table for the status page, passed on to the caller's listener. Any thread. */
+/**
+ * Snapshot progress per table for the status page, passed on to the caller's listener.
+ *
+ * <p>Threads: the snapshot's readers and the online snapshot's report progress, the status page reads it; each table's
+ * {@link Row} is immutable and replaced atomically ({@link ConcurrentHashMap#computeIfPresent}). Not stored: a restart
+ * starts it again from the copies it resumes.
+ */
 final class SnapshotProgressTracker implements SnapshotRunner.Listener {
+    /**
+     * Where one table's copy is: {@code COPYING} from {@link #tableStarted} (the snapshot or online snapshot began it, a
+     * restart resumed it) to {@code LANDED} at {@link #tableDone}; a copy started again (a new signal) goes back to
+     * {@code COPYING} with its rows counted from 0.
+     */
+    enum Phase { COPYING, LANDED }
+
     /** What the status page shows of one table's copy. */
-    record Row(long copied, long estimated, boolean done) {
+    record Row(long copied, long estimated, Phase phase) {
+        boolean done() {
+            return phase == Phase.LANDED;
+        }
     }
 
     private final SnapshotRunner.Listener next;
-    /** [rows copied, rows estimated, done 0/1], each array guarded by itself. */
-    private final Map<TableRef, long[]> tables = new ConcurrentHashMap<>();
+    private final Map<TableRef, Row> tables = new ConcurrentHashMap<>();
 
     SnapshotProgressTracker(SnapshotRunner.Listener next) {
         this.next = next;
@@ -27,41 +42,24 @@ final class SnapshotProgressTracker implements SnapshotRunner.Listener {
 
     /** The table's progress, or null when no copy of it started. */
     Row row(TableRef table) {
-        long[] p = tables.get(table);
-        if (p == null) {
-            return null;
-        }
-        synchronized (p) {
-            return new Row(p[0], p[1], p[2] == 1);
-        }
+        return tables.get(table);
     }
 
     @Override
     public void tableStarted(TableRef table, long estimatedRows) {
-        tables.put(table, new long[] {0, estimatedRows, 0});
+        tables.put(table, new Row(0, estimatedRows, Phase.COPYING));
         next.tableStarted(table, estimatedRows);
     }
 
     @Override
     public void rowsCopied(TableRef table, long rows) {
-        long[] p = tables.get(table);
-        if (p != null) {
-            synchronized (p) {
-                p[0] += rows;
-            }
-        }
+        tables.computeIfPresent(table, (t, r) -> new Row(r.copied() + rows, r.estimated(), r.phase()));
         next.rowsCopied(table, rows);
     }
 
     @Override
     public void tableDone(TableRef table, long rows) {
-        long[] p = tables.get(table);
-        if (p != null) {
-            synchronized (p) {
-                p[0] = rows;
-                p[2] = 1;
-            }
-        }
+        tables.computeIfPresent(table, (t, r) -> new Row(rows, r.estimated(), Phase.LANDED));
         next.tableDone(table, rows);
     }
 }
