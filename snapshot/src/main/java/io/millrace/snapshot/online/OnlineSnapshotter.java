@@ -104,19 +104,12 @@ public final class OnlineSnapshotter implements AutoCloseable {
         final OnlineTask.Kind kind;
         /** The key tuples of a re-read task made in this run; null otherwise. @GuardedBy("this") */
         private final List<String> keys;
-        /** Its chunk was cut: it takes no more keys. @GuardedBy("this") */
-        private boolean frozen;
-        volatile boolean finished;
+        final TaskPhase phase;
         /**
          * The key columns {@link #chunker}'s ranges were cut on ({@link OnlineTask#key}): the target's, but for a task
          * waiting for a key, whose table has none now.
          */
         final List<String> rangeKey;
-        /**
-         * The table has no key now (dropped while Millrace was stopped, or while the table was copied): no chunk can be
-         * cut, and the task waits, recorded, until it has one ({@link #lookForKey}). Set before the task is listed.
-         */
-        volatile boolean awaitingKey;
         /** When {@link #lookForKey} last read the catalog for this task (System.nanoTime). */
         volatile long keyLookedAt;
         /**
@@ -149,6 +142,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
             this.rangeKey = target.keyColumns().isEmpty() && rangeKey != null ? List.copyOf(rangeKey) : target.keyColumns();
             this.filter = filter;
             this.keys = keys;
+            this.phase = new TaskPhase(table, keys != null);
             this.kind = kind;
             this.target = target;
             this.rows = new AtomicLong(rowsDone);
@@ -180,7 +174,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
 
         /** Adds a key tuple ({@code ('1', 'x')}) to a re-read task whose chunk is not cut yet; false when it takes none. */
         synchronized boolean offer(String tuple) {
-            if (keys == null || frozen || keys.size() >= REREAD_KEYS) {
+            if (phase.get() != TaskPhase.Phase.TAKING_KEYS || keys.size() >= REREAD_KEYS) {
                 return false;
             }
             if (!keys.contains(tuple)) {
@@ -192,7 +186,11 @@ public final class OnlineSnapshotter implements AutoCloseable {
 
         /** Called before the chunk is cut: the keys read are the keys recorded. */
         synchronized void freeze() {
-            frozen = true;
+            phase.cut();
+        }
+
+        boolean finished() {
+            return phase.get() == TaskPhase.Phase.FINISHED;
         }
 
         /** Whether this re-read task still has to read the row of {@code tuple}. */
@@ -451,7 +449,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
             // INV: COVER — a copy limited by a filter would replace one under way of other rows and drop its remaining
             // chunks, which no chunk would then read: refused.
             for (Task t : tasks) {
-                if (!t.reread() && !t.finished && !t.reconcile() && !filter.equals(t.filter) && t.copies(table, oid)) {
+                if (!t.reread() && !t.finished() && !t.reconcile() && !filter.equals(t.filter) && t.copies(table, oid)) {
                     throw new MillraceException(Kind.CONFIG, "a copy of " + table + (t.filter == null ? "" : " where " + t.filter)
                             + " is under way: a copy limited to '" + filter + "' would replace it and leave the rest of it"
                             + " uncopied. Ask again once it has landed (status: online_snapshots), or copy the whole table (no"
@@ -461,7 +459,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
             validateFilter(table, target, filter);
         }
         // A whole copy asked for while a lost slot's re-copy of the table is under way goes on reconciling: it replaces it.
-        boolean reconcile = filter == null && (reconciling || tasks.stream().anyMatch(t -> t.reconcile() && !t.finished && t.copies(table, oid)));
+        boolean reconcile = filter == null && (reconciling || tasks.stream().anyMatch(t -> t.reconcile() && !t.finished() && t.copies(table, oid)));
         // Re-reads stay: a filtered copy need not read their keys, and their updates were left to them.
         // A filtered copy beside a reconciling one leaves it: the reconciliation must cover the whole table.
         tasks.removeIf(t -> !t.reread() && (filter == null || !t.reconcile()) && t.copies(table, oid));
@@ -491,7 +489,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
      */
     public boolean submitJoined(int oid, long notBefore, boolean reconciling) {
         for (Task t : tasks) {
-            if (!t.reread() && !t.finished && t.target.relation().oid() == oid) {
+            if (!t.reread() && !t.finished() && t.target.relation().oid() == oid) {
                 return true;
             }
         }
@@ -567,7 +565,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
     /** Whether a copy of the table of {@code oid} (whole or filtered, not a re-read of keys) is under way. Any thread. */
     public boolean copying(int oid) {
         for (Task t : tasks) {
-            if (!t.finished && !t.reread() && t.target.relation().oid() == oid) {
+            if (!t.finished() && !t.reread() && t.target.relation().oid() == oid) {
                 return true;
             }
         }
@@ -576,7 +574,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
 
     private boolean copying(TableRef table) {
         for (Task t : tasks) {
-            if (!t.finished && t.table.equals(table)) {
+            if (!t.finished() && t.table.equals(table)) {
                 return true;
             }
         }
@@ -595,7 +593,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
         Task copy = null;
         List<Task> rereads = new ArrayList<>();
         for (Task t : tasks) {
-            if (t.finished || !t.table.equals(r.table())) {
+            if (t.finished() || !t.table.equals(r.table())) {
                 continue;
             }
             if (t.reread()) {
@@ -652,7 +650,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
      * re-reads go with the old copy; the new one covers them.
      */
     private void overflow(TableRef table, Target target) {
-        boolean reconcile = tasks.stream().anyMatch(t -> t.table.equals(table) && t.reconcile() && !t.finished);
+        boolean reconcile = tasks.stream().anyMatch(t -> t.table.equals(table) && t.reconcile() && !t.finished());
         tasks.removeIf(t -> t.table.equals(table));
         add(new Task(table, reconcile ? OnlineTask.Kind.RECONCILE : OnlineTask.Kind.COPY, null, target, List.of(KeyRange.ALL), 0), false);
         long n = restarts.incrementAndGet();
@@ -763,7 +761,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
     public List<OnlineTask> progress() {
         List<OnlineTask> out = new ArrayList<>();
         for (Task t : tasks) {
-            if (!t.finished) {
+            if (!t.finished()) {
                 out.add(t.progress());
             }
         }
@@ -786,7 +784,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
 
     /** True when no task has work left. */
     public boolean idle() {
-        return tasks.stream().allMatch(t -> t.finished);
+        return tasks.stream().allMatch(t -> t.finished());
     }
 
     private record Work(Task task, KeysetChunker.Chunk chunk) {
@@ -798,11 +796,11 @@ public final class OnlineSnapshotter implements AutoCloseable {
         tasks.stream().filter(t -> t.reread()).forEach(order::add);
         tasks.stream().filter(t -> !t.reread()).forEach(order::add);
         for (Task t : order) {
-            if (t.awaitingKey) {
+            if (t.phase.get() == TaskPhase.Phase.AWAITING_KEY) {
                 lookForKey(t);
                 continue;
             }
-            if (t.finished || !opened(conn, t)) {
+            if (t.finished() || !opened(conn, t)) {
                 continue;
             }
             KeysetChunker.Chunk c;
@@ -898,7 +896,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
      * only not copied in chunks. Before, a resumed copy of such a table stopped every start with a configuration error.
      */
     private void awaitKey(Task t) {
-        t.awaitingKey = true;
+        t.phase.awaitKey();
         t.keyLookedAt = System.nanoTime();
         tasks.add(t);
         watermarks.markDirty();
@@ -993,7 +991,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
                 task.chunker.landed(chunk);
                 task.rows.addAndGet(emitted);
                 if (task.chunker.finished()) {
-                    task.finished = true;
+                    task.phase.finish();
                 }
             }
         }, key -> {
@@ -1077,14 +1075,14 @@ public final class OnlineSnapshotter implements AutoCloseable {
         }
         task.chunker.report(chunk, rows.size(), readNanos, bytes);
         if (task.reread()) {
-            if (task.finished && tasks.remove(task)) {
+            if (task.finished() && tasks.remove(task)) {
                 LOG.debug("online snapshot of {}: {} row(s) read again where {}", task.table, done.rows(), task.filter);
                 watermarks.markDirty();
             }
             return;
         }
         listener.rowsCopied(task.table, done.rows());
-        if (task.finished && tasks.remove(task)) {
+        if (task.finished() && tasks.remove(task)) {
             listener.tableDone(task.table, task.rows.get());
             LOG.info("online snapshot of {} landed: {} rows ({} chunks read, peak {} rows buffered)", task.table, task.rows.get(),
                     chunksRead.get(), peakBuffered.get());
