@@ -51,6 +51,18 @@ final class Wire {
         });
     }
 
+    /** A transactional logical decoding message ({@code pg_logical_emit_message(true, prefix, content)}). */
+    static byte[] message(long lsn, String prefix, String content) {
+        return msg('M', o -> {
+            o.writeByte(1);
+            o.writeLong(lsn);
+            cstring(o, prefix);
+            byte[] b = content.getBytes(StandardCharsets.UTF_8);
+            o.writeInt(b.length);
+            o.write(b);
+        });
+    }
+
     /** Table public.{@code name}: column "id" int8 (the key), then "v" text. */
     static byte[] relation(int oid, String name) {
         return msg('R', o -> {

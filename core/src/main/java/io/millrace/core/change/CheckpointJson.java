@@ -121,7 +121,8 @@ public final class CheckpointJson {
             int version = root.required("version").asInt();
             if (version != Checkpoint.VERSION && version != 1) {
                 throw new IllegalArgumentException("checkpoint format version " + version + " is not supported (this build reads 1"
-                        + " to " + Checkpoint.VERSION + "); it was written by a newer Millrace: run that one (no release writes an older format back)");
+                        + " to " + Checkpoint.VERSION + ")" + (version > Checkpoint.VERSION ? "; it was written by a newer Millrace:"
+                        + " run that one (no release writes an older format back)" : ""));
             }
             JsonNode id = root.required("identity");
             Identity identity = new Identity(id.required("system_id").asText(), id.required("database").asText(),
@@ -142,13 +143,13 @@ public final class CheckpointJson {
                 String filter = t.hasNonNull("filter") ? t.get("filter").asText() : null;
                 OnlineTask.Kind kind;
                 if (version == 1) { // upgraded here; written back as the current version with the next checkpoint
-                    kind = t.path("reconcile").asBoolean(false) ? OnlineTask.Kind.RECONCILE
-                            : filter == null ? OnlineTask.Kind.COPY
-                            : filter.startsWith(V1_REREAD) ? OnlineTask.Kind.REREAD : OnlineTask.Kind.FILTERED;
+                    // In the order format 1's reader decided: the marker, then a filter, then the flag (a filtered task did
+                    // not reconcile, whatever its flag said).
+                    kind = filter != null && filter.startsWith(V1_REREAD) ? OnlineTask.Kind.REREAD
+                            : filter != null ? OnlineTask.Kind.FILTERED
+                            : t.path("reconcile").asBoolean(false) ? OnlineTask.Kind.RECONCILE : OnlineTask.Kind.COPY;
                     if (kind == OnlineTask.Kind.REREAD) {
                         filter = filter.substring(V1_REREAD.length());
-                    } else if (kind == OnlineTask.Kind.RECONCILE) {
-                        filter = null; // format 1 ignored a reconciling task's filter (it never had one)
                     }
                 } else {
                     kind = OnlineTask.Kind.valueOf(t.required("kind").asText().toUpperCase(java.util.Locale.ROOT));

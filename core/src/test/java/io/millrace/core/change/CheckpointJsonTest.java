@@ -47,16 +47,19 @@ class CheckpointJsonTest {
                 "rows_done":0,"oid":16400,"key":["id"],"remaining":[{"lo":null,"hi":null}]},\
                 {"table":"public.orders","rows_done":500,"oid":16400,"remaining":[{"lo":["500"],"hi":null}]},\
                 {"table":"public.items","filter":"region = 'eu'","rows_done":3,"remaining":[{"lo":null,"hi":["9"]}]},\
-                {"table":"public.lost","rows_done":0,"oid":16500,"reconcile":true,"remaining":[{"lo":null,"hi":null}]}]}""";
+                {"table":"public.lost","rows_done":0,"oid":16500,"reconcile":true,"remaining":[{"lo":null,"hi":null}]},\
+                {"table":"public.both","filter":"id > 5","rows_done":0,"reconcile":true,"remaining":[{"lo":null,"hi":null}]}]}""";
         Checkpoint c = CheckpointJson.read(v1);
         assertThat(c.version()).isEqualTo(Checkpoint.VERSION);
         assertThat(c.online()).extracting(OnlineTask::kind).containsExactly(OnlineTask.Kind.REREAD, OnlineTask.Kind.COPY,
-                OnlineTask.Kind.FILTERED, OnlineTask.Kind.RECONCILE);
+                OnlineTask.Kind.FILTERED, OnlineTask.Kind.RECONCILE, OnlineTask.Kind.FILTERED);
         assertThat(c.online().get(0).filter()).as("the marker is gone").isEqualTo("(\"id\") IN (('7'), ('9'))");
         assertThat(c.online().get(1).remaining()).containsExactly(new OnlineTask.KeyRange(List.of("500"), null));
         assertThat(c.online().get(1).rowsDone()).isEqualTo(500);
         assertThat(c.online().get(2).filter()).isEqualTo("region = 'eu'");
         assertThat(c.online().get(3).reconcile()).isTrue();
+        assertThat(c.online().get(4).filter()).as("format 1 read a filtered task as not reconciling, whatever its flag")
+                .isEqualTo("id > 5");
         String v2 = CheckpointJson.write(c);
         assertThat(v2).startsWith("{\"version\":" + Checkpoint.VERSION + ",").contains("\"kind\":\"reread\"")
                 .doesNotContain("millrace: moved keys").doesNotContain("\"reconcile\":");
