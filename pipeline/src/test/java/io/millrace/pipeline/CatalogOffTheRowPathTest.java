@@ -7,7 +7,6 @@ import io.millrace.core.change.Checkpoint;
 import io.millrace.core.change.Identity;
 import io.millrace.core.schema.TypeInfo;
 import io.millrace.core.schema.TypeResolver;
-import io.millrace.core.sink.Sink;
 import io.millrace.core.types.Codecs;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -15,7 +14,6 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -38,34 +36,6 @@ class CatalogOffTheRowPathTest {
 
     @TempDir
     Path spill;
-
-    private static final class Rows implements Sink {
-        final List<ChangeEvent> events = Collections.synchronizedList(new ArrayList<>());
-
-        @Override
-        public String name() {
-            return "rows";
-        }
-
-        @Override
-        public boolean transactional() {
-            return true;
-        }
-
-        @Override
-        public Optional<Checkpoint> open() {
-            return Optional.empty();
-        }
-
-        @Override
-        public void write(List<ChangeEvent> batch, Checkpoint checkpoint) {
-            events.addAll(batch);
-        }
-
-        @Override
-        public void close() {
-        }
-    }
 
     /** Transactions of 50 rows in the main stream, ids after {@code id}; returns the last id. */
     private static long main(java.util.function.Consumer<byte[]> send, long[] lsn, int xid, long id, int rows, String mood) {
@@ -132,7 +102,7 @@ class CatalogOffTheRowPathTest {
         long end = lsn[0] - 1;
 
         Pipeline.Options o = new Pipeline.Options(64L << 20, 64 << 10, 256 << 10, 20).withDecoders(decoders);
-        Rows sink = new Rows();
+        Collected sink = new Collected();
         AtomicReference<Lsn> durable = new AtomicReference<>(Lsn.ZERO);
         Checkpoint start = new Checkpoint(Checkpoint.VERSION, new Identity("1", "db", "slot", "pub", "catalog"), Lsn.ZERO,
                 Position.START, null);

@@ -9,7 +9,6 @@ import io.millrace.core.schema.ColumnInfo;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.schema.TypeResolver;
-import io.millrace.core.sink.Sink;
 import io.millrace.core.types.Codecs;
 import io.millrace.pipeline.Watermarks.Window;
 import io.millrace.pipeline.Watermarks.Window.Outcome;
@@ -17,8 +16,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
 
@@ -37,39 +34,11 @@ class WatermarkWindowsTest {
     @TempDir
     Path spill;
 
-    private static final class Rows implements Sink {
-        final List<ChangeEvent> events = Collections.synchronizedList(new ArrayList<>());
-
-        @Override
-        public String name() {
-            return "rows";
-        }
-
-        @Override
-        public boolean transactional() {
-            return true;
-        }
-
-        @Override
-        public Optional<Checkpoint> open() {
-            return Optional.empty();
-        }
-
-        @Override
-        public void write(List<ChangeEvent> batch, Checkpoint checkpoint) {
-            events.addAll(batch);
-        }
-
-        @Override
-        public void close() {
-        }
-    }
-
     @Test
     void aChunkWithoutItsLowWatermarkIsReadAgainAndOneBetweenBothIsEmitted() throws Exception {
         RelationInfo t = new RelationInfo(OID, new TableRef("public", "t"), 'd', List.of(new ColumnInfo("id", Codecs.builtin(Wire.INT8), -1,
                 true), new ColumnInfo("v", Codecs.builtin(Wire.TEXT), -1, false)), TypeResolver.builtinsOnly());
-        Rows sink = new Rows();
+        Collected sink = new Collected();
         Pipeline p = new Pipeline(new Pipeline.Options(64L << 20, 64 << 10, 256 << 10, 20), List.of(sink),
                 List.of(new Checkpoint(Checkpoint.VERSION, new Identity("1", "db", "slot", "pub", "rows"), Lsn.ZERO, Position.START, null)),
                 l -> { });
