@@ -150,7 +150,7 @@ final class NarrowPublication implements Pipeline.Withholding {
             String reason = "publication " + pub + " no longer publishes " + String.join(", ", left) + " (its publish option was"
                     + " changed while Millrace ran): the changes of the captured tables are withheld from the destinations until it"
                     + " publishes every kind again; they are then copied again, reconciling";
-            if (src.createPublication()) {
+            if (io.millrace.source.Publisher.manages(c, src)) {
                 try (Statement s = c.createStatement()) {
                     s.execute(fix);
                     LOG.error("{}. Millrace manages it and set it right ({})", reason, fix);
@@ -208,7 +208,7 @@ final class NarrowPublication implements Pipeline.Withholding {
         List<TableRef> names = roots.stream().map(captured::get).toList();
         String pub = Ident.quote(src.publication());
         String fix = "ALTER PUBLICATION " + pub + " SET (publish_via_partition_root = true);";
-        if (src.createPublication()) {
+        if (io.millrace.source.Publisher.manages(c, src)) {
             try (Statement s = c.createStatement()) {
                 s.execute(fix);
             } catch (SQLException e) { // e.g. a role that does not own it

@@ -154,7 +154,7 @@ final class Reloader {
                 }
                 List<TableRef> published = Catalog.publicationTables(c, src.publication());
                 // With source.tables empty the publication is the selection, the user's: Millrace does not take tables out of it.
-                boolean managed = src.createPublication() && !next.tables().isEmpty() && !allTables(c, src.publication());
+                boolean managed = io.millrace.source.Publisher.manages(c, src) && !next.tables().isEmpty() && !allTables(c, src.publication());
                 List<String> notes = new ArrayList<>();
                 ctx.selection = next; // from here on, a table joins only if next selects it
                 List<TableRef> removed = remove(ctx, c, next, published, managed, notes);
@@ -264,7 +264,7 @@ final class Reloader {
             }
             next.check(tables);
             io.millrace.engine.transform.RowFilters.check(c, next, tables, Catalog.serverVersion(c), src.publication(), false);
-            if (!refiltered.isEmpty() && (!src.createPublication() || ctx.selection.tables().isEmpty() || allTables(c, src.publication()))) {
+            if (!refiltered.isEmpty() && (!io.millrace.source.Publisher.manages(c, src) || ctx.selection.tables().isEmpty() || allTables(c, src.publication()))) {
                 StringBuilder sql = new StringBuilder();
                 for (TableRef t : refiltered.values()) {
                     String f = filter(next, t);
@@ -274,7 +274,7 @@ final class Reloader {
                 }
                 throw new MillraceException(Kind.CONFIG, "config: transforms change the row filter of " + refiltered.values()
                         + ", and publication '" + src.publication() + "' is not managed by Millrace (source.create_publication: false,"
-                        + " source.tables empty, or FOR ALL TABLES), so Millrace does not alter it. Run, as the tables' owner: BEGIN;"
+                        + " source.tables empty, FOR ALL TABLES, or a publication Millrace did not create), so Millrace does not alter it. Run, as the tables' owner: BEGIN;"
                         + sql + " COMMIT; then reload again; nothing was changed");
             }
             return new TransformsPlan(next, changed, refiltered);

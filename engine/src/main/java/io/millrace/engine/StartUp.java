@@ -3,6 +3,8 @@ package io.millrace.engine;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Checkpoint;
 import io.millrace.core.change.Identity;
+import io.millrace.core.MillraceException;
+import io.millrace.core.MillraceException.Kind;
 import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
@@ -153,7 +155,7 @@ final class StartUp {
      * a publication Millrace manages. Any other table whose filter differs is refused by RowFilters, naming the fix.
      */
     private java.util.Set<TableRef> mayRefilter(Connection c, StartPlanner.Facts facts, StartPlan plan) throws SQLException {
-        if (!(plan instanceof StartPlan.Resume resume) || !src.createPublication() || ctx.selection.tables().isEmpty()
+        if (!(plan instanceof StartPlan.Resume resume) || !io.millrace.source.Publisher.manages(c, src) || ctx.selection.tables().isEmpty()
                 || Reloader.allTables(c, src.publication())) {
             return java.util.Set.of();
         }
@@ -285,6 +287,12 @@ final class StartUp {
         if (p.addSignal()) {
             TableRef signal = ctx.config.online().signalTable();
             try (Connection c = ctx.conns.open()) {
+                if (!io.millrace.source.Publisher.manages(c, src)) { // its signals would never arrive: said, not left silent
+                    throw new MillraceException(Kind.SOURCE_SETUP, "publication '" + src.publication() + "' does not publish the signal"
+                            + " table " + signal + " (snapshot.signal_table), and " + io.millrace.source.Publisher.unmanagedWhy(src)
+                            + ". Fix: ALTER PUBLICATION " + Ident.quote(src.publication()) + " ADD TABLE " + signal.sql()
+                            + "; or remove snapshot.signal_table");
+                }
                 publisher.add(c, List.of(signal));
             }
             LOG.info("added the signal table {} to publication '{}'", signal, src.publication());
@@ -322,9 +330,11 @@ final class StartUp {
             List<String> drops = out.stream().map(t -> "ALTER PUBLICATION " + pub + " DROP TABLE " + t.sql() + ";").toList();
             String drop = String.join(" ", drops);
             // As a reload: with source.tables empty the publication is the selection, the user's, and is not altered
-            if (!src.createPublication() || src.tables().isEmpty() || Catalog.allTables(c, src.publication())) {
+            if (!io.millrace.source.Publisher.manages(c, src) || src.tables().isEmpty() || Catalog.allTables(c, src.publication())) {
                 LOG.warn("publication {} publishes {}, which source.tables does not select (or exclude_tables leaves out): their changes"
-                        + " still reach the destinations. Millrace does not manage the publication; to stop them, run {}", pub, out, drop);
+                        + " still reach the destinations. {}; to stop them, run {}", pub, out, io.millrace.source.Publisher.manages(c, src)
+                        ? "Millrace does not alter the publication (source.tables is empty, or it is FOR ALL TABLES)"
+                        : io.millrace.source.Publisher.unmanagedWhy(src), drop);
                 return;
             }
             try (Statement st = c.createStatement()) {

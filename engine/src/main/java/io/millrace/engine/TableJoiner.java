@@ -347,7 +347,7 @@ final class TableJoiner {
             LOG.error("table {} left publication '{}' while captured (ALTER PUBLICATION … DROP TABLE, or SET TABLE without it):"
                     + " pgoutput sends nothing for it since, so the destinations missed its changes. It joins again{}, with a copy"
                     + " that also deletes what the source no longer has; to stop capturing it, leave it out of source.tables", t,
-                    src.publication(), src.createPublication() ? " (Millrace adds it back to the publication)" : " once the publication"
+                    src.publication(), io.millrace.source.Publisher.manages(c, src) ? " (Millrace adds it back to the publication)" : " once the publication"
                             + " has it again: ALTER PUBLICATION " + Ident.quote(src.publication()) + " ADD TABLE " + t.sql() + ";");
         }
         return published;
@@ -505,11 +505,10 @@ final class TableJoiner {
     /** Adds the table to the publication with its row filter; false (shown with the fix) when Millrace does not manage it. */
     private boolean publish(Connection c, int oid, TableRef name, String filter) throws SQLException {
         String alter = "ALTER PUBLICATION " + Ident.quote(src.publication()) + " ADD TABLE " + name.sql() + ";";
-        if (!src.createPublication()) {
-            notCapture(oid, name, Why.PUBLICATION, "publication '" + src.publication() + "' is not managed by Millrace (source.create_publication:"
-                    + " false)", alter, "table " + name + " was created in the source and source.tables selects it, but Millrace does"
-                    + " not manage publication '" + src.publication() + "' (source.create_publication: false): run " + alter
-                    + " and it is copied while streaming");
+        if (!io.millrace.source.Publisher.manages(c, src)) {
+            String why = io.millrace.source.Publisher.unmanagedWhy(src);
+            notCapture(oid, name, Why.PUBLICATION, why, alter, "table " + name + " was created in the source and source.tables selects it,"
+                    + " but " + why + ": run " + alter + " and it is copied while streaming");
             return false;
         }
         try (Statement s = c.createStatement()) {

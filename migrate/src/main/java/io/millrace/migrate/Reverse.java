@@ -172,6 +172,7 @@ final class Reverse {
                 s.execute("CREATE PUBLICATION " + Ident.quote(publication) + " FOR TABLE "
                         + tables.stream().map(t -> t.ref().sql()).collect(Collectors.joining(", "))
                         + " WITH (publish_via_partition_root = true)");
+                s.execute(io.millrace.source.Publisher.markSql(publication)); // Millrace's: the reverse engine may add tables to it
             } else if (!viaRoot.equals("true")) {
                 s.execute("ALTER PUBLICATION " + Ident.quote(publication) + " SET (publish_via_partition_root = true)");
             }

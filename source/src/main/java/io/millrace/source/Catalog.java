@@ -12,6 +12,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -20,6 +21,23 @@ import java.util.Map;
 
 /** Reads what Millrace needs from the source catalog. Every method takes the connection to use. */
 public final class Catalog {
+
+    /** Runs {@code statements} on {@code c} in one transaction: all of them or none (rolled back on the first failure). */
+    static void inOneTransaction(Connection c, String... statements) throws SQLException {
+        boolean auto = c.getAutoCommit();
+        c.setAutoCommit(false);
+        try (Statement s = c.createStatement()) {
+            for (String sql : statements) {
+                s.execute(sql);
+            }
+            c.commit();
+        } catch (SQLException e) {
+            c.rollback();
+            throw e;
+        } finally {
+            c.setAutoCommit(auto);
+        }
+    }
     /**
      * The server's current WAL position as SQL: written ({@code pg_current_wal_lsn()}) on a primary, replayed on a standby,
      * where the other raises "recovery is in progress" (the slot is there with source.capture_from: standby).

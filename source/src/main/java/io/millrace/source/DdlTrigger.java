@@ -255,17 +255,7 @@ public final class DdlTrigger {
                             + " superuser, or run the SQL of 'millrace setup --print-sql CONFIG' as one");
                 }
             }
-            boolean auto = c.getAutoCommit();
-            c.setAutoCommit(false);
-            try (Statement s = c.createStatement()) {
-                s.execute(sql());
-                c.commit();
-            } catch (SQLException e) {
-                c.rollback();
-                throw e;
-            } finally {
-                c.setAutoCommit(auto);
-            }
+            Catalog.inOneTransaction(c, sql());
         } catch (SQLException e) {
             throw PgErrors.translate("installing the DDL event trigger", e);
         }

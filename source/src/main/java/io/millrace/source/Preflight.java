@@ -570,7 +570,8 @@ public final class Preflight {
             return List.of();
         }
         List<TableRef> missing = tables.stream().filter(t -> !published.contains(t)).toList();
-        if (!missing.isEmpty() && config.createPublication() && slotExists && publicationPrivilegesMissing(c, missing) == null) {
+        boolean manages = Publisher.manages(c, config); // never one Millrace did not create (Publisher.MARK)
+        if (!missing.isEmpty() && manages && slotExists && publicationPrivilegesMissing(c, missing) == null) {
             // INV: HANDOVER — a table added to a pipeline that streams is copied online, which needs a key (chunks are cut in
             // key order): one without is left out, not published (its later changes would stream into a table missing its
             // first rows), and the engine shows it as not captured with the fix. A fresh start's snapshot copies such tables.
@@ -591,7 +592,7 @@ public final class Preflight {
                 missing = missing.stream().filter(t -> !keyless.contains(t)).toList();
             }
         }
-        if (!missing.isEmpty() && config.createPublication() && publicationPrivilegesMissing(c, missing) == null) {
+        if (!missing.isEmpty() && manages && publicationPrivilegesMissing(c, missing) == null) {
             // Tables added to the configuration of a pipeline that already streams: added to the publication, then copied
             // online while the stream runs. With no slot yet (a first start, or one after a reset or a migration's abort)
             // they are added before the slot is made, and the initial snapshot copies them: refused before, though the
@@ -603,7 +604,8 @@ public final class Preflight {
         }
         if (!missing.isEmpty()) {
             fail("publication", Kind.SOURCE_SETUP, "publication '" + pub + "' does not publish " + missing.stream().map(TableRef::toString)
-                            .collect(Collectors.joining(", ")),
+                            .collect(Collectors.joining(", ")) + (config.createPublication() && !manages ? "; " + Publisher.unmanagedWhy(config)
+                            + " (if an earlier Millrace release created it, give it back: " + Publisher.markSql(pub) + ")" : ""),
                     "ALTER PUBLICATION " + Ident.quote(pub) + " ADD TABLE " + missing.stream().map(TableRef::sql).collect(Collectors.joining(", ")) + ";"
                             + (slotExists ? " (as the tables' owner or a superuser: Millrace adds tables itself only where it may), then,"
                             + " once Millrace streams, copy each: millrace snapshot CONFIG --table " + missing.get(0)

@@ -56,13 +56,51 @@ public final class Publisher {
         return this;
     }
 
+    /**
+     * The comment Millrace gives a publication it creates, and the mark by which it knows one it may alter. A publication
+     * without it is someone else's — Debezium's, a native subscription's, a DBA's — which another consumer may read:
+     * Millrace never adds tables to it, takes tables out of it or changes its options (found by a user who pointed Millrace
+     * at Debezium's publication beside the running connector: at its next start Millrace took out the tables its own
+     * source.tables left out, and the connector stopped receiving their changes).
+     */
+    public static final String MARK = "managed by Millrace";
+
+    /** {@code COMMENT ON PUBLICATION ...}: the mark ({@link #MARK}), and what it means to the DBA who reads it. */
+    public static String markSql(String publication) {
+        return "COMMENT ON PUBLICATION " + Ident.quote(publication) + " IS " + Ident.literal(MARK + ": created by Millrace, which"
+                + " adds and takes out tables as its source.tables says. Remove this comment to keep Millrace from altering it.");
+    }
+
+    /**
+     * Whether Millrace may alter the publication of {@code config}: {@code create_publication} is on, and the publication
+     * is one Millrace created (it bears {@link #MARK}), or does not exist yet (Millrace creates it, marked).
+     */
+    public static boolean manages(Connection c, SourceConfig config) throws SQLException {
+        if (!config.createPublication()) {
+            return false;
+        }
+        try (java.sql.PreparedStatement ps = c.prepareStatement(
+                "SELECT coalesce(obj_description(oid, 'pg_publication'), '') FROM pg_publication WHERE pubname = ?")) {
+            ps.setString(1, config.publication());
+            try (java.sql.ResultSet rs = ps.executeQuery()) {
+                return !rs.next() || rs.getString(1).startsWith(MARK);
+            }
+        }
+    }
+
+    /** Why Millrace leaves the publication of {@code config} as it is: for messages that then name the statement to run. */
+    public static String unmanagedWhy(SourceConfig config) {
+        return "publication '" + config.publication() + "' is not managed by Millrace (" + (config.createPublication()
+                ? "it was not created by Millrace: it lacks the comment '" + MARK + "', so another consumer may use it"
+                : "source.create_publication: false") + ")";
+    }
+
+    /** Creates the publication with {@link #MARK}, in one transaction: a crash cannot leave it unmarked. */
     public void create(Connection c, List<TableRef> tables) {
         String sql = null;
         try {
             sql = createSql(config.publication(), tables, Catalog.serverVersion(c), filters);
-            try (Statement s = c.createStatement()) {
-                s.execute(sql);
-            }
+            Catalog.inOneTransaction(c, sql, markSql(config.publication()));
         } catch (SQLException e) {
             if ("42501".equals(e.getSQLState())) {
                 throw new MillraceException(Kind.PERMISSION, "cannot create publication '" + config.publication() + "': " + e.getMessage()

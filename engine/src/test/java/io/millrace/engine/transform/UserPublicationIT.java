@@ -187,15 +187,24 @@ class UserPublicationIT {
      * A publication made to publish inserts only while streaming ({@code SET (publish = 'insert')}): pgoutput sends no
      * update or delete, and no Relation message shows it. Before the fix the destinations silently kept every row as it
      * was. Now the catalog's look withholds the captured tables in stream order, shows them with the fix, and once the
-     * publication publishes every kind again each is copied again, reconciling. {@code managed}: Millrace manages the
-     * publication (create_publication, the default) and sets it right itself; otherwise the user runs the fix it shows.
+     * publication publishes every kind again each is copied again, reconciling. {@code how}: "millrace", a publication
+     * Millrace made (create_publication, the default, and its mark), which it sets right itself; otherwise the user runs the
+     * fix it shows: "false", create_publication off; "theirs", a publication another consumer made (no mark), which
+     * Millrace never alters, whatever create_publication says (before, it set the publish option of the other consumer's
+     * publication).
      */
     @org.junit.jupiter.params.ParameterizedTest
-    @org.junit.jupiter.params.provider.ValueSource(booleans = {true, false})
-    void aPublishOptionNarrowedWhileStreamingIsReconciled(boolean managed, @TempDir Path dir) throws Exception {
-        String db = managed ? "pm" : "pu";
-        String yaml = peopleAndMarks(db, dir).replace("  binary: auto", "  binary: auto\n  create_publication: " + managed)
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"millrace", "false", "theirs"})
+    void aPublishOptionNarrowedWhileStreamingIsReconciled(String how, @TempDir Path dir) throws Exception {
+        boolean managed = how.equals("millrace");
+        String db = managed ? "pm" : how.equals("false") ? "pu" : "pt";
+        String yaml = peopleAndMarks(db, dir).replace("  binary: auto", "  binary: auto\n  create_publication: " + !how.equals("false"))
                 + "\noperations:\n  monitor_interval_ms: 200\n";
+        if (managed) {
+            try (Connection c = pg.connect(db)) {
+                E2e.exec(c, io.millrace.source.Publisher.markSql("s_" + db)); // as Millrace marks the publications it creates
+            }
+        }
         try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT);
              Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
             E2e.awaitSame(src, dst, List.of(PEOPLE), WAIT);
@@ -218,7 +227,7 @@ class UserPublicationIT {
                 assertThat(e.engine().status().notCaptured()).anySatisfy(n -> {
                     assertThat(n.table()).isEqualTo("public.people");
                     assertThat(n.reason()).contains("no longer publishes update, delete, truncate");
-                    assertThat(n.fix()).isEqualTo("ALTER PUBLICATION \"s_pu\" SET (publish = 'insert, update, delete, truncate');");
+                    assertThat(n.fix()).isEqualTo("ALTER PUBLICATION \"s_" + db + "\" SET (publish = 'insert, update, delete, truncate');");
                 });
                 // An insert is still published, and after ANALYZE pgoutput describes the table again: that Relation message
                 // (the same shape) must not end the hold, or the update after it, which is not published, is lost for good
@@ -226,7 +235,7 @@ class UserPublicationIT {
                         "UPDATE public.people SET name = 'while withheld' WHERE id = 5");
                 // every table is withheld: the slot's confirmed position passing them says the stream went by
                 String at = E2e.queryString(src, "SELECT pg_current_wal_lsn()::text");
-                E2e.awaitRow(src, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 's_pu' AND confirmed_flush_lsn >= '"
+                E2e.awaitRow(src, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 's_" + db + "' AND confirmed_flush_lsn >= '"
                         + at + "'::pg_lsn", WAIT);
                 E2e.exec(src, "UPDATE public.people SET name = 'while withheld too' WHERE id = 7", e.engine().status().notCaptured().get(0).fix());
             }
@@ -234,6 +243,56 @@ class UserPublicationIT {
             assertThat(e.engine().status().notCaptured()).as("no longer withheld").isEmpty();
             E2e.exec(src, "UPDATE public.people SET name = 'after' WHERE id = 4", "DELETE FROM public.people WHERE id = 6");
             E2e.awaitSame(src, dst, List.of(PEOPLE), WAIT);
+        }
+    }
+
+    /**
+     * A publication another consumer made and reads — Debezium's filtered publication, a native subscription's — that the
+     * user points Millrace at (source.publication) with create_publication left on, the default, and a source.tables that
+     * takes fewer tables than it publishes. Found running Debezium beside Millrace on one publication: Millrace's start took
+     * out of it the tables its own source.tables left out, and the other consumer silently stopped receiving their changes.
+     * Now Millrace never alters a publication it did not create: the other consumer's table stays and its changes still
+     * reach the other consumer's slot; a table Millrace wants that the publication lacks is refused with the statement to
+     * run, not added (a native subscriber receiving a table it does not have stops with an error); Millrace's own table is
+     * captured as before. (The other consumer's table still reaches Millrace's destinations, as the start's warning says:
+     * pgoutput sends what the publication publishes.)
+     */
+    @Test
+    void aPublicationAnotherConsumerMadeIsNeverAltered(@TempDir Path dir) throws Exception {
+        String db = "shared";
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        try (Connection c = pg.connect(db)) {
+            E2e.exec(c, "CREATE TABLE public.ours (id int PRIMARY KEY, v text)", "CREATE TABLE public.theirs (id int PRIMARY KEY, v text)",
+                    "CREATE TABLE public.later (id int PRIMARY KEY, v text)", "INSERT INTO public.ours SELECT g, 'v' || g FROM generate_series(1, 50) g",
+                    "CREATE PUBLICATION s_shared FOR TABLE public.ours, public.theirs",
+                    "SELECT pg_create_logical_replication_slot('other_consumer', 'pgoutput')");
+        }
+        io.millrace.core.schema.TableRef ours = io.millrace.core.schema.TableRef.parse("public.ours");
+        String yaml = E2e.yaml(pg, db, "s_" + db, List.of("public.ours"), "auto", db + "_dst", dir);
+        assertThat(yaml).doesNotContain("create_publication");
+        try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT);
+             Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.exec(src, "INSERT INTO public.ours VALUES (51, 'v51')", "INSERT INTO public.theirs VALUES (1, 'for the other consumer')");
+            E2e.awaitSame(src, dst, List.of(ours), WAIT);
+            assertThat(E2e.queryString(src, "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_publication_tables"
+                    + " WHERE pubname = 's_shared'")).as("the other consumer's publication as it made it").isEqualTo("ours,theirs");
+            assertThat(E2e.queryLong(src, "SELECT count(*) FROM pg_logical_slot_peek_binary_changes('other_consumer', NULL, NULL,"
+                    + " 'proto_version', '1', 'publication_names', 's_shared') WHERE get_byte(data, 0) = ascii('I')"))
+                    .as("the other consumer receives the inserts of both its tables").isEqualTo(2);
+        }
+        // source.tables now names a table the publication lacks: refused with the statement, the publication left as it is
+        String more = yaml.replace("[public.ours]", "[public.ours, public.later]");
+        assertThat(more).contains("public.later");
+        Throwable err = RunningEngine.start(more, dir).awaitEnd(WAIT);
+        assertThat(err).isInstanceOf(MillraceException.class);
+        assertThat(((MillraceException) err).kind()).isEqualTo(MillraceException.Kind.SOURCE_SETUP);
+        assertThat(err.getMessage()).contains("does not publish public.later").contains("it was not created by Millrace")
+                .contains("ALTER PUBLICATION \"s_shared\" ADD TABLE \"public\".\"later\";");
+        try (Connection src = pg.connect(db)) {
+            assertThat(E2e.queryString(src, "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_publication_tables"
+                    + " WHERE pubname = 's_shared'")).isEqualTo("ours,theirs");
+            E2e.exec(src, "SELECT pg_drop_replication_slot('other_consumer')");
         }
     }
 
