@@ -77,7 +77,7 @@ final class OnlineControls {
         if (o == null) {
             return null;
         }
-        return new EngineStatus.Online(o.paused(), o.progress().stream().map(t -> new EngineStatus.Task(t.table(),
+        return new EngineStatus.Online(o.paused(), o.progress().stream().map(t -> new EngineStatus.Task(t.table().toString(),
                 t.kind().name().toLowerCase(java.util.Locale.ROOT), t.filter(), t.rowsDone(),
                 t.remaining().size())).toList(), o.chunksRead(), o.chunksRetried(), o.peakBufferedRows());
     }

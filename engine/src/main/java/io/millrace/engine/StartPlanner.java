@@ -198,9 +198,9 @@ final class StartPlanner {
                 || !c.snapshot().consistentPoint().equals(cp) || !c.flushLsn().equals(cp))) {
             return restart(f, null); // a claim without a slot position, or destinations that disagree: start over
         }
-        Set<String> done = new HashSet<>(cps.get(0).snapshot().tablesDone());
+        Set<TableRef> done = new HashSet<>(cps.get(0).snapshot().tablesDone());
         cps.forEach(c -> done.retainAll(c.snapshot().tablesDone()));
-        List<RelationInfo> left = f.tables().stream().filter(r -> !done.contains(r.table().toString())).toList();
+        List<RelationInfo> left = f.tables().stream().filter(r -> !done.contains(r.table())).toList();
         Optional<RelationInfo> keyless = left.stream().filter(r -> !r.hasKey()).findFirst();
         if (keyless.isPresent()) {
             return restart(f, "table " + keyless.get().table() + " has no key, so it cannot be copied online: the snapshot starts over");
@@ -342,7 +342,7 @@ final class StartPlanner {
         }
         List<OnlineTask> tasks = new ArrayList<>(cp.online());
         for (TableRef t : f.unpublished()) {
-            if (tasks.stream().noneMatch(x -> x.table().equals(t.toString()))) {
+            if (tasks.stream().noneMatch(x -> x.table().equals(t))) {
                 RelationInfo r = f.relation(t);
                 tasks.add(held.contains(r.oid()) ? OnlineTask.reconciling(r) : OnlineTask.whole(r));
             }
@@ -454,7 +454,7 @@ final class StartPlanner {
 
     /** Whether {@code task} copies {@code table}: by oid, or by name for a task that has none (a signal's). */
     private static boolean copies(OnlineTask task, RelationInfo table) {
-        return task.oid() == table.oid() || (task.oid() == 0 && task.table().equals(table.table().toString()));
+        return task.oid() == table.oid() || (task.oid() == 0 && task.table().equals(table.table()));
     }
 
     /** The checkpoint furthest behind: its online tasks have the most left. */

@@ -213,7 +213,7 @@ final class StartUp {
             return;
         }
         boolean copied = resume.checkpoints().stream().allMatch(c -> changed.stream().allMatch(t -> c.online().stream()
-                .anyMatch(o -> o.table().equals(t.toString()))));
+                .anyMatch(o -> o.table().equals(t))));
         if (copied) {
             LOG.info("the transforms of {} changed while Millrace was stopped: copying them again online, so that the rows the destinations"
                     + " hold are masked, filtered and named under the new rules too", changed);

@@ -72,7 +72,7 @@ final class StatusReport {
         for (int i = 0; i < ctx.config.destinations().size(); i++) {
             io.millrace.core.change.Checkpoint cp = p.checkpoint(i);
             if (cp != null) {
-                cp.online().stream().filter(io.millrace.core.change.OnlineTask::reconcile).forEach(t -> reconciling.add(t.table()));
+                cp.online().stream().filter(io.millrace.core.change.OnlineTask::reconcile).forEach(t -> reconciling.add(t.table().toString()));
             }
         }
         return new EngineStatus.SlotLost(l.count(), l.reason(), l.lostAt().toString(), l.newSlotAt().toString(),

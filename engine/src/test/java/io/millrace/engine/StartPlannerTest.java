@@ -81,7 +81,7 @@ class StartPlannerTest {
     /** A snapshot under way at consistent point {@code cp}, {@code done} landed. */
     private static Checkpoint copying(String destination, Lsn cp, String... done) {
         return new Checkpoint(Checkpoint.VERSION, id(destination), cp, Position.START,
-                new SnapshotProgress(SnapshotProgress.State.RUNNING, cp, List.of(done)));
+                new SnapshotProgress(SnapshotProgress.State.RUNNING, cp, java.util.Arrays.stream(done).map(TableRef::parse).toList()));
     }
 
     private static Destination dest(String name, Checkpoint cp) {
@@ -329,7 +329,7 @@ class StartPlannerTest {
                             assertThat(r.left()).containsExactly(B.table());
                             assertThat(r.consistentPoint()).isEqualTo(CP);
                             assertThat(r.checkpoints()).allSatisfy(c -> {
-                                assertThat(c.snapshot()).isEqualTo(new SnapshotProgress(SnapshotProgress.State.DONE, CP, List.of("public.a")));
+                                assertThat(c.snapshot()).isEqualTo(new SnapshotProgress(SnapshotProgress.State.DONE, CP, List.of(TableRef.parse("public.a"))));
                                 assertThat(c.online()).containsExactly(OnlineTask.whole(B));
                             });
                         })),
@@ -559,14 +559,14 @@ class StartPlannerTest {
                                 .withRules(new java.util.TreeMap<>())).slot(slot(Lsn.of(100), null)).rules("new")),
                         is(StartPlan.Resume.class, r -> assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online()).isEmpty()))),
                 row("restart with a rule changed while a filtered copy of the table is under way: one reconciling copy replaces it",
-                        with(b -> b.checkpoints(ruled("replica", "old").withOnline(List.of(OnlineTask.whole("public.a", "id > 5"))),
+                        with(b -> b.checkpoints(ruled("replica", "old").withOnline(List.of(OnlineTask.whole(TableRef.parse("public.a"), "id > 5"))),
                                 ruled("events", "old")).slot(slot(Lsn.of(100), null)).rules("new")),
                         is(StartPlan.Resume.class, r -> assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online())
                                 .containsExactlyInAnyOrder(OnlineTask.reconciling(A), OnlineTask.reconciling(B))))),
                 row("restart with a rule changed while a reconciling copy of the table is half done (its chunks under the old rules):"
                                 + " a fresh reconciling copy replaces it",
-                        with(b -> b.checkpoints(ruled("replica", "old").withOnline(List.of(new OnlineTask("public.a", null,
-                                List.of(new OnlineTask.KeyRange(List.of("500"), null)), 500, A.oid(), true))), ruled("events", "old"))
+                        with(b -> b.checkpoints(ruled("replica", "old").withOnline(List.of(new OnlineTask(TableRef.parse("public.a"), null,
+                                List.of(OnlineTask.KeyRange.stored(List.of("500"), null)), 500, A.oid(), true))), ruled("events", "old"))
                                 .slot(slot(Lsn.of(100), null)).rules("new")),
                         is(StartPlan.Resume.class, r -> assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online())
                                 .containsExactlyInAnyOrder(OnlineTask.reconciling(A), OnlineTask.reconciling(B))))),

@@ -2,6 +2,7 @@ package io.millrace.engine;
 
 import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.schema.TableRef;
 import io.millrace.engine.config.ConfigLoader;
 import io.millrace.engine.config.EngineConfig;
 import io.millrace.pipeline.PipelineStats;
@@ -404,7 +405,7 @@ class SupervisorTest {
     @Test
     void aRenamedTablesCountFollowsItsNewName() {
         Supervisor.Delivered d = Supervisor.Delivered.NONE.plus(streaming(7, 3, 4))
-                .renamed(Map.of(io.millrace.core.schema.TableRef.parse("public.a"), io.millrace.core.schema.TableRef.parse("public.a2")));
+                .renamed(Map.of(TableRef.parse("public.a"), TableRef.parse("public.a2")));
         EngineStatus next = new EngineStatus("p", "streaming", "h:1/app", "s", "pub", "0/10", "0/20", "0/10", 5000, 4000, 1200, 2, 0, 1,
                 List.of(new EngineStatus.Table("public.a2", "streaming", 0, 0, 1), new EngineStatus.Table("public.b", "streaming", 0, 0, 1)), null);
         EngineStatus shown = d.addedTo(next);

@@ -98,11 +98,11 @@ public final class SnapshotRunner {
     private final AtomicReference<Throwable> failure = new AtomicReference<>();
     private final Object progressLock = new Object();
     // @GuardedBy("progressLock")
-    private final Set<String> tablesDone;
+    private final Set<TableRef> tablesDone;
     // @GuardedBy("progressLock")
     private final Map<TableRef, Integer> chunksLeft = new HashMap<>();
     // @GuardedBy("progressLock") — chunks landed of tables not yet done, recorded in the checkpoint
-    private final List<String> chunksDone = new ArrayList<>();
+    private final List<SnapshotProgress.Chunk> chunksDone = new ArrayList<>();
     // @GuardedBy("progressLock")
     private final Map<TableRef, Long> rowsByTable = new HashMap<>();
 
@@ -434,12 +434,11 @@ public final class SnapshotRunner {
         hand(events, ref, rows, bytes);
         synchronized (progressLock) {
             int left = chunksLeft.merge(ref, -1, Integer::sum);
-            String prefix = ref + "#";
             if (left == 0) {
-                tablesDone.add(ref.toString());
-                chunksDone.removeIf(done -> done.startsWith(prefix));
+                tablesDone.add(ref);
+                chunksDone.removeIf(done -> done.table().equals(ref));
             } else {
-                chunksDone.add(prefix + chunk.index() + "/" + chunk.of());
+                chunksDone.add(new SnapshotProgress.Chunk(ref, chunk.index(), chunk.of()));
             }
             // Every landed chunk is recorded; sent under the lock, so progress reaches the writer in the order it grows,
             // after the rows it counts (the writer applies batches in order).

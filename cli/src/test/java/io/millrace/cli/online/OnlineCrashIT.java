@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.millrace.core.change.Checkpoint;
 import io.millrace.core.change.CheckpointJson;
+import io.millrace.core.change.KeyBound;
 import io.millrace.core.change.OnlineTask;
 import io.millrace.core.schema.TableRef;
 import io.millrace.embedded.EmbeddedPg;
@@ -175,7 +176,8 @@ class OnlineCrashIT {
 
     private static boolean inRanges(long id, List<OnlineTask.KeyRange> ranges) {
         for (OnlineTask.KeyRange r : ranges) {
-            if ((r.lo() == null || id > Long.parseLong(r.lo().get(0))) && (r.hi() == null || id <= Long.parseLong(r.hi().get(0)))) {
+            if ((!(r.lo() instanceof KeyBound.Key lo) || id > Long.parseLong(lo.values().get(0)))
+                    && (!(r.hi() instanceof KeyBound.Key hi) || id <= Long.parseLong(hi.values().get(0)))) {
                 return true;
             }
         }
@@ -350,7 +352,8 @@ class OnlineCrashIT {
     }
 
     private static String abbreviate(List<OnlineTask.KeyRange> ranges) {
-        String s = ranges.stream().map(r -> "(" + (r.lo() == null ? "-" : r.lo().get(0)) + "," + (r.hi() == null ? "+" : r.hi().get(0)) + "]")
+        String s = ranges.stream().map(r -> "(" + (r.lo() instanceof KeyBound.Key lo ? lo.values().get(0) : "-") + ","
+                        + (r.hi() instanceof KeyBound.Key hi ? hi.values().get(0) : "+") + "]")
                 .toList().toString();
         return s.length() > 200 ? s.substring(0, 200) + "..." : s;
     }

@@ -104,11 +104,11 @@ public record Checkpoint(int version, Identity identity, Lsn flushLsn, Position 
     }
 
     /**
-     * The tables ({@code schema.table}) an online snapshot is still copying: a destination may lack rows of
-     * them that a later chunk brings, so an update with unchanged TOAST values of such a row is not an error.
+     * The tables an online snapshot is still copying: a destination may lack rows of them that a later chunk brings, so
+     * an update with unchanged TOAST values of such a row is not an error.
      */
-    public java.util.Set<String> copying() {
-        java.util.Set<String> t = new java.util.HashSet<>();
+    public java.util.Set<TableRef> copying() {
+        java.util.Set<TableRef> t = new java.util.HashSet<>();
         for (OnlineTask task : online) {
             t.add(task.table());
         }

@@ -36,14 +36,14 @@ public final class CheckpointJson {
         snap.put("state", c.snapshot().state().name());
         snap.put("consistent_point", c.snapshot().consistentPoint().toString());
         ArrayNode done = snap.putArray("tables_done");
-        c.snapshot().tablesDone().forEach(done::add);
+        c.snapshot().tablesDone().forEach(t -> done.add(t.text()));
         ArrayNode chunks = snap.putArray("chunks_done");
-        c.snapshot().chunksDone().forEach(chunks::add);
+        c.snapshot().chunksDone().forEach(ch -> chunks.add(ch.text()));
         if (!c.online().isEmpty()) {
             ArrayNode online = root.putArray("online");
             for (OnlineTask t : c.online()) {
                 ObjectNode task = online.addObject();
-                task.put("table", t.table());
+                task.put("table", t.table().text()); // read back as it is: a name may hold a dot or a quote
                 task.put("kind", t.kind().name().toLowerCase(java.util.Locale.ROOT));
                 if (t.filter() != null) {
                     task.put("filter", t.filter());
@@ -89,12 +89,12 @@ public final class CheckpointJson {
         return root.toString();
     }
 
-    private static void key(ObjectNode range, String field, List<String> key) {
-        if (key == null) {
-            range.putNull(field);
-        } else {
+    private static void key(ObjectNode range, String field, KeyBound bound) {
+        if (bound instanceof KeyBound.Key key) {
             ArrayNode a = range.putArray(field);
-            key.forEach(a::add);
+            key.values().forEach(a::add);
+        } else {
+            range.putNull(field); // KeyBound.OPEN
         }
     }
 
@@ -105,6 +105,23 @@ public final class CheckpointJson {
         List<String> out = new ArrayList<>();
         n.forEach(v -> out.add(v.asText()));
         return out;
+    }
+
+    /**
+     * A table as stored (a task's, a landed one): {@link TableRef#text()}, which quotes a part holding a dot or a quote. Before, it was
+     * {@link TableRef#toString()}, which does not: such a name is split at its first dot (a schema rarely holds one, and a
+     * task that records its oid is found again by it, {@code OnlineSnapshotter.start}).
+     */
+    static TableRef storedTable(String text) {
+        try {
+            return TableRef.parse(text);
+        } catch (IllegalArgumentException e) {
+            int dot = text.indexOf('.');
+            if (dot <= 0 || dot == text.length() - 1) {
+                throw new IllegalArgumentException("checkpoint: online snapshot task of table '" + text + "': not schema.table", e);
+            }
+            return new TableRef(text.substring(0, dot), text.substring(dot + 1));
+        }
     }
 
     /** Format 1 marked a task reading moved keys again by this comment at the start of its filter. */
@@ -128,17 +145,17 @@ public final class CheckpointJson {
             Identity identity = new Identity(id.required("system_id").asText(), id.required("database").asText(),
                     id.required("slot").asText(), id.required("publication").asText(), id.required("destination").asText());
             JsonNode snap = root.required("snapshot");
-            List<String> done = new ArrayList<>();
-            snap.required("tables_done").forEach(n -> done.add(n.asText()));
-            List<String> chunks = new ArrayList<>();
-            snap.path("chunks_done").forEach(n -> chunks.add(n.asText()));
+            List<TableRef> done = new ArrayList<>();
+            snap.required("tables_done").forEach(n -> done.add(storedTable(n.asText())));
+            List<SnapshotProgress.Chunk> chunks = new ArrayList<>();
+            snap.path("chunks_done").forEach(n -> chunks.add(SnapshotProgress.Chunk.parse(n.asText(), CheckpointJson::storedTable)));
             SnapshotProgress progress = new SnapshotProgress(SnapshotProgress.State.valueOf(snap.required("state").asText()),
                     Lsn.parse(snap.required("consistent_point").asText()), done, chunks);
             List<OnlineTask> online = new ArrayList<>();
             for (JsonNode t : root.path("online")) {
                 List<OnlineTask.KeyRange> ranges = new ArrayList<>();
                 for (JsonNode r : t.required("remaining")) {
-                    ranges.add(new OnlineTask.KeyRange(key(r.get("lo")), key(r.get("hi"))));
+                    ranges.add(OnlineTask.KeyRange.stored(key(r.get("lo")), key(r.get("hi"))));
                 }
                 String filter = t.hasNonNull("filter") ? t.get("filter").asText() : null;
                 OnlineTask.Kind kind;
@@ -154,7 +171,7 @@ public final class CheckpointJson {
                 } else {
                     kind = OnlineTask.Kind.valueOf(t.required("kind").asText().toUpperCase(java.util.Locale.ROOT));
                 }
-                online.add(new OnlineTask(t.required("table").asText(), kind, filter, ranges, t.path("rows_done").asLong(),
+                online.add(new OnlineTask(storedTable(t.required("table").asText()), kind, filter, ranges, t.path("rows_done").asLong(),
                         (int) t.path("oid").asLong(), key(t.get("key"))));
             }
             java.util.SortedMap<Integer, TableRef> tables = new java.util.TreeMap<>();

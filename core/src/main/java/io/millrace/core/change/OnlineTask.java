@@ -1,5 +1,7 @@
 package io.millrace.core.change;
 
+import io.millrace.core.schema.TableRef;
+
 import java.util.List;
 import java.util.Objects;
 
@@ -7,7 +9,7 @@ import java.util.Objects;
  * One online (watermark) snapshot of a table that has not landed in full, persisted with every
  * checkpoint so a restart resumes after the last landed chunk (INV: RESUME).
  *
- * @param table     {@code schema.table}, as {@link io.millrace.core.schema.TableRef#toString()}
+ * @param table     the table, as named when the task was made (or last recorded: a rename is followed by {@code oid})
  * @param kind      what the task reads (and whether it shows in the table's copy status)
  * @param filter    an SQL condition limiting the rows read: the operator's ({@link Kind#FILTERED}) or the moved keys'
  *                  ({@link Kind#REREAD}); null for the others
@@ -20,7 +22,7 @@ import java.util.Objects;
  *                  before it was). A table whose key changed since (while Millrace was stopped) is copied from its first key
  *                  again: ranges of the old key's values would skip rows of the new one
  */
-public record OnlineTask(String table, Kind kind, String filter, List<KeyRange> remaining, long rowsDone, int oid, List<String> key) {
+public record OnlineTask(TableRef table, Kind kind, String filter, List<KeyRange> remaining, long rowsDone, int oid, List<String> key) {
 
     /**
      * What a task reads. Set when the task is made and stored with it (checkpoint format 2; format 1 marked a re-read by a
@@ -63,20 +65,20 @@ public record OnlineTask(String table, Kind kind, String filter, List<KeyRange> 
     }
 
     /** A copy ({@link Kind#COPY}, {@link Kind#FILTERED} with a filter, or {@link Kind#RECONCILE}). */
-    public OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone, int oid, boolean reconcile,
+    public OnlineTask(TableRef table, String filter, List<KeyRange> remaining, long rowsDone, int oid, boolean reconcile,
                       List<String> key) {
         this(table, reconcile ? Kind.RECONCILE : filter != null ? Kind.FILTERED : Kind.COPY, filter, remaining, rowsDone, oid, key);
     }
 
-    public OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone, int oid, boolean reconcile) {
+    public OnlineTask(TableRef table, String filter, List<KeyRange> remaining, long rowsDone, int oid, boolean reconcile) {
         this(table, filter, remaining, rowsDone, oid, reconcile, null);
     }
 
-    public OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone, int oid) {
+    public OnlineTask(TableRef table, String filter, List<KeyRange> remaining, long rowsDone, int oid) {
         this(table, filter, remaining, rowsDone, oid, false);
     }
 
-    public OnlineTask(String table, String filter, List<KeyRange> remaining, long rowsDone) {
+    public OnlineTask(TableRef table, String filter, List<KeyRange> remaining, long rowsDone) {
         this(table, filter, remaining, rowsDone, 0);
     }
 
@@ -86,33 +88,38 @@ public record OnlineTask(String table, Kind kind, String filter, List<KeyRange> 
     }
 
     /** A new task covering the whole key space. */
-    public static OnlineTask whole(String table, String filter) {
+    public static OnlineTask whole(TableRef table, String filter) {
         return new OnlineTask(table, filter, List.of(KeyRange.ALL), 0);
     }
 
     /** A new task copying the whole table {@code table} of oid {@code oid}. */
     public static OnlineTask whole(io.millrace.core.schema.RelationInfo table) {
-        return new OnlineTask(table.table().toString(), null, List.of(KeyRange.ALL), 0, table.oid());
+        return new OnlineTask(table.table(), null, List.of(KeyRange.ALL), 0, table.oid());
     }
 
     /** A new task re-copying the whole table {@code table} and deleting what the source no longer has ({@link #reconcile}). */
     public static OnlineTask reconciling(io.millrace.core.schema.RelationInfo table) {
-        return new OnlineTask(table.table().toString(), null, List.of(KeyRange.ALL), 0, table.oid(), true);
+        return new OnlineTask(table.table(), null, List.of(KeyRange.ALL), 0, table.oid(), true);
     }
 
     /**
-     * A half-open range of primary-key values {@code (lo, hi]}, in the key's own order. A key is the
-     * text form of its columns' values (as PostgreSQL prints them), so it is fed back as literals.
+     * A half-open range of primary-key values {@code (lo, hi]}, in the key's own order; either end may be
+     * {@link KeyBound#OPEN}.
      *
-     * @param lo exclusive lower bound, null when open below
-     * @param hi inclusive upper bound, null when open above
+     * @param lo exclusive lower bound
+     * @param hi inclusive upper bound
      */
-    public record KeyRange(List<String> lo, List<String> hi) {
-        public static final KeyRange ALL = new KeyRange(null, null);
+    public record KeyRange(KeyBound lo, KeyBound hi) {
+        public static final KeyRange ALL = new KeyRange(KeyBound.OPEN, KeyBound.OPEN);
 
         public KeyRange {
-            lo = lo == null ? null : List.copyOf(lo);
-            hi = hi == null ? null : List.copyOf(hi);
+            Objects.requireNonNull(lo, "lo (KeyBound.OPEN for an open end)");
+            Objects.requireNonNull(hi, "hi (KeyBound.OPEN for an open end)");
+        }
+
+        /** The range of two stored bounds ({@link KeyBound#stored}: {@code null} for an open end). */
+        public static KeyRange stored(List<String> lo, List<String> hi) {
+            return new KeyRange(KeyBound.stored(lo), KeyBound.stored(hi));
         }
     }
 }

@@ -103,6 +103,21 @@ public record TableRef(String schema, String table) implements Comparable<TableR
         return c != 0 ? c : table.compareTo(o.table);
     }
 
+    /**
+     * {@code schema.table} as {@link #parse} reads it back into this reference: as {@link #toString()}, but a part that
+     * holds a dot or a double quote, or begins or ends with a space, is double-quoted (its quotes doubled). For what is
+     * stored and read again (a checkpoint's online copies), where {@link #toString()} of {@code public."a.b"} would read
+     * back as three parts.
+     */
+    public String text() {
+        return part(schema) + "." + part(table);
+    }
+
+    private static String part(String p) {
+        boolean plain = p.indexOf('.') < 0 && p.indexOf('"') < 0 && p.strip().equals(p);
+        return plain ? p : "\"" + p.replace("\"", "\"\"") + "\"";
+    }
+
     /** {@code schema.table}, unquoted, for messages and file names. */
     @Override
     public String toString() {

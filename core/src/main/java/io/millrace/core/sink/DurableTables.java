@@ -25,7 +25,7 @@ import java.util.SortedMap;
  * Owned by the writer thread; {@link #held()} may be read by any.
  */
 public final class DurableTables {
-    private Set<String> copying = Set.of();
+    private Set<TableRef> copying = Set.of();
     /** Replaced whole, never changed in place: other threads may read it ({@link KeyedSink#keysIn(int, TableRef, java.util.List,
      * io.millrace.core.change.OnlineTask.KeyRange, int)}). */
     private volatile SortedMap<Integer, TableRef> held = Collections.emptySortedMap();
@@ -54,16 +54,16 @@ public final class DurableTables {
         return shapes;
     }
 
-    /** The tables ({@code schema.table} of the source) copied online during the batch that ends at {@code next}. */
-    public Set<String> copyingUntil(Checkpoint next) {
-        Set<String> during = new HashSet<>(copying);
+    /** The tables (of the source) copied online during the batch that ends at {@code next}. */
+    public Set<TableRef> copyingUntil(Checkpoint next) {
+        Set<TableRef> during = new HashSet<>(copying);
         during.addAll(next.copying());
         return during;
     }
 
     /** Whether updates of {@code rel}'s rows the destination lacks wait for the online copy (the copying rule). */
-    public static boolean waitsForCopy(Set<String> copying, RelationInfo rel) {
-        return copying.contains(rel.sourceTable().toString()); // the source's name: a transform may rename the table
+    public static boolean waitsForCopy(Set<TableRef> copying, RelationInfo rel) {
+        return copying.contains(rel.sourceTable()); // the source's name: a transform may rename the table
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.millrace.core.sink;
 
+import io.millrace.core.change.KeyBound;
 import io.millrace.core.change.OnlineTask.KeyRange;
 import io.millrace.core.schema.Ident;
 
@@ -27,11 +28,11 @@ public final class KeyRangeSql {
      */
     public static String where(List<String> keyColumns, KeyRange r, java.util.function.BiFunction<Integer, String, String> literal) {
         List<String> parts = new ArrayList<>();
-        if (r.lo() != null) {
-            parts.add(greater(keyColumns, r.lo(), literal));
+        if (r.lo() instanceof KeyBound.Key lo) {
+            parts.add(greater(keyColumns, lo.values(), literal));
         }
-        if (r.hi() != null) {
-            parts.add("NOT " + greater(keyColumns, r.hi(), literal));
+        if (r.hi() instanceof KeyBound.Key hi) {
+            parts.add("NOT " + greater(keyColumns, hi.values(), literal));
         }
         return parts.isEmpty() ? "TRUE" : String.join(" AND ", parts);
     }

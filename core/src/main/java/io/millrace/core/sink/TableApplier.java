@@ -26,7 +26,7 @@ public abstract class TableApplier {
     /** The destination's name, for messages. */
     protected final String destination;
     /** Tables an online snapshot is copying during the batch being applied (see {@link #apply}). */
-    protected Set<String> copying = Set.of();
+    protected Set<TableRef> copying = Set.of();
 
     /** The source tables this destination held before the batch being applied, by oid (see {@link #apply}). */
     private SortedMap<Integer, TableRef> held = new java.util.TreeMap<>();
@@ -65,7 +65,7 @@ public abstract class TableApplier {
      * @param shapes  the shapes the tables were last written in here ({@link io.millrace.core.change.Checkpoint#shapes()},
      *                the last durable checkpoint's): see {@link #reshapedSinceHeld}
      */
-    public final void apply(List<ChangeEvent> events, Set<String> copying, SortedMap<Integer, TableRef> held,
+    public final void apply(List<ChangeEvent> events, Set<TableRef> copying, SortedMap<Integer, TableRef> held,
                             SortedMap<Integer, String> shapes) {
         this.heldShapes = shapes;
         apply(events, copying, held);
@@ -83,7 +83,7 @@ public abstract class TableApplier {
     }
 
     /** As {@link #apply(List, Set, SortedMap, SortedMap)} without the shapes. */
-    public final void apply(List<ChangeEvent> events, Set<String> copying, SortedMap<Integer, TableRef> held) {
+    public final void apply(List<ChangeEvent> events, Set<TableRef> copying, SortedMap<Integer, TableRef> held) {
         this.copying = copying;
         this.held = held;
         SourceTables.Followed followed = SourceTables.follow(held, events);

@@ -16,19 +16,20 @@ class CheckpointJsonTest {
 
     @Test
     void roundTripsEveryField() {
-        OnlineTask task = new OnlineTask("public.orders", "region = 'eu'", List.of(
-                new OnlineTask.KeyRange(null, List.of("10", "a\tb")),
-                new OnlineTask.KeyRange(List.of("20", "x"), null),
-                new OnlineTask.KeyRange(Arrays.asList("30", "\"quoted\""), List.of("40", "ü"))), 1234);
+        OnlineTask task = new OnlineTask(TableRef.parse("public.orders"), "region = 'eu'", List.of(
+                OnlineTask.KeyRange.stored(null, List.of("10", "a\tb")),
+                OnlineTask.KeyRange.stored(List.of("20", "x"), null),
+                OnlineTask.KeyRange.stored(Arrays.asList("30", "\"quoted\""), List.of("40", "ü"))), 1234);
         Checkpoint c = new Checkpoint(Checkpoint.VERSION, ID, Lsn.parse("0/16B3748"), new Position(Lsn.parse("0/16B3700"), 17),
-                new SnapshotProgress(SnapshotProgress.State.RUNNING, Lsn.parse("0/1000"), List.of("public.a"), List.of("public.b#1/4")),
-                List.of(task, OnlineTask.whole("public.items", null), new OnlineTask("public.keyed", null, List.of(OnlineTask.KeyRange.ALL),
+                new SnapshotProgress(SnapshotProgress.State.RUNNING, Lsn.parse("0/1000"), List.of(TableRef.parse("public.a")),
+                        List.of(new SnapshotProgress.Chunk(TableRef.parse("public.b"), 1, 4))),
+                List.of(task, OnlineTask.whole(TableRef.parse("public.items"), null), new OnlineTask(TableRef.parse("public.keyed"), null, List.of(OnlineTask.KeyRange.ALL),
                         0, 5, false, List.of("region", "id"))));
         Checkpoint back = CheckpointJson.read(CheckpointJson.write(c));
         assertThat(back).isEqualTo(c);
         assertThat(back.online().get(2).key()).containsExactly("region", "id");
         assertThat(back.online().get(0).key()).as("not recorded: unknown").isNull();
-        assertThat(back.online().get(0).remaining().get(0).lo()).isNull();
+        assertThat(back.online().get(0).remaining().get(0).lo()).as("open below").isEqualTo(KeyBound.OPEN);
         assertThat(back.online().get(1).filter()).isNull();
     }
 
@@ -54,7 +55,7 @@ class CheckpointJsonTest {
         assertThat(c.online()).extracting(OnlineTask::kind).containsExactly(OnlineTask.Kind.REREAD, OnlineTask.Kind.COPY,
                 OnlineTask.Kind.FILTERED, OnlineTask.Kind.RECONCILE, OnlineTask.Kind.FILTERED);
         assertThat(c.online().get(0).filter()).as("the marker is gone").isEqualTo("(\"id\") IN (('7'), ('9'))");
-        assertThat(c.online().get(1).remaining()).containsExactly(new OnlineTask.KeyRange(List.of("500"), null));
+        assertThat(c.online().get(1).remaining()).containsExactly(OnlineTask.KeyRange.stored(List.of("500"), null));
         assertThat(c.online().get(1).rowsDone()).isEqualTo(500);
         assertThat(c.online().get(2).filter()).isEqualTo("region = 'eu'");
         assertThat(c.online().get(3).reconcile()).isTrue();
@@ -72,9 +73,9 @@ class CheckpointJsonTest {
     /** A task's kind and its filter agree: a filtered or re-read task has one, the others none. */
     @Test
     void aTaskWhoseKindAndFilterDisagreeIsRefused() {
-        assertThatThrownBy(() -> new OnlineTask("public.t", OnlineTask.Kind.REREAD, null, List.of(OnlineTask.KeyRange.ALL), 0, 0, null))
+        assertThatThrownBy(() -> new OnlineTask(TableRef.parse("public.t"), OnlineTask.Kind.REREAD, null, List.of(OnlineTask.KeyRange.ALL), 0, 0, null))
                 .hasMessageContaining("a REREAD task needs a filter");
-        assertThatThrownBy(() -> new OnlineTask("public.t", OnlineTask.Kind.COPY, "id > 1", List.of(OnlineTask.KeyRange.ALL), 0, 0,
+        assertThatThrownBy(() -> new OnlineTask(TableRef.parse("public.t"), OnlineTask.Kind.COPY, "id > 1", List.of(OnlineTask.KeyRange.ALL), 0, 0,
                 null)).hasMessageContaining("a COPY task takes no filter (id > 1)");
     }
 
@@ -84,7 +85,7 @@ class CheckpointJsonTest {
         String json = CheckpointJson.write(c);
         assertThat(json).doesNotContain("online");
         assertThat(CheckpointJson.read(json)).isEqualTo(c);
-        assertThat(c.advance(Lsn.parse("0/20"), Position.START).withOnline(List.of(OnlineTask.whole("public.t", null)))
+        assertThat(c.advance(Lsn.parse("0/20"), Position.START).withOnline(List.of(OnlineTask.whole(TableRef.parse("public.t"), null)))
                 .advance(Lsn.parse("0/30"), Position.START).online()).hasSize(1);
     }
 
@@ -92,7 +93,7 @@ class CheckpointJsonTest {
     @Test
     void aSlotReplacementAndReconcilingTasksRoundTrip() {
         Checkpoint c = new Checkpoint(Checkpoint.VERSION, ID, Lsn.parse("0/3000"), new Position(Lsn.parse("0/3000"), 0),
-                SnapshotProgress.skipped(Lsn.parse("0/10")), List.of(new OnlineTask("public.t", null, List.of(OnlineTask.KeyRange.ALL), 0, 77,
+                SnapshotProgress.skipped(Lsn.parse("0/10")), List.of(new OnlineTask(TableRef.parse("public.t"), null, List.of(OnlineTask.KeyRange.ALL), 0, 77,
                 true)), null, new Checkpoint.SlotLost(Checkpoint.SlotLost.State.REPLACED, Lsn.parse("0/20"), Lsn.parse("0/3000"),
                 "slot 'millrace' was invalidated (wal_status = lost)", 2));
         String json = CheckpointJson.write(c);
@@ -145,5 +146,30 @@ class CheckpointJsonTest {
     @Test
     void anUnknownVersionIsRefused() {
         assertThatThrownBy(() -> CheckpointJson.read("{\"version\":3}")).hasMessageContaining("version 3 is not supported");
+    }
+
+    /**
+     * Issue 17: a task names its table as a {@link io.millrace.core.schema.TableRef}, stored so that a name holding a dot
+     * or a double quote reads back as the same table (the text {@code schema.table} read back as three parts, and the
+     * restart stopped: OnlineSnapshotIT). A checkpoint stored before, with the name unquoted, is split at its first dot.
+     */
+    @Test
+    void aTableNameWithADotOrAQuoteReadsBackAsTheSameTable() {
+        TableRef odd = new TableRef("public", "odd.name \"q\"");
+        TableRef spaced = new TableRef("my schema", " padded ");
+        TableRef hashed = new TableRef("public", "a#1/2"); // a chunk's text is schema.table#i/n
+        Checkpoint c = new Checkpoint(Checkpoint.VERSION, ID, Lsn.parse("0/20"), new Position(Lsn.parse("0/20"), 0),
+                new SnapshotProgress(SnapshotProgress.State.RUNNING, Lsn.parse("0/10"), List.of(odd),
+                        List.of(new SnapshotProgress.Chunk(hashed, 0, 3), new SnapshotProgress.Chunk(spaced, 2, 3))),
+                List.of(OnlineTask.whole(odd, null), OnlineTask.whole(spaced, null)));
+        String json = CheckpointJson.write(c);
+        assertThat(json).contains("\"table\":\"public.\\\"odd.name \\\"\\\"q\\\"\\\"\\\"\"");
+        assertThat(CheckpointJson.read(json).online()).extracting(OnlineTask::table).containsExactly(odd, spaced);
+        assertThat(CheckpointJson.read(json)).isEqualTo(c);
+        assertThat(CheckpointJson.read(json).snapshot().chunksDone()).extracting(SnapshotProgress.Chunk::table)
+                .containsExactly(hashed, spaced);
+        String before = json.replace("public.\\\"odd.name \\\"\\\"q\\\"\\\"\\\"", "public.odd.name \\\"q\\\"");
+        assertThat(before).contains("\"table\":\"public.odd.name \\\"q\\\"\"");
+        assertThat(CheckpointJson.read(before).online().get(0).table()).as("stored unquoted before").isEqualTo(odd);
     }
 }

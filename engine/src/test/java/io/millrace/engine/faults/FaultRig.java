@@ -1,5 +1,6 @@
 package io.millrace.engine.faults;
 
+import io.millrace.core.schema.TableRef;
 import io.millrace.engine.Supervisor;
 import io.millrace.engine.config.ConfigLoader;
 import io.millrace.engine.config.EngineConfig;
@@ -22,8 +23,8 @@ import java.util.concurrent.atomic.AtomicReference;
 /** Test support for the fault tests: configuration, a supervised pipeline on a thread, a write load, checks. */
 final class FaultRig {
     static final String TABLES = "[public.items, public.txlog]";
-    static final List<io.millrace.core.schema.TableRef> REFS = List.of(io.millrace.core.schema.TableRef.parse("public.items"),
-            io.millrace.core.schema.TableRef.parse("public.txlog"));
+    static final List<io.millrace.core.schema.TableRef> REFS = List.of(TableRef.parse("public.items"),
+            TableRef.parse("public.txlog"));
 
     private FaultRig() {
     }

@@ -86,7 +86,7 @@ class AddTableIT {
                     List<OnlineTask> tasks = e.engine().onlineSnapshots();
                     if (!tasks.isEmpty()) {
                         sawTask = true;
-                        assertThat(tasks).extracting(OnlineTask::table).containsExactly("public.b");
+                        assertThat(tasks).extracting(OnlineTask::table).containsExactly(new io.millrace.core.schema.TableRef("public", "b"));
                         if (tasks.get(0).rowsDone() > 0) {
                             e.engine().pauseSnapshots(true);
                             break;

@@ -84,7 +84,7 @@ class InterruptedSnapshotIT {
     }
 
     private static boolean landed(Checkpoint c, String table) {
-        return c != null && c.snapshot().tablesDone().contains(table);
+        return c != null && c.snapshot().tablesDone().contains(TableRef.parse(table));
     }
 
     /** Read ({@code r}) events per id of {@code table} in the jsonl files. */
@@ -142,7 +142,7 @@ class InterruptedSnapshotIT {
             for (Checkpoint c : List.of(p1, j1)) {
                 assertThat(c.snapshot().state()).as("%s: snapshot interrupted", c.identity().destination()).isEqualTo(SnapshotProgress.State.RUNNING);
                 assertThat(c.snapshot().tablesDone()).as("%s: tables landed at the stop (seed more rows into big if it landed too)",
-                        c.identity().destination()).containsExactlyInAnyOrder("public.s1", "public.s2");
+                        c.identity().destination()).containsExactlyInAnyOrder(TableRef.parse("public.s1"), TableRef.parse("public.s2"));
             }
             long bigCopiedBefore = E2e.queryLong(dst, "SELECT count(*) FROM public.big");
             List<JsonNode> firstRun = E2e.events(dir);
@@ -173,7 +173,7 @@ class InterruptedSnapshotIT {
                     long deadline = System.nanoTime() + WAIT.toNanos();
                     boolean seen = false;
                     while (!seen || !e.engine().onlineSnapshots().isEmpty()) {
-                        seen |= e.engine().onlineSnapshots().stream().anyMatch(t -> t.table().equals("public.big"));
+                        seen |= e.engine().onlineSnapshots().stream().anyMatch(t -> t.table().equals(new TableRef("public", "big")));
                         assertThat(seen || e.engine().onlineSnapshotter() == null || e.engine().onlineSnapshotter().chunksRead() == 0)
                                 .as("the copy of big ended before it was seen").isTrue();
                         assertThat(System.nanoTime()).as("online copy of big not landed: %s", e.engine().onlineSnapshots()).isLessThan(deadline);

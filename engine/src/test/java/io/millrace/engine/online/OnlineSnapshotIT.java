@@ -1,5 +1,6 @@
 package io.millrace.engine.online;
 
+import io.millrace.core.change.Checkpoint;
 import io.millrace.core.schema.TableRef;
 import io.millrace.embedded.EmbeddedPg;
 import io.millrace.engine.RunningEngine;
@@ -352,6 +353,48 @@ class OnlineSnapshotIT {
             e.engine().pauseSnapshots(false);
             awaitOnlineDone(e);
             E2e.awaitSame(src, dst, t, WAIT);
+        }
+    }
+
+    /**
+     * Issue 17: a copy under way is recorded with its table, and a restart resumes it. A table's name may hold a dot or a
+     * double quote ({@code public."odd.name ""q"""}). The checkpoint carried the table as the text {@code schema.table},
+     * which for this name reads back as three parts: the restart stopped with "table name ... must be 'table' or
+     * 'schema.table'", and the pipeline could not start again until the destinations' state was cleared.
+     */
+    @Test
+    void aCopyUnderWayOfATableWithADotAndAQuoteInItsNameResumesAfterARestart(@TempDir Path dir) throws Exception {
+        String db = "oddname";
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        TableRef odd = new TableRef("public", "odd.name \"q\"");
+        try (Connection src = pg.connect(db)) {
+            E2e.exec(src, "CREATE TABLE " + odd.sql() + " (id int PRIMARY KEY, v int NOT NULL, note text)",
+                    "INSERT INTO " + odd.sql() + " SELECT g, g, 'row ' || g FROM generate_series(1, 3000) g");
+        }
+        String yaml = yaml(db, List.of("public.\"odd.name \"\"q\"\"\""), dir);
+        try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT);
+             Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            E2e.awaitSame(src, dst, List.of(odd), WAIT);
+            E2e.exec(dst, "DELETE FROM " + odd.sql());
+            e.engine().pauseSnapshots(true);
+            e.engine().snapshot(List.of(odd), null);
+            E2e.exec(src, "UPDATE " + odd.sql() + " SET v = -1 WHERE id = 1"); // a batch, which records the copy
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (true) {
+                Checkpoint c = InterruptedSnapshotIT.postgresCheckpoint(dst);
+                if (c != null && !c.online().isEmpty()) {
+                    assertThat(c.online()).singleElement().satisfies(t -> assertThat(t.table()).isEqualTo(odd));
+                    break;
+                }
+                assertThat(System.nanoTime()).as("the copy recorded").isLessThan(deadline);
+                Thread.sleep(50);
+            }
+        }
+        try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT);
+             Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            awaitOnlineDone(e);
+            E2e.awaitSame(src, dst, List.of(odd), WAIT);
         }
     }
 

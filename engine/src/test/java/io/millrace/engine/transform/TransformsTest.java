@@ -293,8 +293,8 @@ class TransformsTest {
 
         // a reload while a reconciling copy is half done (it ran under the rules before): only a copy begun again counts
         Transforms other2 = parse("  tables: [{match: public.customers, mask: {ssn: truncate(2)}}]\n");
-        Checkpoint halfDone = cp.withOnline(List.of(new io.millrace.core.change.OnlineTask("public.customers", null,
-                List.of(new io.millrace.core.change.OnlineTask.KeyRange(List.of("500"), null)), 500, 42, true)));
+        Checkpoint halfDone = cp.withOnline(List.of(new io.millrace.core.change.OnlineTask(TableRef.parse("public.customers"), null,
+                List.of(io.millrace.core.change.OnlineTask.KeyRange.stored(List.of("500"), null)), 500, 42, true)));
         Transforms.replace(sink, other2);
         sink.write(List.of(), halfDone);
         assertThat(rec.checkpoints.get(4).rules()).as("the copy under way is the old rules'").containsExactly(Map.entry(42,

@@ -1,6 +1,7 @@
 package io.millrace.engine.transform;
 
 import io.millrace.core.MillraceException;
+import io.millrace.core.schema.TableRef;
 import io.millrace.embedded.EmbeddedPg;
 import io.millrace.engine.RunningEngine;
 import io.millrace.engine.e2e.E2e;
@@ -92,13 +93,13 @@ class UserPublicationIT {
             E2e.exec(src, "UPDATE public.people SET name = 'renamed' WHERE id = 3", "INSERT INTO public.people VALUES (21, 'n21', 's21')",
                     "DELETE FROM public.people WHERE id = 4");
             E2e.awaitRow(dst, "SELECT count(*) FROM public.people WHERE id = 21", WAIT);
-            assertThat(E2e.columns(dst, io.millrace.core.schema.TableRef.parse("public.people"))).containsExactly("id", "name");
+            assertThat(E2e.columns(dst, TableRef.parse("public.people"))).containsExactly("id", "name");
             assertThat(E2e.queryString(dst, "SELECT string_agg(id || ':' || name, ',' ORDER BY id) FROM public.people"))
                     .isEqualTo(E2e.queryString(src, "SELECT string_agg(id || ':' || name, ',' ORDER BY id) FROM public.people"));
         }
     }
 
-    private static final io.millrace.core.schema.TableRef PEOPLE = io.millrace.core.schema.TableRef.parse("public.people");
+    private static final io.millrace.core.schema.TableRef PEOPLE = TableRef.parse("public.people");
 
     /** people (20 rows, whole) and marks in publication s_{db}; the yaml of a pipeline capturing both. */
     private static String peopleAndMarks(String db, Path dir) throws Exception {
@@ -268,7 +269,7 @@ class UserPublicationIT {
                     "CREATE PUBLICATION s_shared FOR TABLE public.ours, public.theirs",
                     "SELECT pg_create_logical_replication_slot('other_consumer', 'pgoutput')");
         }
-        io.millrace.core.schema.TableRef ours = io.millrace.core.schema.TableRef.parse("public.ours");
+        io.millrace.core.schema.TableRef ours = TableRef.parse("public.ours");
         String yaml = E2e.yaml(pg, db, "s_" + db, List.of("public.ours"), "auto", db + "_dst", dir);
         assertThat(yaml).doesNotContain("create_publication");
         try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT);
@@ -313,7 +314,7 @@ class UserPublicationIT {
         }
         String yaml = E2e.yaml(pg, "vr", "s_vr", List.of("public.events"), "auto", "vr_dst", dir)
                 .replace("  binary: auto", "  binary: auto\n  new_tables_poll_s: 1") + "\noperations:\n  monitor_interval_ms: 200\n";
-        io.millrace.core.schema.TableRef events = io.millrace.core.schema.TableRef.parse("public.events");
+        io.millrace.core.schema.TableRef events = TableRef.parse("public.events");
         try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT);
              Connection src = pg.connect("vr"); Connection dst = pg.connect("vr_dst")) {
             E2e.awaitSame(src, dst, List.of(events), WAIT);

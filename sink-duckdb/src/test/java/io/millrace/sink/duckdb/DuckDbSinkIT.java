@@ -4,6 +4,7 @@ import io.millrace.core.MillraceException;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Checkpoint;
 import io.millrace.core.schema.RelationInfo;
+import io.millrace.core.schema.TableRef;
 import io.millrace.testkit.Events;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -227,7 +228,7 @@ class DuckDbSinkIT {
             // waits for the chunk (INV: WATERMARK overlays it on the chunk's row); the others apply as usual.
             Events ev3 = Events.transaction(30);
             sink.write(List.of(ev3.insertText(t, 2, "y"), ev3.updateText(t, null, 9, TOAST)), Events.checkpoint("d4", 30)
-                    .withOnline(List.of(io.millrace.core.change.OnlineTask.whole("public.tt", null))));
+                    .withOnline(List.of(io.millrace.core.change.OnlineTask.whole(TableRef.parse("public.tt"), null))));
             assertEquals(List.of("1|x", "2|y"), query("SELECT * FROM public.tt ORDER BY id"));
         }
     }

@@ -408,7 +408,7 @@ class JsonlSinkTest {
     void stateFileRoundTrips() {
         Checkpoint cp = new Checkpoint(Checkpoint.VERSION, IDENTITY, Lsn.parse("16/B374D848"),
                 new Position(Lsn.parse("16/B374D848"), 42), new SnapshotProgress(SnapshotProgress.State.RUNNING,
-                Lsn.parse("16/0"), List.of("public.a", "s.\"b\"")));
+                Lsn.parse("16/0"), List.of(new io.millrace.core.schema.TableRef("public", "a"), new io.millrace.core.schema.TableRef("s", "\"b\""))));
         for (SinkState st : List.of(new SinkState("events-000012.jsonl", 123456789012L, cp),
                 new SinkState("events-000001.jsonl", 0, null), new SinkState(null, 0, cp))) {
             assertThat(SinkState.parse(st.toJson())).isEqualTo(st);

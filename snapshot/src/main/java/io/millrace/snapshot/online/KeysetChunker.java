@@ -1,5 +1,6 @@
 package io.millrace.snapshot.online;
 
+import io.millrace.core.change.KeyBound;
 import io.millrace.core.change.OnlineTask.KeyRange;
 
 import java.util.ArrayDeque;
@@ -7,6 +8,7 @@ import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 
 /**
@@ -35,11 +37,10 @@ public final class KeysetChunker {
     @FunctionalInterface
     public interface Boundaries {
         /**
-         * The {@code n}-th key after {@code lo} (exclusive) and up to {@code hi} (inclusive), in key order,
-         * provided at least one more key follows it in that range; null otherwise (the range holds at most
-         * {@code n} keys). Null bounds are open.
+         * The {@code n}-th key of {@code range} ({@code (lo, hi]}), in key order, provided at least one more key follows it
+         * in the range; empty otherwise (the range holds at most {@code n} keys).
          */
-        List<String> nth(List<String> lo, List<String> hi, long n) throws Exception;
+        Optional<KeyBound.Key> nth(KeyRange range, long n) throws Exception;
 
         /** An estimate of a row's size as read (bytes), before the first cut; 0 when unknown. */
         default long rowBytes() throws Exception {
@@ -82,7 +83,8 @@ public final class KeysetChunker {
     private List<KeyRange> uncut;
     private long seq;
     private volatile long size;
-    private volatile List<String> frontier;
+    /** The upper end of the last chunk cut; empty before the first cut. */
+    private volatile Optional<KeyBound> frontier = Optional.empty();
     /** Bytes per row: the estimate, then the last chunk's measure; 0 unknown. */
     private volatile long rowBytes;
     private boolean estimated; // @GuardedBy("cutLock")
@@ -117,15 +119,15 @@ public final class KeysetChunker {
                 estimated = true;
             }
             long n = Math.min(size, byteCap());
-            List<String> b = boundaries.nth(first.lo(), first.hi(), n); // may throw: nothing changed yet
+            Optional<KeyBound.Key> b = boundaries.nth(first, n); // may throw: nothing changed yet
             KeyRange cut;
             KeyRange rest;
-            if (b == null || b.equals(first.hi())) {
+            if (b.isEmpty() || b.get().equals(first.hi())) {
                 cut = first;
                 rest = null;
             } else {
-                cut = new KeyRange(first.lo(), b);
-                rest = new KeyRange(b, first.hi());
+                cut = new KeyRange(first.lo(), b.get());
+                rest = new KeyRange(b.get(), first.hi());
             }
             synchronized (this) {
                 todo.pollFirst();
@@ -135,14 +137,14 @@ public final class KeysetChunker {
                 uncut = List.copyOf(todo);
                 Chunk c = new Chunk(seq++, cut, n);
                 inFlight.put(c.seq(), c);
-                frontier = cut.hi();
+                frontier = Optional.of(cut.hi());
                 return c;
             }
         }
     }
 
-    /** The upper bound of the last chunk cut (null before the first cut, or once the last, open-above chunk is cut). */
-    public List<String> frontier() {
+    /** The upper end of the last chunk cut ({@link KeyBound#OPEN} once the last, open-above chunk is cut); empty before the first cut. */
+    public Optional<KeyBound> frontier() {
         return frontier;
     }
 
@@ -158,7 +160,7 @@ public final class KeysetChunker {
     public synchronized void landedThrough(Chunk c, List<String> key) {
         Chunk now = inFlight.get(c.seq());
         if (now != null) {
-            inFlight.put(c.seq(), new Chunk(c.seq(), new KeyRange(key, now.range().hi()), c.size()));
+            inFlight.put(c.seq(), new Chunk(c.seq(), new KeyRange(new KeyBound.Key(key), now.range().hi()), c.size()));
         }
     }
 

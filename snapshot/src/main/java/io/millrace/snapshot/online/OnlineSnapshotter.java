@@ -2,6 +2,7 @@ package io.millrace.snapshot.online;
 
 import io.millrace.core.MillraceException;
 import io.millrace.core.MillraceException.Kind;
+import io.millrace.core.change.KeyBound;
 import io.millrace.core.change.OnlineTask;
 import io.millrace.core.change.OnlineTask.KeyRange;
 import io.millrace.core.schema.Ident;
@@ -42,6 +43,27 @@ import java.util.stream.Collectors;
  * task) is recorded in the checkpoint with the batch holding each chunk's last row (INV: RESUME).
  *
  * <p>Errors go to {@code onFailure} (the pipeline's failure: it stops everything — INV: NO-SILENT-ERROR).
+ *
+ * <p>Threads. Four kinds call in:
+ * <ul>
+ *   <li>the readers ({@code millrace-online-N}, {@link Options#readers()} of them): {@link #readLoop}, one chunk each
+ *       at a time;</li>
+ *   <li>the assembler thread: a window's callbacks (a chunk emitted, or landed up to a key, into the batch being built:
+ *       {@link KeysetChunker#landed}, {@link KeysetChunker#landedThrough}, the task's phase), the moved-keys callback
+ *       ({@link #moved}), {@link #progress} when the batch's checkpoint is cut, and the submissions made where the stream
+ *       reaches a message (a signal's row, a table's join or reconcile message: {@link #submit}, {@link #submitJoined},
+ *       {@link #submitReconciling}, {@link #cancel}), so that each task is recorded with the batch that holds its
+ *       message (INV: RESUME);</li>
+ *   <li>the slot monitor's thread and the reloads (a table left the publication, a reload took one out:
+ *       {@link #submitJoined}, {@link #submitReconciling}, {@link #cancel});</li>
+ *   <li>the engine's own thread and the controls (start and stop, pause and resume, the status and the metrics:
+ *       {@link #start}, {@link #close}, {@link #pause}, {@link #resume}, {@link #progress}, {@link #copying}, the
+ *       counters).</li>
+ * </ul>
+ * No lock of this class is held while a query runs. What they share is safe by construction: the task list is a
+ * copy-on-write list; a task's chunker guards its ranges with its own locks (its class comment says which), its row
+ * count is atomic and its phase a {@link TaskPhase} (compare-and-set moves); {@code paused} and {@code stopped} are volatile,
+ * the counters atomic; readers wait on {@code wake}, which every change that may give them work notifies.
  */
 public final class OnlineSnapshotter implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(OnlineSnapshotter.class);
@@ -148,8 +170,8 @@ public final class OnlineSnapshotter implements AutoCloseable {
             this.rows = new AtomicLong(rowsDone);
             this.chunker = new KeysetChunker(remaining, options.sizing(), new KeysetChunker.Boundaries() {
                 @Override
-                public List<String> nth(List<String> lo, List<String> hi, long n) throws SQLException {
-                    return Task.this.nth(lo, hi, n);
+                public java.util.Optional<KeyBound.Key> nth(KeyRange range, long n) throws SQLException {
+                    return Task.this.nth(range, n);
                 }
 
                 @Override
@@ -212,11 +234,11 @@ public final class OnlineSnapshotter implements AutoCloseable {
         /** {@code (k1, k2) > ('a', 'b') AND (k1, k2) <= (...)}, with the filter: literals, for COPY. */
         String where(KeyRange r) {
             List<String> parts = new ArrayList<>();
-            if (r.lo() != null) {
-                parts.add("(" + keyList() + ") > (" + r.lo().stream().map(Ident::literal).collect(Collectors.joining(", ")) + ")");
+            if (r.lo() instanceof KeyBound.Key lo) {
+                parts.add("(" + keyList() + ") > (" + lo.values().stream().map(Ident::literal).collect(Collectors.joining(", ")) + ")");
             }
-            if (r.hi() != null) {
-                parts.add("(" + keyList() + ") <= (" + r.hi().stream().map(Ident::literal).collect(Collectors.joining(", ")) + ")");
+            if (r.hi() instanceof KeyBound.Key hi) {
+                parts.add("(" + keyList() + ") <= (" + hi.values().stream().map(Ident::literal).collect(Collectors.joining(", ")) + ")");
             }
             if (filter != null) {
                 parts.add("(" + filter + ")");
@@ -240,10 +262,10 @@ public final class OnlineSnapshotter implements AutoCloseable {
             }
         }
 
-        List<String> nth(List<String> lo, List<String> hi, long n) throws SQLException {
+        java.util.Optional<KeyBound.Key> nth(KeyRange range, long n) throws SQLException {
             // Aliased: a bare "ORDER BY k" names the output column when one is called k, and would sort the text, not the key.
             String cols = target.keyColumns().stream().map(k -> Ident.quote(k) + "::text AS " + Ident.quote("millrace.key." + k)).collect(Collectors.joining(", "));
-            String sql = "SELECT " + cols + " FROM " + from() + where(new KeyRange(lo, hi)) + " ORDER BY " + keyList()
+            String sql = "SELECT " + cols + " FROM " + from() + where(range) + " ORDER BY " + keyList()
                     + " OFFSET " + (n - 1) + " LIMIT 2";
             try (Connection c = connections.open()) {
                 c.setAutoCommit(false);
@@ -251,13 +273,13 @@ public final class OnlineSnapshotter implements AutoCloseable {
                     s.execute("SET TRANSACTION READ ONLY"); // the filter is the operator's SQL: it may read, never write
                     try (ResultSet rs = s.executeQuery(sql)) {
                         if (!rs.next()) {
-                            return null;
+                            return java.util.Optional.empty();
                         }
                         List<String> key = new ArrayList<>();
                         for (int i = 1; i <= target.keyColumns().size(); i++) {
                             key.add(rs.getString(i));
                         }
-                        return rs.next() ? key : null;
+                        return rs.next() ? java.util.Optional.of(new KeyBound.Key(key)) : java.util.Optional.empty();
                     }
                 } finally {
                     c.rollback();
@@ -266,7 +288,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
         }
 
         OnlineTask progress() {
-            return new OnlineTask(table.toString(), kind, filter, chunker.remaining(), rows.get(), target.relation().oid(),
+            return new OnlineTask(table, kind, filter, chunker.remaining(), rows.get(), target.relation().oid(),
                     rangeKey.isEmpty() ? null : rangeKey);
         }
     }
@@ -277,7 +299,9 @@ public final class OnlineSnapshotter implements AutoCloseable {
     private final Options options;
     private final SnapshotRunner.Listener listener;
     private final Consumer<Throwable> onFailure;
+    /** Every task not finished, in the order readers take chunks from them. Any thread. */
     private final List<Task> tasks = new CopyOnWriteArrayList<>();
+    /** Readers wait on it for work; notified by whatever may give them some (a task added, a resume, the close). */
     private final Object wake = new Object();
     private final List<Thread> readers = new ArrayList<>();
     private volatile boolean paused;
@@ -347,7 +371,7 @@ public final class OnlineSnapshotter implements AutoCloseable {
      */
     public void start(List<OnlineTask> resumed, java.util.Map<Integer, Long> notBefore) {
         for (OnlineTask t : resumed) {
-            TableRef ref = TableRef.parse(t.table());
+            TableRef ref = t.table();
             if (t.oid() != 0) {
                 TableRef now = catalog.nameOf(t.oid());
                 if (now == null) {
@@ -987,12 +1011,11 @@ public final class OnlineSnapshotter implements AutoCloseable {
     private void read(Connection c, Task task, KeysetChunker.Chunk chunk) throws SQLException, InterruptedException {
         RelationInfo r = task.target.relation();
         Watermarks.Window window = watermarks.open(r, task.target.keyColumns(), emitted -> {
-            if (emitted >= 0) { // assembler thread: the rows are in the batch being built, the progress follows them
-                task.chunker.landed(chunk);
-                task.rows.addAndGet(emitted);
-                if (task.chunker.finished()) {
-                    task.phase.finish();
-                }
+            // assembler thread: the rows are in the batch being built, the progress follows them
+            task.chunker.landed(chunk);
+            task.rows.addAndGet(emitted);
+            if (task.chunker.finished()) {
+                task.phase.finish();
             }
         }, key -> {
             task.chunker.landedThrough(chunk, key); // assembler thread: a batch cut inside the chunk's rows

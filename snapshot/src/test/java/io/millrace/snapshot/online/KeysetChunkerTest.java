@@ -1,5 +1,6 @@
 package io.millrace.snapshot.online;
 
+import io.millrace.core.change.KeyBound;
 import io.millrace.core.change.OnlineTask.KeyRange;
 import io.millrace.snapshot.online.KeysetChunker.Chunk;
 import io.millrace.snapshot.online.KeysetChunker.Sizing;
@@ -7,6 +8,7 @@ import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.Random;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
@@ -35,7 +37,8 @@ class KeysetChunkerTest {
         List<Long> in(KeyRange r) {
             List<Long> out = new ArrayList<>();
             for (long k : keys) {
-                if ((r.lo() == null || k > Long.parseLong(r.lo().get(0))) && (r.hi() == null || k <= Long.parseLong(r.hi().get(0)))) {
+                if ((!(r.lo() instanceof KeyBound.Key lo) || k > Long.parseLong(lo.values().get(0)))
+                        && (!(r.hi() instanceof KeyBound.Key hi) || k <= Long.parseLong(hi.values().get(0)))) {
                     out.add(k);
                 }
             }
@@ -43,10 +46,10 @@ class KeysetChunkerTest {
         }
 
         @Override
-        public List<String> nth(List<String> lo, List<String> hi, long n) {
+        public Optional<KeyBound.Key> nth(KeyRange range, long n) {
             calls.incrementAndGet();
-            List<Long> in = in(new KeyRange(lo, hi));
-            return in.size() > n ? List.of(Long.toString(in.get((int) n - 1))) : null;
+            List<Long> in = in(range);
+            return in.size() > n ? Optional.of(new KeyBound.Key(List.of(Long.toString(in.get((int) n - 1))))) : Optional.empty();
         }
 
         @Override
@@ -70,8 +73,8 @@ class KeysetChunkerTest {
 
     /** INV: COVER — disjoint, no gap, open at both ends, rows sum to the table. */
     private static void assertTiles(Table t, List<KeyRange> ranges, long expectedRows) {
-        assertThat(ranges.get(0).lo()).as("first chunk open below").isNull();
-        assertThat(ranges.get(ranges.size() - 1).hi()).as("last chunk open above").isNull();
+        assertThat(ranges.get(0).lo()).as("first chunk open below").isEqualTo(KeyBound.OPEN);
+        assertThat(ranges.get(ranges.size() - 1).hi()).as("last chunk open above").isEqualTo(KeyBound.OPEN);
         for (int i = 1; i < ranges.size(); i++) {
             assertThat(ranges.get(i).lo()).as("chunk %d starts where %d ends", i, i - 1).isEqualTo(ranges.get(i - 1).hi());
         }
@@ -100,7 +103,7 @@ class KeysetChunkerTest {
         List<Chunk> chunks = drain(new KeysetChunker(List.of(KeyRange.ALL), fixed(100), t));
         assertThat(chunks).hasSize(10);
         assertThat(chunks).allSatisfy(k -> assertThat(t.in(k.range())).hasSize(100));
-        assertThat(chunks.get(0).range()).isEqualTo(new KeyRange(null, List.of("1000")));
+        assertThat(chunks.get(0).range()).isEqualTo(KeyRange.stored(null, List.of("1000")));
     }
 
     @Test
@@ -132,7 +135,8 @@ class KeysetChunkerTest {
         assertThat(rows.size() + landed.size()).isEqualTo(1000);
         List<KeyRange> all = new ArrayList<>(reread);
         List.of(cut.get(0), cut.get(1), cut.get(3)).forEach(c -> all.add(c.range()));
-        all.sort((a, b) -> a.lo() == null ? -1 : b.lo() == null ? 1 : Long.compare(Long.parseLong(a.lo().get(0)), Long.parseLong(b.lo().get(0))));
+        all.sort((a, b) -> !(a.lo() instanceof KeyBound.Key x) ? -1 : !(b.lo() instanceof KeyBound.Key y) ? 1
+                : Long.compare(Long.parseLong(x.values().get(0)), Long.parseLong(y.values().get(0))));
         assertTiles(t, all, 1000);
     }
 
@@ -202,7 +206,7 @@ class KeysetChunkerTest {
         assertThat(c.untouched()).isFalse();
         c.giveBack(a);
         assertThat(c.untouched()).as("a chunk cut and given back was read in part").isFalse();
-        KeysetChunker resumed = new KeysetChunker(List.of(new KeyRange(List.of("1000"), null)), fixed(100), t);
+        KeysetChunker resumed = new KeysetChunker(List.of(KeyRange.stored(List.of("1000"), null)), fixed(100), t);
         assertThat(resumed.untouched()).as("resumed: the keys up to 1000 landed before").isFalse();
     }
 
@@ -214,9 +218,9 @@ class KeysetChunkerTest {
         KeysetChunker c = new KeysetChunker(List.of(KeyRange.ALL), fixed(100), t);
         Chunk a = c.next();
         c.landedThrough(a, List.of("420"));
-        assertThat(c.remaining().get(0)).isEqualTo(new KeyRange(List.of("420"), a.range().hi()));
+        assertThat(c.remaining().get(0)).isEqualTo(new KeyRange(new KeyBound.Key(List.of("420")), a.range().hi()));
         c.landedThrough(a, List.of("700"));
-        assertThat(c.remaining().get(0)).isEqualTo(new KeyRange(List.of("700"), a.range().hi()));
+        assertThat(c.remaining().get(0)).isEqualTo(new KeyRange(new KeyBound.Key(List.of("700")), a.range().hi()));
         c.landed(a);
         assertThat(c.remaining().get(0).lo()).isEqualTo(a.range().hi());
         List<KeyRange> all = new ArrayList<>(List.of(a.range()));
@@ -236,15 +240,16 @@ class KeysetChunkerTest {
     void aFailedBoundaryQueryLeavesTheCursorWhereItWas() throws Exception {
         Table t = new Table(500);
         AtomicInteger failNext = new AtomicInteger();
-        KeysetChunker c = new KeysetChunker(List.of(KeyRange.ALL), fixed(100), (lo, hi, n) -> {
+        KeysetChunker c = new KeysetChunker(List.of(KeyRange.ALL), fixed(100), (range, n) -> {
             if (failNext.getAndSet(0) == 1) {
                 throw new java.sql.SQLException("canceling statement due to statement timeout", "57014");
             }
-            return t.nth(lo, hi, n);
+            return t.nth(range, n);
         });
         Chunk first = c.next();
         List<KeyRange> before = c.remaining();
-        List<String> frontier = c.frontier();
+        Optional<KeyBound> frontier = c.frontier();
+        assertThat(frontier).contains(first.range().hi());
         failNext.set(1);
         assertThatThrownBy(c::next).hasMessageContaining("statement timeout");
         assertThat(c.remaining()).isEqualTo(before);
@@ -276,12 +281,12 @@ class KeysetChunkerTest {
         Table t = new Table(500);
         CountDownLatch inQuery = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
-        KeysetChunker c = new KeysetChunker(List.of(KeyRange.ALL), fixed(100), (lo, hi, n) -> {
-            if (lo != null) {
+        KeysetChunker c = new KeysetChunker(List.of(KeyRange.ALL), fixed(100), (range, n) -> {
+            if (range.lo() instanceof KeyBound.Key) {
                 inQuery.countDown();
                 release.await();
             }
-            return t.nth(lo, hi, n);
+            return t.nth(range, n);
         });
         Chunk first = c.next();
         CompletableFuture<Chunk> slow = CompletableFuture.supplyAsync(() -> {
@@ -294,7 +299,7 @@ class KeysetChunkerTest {
         assertThat(inQuery.await(5, TimeUnit.SECONDS)).isTrue();
         CompletableFuture<Object[]> reads = CompletableFuture.supplyAsync(() -> new Object[] {c.frontier(), c.remaining(), c.finished()});
         Object[] seen = reads.get(2, TimeUnit.SECONDS); // would time out if they waited on the query
-        assertThat(seen[0]).isEqualTo(first.range().hi());
+        assertThat(seen[0]).isEqualTo(Optional.of(first.range().hi()));
         c.landed(first); // landing does not wait either
         release.countDown();
         assertThat(slow.get(5, TimeUnit.SECONDS).range().lo()).isEqualTo(first.range().hi());
