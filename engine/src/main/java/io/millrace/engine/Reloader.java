@@ -200,7 +200,7 @@ final class Reloader {
                 }
             } else if (published.contains(t)) {
                 notes.add("publication '" + src.publication() + "' is not managed by Millrace, so it still publishes " + t
-                        + " and its changes still reach the destinations: run " + drop);
+                        + " (its changes no longer reach the destinations; the server still decodes and sends them): to stop that, run " + drop);
             }
             ctx.online.cancel(e.getKey());
             ctx.watch.release(e.getKey());

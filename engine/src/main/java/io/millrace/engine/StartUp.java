@@ -332,7 +332,8 @@ final class StartUp {
             // As a reload: with source.tables empty the publication is the selection, the user's, and is not altered
             if (!io.millrace.source.Publisher.manages(c, src) || src.tables().isEmpty() || Catalog.allTables(c, src.publication())) {
                 LOG.warn("publication {} publishes {}, which source.tables does not select (or exclude_tables leaves out): their changes"
-                        + " still reach the destinations. {}; to stop them, run {}", pub, out, io.millrace.source.Publisher.manages(c, src)
+                        + " are dropped, not passed to the destinations, though the server decodes and sends them. {}; to stop that,"
+                        + " run {}", pub, out, io.millrace.source.Publisher.manages(c, src)
                         ? "Millrace does not alter the publication (source.tables is empty, or it is FOR ALL TABLES)"
                         : io.millrace.source.Publisher.unmanagedWhy(src), drop);
                 return;

@@ -130,6 +130,7 @@ final class Streaming {
         }
         p.onShapeChange(controls::onShapeChange);
         p.withholding(ctx.narrow); // a publication narrowed while streaming: a column list, or fewer kinds of change
+        p.capture(this::captures); // a publication that publishes more than the selection: only the selection's changes pass
         try (java.sql.Connection c = ctx.conns.open()) {
             ctx.narrow.atStart(c, cps); // holds recorded before this start end where the stream reaches it
         } catch (java.sql.SQLException e) {
@@ -176,6 +177,17 @@ final class Streaming {
      * from the catalog at each Relation message of such a table (RelationKeys), on one connection, so that a key changed
      * while streaming is followed. Closed by the teardown ({@link #close}).
      */
+    /**
+     * {@link Pipeline.Capture}: a table captured (selected at the start or joined since, and followed by its oid through a
+     * rename), or one the selection takes by its name now (a table added to the publication by hand streams from then on,
+     * as before). Any other table the publication publishes is another consumer's, or one exclude_tables leaves out.
+     * Assembler thread.
+     */
+    private boolean captures(int oid, TableRef table) {
+        SourceWatch w = ctx.watch;
+        return w == null || w.captures(oid) || ctx.selection.selects(table, true);
+    }
+
     private java.util.function.IntFunction<List<String>> keyLookup() {
         return oid -> {
             try {

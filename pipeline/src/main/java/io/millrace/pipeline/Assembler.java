@@ -133,6 +133,13 @@ final class Assembler {
         this.output = output;
     }
 
+    /** See {@link Pipeline#capture}; null: every table's changes pass. */
+    private Pipeline.Capture capture;
+
+    void capture(Pipeline.Capture c) {
+        this.capture = c;
+    }
+
     void signals(Signals s) {
         this.signals = s;
     }
@@ -538,7 +545,8 @@ final class Assembler {
             for (RelationInfo r : t.relations()) {
                 watermarks.truncated(r.table());
                 Position p = new Position(txCommitLsn, ++ordinal);
-                if (p.isAfter(skipUpTo) && !withheld.containsKey(r.oid())) { // withheld: the copy that ends the hold reconciles
+                if (p.isAfter(skipUpTo) && !withheld.containsKey(r.oid()) // withheld: the copy that ends the hold reconciles
+                        && (capture == null || capture.captures(r.oid(), r.table()))) {
                     add(new ChangeEvent(Op.TRUNCATE, keys.of(r), null, null, walStart, p, txXid, txCommitMicros, false));
                 }
             }
@@ -746,6 +754,9 @@ final class Assembler {
                 signals.inserted(r, newTuple.decode(r)); // its effect is recorded with this or a later batch (INV: RESUME)
             }
             return;
+        }
+        if (capture != null && !capture.captures(r.oid(), r.table())) {
+            return; // published, not captured: another consumer's table (Pipeline.Capture)
         }
         // INV: BOUNDED — the row's heap cost is taken before it joins the batch (this may hand the batch on and wait).
         hold(HeapCost.row(len, r.columnCount(), (beforeTuple == null ? 0 : 1) + (newTuple == null ? 0 : 1)));

@@ -219,6 +219,25 @@ public final class Pipeline implements AutoCloseable {
         this.withholding = w;
     }
 
+    /**
+     * Which tables' changes reach the destinations. pgoutput sends the changes of every table the publication publishes,
+     * and a publication may publish more than the pipeline captures: one another consumer shares, one {@code FOR ALL
+     * TABLES}, one Millrace does not alter (found by a user: the other consumer's tables arrived in Millrace's destinations
+     * too). Asked on the assembler thread for each row change and truncated table, in stream order, after the signal
+     * table's rows are taken; a table it refuses has its change dropped.
+     */
+    @FunctionalInterface
+    public interface Capture {
+        boolean captures(int oid, io.millrace.core.schema.TableRef table);
+    }
+
+    private volatile Capture capture;
+
+    /** See {@link Capture}; none: every table's changes pass. Call before {@link #startStreaming}. */
+    public void capture(Capture c) {
+        this.capture = c;
+    }
+
     private volatile java.util.Collection<io.millrace.core.schema.RelationInfo> startShapes = java.util.List.of();
     private volatile Lsn startShapesAt = Lsn.ZERO;
 
@@ -383,6 +402,9 @@ public final class Pipeline implements AutoCloseable {
         }
         if (signals != null) {
             a.signals(signals);
+        }
+        if (capture != null) {
+            a.capture(capture);
         }
         if (shapeChange != null) {
             a.onShapeChange(shapeChange);

@@ -255,8 +255,8 @@ class UserPublicationIT {
      * Now Millrace never alters a publication it did not create: the other consumer's table stays and its changes still
      * reach the other consumer's slot; a table Millrace wants that the publication lacks is refused with the statement to
      * run, not added (a native subscriber receiving a table it does not have stops with an error); Millrace's own table is
-     * captured as before. (The other consumer's table still reaches Millrace's destinations, as the start's warning says:
-     * pgoutput sends what the publication publishes.)
+     * captured as before, and the other consumer's table, which pgoutput sends as the publication publishes it, does not
+     * reach Millrace's destinations (it did: a table in the postgres destination, its events in the jsonl).
      */
     @Test
     void aPublicationAnotherConsumerMadeIsNeverAltered(@TempDir Path dir) throws Exception {
@@ -281,6 +281,11 @@ class UserPublicationIT {
             assertThat(E2e.queryLong(src, "SELECT count(*) FROM pg_logical_slot_peek_binary_changes('other_consumer', NULL, NULL,"
                     + " 'proto_version', '1', 'publication_names', 's_shared') WHERE get_byte(data, 0) = ascii('I')"))
                     .as("the other consumer receives the inserts of both its tables").isEqualTo(2);
+            E2e.exec(src, "INSERT INTO public.ours VALUES (52, 'after theirs')"); // a change after the other table's, in order
+            E2e.awaitSame(src, dst, List.of(ours), WAIT);
+            assertThat(E2e.queryLong(dst, "SELECT count(*) FROM pg_tables WHERE tablename = 'theirs'"))
+                    .as("the other consumer's table does not reach Millrace's destinations").isZero();
+            assertThat(E2e.events(dir).stream().filter(j -> E2e.isTable(j, "public.theirs")).toList()).as("nor the jsonl").isEmpty();
         }
         // source.tables now names a table the publication lacks: refused with the statement, the publication left as it is
         String more = yaml.replace("[public.ours]", "[public.ours, public.later]");
