@@ -427,8 +427,8 @@ public final class Migration {
                     : "not fenced (takes writes)") + (targetFenced ? "; target FENCED (read-only by default)" : "")
                     + (lagBytes >= 0 ? "; target " + lagBytes + " bytes behind" : "") + "\n");
             steps.forEach(s -> b.append("  ").append(s).append('\n'));
-            tables.forEach(t -> b.append("  ").append(t.table()).append(": ").append(t.phase()).append(", ~").append(t.rowsEstimate())
-                    .append(" row(s) on the target").append(t.lagBytes() < 0 ? "" : read ? ", following " + t.lagBytes() + " bytes behind"
+            tables.forEach(t -> b.append("  ").append(t.table()).append(": ").append(t.phase()).append(t.rowsEstimate() < 0
+                            ? ", rows on the target not estimated yet (not analyzed there)" : ", ~" + t.rowsEstimate() + " row(s) on the target").append(t.lagBytes() < 0 ? "" : read ? ", following " + t.lagBytes() + " bytes behind"
                     : ", " + t.lagBytes() + " bytes behind, not following")
                     .append(t.verifiedAt() == null ? ", not verified yet" : ", last verify pass "
                     + t.verifiedAt() + ": " + t.verifiedChunks() + " chunk(s), " + (t.differedChunks() == 0 ? "all equal"
@@ -475,7 +475,8 @@ public final class Migration {
      * @param table        {@code schema.table}
      * @param phase        {@code waiting} (no checkpoint on the target yet), {@code copying} or {@code copied} (its copy
      *                     landed in full; it follows the stream)
-     * @param rowsEstimate the target's estimate of its rows ({@code pg_class.reltuples}, 0 before the first analyze)
+     * @param rowsEstimate the target's estimate of its rows ({@code pg_class.reltuples}); -1 when the target has not
+     *                     estimated them yet (never vacuumed or analyzed: PostgreSQL 14+ says so, older ones say 0)
      * @param lagBytes     WAL between the source's position and the target's durable checkpoint for a copied table; -1
      *                     while it is not copied yet. One stream carries every table and the target applies it in commit
      *                     order, so a following table is exactly as far behind as the stream: no table can be behind it
@@ -576,7 +577,9 @@ public final class Migration {
         for (SourceCatalog.Table t : tables) {
             String name = t.ref().toString();
             String phase = !started ? "waiting" : copying.contains(name) ? "copying" : "copied";
-            String est = Planner.oneOrNull(tgt, "SELECT sum(greatest(c.reltuples, 0))::bigint FROM pg_class c WHERE c.relkind = 'r'"
+            // -1 while any part was never analyzed: a copy under way read "~0 row(s) on the target" (issue 19 review)
+            String est = Planner.oneOrNull(tgt, "SELECT CASE WHEN bool_or(c.reltuples < 0) THEN -1 ELSE sum(c.reltuples)::bigint END"
+                    + " FROM pg_class c WHERE c.relkind = 'r'"
                     + " AND c.oid IN (SELECT x.relid FROM pg_partition_tree(to_regclass(" + io.millrace.core.schema.Ident.literal(t.ref().sql())
                     + ")) x UNION SELECT to_regclass(" + io.millrace.core.schema.Ident.literal(t.ref().sql()) + "))"); // a partitioned table's: its partitions'
             PassStore.Pass pass = passes.load(tgt, name);
