@@ -611,7 +611,9 @@ public final class Preflight {
                             + " once Millrace streams, copy each: millrace snapshot CONFIG --table " + missing.get(0)
                             + " (a table added to the publication by hand is streamed from then on, not copied)" : ""));
         } else {
-            ok("publication", "'" + pub + "' publishes " + published.size() + " table(s)");
+            ok("publication", "'" + pub + "' publishes " + published.size() + " table(s)" + (config.createPublication() && !manages
+                    ? "; Millrace did not create it, so it uses it as it is and never alters it (another consumer may read it);"
+                    + " the changes of tables it publishes that source.tables leaves out are dropped" : ""));
         }
         return List.of();
     }

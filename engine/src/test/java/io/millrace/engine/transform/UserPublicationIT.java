@@ -272,6 +272,12 @@ class UserPublicationIT {
         io.millrace.core.schema.TableRef ours = TableRef.parse("public.ours");
         String yaml = E2e.yaml(pg, db, "s_" + db, List.of("public.ours"), "auto", db + "_dst", dir);
         assertThat(yaml).doesNotContain("create_publication");
+        try (Connection c = pg.connect(db)) { // what 'millrace preflight' shows
+            io.millrace.engine.config.EngineConfig cfg = new io.millrace.engine.config.ConfigLoader(java.util.Map.<String, String>of()::get)
+                    .parse(yaml, dir);
+            assertThat(io.millrace.source.Preflight.run(cfg.source(), c).checks()).anySatisfy(ch -> assertThat(ch.detail())
+                    .contains("'s_shared' publishes 2 table(s); Millrace did not create it").contains("never alters it"));
+        }
         try (RunningEngine e = RunningEngine.start(yaml, dir).awaitStreaming(WAIT);
              Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
             E2e.exec(src, "INSERT INTO public.ours VALUES (51, 'v51')", "INSERT INTO public.theirs VALUES (1, 'for the other consumer')");
