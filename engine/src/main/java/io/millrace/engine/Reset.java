@@ -57,10 +57,12 @@ public final class Reset implements AutoCloseable {
     private final List<SinkReset> plans;
     private final SlotMonitor.Sample slot;
     private final boolean publicationExists;
+    /** Whether Millrace created the publication ({@link io.millrace.source.Publisher#MARK}): only then may reset drop it. */
+    private final boolean publicationMine;
     private final boolean claimed;
 
     private Reset(EngineConfig config, Options options, PgConnections conns, PipelineLock lock, List<Sink> sinks, List<SinkReset> plans,
-                  SlotMonitor.Sample slot, boolean publicationExists) {
+                  SlotMonitor.Sample slot, boolean publicationExists, boolean publicationMine) {
         this.config = config;
         this.options = options;
         this.conns = conns;
@@ -69,6 +71,7 @@ public final class Reset implements AutoCloseable {
         this.plans = plans;
         this.slot = slot;
         this.publicationExists = publicationExists;
+        this.publicationMine = publicationMine;
         this.claimed = plans.stream().anyMatch(p -> p.checkpoint().isPresent());
     }
 
@@ -96,10 +99,12 @@ public final class Reset implements AutoCloseable {
         try {
             SlotMonitor.Sample slot;
             Preflight.Report report;
+            boolean mine;
             try (Connection c = conns.open(); Connection at = conns.openCapture()) { // at: the server the slot is on
                 new SlotManager(src).requireFree(at);
                 slot = SlotMonitor.sample(at, src.slot());
                 report = Preflight.run(conns, c);
+                mine = io.millrace.source.Publisher.marked(c, src.publication());
             } catch (SQLException e) {
                 throw PgErrors.translate("reading the slot and tables of " + src.where(), e);
             }
@@ -124,7 +129,8 @@ public final class Reset implements AutoCloseable {
                             + " configuration, or point this destination elsewhere");
                 }
             }
-            return new Reset(config, options, conns, lock, sinks, plans, slot.confirmedLsn() == null ? null : slot, report.publicationExists());
+            return new Reset(config, options, conns, lock, sinks, plans, slot.confirmedLsn() == null ? null : slot, report.publicationExists(),
+                    mine);
         } catch (Exception e) {
             plans.forEach(SinkReset::close);
             sinks.forEach(Sink::close);
@@ -144,7 +150,7 @@ public final class Reset implements AutoCloseable {
             a.add("drop replication slot '" + src.slot() + "' on " + src.where() + " (confirmed up to " + slot.confirmedLsn()
                     + (slot.retainedBytes() >= 0 ? ", holding " + mib(slot.retainedBytes()) + " of WAL" : "") + ")");
         }
-        if (options.dropPublication() && publicationExists && claimed) {
+        if (dropsPublication()) {
             a.add("drop publication '" + src.publication() + "' on " + src.where());
         }
         for (int i = 0; i < plans.size(); i++) {
@@ -163,9 +169,11 @@ public final class Reset implements AutoCloseable {
             k.add("replication slot '" + src.slot() + "': no destination holds a checkpoint of this pipeline, so it may be another"
                     + " pipeline's. If it is this one's, drop it: SELECT pg_drop_replication_slot(" + Ident.literal(src.slot()) + ");");
         }
-        if (publicationExists && !(options.dropPublication() && claimed)) {
-            k.add("publication '" + src.publication() + "'" + (options.dropPublication() ? ": no destination holds a checkpoint of this"
-                    + " pipeline. Drop it yourself if it is this one's: DROP PUBLICATION " + Ident.quote(src.publication()) + ";"
+        if (publicationExists && !dropsPublication()) {
+            k.add("publication '" + src.publication() + "'" + (options.dropPublication() ? (publicationMine ? ": no destination holds a"
+                    + " checkpoint of this pipeline" : ": Millrace did not create it (it lacks the comment '" + io.millrace.source.Publisher.MARK
+                    + "'), so another consumer may use it") + ". Drop it yourself if it is this one's: DROP PUBLICATION "
+                    + Ident.quote(src.publication()) + ";"
                     : " (it holds no position and retains no WAL; the next run uses it again; --drop-publication drops it)"));
         }
         for (int i = 0; i < plans.size(); i++) {
@@ -176,16 +184,21 @@ public final class Reset implements AutoCloseable {
         return k;
     }
 
+    /** --drop-publication, of a publication that exists, that Millrace created, for a pipeline a destination holds. */
+    private boolean dropsPublication() {
+        return options.dropPublication() && publicationExists && publicationMine && claimed;
+    }
+
     /** Does what {@link #actions()} lists: the slot and publication first, then each destination in turn. */
     public void apply() {
         SlotManager slots = new SlotManager(config.source());
-        if (claimed && (slot != null || options.dropPublication() && publicationExists)) {
+        if (claimed && (slot != null || dropsPublication())) {
             try (Connection c = conns.open(); Connection at = conns.openCapture()) {
                 if (slot != null) {
                     slots.dropSlot(at); // refused by the server while a process reads it
                     LOG.info("reset: dropped replication slot '{}'", config.source().slot());
                 }
-                if (options.dropPublication() && publicationExists) {
+                if (dropsPublication()) {
                     new io.millrace.source.Publisher(config.source()).drop(c);
                     LOG.info("reset: dropped publication '{}'", config.source().publication());
                 }

@@ -76,12 +76,14 @@ public final class Publisher {
      * is one Millrace created (it bears {@link #MARK}), or does not exist yet (Millrace creates it, marked).
      */
     public static boolean manages(Connection c, SourceConfig config) throws SQLException {
-        if (!config.createPublication()) {
-            return false;
-        }
+        return config.createPublication() && marked(c, config.publication());
+    }
+
+    /** Whether {@code publication} bears {@link #MARK}, or does not exist. */
+    public static boolean marked(Connection c, String publication) throws SQLException {
         try (java.sql.PreparedStatement ps = c.prepareStatement(
                 "SELECT coalesce(obj_description(oid, 'pg_publication'), '') FROM pg_publication WHERE pubname = ?")) {
-            ps.setString(1, config.publication());
+            ps.setString(1, publication);
             try (java.sql.ResultSet rs = ps.executeQuery()) {
                 return !rs.next() || rs.getString(1).startsWith(MARK);
             }

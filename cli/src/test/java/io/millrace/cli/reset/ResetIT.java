@@ -330,5 +330,17 @@ class ResetIT {
         assertThat(bad.code()).isEqualTo(2);
         assertThat(bad.err()).contains("--data must be keep, truncate or drop");
         assertThat(Map.of("ok", true)).containsEntry("ok", true);
+
+        // A publication without Millrace's mark may be another consumer's: --drop-publication keeps it, naming why
+        pg.execute("rd_dst", "TRUNCATE public.customers, public.audit"); // kept above, they would come twice (audit has no key)
+        try (Running e = new Running(config)) {
+            awaitEqual("rd");
+        }
+        pg.execute("rd", "COMMENT ON PUBLICATION rd IS NULL");
+        Run theirs = cli("reset", config.toString(), "--yes", "--data", "keep", "--drop-publication");
+        assertThat(theirs.code()).as(theirs.out() + theirs.err()).isZero();
+        assertThat(theirs.out()).doesNotContain("drop publication 'rd'").contains("Millrace did not create it")
+                .contains("DROP PUBLICATION \"rd\";");
+        assertThat(scalar("rd", "SELECT count(*) FROM pg_publication WHERE pubname = 'rd'")).as("kept").isEqualTo(1);
     }
 }
