@@ -44,13 +44,13 @@ final class SchemaWriter {
         for (String s : schemas) {
             ddl.add("CREATE SCHEMA IF NOT EXISTS " + Ident.quote(s));
         }
-        for (SourceCatalog.UserType t : types) {
-            ddl.add(t.create());
-        }
-        for (Sequence s : sequences) {
+        for (Sequence s : sequences) { // first: a domain's default may take one (DEFAULT nextval('s')); a sequence needs no type
             if (!s.identity()) {
                 ddl.add("CREATE SEQUENCE " + s.ref().sql() + " " + options(s));
             }
+        }
+        for (SourceCatalog.UserType t : types) {
+            ddl.add(t.create());
         }
         for (Table t : tables) {
             List<String> defs = new ArrayList<>();

@@ -253,11 +253,14 @@ final class SourceCatalog {
         Map<Long, Sequence> out = new LinkedHashMap<>();
         Long[] oids = tables.stream().map(Table::oid).toArray(Long[]::new);
         Array arr = c.createArrayOf("oid", oids);
-        try (PreparedStatement ps = c.prepareStatement("WITH used AS ("
+        // a column's default's, a serial's or identity's, and a domain default's (DEFAULT nextval(...)) of a type the tables use
+        try (PreparedStatement ps = c.prepareStatement("WITH RECURSIVE " + USED_TYPES + ", seqs AS ("
                 + " SELECT d.refobjid AS seq FROM pg_depend d JOIN pg_attrdef ad ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid"
                 + " WHERE d.refclassid = 'pg_class'::regclass AND ad.adrelid = ANY (?)"
                 + " UNION SELECT d.objid FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass"
-                + " AND d.deptype IN ('a', 'i') AND d.refobjid = ANY (?))"
+                + " AND d.deptype IN ('a', 'i') AND d.refobjid = ANY (?)"
+                + " UNION SELECT d.refobjid FROM pg_depend d WHERE d.classid = 'pg_type'::regclass AND d.refclassid = 'pg_class'::regclass"
+                + " AND d.objid IN (SELECT oid FROM used))"
                 + " SELECT n.nspname, s.relname, format_type(q.seqtypid, NULL), q.seqstart, q.seqmin, q.seqmax, q.seqincrement,"
                 + " q.seqcache, q.seqcycle,"
                 + " EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = s.oid AND d.classid = 'pg_class'::regclass AND d.deptype = 'i'),"
@@ -270,10 +273,11 @@ final class SourceCatalog {
                 + " (SELECT a.attname FROM pg_depend d JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid"
                 + "   WHERE d.objid = s.oid AND d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass"
                 + "   AND d.deptype IN ('a', 'i') LIMIT 1), s.oid"
-                + " FROM used u JOIN pg_class s ON s.oid = u.seq AND s.relkind = 'S' JOIN pg_namespace n ON n.oid = s.relnamespace"
+                + " FROM seqs u JOIN pg_class s ON s.oid = u.seq AND s.relkind = 'S' JOIN pg_namespace n ON n.oid = s.relnamespace"
                 + " JOIN pg_sequence q ON q.seqrelid = s.oid ORDER BY n.nspname, s.relname")) {
             ps.setArray(1, arr);
             ps.setArray(2, arr);
+            ps.setArray(3, arr);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     TableRef owner = rs.getString(11) == null ? null : new TableRef(rs.getString(11), rs.getString(12));
@@ -317,6 +321,24 @@ final class SourceCatalog {
         }
     }
 
+    /** An array's element; a multirange's range (created with it). */
+    private static final String ELEMENT = "CASE WHEN x.typcategory = 'A' AND x.typelem <> 0 THEN x.typelem"
+            + " WHEN x.typtype = 'm' THEN (SELECT rngtypid FROM pg_range WHERE rngmultitypid = x.oid) ELSE x.oid END";
+
+    /**
+     * {@code used(oid, depth)}: the types the columns of the tables whose oids are the one parameter use, and the types
+     * those are made of (a domain's base type, a range's subtype, a composite type's attributes), at any depth.
+     */
+    private static final String USED_TYPES = "used(oid, depth) AS ("
+            + " SELECT " + ELEMENT + ", 0 FROM pg_attribute a JOIN pg_type x ON x.oid = a.atttypid"
+            + " WHERE a.attrelid = ANY (?) AND a.attnum > 0 AND NOT a.attisdropped"
+            + " UNION" // not ALL: a type reached by many paths once per depth
+            + " SELECT " + ELEMENT + ", u.depth + 1 FROM used u JOIN pg_type t ON t.oid = u.oid"
+            + " JOIN pg_type x ON x.oid = t.typbasetype OR x.oid = (SELECT rngsubtype FROM pg_range WHERE rngtypid = t.oid)"
+            + " OR x.oid IN (SELECT atttypid FROM pg_attribute"
+            + " WHERE attrelid = t.typrelid AND t.typtype = 'c' AND attnum > 0 AND NOT attisdropped)"
+            + " WHERE t.typtype IN ('d', 'c', 'r') AND u.depth < 32)";
+
     /**
      * The enums, domains, composite and range types (made with CREATE TYPE or CREATE DOMAIN, not by an extension) that the
      * tables' columns use — also through a domain's base type, a composite type's attributes, a range's subtype or a
@@ -327,18 +349,7 @@ final class SourceCatalog {
     static List<UserType> userTypes(Connection c, List<Table> tables) throws SQLException {
         List<UserType> out = new ArrayList<>();
         Long[] oids = tables.stream().map(Table::oid).toArray(Long[]::new);
-        // an array's element; a multirange's range (created with it)
-        String element = "CASE WHEN x.typcategory = 'A' AND x.typelem <> 0 THEN x.typelem"
-                + " WHEN x.typtype = 'm' THEN (SELECT rngtypid FROM pg_range WHERE rngmultitypid = x.oid) ELSE x.oid END";
-        try (PreparedStatement ps = c.prepareStatement("WITH RECURSIVE used(oid, depth) AS ("
-                + " SELECT " + element + ", 0 FROM pg_attribute a JOIN pg_type x ON x.oid = a.atttypid"
-                + " WHERE a.attrelid = ANY (?) AND a.attnum > 0 AND NOT a.attisdropped"
-                + " UNION" // not ALL: a type reached by many paths once per depth
-                + " SELECT " + element + ", u.depth + 1 FROM used u JOIN pg_type t ON t.oid = u.oid"
-                + " JOIN pg_type x ON x.oid = t.typbasetype OR x.oid = (SELECT rngsubtype FROM pg_range WHERE rngtypid = t.oid)"
-                + " OR x.oid IN (SELECT atttypid FROM pg_attribute"
-                + " WHERE attrelid = t.typrelid AND t.typtype = 'c' AND attnum > 0 AND NOT attisdropped)"
-                + " WHERE t.typtype IN ('d', 'c', 'r') AND u.depth < 32)"
+        try (PreparedStatement ps = c.prepareStatement("WITH RECURSIVE " + USED_TYPES
                 + " SELECT t.oid, format('%I.%I', n.nspname, t.typname), t.typtype,"
                 + " format_type(t.typbasetype, t.typtypmod), t.typnotnull, t.typdefault, max(u.depth)"
                 + " FROM used u JOIN pg_type t ON t.oid = u.oid"

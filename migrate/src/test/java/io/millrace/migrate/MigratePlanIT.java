@@ -220,6 +220,30 @@ class MigratePlanIT extends TwoServers {
     }
 
     /**
+     * A domain whose default takes a sequence ({@code CREATE DOMAIN ticket AS bigint DEFAULT nextval('ticket_seq')}), used by
+     * a column with no default of its own: the schema step made the domain before any sequence, and the sequence was not
+     * even among those it made (only columns' defaults and owned sequences were), so the run stopped on 'relation
+     * "ticket_seq" does not exist' (issue 19's review). Now the sequence comes first, and the target's inserts that take
+     * the default work.
+     */
+    @Test
+    void aDomainWhoseDefaultTakesASequenceIsCreatedWithItsSequence() throws Exception {
+        String db = fresh("CREATE SEQUENCE ticket_seq START 100", "CREATE DOMAIN ticket AS bigint DEFAULT nextval('ticket_seq')",
+                "CREATE TABLE t (id int PRIMARY KEY, n ticket)", "INSERT INTO t (id) SELECT g FROM generate_series(1, 3) g");
+        Migration m = Migration.of(Servers.source(src, db), Servers.target(tgt, db));
+        Plan p = m.plan();
+        assertThat(p.ok()).as(p.render()).isTrue();
+        String rows = "SELECT string_agg(id || ':' || n, ',' ORDER BY id) FROM t";
+        try (io.millrace.api.Millrace following = m.follow(Duration.ofSeconds(60))) {
+            assertThat(Servers.text(tgt, db, rows)).isEqualTo(Servers.text(src, db, rows)).isEqualTo("1:100,2:101,3:102");
+            assertThat(Servers.text(tgt, db, "SELECT pg_get_expr(typdefaultbin, 0) FROM pg_type WHERE typname = 'ticket'"))
+                    .isEqualTo("nextval('ticket_seq'::regclass)");
+        } finally { // when any was made: a failed schema step makes none, and its error is the one to see
+            src.execute(db, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 'mig_" + db + "'");
+        }
+    }
+
+    /**
      * Types of the user's that the tables use — an enum in another schema, a domain over a domain, a domain over the enum,
      * a composite type of a domain and the enum, an array of the enum — are created on the target by the schema step
      * before the tables, each before the types that use it, from the source's catalog, and the rows copy equal (found by a
