@@ -217,6 +217,7 @@ final class Planner {
             String regtype = oneOrNull(tgt, "SELECT to_regtype(" + Ident.literal(type.sql()) + ")::oid::text");
             if (regtype == null) {
                 types.add(type);
+                rangeFunctions(src, tgt, type, problems);
                 continue;
             }
             // The target's type is kept as it is: it must be the source's, or rows change on the way (a composite type's
@@ -360,6 +361,35 @@ final class Planner {
             throw new SQLException("no value from: " + sql);
         }
         return v;
+    }
+
+    /**
+     * A range type made with a function of the user's — {@code SUBTYPE_DIFF = my_diff}, {@code CANONICAL = my_canon} —
+     * cannot be created on a target that lacks the function, and the schema step copies no function: a problem naming
+     * it, with its definition to run (found in issue 19's review: the plan said ready and the run stopped in CREATE TYPE).
+     * A canonical function takes the range type itself, so that type is made with it, as on the source.
+     */
+    private static void rangeFunctions(Connection src, Connection tgt, SourceCatalog.UserType type, List<Problem> problems)
+            throws SQLException {
+        if (!type.kind().equals("a range type")) {
+            return;
+        }
+        try (Statement s = src.createStatement(); ResultSet rs = s.executeQuery("SELECT p.oid::regprocedure::text,"
+                + " pg_get_functiondef(p.oid), p.oid = r.rngcanonical FROM pg_range r JOIN pg_proc p ON p.oid IN (r.rngcanonical,"
+                + " r.rngsubdiff) JOIN pg_namespace n ON n.oid = p.pronamespace WHERE r.rngtypid = to_regtype("
+                + Ident.literal(type.sql()) + ") AND n.nspname NOT IN ('pg_catalog', 'information_schema') ORDER BY 3, 1")) {
+            while (rs.next()) {
+                if (oneOrNull(tgt, "SELECT to_regprocedure(" + Ident.literal(rs.getString(1)) + ")::text") != null) {
+                    continue;
+                }
+                String def = rs.getString(2).strip();
+                problems.add(new Problem(Kind.TARGET_SETUP, "range type " + type.sql() + " uses function " + rs.getString(1) + " ("
+                        + (rs.getBoolean(3) ? "CANONICAL" : "SUBTYPE_DIFF") + "), which the target lacks; migrate copies no function",
+                        rs.getBoolean(3) ? "create the type and its function on the target as on the source: CREATE TYPE " + type.sql()
+                                + "; " + def + "; " + type.create() + " (in the target database)"
+                                : "create it in the target database: " + def + (def.endsWith(";") ? "" : ";")));
+            }
+        }
     }
 
     static String oneOrNull(Connection c, String sql) throws SQLException {

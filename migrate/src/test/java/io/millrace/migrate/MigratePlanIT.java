@@ -244,6 +244,36 @@ class MigratePlanIT extends TwoServers {
     }
 
     /**
+     * A range type made with a function of the user's ({@code SUBTYPE_DIFF = my_diff}): the plan said ready, and the run
+     * stopped in CREATE TYPE on the target, which lacked the function (issue 19's review). The plan now names it with the
+     * definition to run; carried out, the plan is ready and the rows copy equal.
+     */
+    @Test
+    void aRangeTypeMadeWithAFunctionOfTheUsersNamesTheFunctionToCreate() throws Exception {
+        String db = fresh("CREATE FUNCTION my_diff(a float8, b float8) RETURNS float8 LANGUAGE sql IMMUTABLE AS 'SELECT a - b'",
+                "CREATE TYPE myrange AS RANGE (subtype = float8, subtype_diff = my_diff)",
+                "CREATE TABLE t (id int PRIMARY KEY, r myrange)", "INSERT INTO t VALUES (1, '[1.5,2.5)'), (2, NULL)");
+        Migration m = Migration.of(Servers.source(src, db), Servers.target(tgt, db));
+        Plan p = m.plan();
+        assertThat(p.problems()).as(p.render()).singleElement().satisfies(x -> {
+            assertThat(x.kind()).isEqualTo(Kind.TARGET_SETUP);
+            assertThat(x.message()).isEqualTo("range type public.myrange uses function my_diff(double precision,double precision)"
+                    + " (SUBTYPE_DIFF), which the target lacks; migrate copies no function");
+            assertThat(x.fix()).startsWith("create it in the target database: CREATE OR REPLACE FUNCTION public.my_diff(");
+        });
+        String fix = p.problems().get(0).fix().substring("create it in the target database: ".length());
+        tgt.execute(db, fix);
+        Plan ready = m.plan();
+        assertThat(ready.ok()).as(ready.render()).isTrue();
+        String rows = "SELECT string_agg(id || ':' || coalesce(r::text, '-'), ',' ORDER BY id) FROM t";
+        try (io.millrace.api.Millrace following = m.follow(Duration.ofSeconds(60))) {
+            assertThat(Servers.text(tgt, db, rows)).isEqualTo(Servers.text(src, db, rows)).isEqualTo("1:[1.5,2.5),2:-");
+        } finally {
+            src.execute(db, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 'mig_" + db + "'");
+        }
+    }
+
+    /**
      * Types of the user's that the tables use — an enum in another schema, a domain over a domain, a domain over the enum,
      * a composite type of a domain and the enum, an array of the enum — are created on the target by the schema step
      * before the tables, each before the types that use it, from the source's catalog, and the rows copy equal (found by a
