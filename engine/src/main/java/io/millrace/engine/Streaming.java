@@ -173,11 +173,6 @@ final class Streaming {
     }
 
     /**
-     * The key columns of a relation by oid, for relations the stream announces without a key (REPLICA IDENTITY FULL): read
-     * from the catalog at each Relation message of such a table (RelationKeys), on one connection, so that a key changed
-     * while streaming is followed. Closed by the teardown ({@link #close}).
-     */
-    /**
      * {@link Pipeline.Capture}: a table captured (selected at the start or joined since, and followed by its oid through a
      * rename), or one the selection takes by its name now (a table added to the publication by hand streams from then on,
      * as before). Any other table the publication publishes is another consumer's, or one exclude_tables leaves out.
@@ -188,6 +183,11 @@ final class Streaming {
         return w == null || w.captures(oid) || ctx.selection.selects(table, true);
     }
 
+    /**
+     * The key columns of a relation by oid, for relations the stream announces without a key (REPLICA IDENTITY FULL): read
+     * from the catalog at each Relation message of such a table (RelationKeys), on one connection, so that a key changed
+     * while streaming is followed. Closed by the teardown ({@link #close}).
+     */
     private java.util.function.IntFunction<List<String>> keyLookup() {
         return oid -> {
             try {
