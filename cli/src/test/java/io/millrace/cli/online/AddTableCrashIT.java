@@ -89,7 +89,7 @@ class AddTableCrashIT {
                 rs.next();
                 cp = rs.getString(1);
             }
-            boolean recorded = CheckpointJson.read(cp).online().stream().anyMatch(t -> t.table().equals("public.b"));
+            boolean recorded = CheckpointJson.read(cp).online().stream().anyMatch(t -> t.table().equals(TableRef.parse("public.b")));
             try (Statement s = src.createStatement(); ResultSet rs = s.executeQuery(
                     "SELECT count(*) FROM pg_publication_tables WHERE pubname = 'ac' AND tablename = 'b'")) {
                 rs.next();

@@ -171,7 +171,7 @@ class OnlineCrashIT {
     }
 
     private static OnlineTask taskB(Checkpoint c) {
-        return c == null ? null : c.online().stream().filter(t -> t.table().equals("public.b")).findFirst().orElse(null);
+        return c == null ? null : c.online().stream().filter(t -> t.table().equals(TableRef.parse("public.b"))).findFirst().orElse(null);
     }
 
     private static boolean inRanges(long id, List<OnlineTask.KeyRange> ranges) {
