@@ -26,12 +26,12 @@ import java.util.Optional;
 /**
  * The start of a pipeline without a slot to resume from: {@link StartPlan.Fresh}, {@link StartPlan.RestartSnapshot}
  * and {@link StartPlan.AdoptSlot}. Claims the slot in every destination, creates it with an exported snapshot, writes
- * the first checkpoints and copies the tables; a copy a table rewrite invalidated starts over on a new slot (five
- * times). Run thread; {@code repl}, the connection that exported the snapshot, stays open until every chunk is read.
+ * the first checkpoints and copies the tables; a copy a table rewrite invalidated starts over on a new slot (eight
+ * times: one found before any row is copied costs only the slot, SnapshotRunner.rewrittenSince). Run thread; {@code repl}, the connection that exported the snapshot, stays open until every chunk is read.
  */
 final class InitialSnapshot {
     private static final Logger LOG = LoggerFactory.getLogger(Engine.class); // the engine's log: one category for a run's stages
-    private static final int ATTEMPTS = 5;
+    private static final int ATTEMPTS = 8;
 
     private final EngineContext ctx;
     /** Read again when a snapshot starts over because a table changed under it. */

@@ -134,8 +134,8 @@ class RewriteDuringSnapshotIT {
     /**
      * A table the application truncates four times a second (a queue, a staging table) while the snapshot copies a
      * larger one. Locked when reached, it had always been truncated by then: the snapshot started over three times and
-     * gave up ("truncated or rewritten after the snapshot began ... (3 times in a row)"; 5 attempts now, for the
-     * moment between the slot's consistent point and the lock), and never landed. Locked first
+     * gave up ("truncated or rewritten after the snapshot began ... (3 times in a row)"; 8 attempts now, for the
+     * moment between the slot's consistent point and the lock, each found before any row is copied), and never landed. Locked first
      * thing, its TRUNCATEs wait until the copy ends (as pg_dump makes them wait), and the stream brings them after it.
      */
     @org.junit.jupiter.params.ParameterizedTest(name = "{0} reader(s)")
