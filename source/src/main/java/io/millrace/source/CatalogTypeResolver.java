@@ -25,9 +25,13 @@ public final class CatalogTypeResolver implements TypeResolver {
             + " COALESCE((SELECT r.rngsubtype FROM pg_range r WHERE r.rngtypid = t.oid), CASE WHEN t.typtype = 'm' THEN"
             + " (SELECT r.rngtypid FROM pg_range r WHERE (to_jsonb(r) ->> 'rngmultitypid')::oid = t.oid) END, 0),"
             + " CASE WHEN t.typtype = 'c' THEN ARRAY(SELECT a.attname::text FROM pg_attribute a WHERE a.attrelid = t.typrelid"
-            + " AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum) END,"
+            + " AND a.attnum > 0 ORDER BY a.attnum) END,"
             + " CASE WHEN t.typtype = 'c' THEN ARRAY(SELECT a.atttypid::int8 FROM pg_attribute a WHERE a.attrelid = t.typrelid"
-            + " AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum) END"
+            + " AND a.attnum > 0 ORDER BY a.attnum) END,"
+            + " CASE WHEN t.typtype = 'c' THEN ARRAY(SELECT a.attnum::int4 FROM pg_attribute a WHERE a.attrelid = t.typrelid"
+            + " AND a.attnum > 0 ORDER BY a.attnum) END,"
+            + " CASE WHEN t.typtype = 'c' THEN ARRAY(SELECT a.attisdropped FROM pg_attribute a WHERE a.attrelid = t.typrelid"
+            + " AND a.attnum > 0 ORDER BY a.attnum) END"
             + " FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace";
 
     private final Map<Integer, TypeInfo> types = new ConcurrentHashMap<>();
@@ -61,34 +65,53 @@ public final class CatalogTypeResolver implements TypeResolver {
         }
         synchronized (this) {
             known = types.get(oid);
-            if (known != null) {
-                return known;
-            }
-            try (Connection c = connections.get(); PreparedStatement ps = c.prepareStatement(QUERY + " WHERE t.oid = ?")) {
-                ps.setInt(1, oid);
-                try (ResultSet rs = ps.executeQuery()) {
-                    if (rs.next()) {
-                        TypeInfo t = row(rs);
-                        types.put(oid, t);
-                        return t;
-                    }
-                }
-            } catch (SQLException e) {
-                throw PgErrors.translate("looking up type oid " + oid + " in the source catalog", e);
-            }
+            return known != null ? known : read(oid);
         }
-        return null;
     }
 
-    /** A row of the query: pg_type's columns, the range's subtype or multirange's range, a composite's attributes. */
+    /** Reads the type from the catalog (its attributes may have changed since: ALTER TYPE), and keeps it. */
+    @Override
+    public TypeInfo reread(int oid) {
+        TypeInfo builtin = Codecs.builtin(oid);
+        if (builtin != null) {
+            return builtin;
+        }
+        synchronized (this) {
+            return read(oid);
+        }
+    }
+
+    /** Reads the type from the catalog, and keeps it; {@code null} when the catalog has no such oid. */
+    private TypeInfo read(int oid) {
+        try (Connection c = connections.get(); PreparedStatement ps = c.prepareStatement(QUERY + " WHERE t.oid = ?")) {
+            ps.setInt(1, oid);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    return null;
+                }
+                TypeInfo t = row(rs);
+                types.put(oid, t);
+                return t;
+            }
+        } catch (SQLException e) {
+            throw PgErrors.translate("looking up type oid " + oid + " in the source catalog", e);
+        }
+    }
+
+    /**
+     * A row of the query: pg_type's columns, the range's subtype or multirange's range, a composite's attributes (the
+     * dropped ones too, which CompositeCodec needs to name the fields of a value written before a change of shape).
+     */
     static TypeInfo row(ResultSet rs) throws SQLException {
         List<TypeInfo.Attribute> attributes = new ArrayList<>();
         java.sql.Array names = rs.getArray(9);
         if (names != null) {
             String[] n = (String[]) names.getArray();
             Long[] t = (Long[]) rs.getArray(10).getArray();
+            Integer[] number = (Integer[]) rs.getArray(11).getArray();
+            Boolean[] dropped = (Boolean[]) rs.getArray(12).getArray();
             for (int i = 0; i < n.length; i++) {
-                attributes.add(new TypeInfo.Attribute(n[i], (int) t[i].longValue()));
+                attributes.add(new TypeInfo.Attribute(n[i], (int) t[i].longValue(), number[i], dropped[i]));
             }
         }
         return new TypeInfo((int) rs.getLong(1), rs.getString(2), rs.getString(3), rs.getString(4).charAt(0), rs.getString(5).charAt(0),

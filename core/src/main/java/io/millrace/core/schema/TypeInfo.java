@@ -16,13 +16,23 @@ import java.util.List;
  * @param baseOid     for a domain, the base type's oid ({@code typbasetype}); 0 otherwise
  * @param rangeOid    for a range, its subtype ({@code pg_range.rngsubtype}); for a multirange, its
  *                    range type ({@code pg_range.rngtypid}); 0 otherwise
- * @param attributes  for a composite type, its attributes in order (not the dropped ones); empty otherwise
+ * @param attributes  for a composite type, its attributes in {@code attnum} order, the dropped ones included (flagged):
+ *                    a value's fields are the attributes not dropped at its time; empty otherwise
  */
 public record TypeInfo(int oid, String schema, String name, char typtype, char category, int elementOid, int baseOid,
         int rangeOid, List<Attribute> attributes) {
 
-    /** A composite type's attribute ({@code pg_attribute} of {@code typrelid}). */
-    public record Attribute(String name, int typeOid) {
+    /**
+     * A composite type's attribute ({@code pg_attribute} of {@code typrelid}).
+     *
+     * @param number  its {@code attnum} (attributes are numbered in the order they were added; a number is never reused)
+     * @param dropped {@code attisdropped}: no value written since it was dropped has this field
+     */
+    public record Attribute(String name, int typeOid, int number, boolean dropped) {
+        /** An attribute not dropped, numbered by the caller's order (tests and built-in types). */
+        public Attribute(String name, int typeOid) {
+            this(name, typeOid, 0, false);
+        }
     }
 
     public TypeInfo {
@@ -56,6 +66,11 @@ public record TypeInfo(int oid, String schema, String name, char typtype, char c
 
     public boolean isComposite() {
         return typtype == 'c';
+    }
+
+    /** A composite type's attributes not dropped, in order: the fields of a value written now. */
+    public List<Attribute> liveAttributes() {
+        return attributes.stream().filter(a -> !a.dropped()).toList();
     }
 
     /** The name as SQL would write it, schema-qualified unless in pg_catalog. */

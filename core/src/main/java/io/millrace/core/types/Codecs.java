@@ -172,17 +172,8 @@ public final class Codecs {
             TypeCodec rc = range == null ? null : build(range, resolver, depth + 1);
             return rc instanceof RangeCodecs.Range r ? new RangeCodecs.Multirange(name, r) : new FallbackCodec(name);
         }
-        if (type.isComposite() && !type.attributes().isEmpty()) {
-            List<String> names = new ArrayList<>();
-            List<Integer> oids = new ArrayList<>();
-            List<TypeCodec> fields = new ArrayList<>();
-            for (TypeInfo.Attribute a : type.attributes()) {
-                TypeInfo t = resolve(a.typeOid(), resolver);
-                names.add(a.name());
-                oids.add(a.typeOid());
-                fields.add(t == null ? new FallbackCodec("oid " + Integer.toUnsignedString(a.typeOid())) : build(t, resolver, depth + 1));
-            }
-            return new CompositeCodec(name, names, oids, fields);
+        if (type.isComposite() && !type.liveAttributes().isEmpty()) {
+            return new CompositeCodec(name, type.oid(), shape(type.liveAttributes(), resolver, depth), resolver);
         }
         if (type.isArray()) {
             TypeInfo elem = resolve(type.elementOid(), resolver);
@@ -190,6 +181,27 @@ public final class Codecs {
             return new ArrayCodec(name, elemCodec, type.elementOid() == BOX_OID ? ';' : ',');
         }
         return new FallbackCodec(name);
+    }
+
+    /** A composite type's attributes with their codecs, dropped ones left out (read again when its shape changed: CompositeCodec). */
+    static CompositeCodec.Shape shape(TypeInfo type, TypeResolver resolver) {
+        return shape(type.liveAttributes(), resolver, 0);
+    }
+
+    /** These attributes of a composite type (all live) with their codecs, numbered by position where the catalog gave no number. */
+    static CompositeCodec.Shape shape(List<TypeInfo.Attribute> attributes, TypeResolver resolver, int depth) {
+        List<String> names = new ArrayList<>();
+        List<Integer> oids = new ArrayList<>();
+        List<Integer> numbers = new ArrayList<>();
+        List<TypeCodec> fields = new ArrayList<>();
+        for (TypeInfo.Attribute a : attributes) {
+            TypeInfo t = resolve(a.typeOid(), resolver);
+            names.add(a.name());
+            oids.add(a.typeOid());
+            numbers.add(a.number() > 0 ? a.number() : numbers.size() + 1);
+            fields.add(t == null ? new FallbackCodec("oid " + Integer.toUnsignedString(a.typeOid())) : build(t, resolver, depth + 1));
+        }
+        return new CompositeCodec.Shape(names, oids, numbers, fields);
     }
 
     /**
