@@ -330,10 +330,11 @@ final class StartUp {
             List<String> drops = out.stream().map(t -> "ALTER PUBLICATION " + pub + " DROP TABLE " + t.sql() + ";").toList();
             String drop = String.join(" ", drops);
             // As a reload: with source.tables empty the publication is the selection, the user's, and is not altered
-            if (!io.millrace.source.Publisher.manages(c, src) || src.tables().isEmpty() || Catalog.allTables(c, src.publication())) {
+            boolean managed = io.millrace.source.Publisher.manages(c, src);
+            if (!managed || src.tables().isEmpty() || Catalog.allTables(c, src.publication())) {
                 LOG.warn("publication {} publishes {}, which source.tables does not select (or exclude_tables leaves out): their changes"
                         + " are dropped, not passed to the destinations, though the server decodes and sends them. {}; to stop that,"
-                        + " run {}", pub, out, io.millrace.source.Publisher.manages(c, src)
+                        + " run {}", pub, out, managed
                         ? "Millrace does not alter the publication (source.tables is empty, or it is FOR ALL TABLES)"
                         : io.millrace.source.Publisher.unmanagedWhy(src), drop);
                 return;
