@@ -161,7 +161,8 @@ final class Reloader {
                 List<TableRef> added = new ArrayList<>();
                 for (Map.Entry<Integer, TableRef> e : Catalog.userTablesByOid(c).entrySet()) {
                     TableRef t = e.getValue();
-                    if (!watch.captures(e.getKey()) && next.selects(t, published.contains(t)) && !t.equals(ctx.config.online().signalTable())) {
+                    if ((!watch.captures(e.getKey()) || watch.isLeaving(e.getKey())) && next.selects(t, published.contains(t))
+                            && !t.equals(ctx.config.online().signalTable())) {
                         TableJoiner.ask(c, e.getKey(), ctx.config.source().slot()); // joins where the stream reaches this message
                         added.add(t);
                     }
@@ -186,7 +187,7 @@ final class Reloader {
         List<TableRef> removed = new ArrayList<>();
         for (Map.Entry<Integer, TableRef> e : ctx.watch.captured().entrySet()) {
             TableRef t = e.getValue();
-            if (next.selects(t, published.contains(t))) {
+            if (next.selects(t, published.contains(t)) || ctx.watch.isLeaving(e.getKey())) {
                 continue;
             }
             String drop = "ALTER PUBLICATION " + Ident.quote(src.publication()) + " DROP TABLE " + t.sql() + ";";
@@ -203,9 +204,15 @@ final class Reloader {
                         + " (its changes no longer reach the destinations; the server still decodes and sends them): to stop that, run " + drop);
             }
             ctx.online.cancel(e.getKey());
-            ctx.watch.release(e.getKey());
-            ctx.release(t);
             ctx.joiner.forget(e.getKey());
+            // It leaves where the stream reaches this message (Streaming#left), not now: the stream may run behind, and the
+            // table's changes committed before the reload still reach the destinations, each transaction whole.
+            ctx.watch.leaving(e.getKey());
+            try {
+                TableJoiner.leave(c, e.getKey(), src.slot());
+            } catch (SQLException x) {
+                throw PgErrors.translate("writing the message that takes " + t + " out of the pipeline", x);
+            }
             removed.add(t);
         }
         return removed;

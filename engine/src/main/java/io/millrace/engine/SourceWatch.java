@@ -78,10 +78,28 @@ final class SourceWatch {
         return Map.copyOf(captured);
     }
 
-    /** The table of {@code oid} is no longer captured (a reload left it out). */
+    /** The table of {@code oid} is no longer captured (a reload left it out, and the stream reached that: {@link #leaving}). */
     void release(int oid) {
         captured.remove(oid);
         attnums.remove(oid);
+        leaving.remove(oid);
+    }
+
+    /**
+     * Captured tables a reload left out, until the stream reaches the reload's leave message ({@link #release}): still
+     * captured, so that their changes committed before the reload reach the destinations; a reload does not leave them
+     * out again, and one that takes them back asks them to join again (the join follows the leave in the stream).
+     */
+    private final java.util.Set<Integer> leaving = ConcurrentHashMap.newKeySet();
+
+    /** See {@link #leaving}. Any thread. */
+    void leaving(int oid) {
+        leaving.add(oid);
+    }
+
+    /** See {@link #leaving}. Any thread. */
+    boolean isLeaving(int oid) {
+        return leaving.contains(oid);
     }
 
     /** Where {@link #capture} reads the columns; set by the engine. */

@@ -130,7 +130,17 @@ final class Streaming {
         }
         p.onShapeChange(controls::onShapeChange);
         p.withholding(ctx.narrow); // a publication narrowed while streaming: a column list, or fewer kinds of change
-        p.capture(this::captures); // a publication that publishes more than the selection: only the selection's changes pass
+        p.capture(new Pipeline.Capture() { // a publication that publishes more than the selection: only the selection's changes pass
+            @Override
+            public boolean captures(int oid, TableRef table) {
+                return Streaming.this.captures(oid, table);
+            }
+
+            @Override
+            public void left(int oid) {
+                Streaming.this.left(oid);
+            }
+        });
         try (java.sql.Connection c = ctx.conns.open()) {
             ctx.narrow.atStart(c, cps); // holds recorded before this start end where the stream reaches it
         } catch (java.sql.SQLException e) {
@@ -181,6 +191,18 @@ final class Streaming {
     private boolean captures(int oid, TableRef table) {
         SourceWatch w = ctx.watch;
         return w == null || w.captures(oid) || ctx.selection.selects(table, true);
+    }
+
+    /** The stream reached the leave message of a table a reload left out (Reloader): it is captured no more. Assembler thread. */
+    private void left(int oid) {
+        SourceWatch w = ctx.watch;
+        TableRef t = w == null ? null : w.captured().get(oid);
+        if (t == null) {
+            return;
+        }
+        w.release(oid);
+        ctx.release(t);
+        LOG.info("{} is no longer captured: the stream reached the reload that left it out", t);
     }
 
     /**

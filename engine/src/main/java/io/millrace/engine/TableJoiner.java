@@ -698,8 +698,20 @@ final class TableJoiner {
      * {@code slot} only (every slot of the database receives it).
      */
     static void ask(Connection c, int oid, String slot) throws SQLException {
+        message(c, Pipeline.JOIN_PREFIX, oid, slot);
+    }
+
+    /**
+     * Writes the message that takes the table of {@code oid} out of the pipeline reading {@code slot} where the stream
+     * reaches it ({@link Pipeline#LEAVE_PREFIX}): its changes committed before it still reach the destinations.
+     */
+    static void leave(Connection c, int oid, String slot) throws SQLException {
+        message(c, Pipeline.LEAVE_PREFIX, oid, slot);
+    }
+
+    private static void message(Connection c, String prefix, int oid, String slot) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("SELECT pg_logical_emit_message(true, ?, ?)")) {
-            ps.setString(1, Pipeline.JOIN_PREFIX);
+            ps.setString(1, prefix);
             ps.setString(2, Pipeline.joinMessage(oid, slot));
             ps.execute();
         }

@@ -459,6 +459,8 @@ final class Assembler {
                 ddl(lm, walStart);
             } else if (lm.transactional() && inTx && JOIN_PREFIX.equals(lm.prefix())) {
                 join(lm);
+            } else if (lm.transactional() && inTx && LEAVE_PREFIX.equals(lm.prefix())) {
+                leave(lm);
             } else if (lm.transactional() && inTx && withholding != null && Pipeline.WITHHOLD_PREFIX.equals(lm.prefix())) {
                 oids(lm).forEach(this::hold);
             } else if (lm.transactional() && inTx && withholding != null && Pipeline.RECONCILE_PREFIX.equals(lm.prefix())) {
@@ -584,6 +586,8 @@ final class Assembler {
                     ddl(lm, rec.walStart());
                 } else if (m instanceof LogicalMessage lm && lm.transactional() && JOIN_PREFIX.equals(lm.prefix())) {
                     join(lm);
+                } else if (m instanceof LogicalMessage lm && lm.transactional() && LEAVE_PREFIX.equals(lm.prefix())) {
+                    leave(lm);
                 }
                 change(m, rec.walStart(), rec.data().length);
                 cutForSize();
@@ -670,19 +674,34 @@ final class Assembler {
      */
     static final String JOIN_PREFIX = "millrace.join";
 
+    /** See {@link Pipeline#LEAVE_PREFIX}. */
+    static final String LEAVE_PREFIX = "millrace.leave";
+
     private void join(LogicalMessage lm) {
-        if (tableSeen == null) {
-            return;
+        int oid = tableSeen == null ? 0 : ownOid(lm);
+        if (oid != 0) {
+            tableSeen.seen(oid, null);
         }
+    }
+
+    private void leave(LogicalMessage lm) {
+        int oid = capture == null ? 0 : ownOid(lm);
+        if (oid != 0) {
+            capture.left(oid);
+        }
+    }
+
+    /** The table oid of a join or leave message of this pipeline's slot; 0 for another pipeline's. */
+    private int ownOid(LogicalMessage lm) {
         String text = new String(lm.content(), java.nio.charset.StandardCharsets.UTF_8).strip();
         int space = text.indexOf(' ');
         if (space >= 0 && !text.substring(space + 1).equals(joinSlot)) {
-            return; // another pipeline's
+            return 0; // another pipeline's
         }
         try {
-            tableSeen.seen((int) Long.parseLong(space < 0 ? text : text.substring(0, space)), null);
+            return (int) Long.parseLong(space < 0 ? text : text.substring(0, space));
         } catch (NumberFormatException e) {
-            throw new MillraceException(Kind.DECODE, "cannot read a '" + JOIN_PREFIX + "' logical message: '" + text + "' is not an oid");
+            throw new MillraceException(Kind.DECODE, "cannot read a '" + lm.prefix() + "' logical message: '" + text + "' is not an oid");
         }
     }
 

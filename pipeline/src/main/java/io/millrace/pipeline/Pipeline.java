@@ -229,7 +229,23 @@ public final class Pipeline implements AutoCloseable {
     @FunctionalInterface
     public interface Capture {
         boolean captures(int oid, io.millrace.core.schema.TableRef table);
+
+        /**
+         * The stream reached this pipeline's {@link #LEAVE_PREFIX} message of the table of {@code oid}: its changes before
+         * the message were passed on, and from here on it is no longer captured. Assembler thread, inside the message's
+         * transaction.
+         */
+        default void left(int oid) {
+        }
     }
+
+    /**
+     * The prefix of the logical message that takes a table out of the pipeline where the stream reaches it (content as
+     * {@link #joinMessage}): a reload that leaves a table out writes it, so that the table's changes committed before the
+     * reload reach the destinations whole, however far behind the stream runs (they were dropped from the reload on, the
+     * rest of a transaction with them: found by a user removing a table while the pipeline caught up).
+     */
+    public static final String LEAVE_PREFIX = Assembler.LEAVE_PREFIX;
 
     private volatile Capture capture;
 

@@ -195,6 +195,50 @@ class ReloadIT {
         }
     }
 
+    /**
+     * A reload that leaves a table out while the stream runs behind: a large transaction of {@code b} committed just before
+     * the reload reaches the destinations whole, and nothing of {@code b} written after it. The reload took {@code b} out
+     * at once, so the rows the stream had not reached yet were dropped, the rest of the transaction with them (found by a
+     * user removing a table while the pipeline caught up); now {@code b} leaves where the stream reaches the reload.
+     */
+    @Test
+    void aTableLeftOutKeepsWhatWasCommittedBeforeTheReloadWhole(@TempDir Path dir) throws Exception {
+        String db = "reload_behind";
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        Path file = dir.resolve("millrace.yaml");
+        Path events = dir.resolve("events");
+        Files.writeString(file, yaml(db, List.of("shop.a", "shop.b"), events));
+        int big = 300_000;
+        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
+            for (String t : List.of("a", "b")) {
+                E2e.exec(src, "CREATE SCHEMA IF NOT EXISTS shop", "CREATE TABLE shop." + t + " (id int PRIMARY KEY, v int NOT NULL, note text)",
+                        "INSERT INTO shop." + t + " SELECT g, g, '" + t + "' FROM generate_series(1, 1000) g");
+            }
+            Supervisor sup = reloading(file);
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            Thread run = running(sup, failed);
+            try {
+                awaitStreaming(sup, failed);
+                E2e.awaitSame(src, dst, E2e.refs(List.of("shop.a", "shop.b")), WAIT);
+                E2e.exec(src, "INSERT INTO shop.b SELECT g, g, 'before the reload' FROM generate_series(1001, " + (1000 + big) + ") g");
+                Files.writeString(file, yaml(db, List.of("shop.a"), events));
+                assertThat(sup.reload()).contains("removed [shop.b]"); // while the stream is still on the insert
+                E2e.exec(src, "INSERT INTO shop.b VALUES (-1, -1, 'after the reload')", "INSERT INTO shop.a VALUES (-1, -1, 'marker')");
+                E2e.awaitRow(dst, "SELECT count(*) FROM shop.a WHERE id = -1", WAIT);
+                assertThat(E2e.queryLong(dst, "SELECT count(*) FROM shop.b WHERE note = 'before the reload'")).isEqualTo(big);
+                assertThat(E2e.queryLong(dst, "SELECT count(*) FROM shop.b WHERE id = -1")).isZero();
+                assertThat(sup.status().tables()).extracting(EngineStatus.Table::table).contains("shop.a").doesNotContain("shop.b");
+            } finally {
+                sup.stop();
+                run.join(30_000);
+            }
+            assertThat(failed.get()).isNull();
+            long inJsonl = E2e.events(events).stream().filter(e -> E2e.isTable(e, "b") && !e.path("op").asText().equals("r")).count();
+            assertThat(inJsonl).as("b's streamed changes in the jsonl destination").isEqualTo(big);
+        }
+    }
+
     /** A supervisor of {@code file} that reloads it when asked. */
     private static Supervisor reloading(Path file) {
         ConfigLoader loader = new ConfigLoader(Map.<String, String>of()::get);
