@@ -155,16 +155,9 @@ class ReloadIT {
     @Test
     void aTableLeftOutAndAddedBackIsCopiedReconciling(@TempDir Path dir) throws Exception {
         String db = "reload_back";
-        pg.createDatabase(db);
-        pg.createDatabase(db + "_dst");
         Path file = dir.resolve("millrace.yaml");
         Path events = dir.resolve("events");
-        Files.writeString(file, yaml(db, List.of("shop.a", "shop.b"), events));
-        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
-            for (String t : List.of("a", "b")) {
-                E2e.exec(src, "CREATE SCHEMA IF NOT EXISTS shop", "CREATE TABLE shop." + t + " (id int PRIMARY KEY, v int NOT NULL, note text)",
-                        "INSERT INTO shop." + t + " SELECT g, g, '" + t + "' FROM generate_series(1, 1000) g");
-            }
+        try (Connection src = shopAB(db, file, events); Connection dst = pg.connect(db + "_dst")) {
             Supervisor sup = reloading(file);
             AtomicReference<Throwable> failed = new AtomicReference<>();
             Thread run = running(sup, failed);
@@ -204,17 +197,10 @@ class ReloadIT {
     @Test
     void aTableLeftOutKeepsWhatWasCommittedBeforeTheReloadWhole(@TempDir Path dir) throws Exception {
         String db = "reload_behind";
-        pg.createDatabase(db);
-        pg.createDatabase(db + "_dst");
         Path file = dir.resolve("millrace.yaml");
         Path events = dir.resolve("events");
-        Files.writeString(file, yaml(db, List.of("shop.a", "shop.b"), events));
         int big = 300_000;
-        try (Connection src = pg.connect(db); Connection dst = pg.connect(db + "_dst")) {
-            for (String t : List.of("a", "b")) {
-                E2e.exec(src, "CREATE SCHEMA IF NOT EXISTS shop", "CREATE TABLE shop." + t + " (id int PRIMARY KEY, v int NOT NULL, note text)",
-                        "INSERT INTO shop." + t + " SELECT g, g, '" + t + "' FROM generate_series(1, 1000) g");
-            }
+        try (Connection src = shopAB(db, file, events); Connection dst = pg.connect(db + "_dst")) {
             Supervisor sup = reloading(file);
             AtomicReference<Throwable> failed = new AtomicReference<>();
             Thread run = running(sup, failed);
@@ -237,6 +223,22 @@ class ReloadIT {
             long inJsonl = E2e.events(events).stream().filter(e -> E2e.isTable(e, "b") && !e.path("op").asText().equals("r")).count();
             assertThat(inJsonl).as("b's streamed changes in the jsonl destination").isEqualTo(big);
         }
+    }
+
+    /**
+     * Databases {@code db} and its destination, tables {@code shop.a} and {@code shop.b} of 1000 rows each, and a file
+     * that selects both; returns a connection to {@code db}.
+     */
+    private static Connection shopAB(String db, Path file, Path events) throws Exception {
+        pg.createDatabase(db);
+        pg.createDatabase(db + "_dst");
+        Files.writeString(file, yaml(db, List.of("shop.a", "shop.b"), events));
+        Connection src = pg.connect(db);
+        for (String t : List.of("a", "b")) {
+            E2e.exec(src, "CREATE SCHEMA IF NOT EXISTS shop", "CREATE TABLE shop." + t + " (id int PRIMARY KEY, v int NOT NULL, note text)",
+                    "INSERT INTO shop." + t + " SELECT g, g, '" + t + "' FROM generate_series(1, 1000) g");
+        }
+        return src;
     }
 
     /** A supervisor of {@code file} that reloads it when asked. */
