@@ -130,17 +130,7 @@ final class Streaming {
         }
         p.onShapeChange(controls::onShapeChange);
         p.withholding(ctx.narrow); // a publication narrowed while streaming: a column list, or fewer kinds of change
-        p.capture(new Pipeline.Capture() { // a publication that publishes more than the selection: only the selection's changes pass
-            @Override
-            public boolean captures(int oid, TableRef table) {
-                return Streaming.this.captures(oid, table);
-            }
-
-            @Override
-            public void left(int oid) {
-                Streaming.this.left(oid);
-            }
-        });
+        p.capture(capture()); // a publication that publishes more than the selection: only the selection's changes pass
         try (java.sql.Connection c = ctx.conns.open()) {
             ctx.narrow.atStart(c, cps); // holds recorded before this start end where the stream reaches it
         } catch (java.sql.SQLException e) {
@@ -191,6 +181,21 @@ final class Streaming {
     private boolean captures(int oid, TableRef table) {
         SourceWatch w = ctx.watch;
         return w == null || w.captures(oid) || ctx.selection.selects(table, true);
+    }
+
+    /** {@link #captures} and {@link #left} as the pipeline asks them. */
+    private Pipeline.Capture capture() {
+        return new Pipeline.Capture() {
+            @Override
+            public boolean captures(int oid, TableRef table) {
+                return Streaming.this.captures(oid, table);
+            }
+
+            @Override
+            public void left(int oid) {
+                Streaming.this.left(oid);
+            }
+        };
     }
 
     /** The stream reached the leave message of a table a reload left out (Reloader): it is captured no more. Assembler thread. */
