@@ -334,6 +334,9 @@ final class TableJoiner {
             if (t == null || published.contains(t) || t.equals(ctx.config.online().signalTable())) {
                 continue; // dropped (the watch's)
             }
+            if (watch.isLeaving(e.getKey())) {
+                continue; // a reload took it out of the publication; it leaves where the stream reaches that (Reloader)
+            }
             Found f = lookUp(c, e.getKey());
             if (f == null || f.partition()) {
                 continue; // attached to a root since, which publishes it (attached())
