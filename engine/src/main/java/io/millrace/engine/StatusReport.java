@@ -64,6 +64,7 @@ final class StatusReport {
     private static EngineStatus.SlotLost slotLost(EngineContext ctx) {
         io.millrace.core.change.Checkpoint.SlotLost l = ctx.slotLost;
         Pipeline p = ctx.pipeline;
+        io.millrace.snapshot.online.OnlineSnapshotter online = ctx.online;
         if (l == null || p == null) {
             return l == null ? null : new EngineStatus.SlotLost(l.count(), l.reason(), l.lostAt().toString(), l.newSlotAt().toString(),
                     "reconciling", List.of(), 0);
@@ -76,7 +77,7 @@ final class StatusReport {
             }
         }
         return new EngineStatus.SlotLost(l.count(), l.reason(), l.lostAt().toString(), l.newSlotAt().toString(),
-                reconciling.isEmpty() ? "reconciled" : "reconciling", List.copyOf(reconciling), p.watermarks().reconcileDeletes());
+                reconciling.isEmpty() ? "reconciled" : "reconciling", List.copyOf(reconciling), online == null ? 0 : online.reconcileDeletes());
     }
 
     private static EngineStatus.Values values(EngineContext ctx) {

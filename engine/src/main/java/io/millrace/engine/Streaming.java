@@ -72,7 +72,9 @@ final class Streaming {
         if (survey.report().serverVersion() < V14) {
             return; // no online snapshots: the planner refused a start that left tasks
         }
-        OnlineSnapshotter o = new OnlineSnapshotter(ctx.conns, p.watermarks(), new OnlineCatalog(ctx.conns, survey.types()),
+        io.millrace.snapshot.online.Watermarks watermarks = new io.millrace.snapshot.online.Watermarks();
+        p.watermarks(watermarks); // the stream's side of the chunks' windows (before the stream starts)
+        OnlineSnapshotter o = new OnlineSnapshotter(ctx.conns, watermarks, new OnlineCatalog(ctx.conns, survey.types()),
                 ctx.config.online(), ctx.progress, p.failure()::report);
         o.rowFilters(t -> {
             io.millrace.engine.transform.TableRule r = ctx.transforms.forTable(t); // a reload's from then on

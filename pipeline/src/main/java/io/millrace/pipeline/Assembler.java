@@ -58,9 +58,9 @@ final class Assembler {
     private final long maxBatchBytes;
     private final long lingerNanos;
     private final Output output;
-    private final Watermarks watermarks;
+    private final WatermarkStream watermarks;
     /** The chunk whose rows are being emitted, and the last of them handed on (see {@link #cut()}). */
-    private Watermarks.Window emitting;
+    private WatermarkStream.Chunk emitting;
     private Object[] emittingLast;
     /** Rows inserted into the signal table go here, not to the destinations (null: no signal table). */
     private Signals signals;
@@ -119,7 +119,7 @@ final class Assembler {
     /** The newest flush position handed on. */
     private Lsn lastFlush = Lsn.ZERO;
 
-    Assembler(TypeResolver types, Spill spill, RelationKeys keys, Watermarks watermarks, Position skipUpTo, long batchBytes,
+    Assembler(TypeResolver types, Spill spill, RelationKeys keys, WatermarkStream watermarks, Position skipUpTo, long batchBytes,
               long maxBatchBytes, long lingerMillis, Output output) {
         this.types = types;
         this.watermarks = watermarks;
@@ -453,7 +453,7 @@ final class Assembler {
             watermarks.described(rel); // a chunk read in another shape is read again (INV: WATERMARK)
             shapeSeen(rel);
         } else if (m instanceof LogicalMessage lm) {
-            if (lm.transactional() && inTx && Watermarks.PREFIX.equals(lm.prefix())) {
+            if (lm.transactional() && inTx && WatermarkStream.PREFIX.equals(lm.prefix())) {
                 watermark(lm, walStart);
             } else if (lm.transactional() && inTx && SchemaChange.PREFIX.equals(lm.prefix())) {
                 ddl(lm, walStart);
@@ -780,12 +780,12 @@ final class Assembler {
         // INV: BOUNDED — the row's heap cost is taken before it joins the batch (this may hand the batch on and wait).
         hold(HeapCost.row(len, r.columnCount(), (beforeTuple == null ? 0 : 1) + (newTuple == null ? 0 : 1)));
         // An update that kept unchanged TOAST values and carried an old key, of a table being copied online: the
-        // snapshot may have to read its new key again (Watermarks.Moves). Rare: decoded here.
+        // snapshot may have to read its new key again (WatermarkStream.copying). Rare: decoded here.
         boolean moves = op == Op.UPDATE && beforeTuple != null && newTuple != null && hasUnchanged(newTuple)
                 && watermarks.copying(r.table());
         if (pool != null && !moves && !watermarks.watches(r.table())) {
             // Decoded later by the pool, in its slot (INV: ORDER). No open window on this table, so
-            // Watermarks.changed would do nothing with its keys (INV: WATERMARK).
+            // WatermarkStream.changed would do nothing with its keys (INV: WATERMARK).
             job.add(new RawRow(op, r, beforeTuple, newTuple, at, p, txXid, txCommitMicros));
             last = p;
             return;
@@ -816,26 +816,9 @@ final class Assembler {
      * chunk's progress is recorded with them.
      */
     private void watermark(LogicalMessage lm, Lsn at) throws Channel.Stopped, InterruptedException {
-        byte[] c = lm.content();
-        Watermarks.Window low = watermarks.byMessage(c, 'L');
-        if (low != null) {
-            watermarks.low(low);
-            return;
-        }
-        Watermarks.Window w = watermarks.byMessage(c, 'H');
+        WatermarkStream.Chunk w = watermarks.watermark(lm.content());
         if (w == null) {
-            return; // not ours, or an earlier run's: that chunk is read again
-        }
-        List<Object[]> rows = w.rows();
-        watermarks.high(w);
-        if (rows == null) {
-            throw new MillraceException(Kind.INTERNAL, "online snapshot chunk " + w.id() + " of " + w.relation().table()
-                    + " reached its high watermark without its rows");
-        }
-        if (w.phase() == Watermarks.Window.Phase.REGISTERED // its low watermark was not seen: no key was recorded
-                || watermarks.missedBeforeLow(w) || watermarks.missedPartial(w) || w.reshaped()) {
-            w.readAgain();
-            return;
+            return; // a low watermark, one not ours, or a chunk to read again
         }
         long emitted = 0;
         RelationInfo r = w.relation();
@@ -850,10 +833,9 @@ final class Assembler {
             add(new ChangeEvent(Op.DELETE, r, old, null, at, new Position(txCommitLsn, ++ordinal), txXid, txCommitMicros, true));
             deleted++;
         }
-        watermarks.reconciled(deleted);
         emitting = w;
         try {
-            for (Object[] row : rows) { // in key order
+            for (Object[] row : w.rows()) { // in key order
                 emittingLast = row;
                 if (w.isStale(row)) {
                     continue;
@@ -868,8 +850,7 @@ final class Assembler {
             emitting = null;
             emittingLast = null;
         }
-        w.emitted(emitted);
-        watermarks.markDirty(); // its progress is recorded with the batch holding the chunk's last row, or a later one
+        watermarks.emitted(w, emitted, deleted); // its progress is recorded with the batch holding its last row, or a later one
     }
 
     private void add(ChangeEvent e) {

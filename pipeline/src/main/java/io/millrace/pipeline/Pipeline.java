@@ -96,7 +96,7 @@ public final class Pipeline implements AutoCloseable {
     private final java.util.concurrent.atomic.AtomicLong submitted = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong applied = new java.util.concurrent.atomic.AtomicLong();
     private Assembler assembler;
-    private final Watermarks watermarks = new Watermarks();
+    private volatile WatermarkStream watermarks = WatermarkStream.NONE;
 
     public Pipeline(Options options, List<Sink> sinks, List<Checkpoint> checkpoints, Consumer<Lsn> onDurable) {
         this.options = options;
@@ -368,9 +368,12 @@ public final class Pipeline implements AutoCloseable {
         this.serverAsked = asked;
     }
 
-    /** Where online snapshot readers meet the stream. */
-    public Watermarks watermarks() {
-        return watermarks;
+    /**
+     * Where online snapshot readers meet the stream (the online snapshot's {@link WatermarkStream}); none:
+     * {@link WatermarkStream#NONE}, every watermark ignored. Call before {@link #startStreaming}.
+     */
+    public void watermarks(WatermarkStream w) {
+        this.watermarks = java.util.Objects.requireNonNull(w, "watermarks");
     }
 
     /** The current checkpoint of sink {@code i} (as the writer last made it durable). Writer-consistent only after {@link #join()}. */

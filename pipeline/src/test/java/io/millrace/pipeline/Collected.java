@@ -10,8 +10,8 @@ import java.util.List;
 import java.util.Optional;
 
 /** A transactional test destination that keeps every event it is given, in order, and starts without a checkpoint. */
-final class Collected implements Sink {
-    final List<ChangeEvent> events = Collections.synchronizedList(new ArrayList<>());
+public final class Collected implements Sink {
+    public final List<ChangeEvent> events = Collections.synchronizedList(new ArrayList<>());
 
     @Override
     public String name() {

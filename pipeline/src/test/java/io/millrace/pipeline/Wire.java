@@ -7,9 +7,9 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 
 /** pgoutput protocol v1 messages, byte for byte as the walsender sends them (PostgreSQL docs, "Logical Replication Message Formats"). */
-final class Wire {
-    static final int INT8 = 20;
-    static final int TEXT = 25;
+public final class Wire {
+    public static final int INT8 = 20;
+    public static final int TEXT = 25;
 
     private Wire() {
     }
@@ -34,7 +34,7 @@ final class Wire {
         o.writeByte(0);
     }
 
-    static byte[] begin(long finalLsn, long xid) {
+    public static byte[] begin(long finalLsn, long xid) {
         return msg('B', o -> {
             o.writeLong(finalLsn);
             o.writeLong(0);
@@ -42,7 +42,7 @@ final class Wire {
         });
     }
 
-    static byte[] commit(long commitLsn, long endLsn) {
+    public static byte[] commit(long commitLsn, long endLsn) {
         return msg('C', o -> {
             o.writeByte(0);
             o.writeLong(commitLsn);
@@ -52,7 +52,7 @@ final class Wire {
     }
 
     /** A transactional logical decoding message ({@code pg_logical_emit_message(true, prefix, content)}). */
-    static byte[] message(long lsn, String prefix, String content) {
+    public static byte[] message(long lsn, String prefix, String content) {
         return msg('M', o -> {
             o.writeByte(1);
             o.writeLong(lsn);
@@ -64,7 +64,7 @@ final class Wire {
     }
 
     /** Table public.{@code name}: column "id" int8 (the key), then "v" text. */
-    static byte[] relation(int oid, String name) {
+    public static byte[] relation(int oid, String name) {
         return msg('R', o -> {
             o.writeInt(oid);
             cstring(o, "public");
@@ -86,7 +86,7 @@ final class Wire {
      * Table public.{@code name} with REPLICA IDENTITY FULL (pgoutput flags every column as key then): "id" int8, "v" text,
      * and "m" of the type {@code typeOid} (a user type: an enum, say).
      */
-    static byte[] fullRelation(int oid, String name, int typeOid) {
+    public static byte[] fullRelation(int oid, String name, int typeOid) {
         return msg('R', o -> {
             o.writeInt(oid);
             cstring(o, "public");
@@ -103,7 +103,7 @@ final class Wire {
     }
 
     /** An insert of (id, v, m) in text format, for {@link #fullRelation}. */
-    static byte[] insert3(int oid, long id, String v, String m) {
+    public static byte[] insert3(int oid, long id, String v, String m) {
         return msg('I', o -> {
             o.writeInt(oid);
             o.writeByte('N');
@@ -118,7 +118,7 @@ final class Wire {
     }
 
     /** An insert of (id, v) in text format; {@code id} is written as given, so a non-number fails to decode. */
-    static byte[] insert(int oid, String id, String v) {
+    public static byte[] insert(int oid, String id, String v) {
         return msg('I', o -> {
             o.writeInt(oid);
             o.writeByte('N');
@@ -138,19 +138,19 @@ final class Wire {
 
     // ---- protocol v2: a large transaction streamed while in progress -------------------------------
 
-    static byte[] streamStart(long xid, boolean first) {
+    public static byte[] streamStart(long xid, boolean first) {
         return msg('S', o -> {
             o.writeInt((int) xid);
             o.writeByte(first ? 1 : 0);
         });
     }
 
-    static byte[] streamStop() {
+    public static byte[] streamStop() {
         return msg('E', o -> {
         });
     }
 
-    static byte[] streamCommit(long xid, long commitLsn, long endLsn) {
+    public static byte[] streamCommit(long xid, long commitLsn, long endLsn) {
         return msg('c', o -> {
             o.writeInt((int) xid);
             o.writeByte(0);
@@ -160,7 +160,7 @@ final class Wire {
         });
     }
 
-    static byte[] streamAbort(long xid) {
+    public static byte[] streamAbort(long xid) {
         return msg('A', o -> {
             o.writeInt((int) xid);
             o.writeInt((int) xid);
@@ -168,7 +168,7 @@ final class Wire {
     }
 
     /** {@link #relation} inside a stream block: the transaction id follows the type. */
-    static byte[] streamed(long xid, byte[] message) {
+    public static byte[] streamed(long xid, byte[] message) {
         byte[] out = new byte[message.length + 4];
         out[0] = message[0];
         out[1] = (byte) (xid >>> 24);

@@ -10,6 +10,19 @@ public final class UnchangedToast {
     private UnchangedToast() {
     }
 
+    /** Whether {@code row} (null: none) holds an unchanged TOAST value: an update's new image that is not a whole row. */
+    public static boolean in(Object[] row) {
+        if (row == null) {
+            return false;
+        }
+        for (Object v : row) {
+            if (v == INSTANCE) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     @Override
     public String toString() {
         return "<unchanged-toast>";

@@ -148,7 +148,7 @@ final class ToastCompleter {
         Object[] after = e.after();
         Key oldKey = cacheable(r) ? key(r, e.before() != null ? e.before() : after, after) : null;
         Key newKey = cacheable(r) ? key(r, after, e.before()) : null;
-        if (!hasUnchanged(after)) {
+        if (!UnchangedToast.in(after)) {
             move(oldKey, newKey, r, after);
             return e;
         }
@@ -215,7 +215,7 @@ final class ToastCompleter {
             }
             Object[] after = e.after();
             Key newKey = key(r, after, e.before());
-            if (e.op() == Op.UPDATE && hasUnchanged(after) && !(r.replicaIdentity() == 'f' && e.before() != null)) {
+            if (e.op() == Op.UPDATE && UnchangedToast.in(after) && !(r.replicaIdentity() == 'f' && e.before() != null)) {
                 Key oldKey = key(r, e.before() != null ? e.before() : after, after);
                 Entry c = oldKey == null ? null : cache.get(oldKey);
                 boolean cached = c != null && c.shape().sameShape(r) && !truncated.containsKey(r.oid()) && complete(c.row(), after);
@@ -258,18 +258,6 @@ final class ToastCompleter {
             }
         }
         return true;
-    }
-
-    private static boolean hasUnchanged(Object[] row) {
-        if (row == null) {
-            return false;
-        }
-        for (Object v : row) {
-            if (v == UnchangedToast.INSTANCE) {
-                return true;
-            }
-        }
-        return false;
     }
 
     /** Whether rows of {@code r} are cached: it has a key, and a column whose values may be TOASTed. */

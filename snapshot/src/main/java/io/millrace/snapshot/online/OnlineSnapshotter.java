@@ -9,7 +9,6 @@ import io.millrace.core.schema.Ident;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.types.UnchangedToast;
-import io.millrace.pipeline.Watermarks;
 import io.millrace.snapshot.CopyRows;
 import io.millrace.snapshot.SnapshotRunner;
 import io.millrace.source.PgConnections;
@@ -322,6 +321,11 @@ public final class OnlineSnapshotter implements AutoCloseable {
      */
     public void rowFilters(java.util.function.Function<TableRef, String> filters) {
         this.rowFilters = filters;
+    }
+
+    /** Rows that reconciling chunks deleted because the source no longer had them ({@link Watermarks#reconcileDeletes}). Any thread. */
+    public long reconcileDeletes() {
+        return watermarks.reconcileDeletes();
     }
 
     public OnlineSnapshotter(PgConnections connections, Watermarks watermarks, Catalog catalog, Options options,

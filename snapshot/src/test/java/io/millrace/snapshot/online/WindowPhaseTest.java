@@ -1,13 +1,13 @@
-package io.millrace.pipeline;
+package io.millrace.snapshot.online;
 
 import io.millrace.core.schema.ColumnInfo;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.schema.TypeResolver;
 import io.millrace.core.types.Codecs;
-import io.millrace.pipeline.Watermarks.Window;
-import io.millrace.pipeline.Watermarks.Window.Outcome;
-import io.millrace.pipeline.Watermarks.Window.Phase;
+import io.millrace.snapshot.online.Watermarks.Window;
+import io.millrace.snapshot.online.Watermarks.Window.Outcome;
+import io.millrace.snapshot.online.Watermarks.Window.Phase;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;

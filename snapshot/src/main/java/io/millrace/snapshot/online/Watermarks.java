@@ -1,9 +1,10 @@
-package io.millrace.pipeline;
+package io.millrace.snapshot.online;
 
 import io.millrace.core.change.OnlineTask;
 import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.types.UnchangedToast;
+import io.millrace.pipeline.WatermarkStream;
 
 import java.util.Arrays;
 import java.util.HashMap;
@@ -40,11 +41,14 @@ import java.util.function.Supplier;
  * <p>A watermark whose id is not registered (written by an earlier run, replayed after a restart)
  * is ignored: that run's chunk did not land, and the chunk is read again.
  *
+ * <p>The pipeline's assembler calls it through {@link WatermarkStream} (the stream's side); the online snapshot's
+ * readers through the public methods here.
+ *
  * <p>Thread-safe: readers open and fill windows; the assembler thread alone reads their key sets.
  */
-public final class Watermarks {
+public final class Watermarks implements WatermarkStream {
     /** Prefix of Millrace's logical messages; messages with other prefixes are ignored. */
-    public static final String PREFIX = "millrace.watermark";
+    public static final String PREFIX = WatermarkStream.PREFIX;
 
     private final Map<String, Window> windows = new ConcurrentHashMap<>();
     private final java.util.concurrent.atomic.AtomicBoolean dirty = new java.util.concurrent.atomic.AtomicBoolean();
@@ -100,13 +104,15 @@ public final class Watermarks {
     }
 
     /** Whether a partial update of {@code table} with an old key must go to {@link #moved}. Assembler thread. */
-    boolean copying(TableRef table) {
+    @Override
+    public boolean copying(TableRef table) {
         Moves m = moves;
         return m != null && m.copying(table);
     }
 
     /** An update {@link #copying} let through, its {@code after} holding unchanged TOAST values (the caller checked). */
-    void moved(RelationInfo r, Object[] before, Object[] after) {
+    @Override
+    public void moved(RelationInfo r, Object[] before, Object[] after) {
         Moves m = moves;
         if (m != null) {
             m.moved(r, before, after);
@@ -127,12 +133,14 @@ public final class Watermarks {
         dirty.set(true);
     }
 
-    boolean dirty() {
+    @Override
+    public boolean dirty() {
         return dirty.get();
     }
 
     /** The progress to record with the batch being cut, or null when unchanged. Assembler thread. */
-    List<OnlineTask> takeProgress() {
+    @Override
+    public List<OnlineTask> takeProgress() {
         return dirty.getAndSet(false) ? progress.get() : null;
     }
 
@@ -185,7 +193,8 @@ public final class Watermarks {
     // ---- assembler side -------------------------------------------------------------------------
 
     /** A transaction committed in the stream. */
-    void committed(long xid) {
+    @Override
+    public void committed(long xid) {
         if (!active) {
             return;
         }
@@ -226,6 +235,43 @@ public final class Watermarks {
         return false;
     }
 
+    /**
+     * A watermark message (INV: WATERMARK). Low: the stream starts recording the keys it changes in the chunk's table.
+     * High: the chunk leaves the open windows and is given to the assembler to emit, unless it must be read again — its
+     * low watermark was not seen (no key was recorded), its snapshot missed a transaction the stream passed before the
+     * low watermark, an update with unchanged TOAST values cannot be laid over it, or its table changed shape.
+     */
+    @Override
+    public Window watermark(byte[] content) {
+        Window low = byMessage(content, 'L');
+        if (low != null) {
+            low(low);
+            return null;
+        }
+        Window w = byMessage(content, 'H');
+        if (w == null) {
+            return null; // not ours, or an earlier run's: that chunk is read again
+        }
+        List<Object[]> rows = w.rows;
+        high(w);
+        if (rows == null) {
+            throw new io.millrace.core.MillraceException(io.millrace.core.MillraceException.Kind.INTERNAL, "online snapshot chunk "
+                    + w.id() + " of " + w.relation().table() + " reached its high watermark without its rows");
+        }
+        if (w.phase() == Window.Phase.REGISTERED || missedBeforeLow(w) || missedPartial(w) || w.reshaped()) {
+            w.readAgain();
+            return null;
+        }
+        return w;
+    }
+
+    @Override
+    public void emitted(Chunk chunk, long rows, long deleted) {
+        reconciled(deleted);
+        ((Window) chunk).emitted(rows);
+        markDirty(); // its progress is recorded with the batch holding the chunk's last row, or a later one
+    }
+
     /** The window a watermark message names, or null (not ours, or from an earlier run). */
     Window byMessage(byte[] content, char kind) {
         if (content.length < 3 || content[0] != kind || content[1] != ' ') {
@@ -250,7 +296,8 @@ public final class Watermarks {
      * the new shape, and a change of the table under its new name does not find the window (INV: WATERMARK).
      * Assembler thread.
      */
-    void described(RelationInfo r) {
+    @Override
+    public void described(RelationInfo r) {
         if (openCount == 0) {
             return;
         }
@@ -300,7 +347,8 @@ public final class Watermarks {
      * ({@link Window#current}); a key change the snapshot did not see has the chunk read again
      * ({@link #missedPartial}).
      */
-    void changed(RelationInfo r, Object[] before, Object[] after, long xid) {
+    @Override
+    public void changed(RelationInfo r, Object[] before, Object[] after, long xid) {
         if (openCount == 0) {
             return;
         }
@@ -308,7 +356,7 @@ public final class Watermarks {
         if (ws == null) {
             return;
         }
-        boolean part = partial(after);
+        boolean part = UnchangedToast.in(after);
         for (java.util.Iterator<Window> it = ws.iterator(); it.hasNext(); ) {
             Window w = it.next();
             if (w.phase() == Window.Phase.ABANDONED) {
@@ -332,18 +380,6 @@ public final class Watermarks {
                 }
             }
         }
-    }
-
-    private static boolean partial(Object[] row) {
-        if (row == null) {
-            return false;
-        }
-        for (Object v : row) {
-            if (v == UnchangedToast.INSTANCE) {
-                return true;
-            }
-        }
-        return false;
     }
 
     /**
@@ -392,11 +428,13 @@ public final class Watermarks {
     }
 
     /** True when a window is open on {@code table}: its streamed changes must reach {@link #changed} decoded. */
-    boolean watches(TableRef table) {
+    @Override
+    public boolean watches(TableRef table) {
         return openCount > 0 && open.containsKey(table);
     }
 
-    void truncated(TableRef table) {
+    @Override
+    public void truncated(TableRef table) {
         List<Window> ws = open.get(table);
         if (ws != null) {
             ws.forEach(w -> w.truncated = true);
@@ -411,7 +449,7 @@ public final class Watermarks {
      * sets. Its {@link Phase} is moved by both, atomically; the fields the reader hands over are volatile, those marked
      * "assembler thread only" are confined to that thread.
      */
-    public static final class Window {
+    public static final class Window implements WatermarkStream.Chunk {
         /**
          * Where a window is. It lives in one run only and is never stored: a watermark written by an earlier run finds
          * no window, and its chunk is read again (the chunker's progress, which is stored, did not count it).
@@ -502,7 +540,8 @@ public final class Watermarks {
         }
 
         /** A batch is cut after {@code row} of this chunk (assembler thread, before the batch's progress is taken). */
-        void landedThrough(Object[] row) {
+        @Override
+        public void landedThrough(Object[] row) {
             if (onLandedThrough == null) {
                 return;
             }
@@ -549,12 +588,14 @@ public final class Watermarks {
             this.gone = List.copyOf(oldImages);
         }
 
-        List<Object[]> gone() {
+        @Override
+        public List<Object[]> gone() {
             return gone;
         }
 
         /** The average size of the chunk's rows as read (0: unknown): their heap cost is estimated from it (INV: BOUNDED). */
-        int encodedBytesPerRow() {
+        @Override
+        public int encodedBytesPerRow() {
             return textBytesPerRow;
         }
 
@@ -612,15 +653,18 @@ public final class Watermarks {
             }
         }
 
-        RelationInfo relation() {
+        @Override
+        public RelationInfo relation() {
             return relation;
         }
 
-        List<Object[]> rows() {
+        @Override
+        public List<Object[]> rows() {
             return rows;
         }
 
-        boolean isStale(Object[] row) {
+        @Override
+        public boolean isStale(Object[] row) {
             return truncated || changed.contains(Key.of(row, keyIndexes));
         }
 
@@ -629,7 +673,8 @@ public final class Watermarks {
          * updates the snapshot did not see laid over it in commit order (each update's unchanged TOAST values
          * keep the row's). Call after {@link Watermarks#missedPartial}.
          */
-        Object[] current(Object[] row) {
+        @Override
+        public Object[] current(Object[] row) {
             if (overlays.isEmpty()) {
                 return row;
             }

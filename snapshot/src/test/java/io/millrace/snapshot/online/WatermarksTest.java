@@ -1,4 +1,4 @@
-package io.millrace.pipeline;
+package io.millrace.snapshot.online;
 
 import io.millrace.core.schema.ColumnInfo;
 import io.millrace.core.schema.RelationInfo;

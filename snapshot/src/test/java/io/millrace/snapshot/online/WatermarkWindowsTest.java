@@ -1,4 +1,4 @@
-package io.millrace.pipeline;
+package io.millrace.snapshot.online;
 
 import io.millrace.core.Lsn;
 import io.millrace.core.Position;
@@ -10,8 +10,11 @@ import io.millrace.core.schema.RelationInfo;
 import io.millrace.core.schema.TableRef;
 import io.millrace.core.schema.TypeResolver;
 import io.millrace.core.types.Codecs;
-import io.millrace.pipeline.Watermarks.Window;
-import io.millrace.pipeline.Watermarks.Window.Outcome;
+import io.millrace.pipeline.Collected;
+import io.millrace.pipeline.Pipeline;
+import io.millrace.pipeline.Wire;
+import io.millrace.snapshot.online.Watermarks.Window;
+import io.millrace.snapshot.online.Watermarks.Window.Outcome;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -42,19 +45,21 @@ class WatermarkWindowsTest {
         Pipeline p = new Pipeline(new Pipeline.Options(64L << 20, 64 << 10, 256 << 10, 20), List.of(sink),
                 List.of(new Checkpoint(Checkpoint.VERSION, new Identity("1", "db", "slot", "pub", "rows"), Lsn.ZERO, Position.START, null)),
                 l -> { });
+        Watermarks watermarks = new Watermarks();
+        p.watermarks(watermarks);
         p.startWriter();
         p.startStreaming(TypeResolver.builtinsOnly(), oid -> List.of("id"), Position.START, () -> Lsn.ZERO, spill);
         long[] lsn = {0x200_0000L};
         try {
             offer(p, lsn, Wire.relation(OID, "t"));
-            Window lost = p.watermarks().open(t, List.of("id"), null);
+            Window lost = watermarks.open(t, List.of("id"), null);
             lost.fill(List.<Object[]>of(new Object[] {1L, "chunk 1"}), new long[0], 10);
             tx(p, lsn, 20, Wire.message(lsn[0], Watermarks.PREFIX, lost.message(false))); // its low watermark never came
             p.flush();
             assertThat(await(lost)).isEqualTo(new Outcome.ReadAgain());
             assertThat(lost.phase()).isEqualTo(Window.Phase.READ_AGAIN);
 
-            Window chunk = p.watermarks().open(t, List.of("id"), null);
+            Window chunk = watermarks.open(t, List.of("id"), null);
             tx(p, lsn, 21, Wire.message(lsn[0], Watermarks.PREFIX, chunk.message(true)));
             chunk.fill(List.of(new Object[] {1L, "chunk 1"}, new Object[] {2L, "chunk 2"}), new long[0], 30);
             tx(p, lsn, 22, Wire.message(lsn[0], Watermarks.PREFIX, chunk.message(false)));
