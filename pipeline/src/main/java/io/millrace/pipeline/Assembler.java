@@ -630,6 +630,9 @@ final class Assembler {
                 // it: a restart past this message before then would not read it again (shapesWritten)
                 shapeMarks.put(c.oid(), Batch.pendingDdl(pending));
             }
+            if (renamedOnly(c) != null) {
+                renamedUndescribed.add(c.oid()); // see renamedSinceDescribed
+            }
             if (tableSeen != null && framer.relation(c.oid()) == null && (replaying == null || replaying.relation(c.oid()) == null)) {
                 tableSeen.seen(c.oid(), c.table()); // a table created, or renamed, that the pipeline may capture from now on
             }
@@ -674,6 +677,54 @@ final class Assembler {
      */
     static final String JOIN_PREFIX = "millrace.join";
 
+    /**
+     * Tables the trigger's message showed renamed (nothing else changed) that no Relation message described since. A plain
+     * table's next Relation message comes before its next change and takes the rename with the DDL; a partitioned root's
+     * does not come: pgoutput describes a root again only when one of its partitions' own cache entries is invalidated,
+     * which the root's rename leaves as they are, so the destinations kept its old name until a restart (found by a user).
+     * INV: BOUNDED — at most the tables with a pending DDL.
+     */
+    private final java.util.Set<Integer> renamedUndescribed = new java.util.HashSet<>();
+
+    /**
+     * {@code streamed}, the description a row came with, or, when the trigger's message renamed its table since and no
+     * Relation message followed ({@link #renamedUndescribed}), its description under the new name, taken here as a Relation
+     * message would be, with the DDL: told before the row, in stream order.
+     */
+    private RelationInfo renamedSinceDescribed(RelationInfo streamed) {
+        if (!renamedUndescribed.remove(streamed.oid())) {
+            return streamed;
+        }
+        SchemaChange c = ddl.get(streamed.oid());
+        RelationInfo renamed = c == null ? null : renamedOnly(c);
+        if (renamed == null) {
+            return streamed;
+        }
+        PgOutputFramer f = replaying != null ? replaying : framer;
+        RelationInfo rel = described(f, renamed);
+        f.learn(rel);
+        watermarks.described(rel);
+        shapeSeen(rel);
+        return rel;
+    }
+
+    /**
+     * The stream's description of the table of {@code c} under the name {@code c} gives it, when {@code c} renamed it and
+     * changed nothing else (the same columns in the same order); null otherwise, or when the stream has not described it.
+     */
+    private RelationInfo renamedOnly(SchemaChange c) {
+        RelationInfo known = replaying != null && replaying.relation(c.oid()) != null ? replaying.relation(c.oid()) : framer.relation(c.oid());
+        if (known == null || c.table() == null || known.table().equals(c.table()) || c.columns().size() != known.columnCount()) {
+            return null;
+        }
+        for (int i = 0; i < known.columnCount(); i++) {
+            if (!known.column(i).name().equals(c.columns().get(i).name())) {
+                return null;
+            }
+        }
+        return new RelationInfo(known.oid(), c.table(), known.replicaIdentity(), known.columns(), types);
+    }
+
     /** See {@link Pipeline#LEAVE_PREFIX}. */
     static final String LEAVE_PREFIX = "millrace.leave";
 
@@ -711,6 +762,7 @@ final class Assembler {
      * cache then holds that (the relation cache follows the DDL and the key).
      */
     private RelationInfo described(PgOutputFramer f, RelationInfo rel) {
+        renamedUndescribed.remove(rel.oid());
         SchemaChange c = ddl.remove(rel.oid());
         String mark = shapeMarks.get(rel.oid());
         if (c != null && (mark == null || Batch.isPendingDdl(mark))) { // a hold's mark stays
@@ -767,7 +819,7 @@ final class Assembler {
         if (withheld.containsKey(streamed.oid())) {
             return; // its stream lacks columns the table has: the copy that ends the hold brings this change (Pipeline.Withholding)
         }
-        RelationInfo r = keys.of(streamed);
+        RelationInfo r = keys.of(renamedUndescribed.isEmpty() ? streamed : renamedSinceDescribed(streamed));
         if (signals != null && r.table().equals(signals.table())) {
             if (op == Op.CREATE) {
                 signals.inserted(r, newTuple.decode(r)); // its effect is recorded with this or a later batch (INV: RESUME)
