@@ -179,11 +179,15 @@ final class SourceWatch {
                         + " change (tables are renamed, events carry the new name)", from, Integer.toUnsignedString(oid), to);
                 return;
             }
-            if (selection.get().tables().stream().anyMatch(t -> !t.isPattern() && t.equals(from))) {
-                namedRenamed.put(from, to);
-                LOG.warn("table {} (oid {}) was renamed to {} in the source: source.tables names it by its old name, so it stays"
+            // named by the name it had, or by the name it had before an earlier rename of this run (renamed twice: before, the
+            // second was logged as taking it out, while it stayed captured, as the first one said; found by a user)
+            TableRef named = selection.get().tables().stream().anyMatch(t -> !t.isPattern() && t.equals(from)) ? from
+                    : namedRenamed.entrySet().stream().filter(e -> e.getValue().equals(from)).map(Map.Entry::getKey).findFirst().orElse(null);
+            if (named != null) {
+                namedRenamed.put(named, to);
+                LOG.warn("table {} (oid {}) was renamed to {} in the source: source.tables names it by its old name{}, so it stays"
                         + " captured until the next start, which stops with the fix (write the new name in source.tables)", from,
-                        Integer.toUnsignedString(oid), to);
+                        Integer.toUnsignedString(oid), to, named.equals(from) ? "" : " " + named);
                 return;
             }
             // Selected by name, as at a start and a reload: before, it stayed captured while streaming (the publication holds
