@@ -682,7 +682,7 @@ final class Assembler {
      * table's next Relation message comes before its next change and takes the rename with the DDL; a partitioned root's
      * does not come: pgoutput describes a root again only when one of its partitions' own cache entries is invalidated,
      * which the root's rename leaves as they are, so the destinations kept its old name until a restart (found by a user).
-     * INV: BOUNDED — at most the tables with a pending DDL.
+     * INV: BOUNDED — at most one entry per table the stream described, each gone at the table's next row or Relation message.
      */
     private final java.util.Set<Integer> renamedUndescribed = new java.util.HashSet<>();
 
