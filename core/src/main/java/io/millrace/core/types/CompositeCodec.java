@@ -228,12 +228,11 @@ final class CompositeCodec extends BaseCodec {
         if (!(value instanceof PgComposite c)) {
             throw wrongValue(value);
         }
-        List<String> names = c.fields().stream().map(PgComposite.Field::name).toList();
-        Shape shape = null;
-        for (Shape s : shapes) {
-            if (s.names().equals(names)) {
-                shape = s; // the shape the value was decoded in
-                break;
+        List<Shape> known = shapes;
+        Shape shape = known.size() == 1 && known.get(0).size() == c.fields().size() ? known.get(0) : null; // the usual case
+        for (int k = 0; shape == null && k < known.size(); k++) {
+            if (known.get(k).names().equals(c.fields().stream().map(PgComposite.Field::name).toList())) {
+                shape = known.get(k); // the shape the value was decoded in
             }
         }
         if (shape == null) {
