@@ -37,6 +37,8 @@ class StartPlannerTest {
     private static final RelationInfo A = rel("a", true);
     private static final RelationInfo B = rel("b", true);
     private static final RelationInfo KEYLESS = rel("keyless", false);
+    /** A table created under b's name after b was dropped: another oid. */
+    private static final RelationInfo NEW_B = new RelationInfo(B.oid() + 7, B.table(), 'd', B.columns(), TypeResolver.builtinsOnly());
     private static final TableRef SIGNAL = new TableRef("public", "signals");
 
     private static RelationInfo rel(String name, boolean key) {
@@ -472,6 +474,13 @@ class StartPlannerTest {
                                 streaming("events", 100).withOnline(List.of(OnlineTask.whole(B)))).slot(slot(Lsn.of(100), null))
                                 .unpublished(B.table())),
                         is(StartPlan.Resume.class, r -> assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online()).hasSize(1)))),
+                row("restart with a table added under the name of a dropped one whose copy is recorded: copied, as its own table"
+                                + " (CrashMatrixIT; DdlIT.aTableDroppedAndCreatedAgainUnderItsNameWhileItsCopyWasStoppedIsCopied)",
+                        with(b -> b.tables(A, NEW_B).checkpoints(streaming("replica", 100).withOnline(List.of(OnlineTask.whole(B))),
+                                streaming("events", 100).withOnline(List.of(OnlineTask.whole(B)))).slot(slot(Lsn.of(100), null))
+                                .unpublished(NEW_B.table())),
+                        is(StartPlan.Resume.class, r -> assertThat(r.checkpoints()).allSatisfy(c -> assertThat(c.online())
+                                .containsExactly(OnlineTask.whole(B), OnlineTask.whole(NEW_B))))),
                 row("restart with a table added, snapshot.mode never: published, not copied",
                         with(b -> b.mode(SnapshotMode.NEVER).checkpoints(streaming("replica", 100), streaming("events", 100))
                                 .slot(slot(Lsn.of(100), null)).unpublished(B.table())),

@@ -214,12 +214,17 @@ public final class OnlineSnapshotter implements AutoCloseable {
             return phase.get() == TaskPhase.Phase.FINISHED;
         }
 
-        /** Whether this re-read task still has to read the row of {@code tuple}. */
-        /** Whether this task copies {@code table}, named so or (when known, not 0) by its oid: renamed since. */
+        /**
+         * Whether this task copies the table of {@code oid}, now {@code table}: by oid when both are known (not 0), since a
+         * task keeps the name it was asked for under. By name, a copy of a table renamed since was replaced by the copy of a
+         * new table that took its old name (the swap {@code RENAME TO b_old; CREATE TABLE b}), and was dropped half-way.
+         */
         boolean copies(TableRef table, int oid) {
-            return this.table.equals(table) || oid != 0 && target.relation().oid() == oid;
+            int own = target.relation().oid();
+            return oid != 0 && own != 0 ? own == oid : this.table.equals(table);
         }
 
+        /** Whether this re-read task still has to read the row of {@code tuple}. */
         boolean rereads(String tuple) {
             String f = filter;
             // Tuples are "(" + quoted literals + ")": inside a literal a quote is doubled, so "('" + … + "')" matches whole tuples only.
@@ -959,6 +964,23 @@ public final class OnlineSnapshotter implements AutoCloseable {
     /** How often a task waiting for a key looks at the catalog. */
     private static final long KEY_LOOK_NANOS = 2_000_000_000L;
 
+    /**
+     * Whether the name the task reads by (locked, in the chunk's transaction) is still its table's. A table renamed while
+     * copied shows as an error when nothing took its name; when another table did (the swap {@code ALTER TABLE b RENAME TO
+     * b_old; CREATE TABLE b ...}), the chunks of b_old's copy read the new b's rows, with no error, into the destinations'
+     * b_old (found with DdlIT.aTableRenamedDuringItsCopyKeepsItsCopyWhenANewTableTakesItsName).
+     */
+    private static boolean namedSo(Connection c, Task task) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT coalesce(to_regclass(?)::oid = ?::oid, false)")) {
+            ps.setString(1, task.table.sql());
+            ps.setLong(2, Integer.toUnsignedLong(task.target.relation().oid()));
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getBoolean(1);
+            }
+        }
+    }
+
     /** Whether the table's columns (names, types, modifiers, in order) are still those the task reads. */
     private static boolean sameColumns(Connection c, Task task) throws SQLException {
         List<io.millrace.core.schema.ColumnInfo> cols = task.target.relation().columns();
@@ -1058,10 +1080,11 @@ public final class OnlineSnapshotter implements AutoCloseable {
                     inProgress[i] = xs[i];
                 }
             }
-            if (task.target.relation().oid() != 0 && (!sameColumns(c, task) || !io.millrace.source.Catalog.keyColumns(c,
-                    task.target.relation().oid()).equals(task.target.keyColumns()))) {
+            if (task.target.relation().oid() != 0 && (!namedSo(c, task) || !sameColumns(c, task)
+                    || !io.millrace.source.Catalog.keyColumns(c, task.target.relation().oid()).equals(task.target.keyColumns()))) {
                 // The table changed shape (or key) since the task resolved it: this chunk is not read in the old shape, nor
-                // cut on the old key, nor compared with the stream's changes by it in its window.
+                // cut on the old key, nor compared with the stream's changes by it in its window. Or it was renamed and
+                // another table took its name: the chunk is read from the table, under its new name, not from that one.
                 c.rollback();
                 task.chunker.giveBack(chunk);
                 watermarks.abandon(window);
