@@ -63,10 +63,28 @@ final class SourceCatalog {
      * @param partitionKey    for a partitioned table, {@code pg_get_partkeydef} (e.g. {@code RANGE (at)}); null otherwise
      * @param partitions      for a partitioned table, its partitions at every depth, each after its parent; empty otherwise
      * @param bytes           its size on disk, its partitions' for a partitioned table
+     * @param bytewiseKey     the key columns verify compares in byte order (the servers collate them differently); empty
+     *                        as read from the source
      */
     record Table(long oid, TableRef ref, boolean unlogged, char replicaIdentity, List<Column> columns, List<String> key,
                  List<String> keyTypes, List<Constraint> constraints, List<String> indexes, long bytes, String partitionKey,
-                 List<Partition> partitions) {
+                 List<Partition> partitions, java.util.Set<String> bytewiseKey) {
+
+        Table(long oid, TableRef ref, boolean unlogged, char replicaIdentity, List<Column> columns, List<String> key,
+              List<String> keyTypes, List<Constraint> constraints, List<String> indexes, long bytes, String partitionKey,
+              List<Partition> partitions) {
+            this(oid, ref, unlogged, replicaIdentity, columns, key, keyTypes, constraints, indexes, bytes, partitionKey, partitions,
+                    java.util.Set.of());
+        }
+
+        /**
+         * This table with the key columns {@code columns} compared in byte order ({@code COLLATE "C"}) by verify: the two
+         * servers collate them differently ({@link Verifier}).
+         */
+        Table bytewise(java.util.Set<String> columns) {
+            return new Table(oid, ref, unlogged, replicaIdentity, this.columns, key, keyTypes, constraints, indexes, bytes,
+                    partitionKey, partitions, java.util.Set.copyOf(columns));
+        }
 
         boolean hasKey() {
             return !key.isEmpty();
