@@ -343,10 +343,9 @@ final class StartPlanner {
         List<OnlineTask> tasks = new ArrayList<>(cp.online());
         for (TableRef t : f.unpublished()) {
             RelationInfo r = f.relation(t);
-            // A task is the copy of its table's oid: one recorded for a table dropped since, whose name this one took, is not
-            // this one's (matched by name, the new table joined the publication uncopied; found by the crash matrix). By name
-            // only for a task recorded without an oid.
-            if (tasks.stream().noneMatch(x -> x.oid() != 0 ? x.oid() == r.oid() : x.table().equals(t))) {
+            // By oid (copies): a task recorded for a table dropped since, whose name this one took, is not this one's (matched
+            // by name, the new table joined the publication uncopied; found by the crash matrix).
+            if (tasks.stream().noneMatch(x -> copies(x, r))) {
                 tasks.add(held.contains(r.oid()) ? OnlineTask.reconciling(r) : OnlineTask.whole(r));
             }
         }

@@ -965,7 +965,8 @@ public final class OnlineSnapshotter implements AutoCloseable {
     private static final long KEY_LOOK_NANOS = 2_000_000_000L;
 
     /**
-     * Whether the name the task reads by (locked, in the chunk's transaction) is still its table's. A table renamed while
+     * INV: COVER (each chunk holds its own table's rows) — whether the name the task reads by (locked, in the chunk's
+     * transaction) is still its table's. A table renamed while
      * copied shows as an error when nothing took its name; when another table did (the swap {@code ALTER TABLE b RENAME TO
      * b_old; CREATE TABLE b ...}), the chunks of b_old's copy read the new b's rows, with no error, into the destinations'
      * b_old (found with DdlIT.aTableRenamedDuringItsCopyKeepsItsCopyWhenANewTableTakesItsName).
