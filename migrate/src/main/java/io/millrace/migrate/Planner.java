@@ -249,6 +249,7 @@ final class Planner {
             notes.add(types.size() + " type(s) created on the target before the tables, as on the source: " + String.join(", ",
                     types.stream().map(t -> t.sql() + " (" + t.kind() + ")").toList()));
         }
+        types.addAll(0, collations(src, tgt, tables, starting, problems, notes)); // before the types: a domain may use one
 
         for (Table t : tables) {
             String count = null;
@@ -296,6 +297,65 @@ final class Planner {
                     + " source role " + srcUser + " must own the database and be a member of pg_signal_backend");
         }
         return new Result(new Plan(copy, notes, cannot, problems), List.copyOf(tables), sequences, List.copyOf(types));
+    }
+
+    /**
+     * The collations the tables use (SourceCatalog#collations): the user's that the target lacks, to create before the types
+     * and tables (after a plan that said ready, the schema step stopped on 'schema "words" does not exist (in: CREATE
+     * DOMAIN public.tag AS text COLLATE words.nocase;)', found by trying it); one the target has that is not the
+     * source's, or a built-in one the target lacks, is a problem: text would compare, sort and be unique otherwise there,
+     * or the schema step would stop.
+     */
+    private static List<SourceCatalog.UserType> collations(Connection src, Connection tgt, List<Table> tables, boolean starting,
+                                                           List<Problem> problems, List<String> notes) throws SQLException {
+        List<SourceCatalog.UserType> create = new ArrayList<>();
+        if (tables.isEmpty()) {
+            return create;
+        }
+        SourceCatalog.Collations used = SourceCatalog.collations(src, tables);
+        for (SourceCatalog.UserType coll : used.own()) {
+            String oid = collationOid(tgt, coll.sql());
+            if (oid == null) {
+                create.add(coll);
+                continue;
+            }
+            SourceCatalog.UserType there = SourceCatalog.collation(tgt, Long.parseLong(oid));
+            if (!there.create().equals(coll.create())) {
+                String what = "collation " + coll.sql() + " on the target is not the source's: the target has " + there.create()
+                        + " where the source has " + coll.create();
+                if (starting) {
+                    problems.add(new Problem(Kind.TARGET_SETUP, what, "DROP COLLATION " + coll.sql() + " on the target, if nothing"
+                            + " there uses it (the schema step then creates it as on the source)"));
+                } else {
+                    notes.add(what + " (changed while following: make it the source's on the target)");
+                }
+            }
+        }
+        for (String name : used.builtIn()) {
+            if (collationOid(tgt, name) == null) {
+                problems.add(new Problem(Kind.TARGET_SETUP, "the tables use collation " + name + ", which the target server does not"
+                        + " have", name.endsWith("-x-icu\"") ? "migrate to a PostgreSQL server built with ICU (its ICU collations"
+                        + " are made by initdb)" : "install the locale on the target's machine (e.g. locale-gen), then SELECT"
+                        + " pg_import_system_collations('pg_catalog') as a superuser in the target database"));
+            }
+        }
+        if (create.stream().anyMatch(c -> c.create().contains("provider = icu"))
+                && !bool(tgt, "SELECT EXISTS (SELECT 1 FROM pg_collation WHERE collprovider = 'i')")) {
+            problems.add(new Problem(Kind.TARGET_SETUP, "the tables use ICU collation(s) of the user's, and the target server has"
+                    + " no ICU collations (built without ICU)", "migrate to a PostgreSQL server built with ICU"));
+        }
+        if (!create.isEmpty()) {
+            notes.add(create.size() + " collation(s) created on the target before the tables, as on the source: "
+                    + String.join(", ", create.stream().map(SourceCatalog.UserType::sql).toList()));
+        }
+        return create;
+    }
+
+    /** The oid of collation {@code name} (schema.name, quoted where needed) usable in {@code c}'s database, or null. */
+    private static String collationOid(Connection c, String name) throws SQLException {
+        return oneOrNull(c, "SELECT co.oid::text FROM pg_collation co JOIN pg_namespace n ON n.oid = co.collnamespace"
+                + " WHERE format('%I.%I', n.nspname, co.collname) = " + Ident.literal(name) + " AND co.collencoding IN (-1,"
+                + " (SELECT encoding FROM pg_database WHERE datname = current_database())) LIMIT 1");
     }
 
     /**

@@ -386,6 +386,64 @@ final class SourceCatalog {
         return out;
     }
 
+    /**
+     * The collations the tables' columns use, and those of the types they use (a domain's, a composite type's attributes',
+     * a range's): of the user's ({@code own}, each as the statement that creates it, {@link #collation}), and the built-in
+     * ones other than the database's default ({@code builtIn}: pg_catalog's, which the target must have by that name — an
+     * ICU one needs a server built with ICU, a libc one the locale installed on the target's machine).
+     */
+    record Collations(List<UserType> own, List<String> builtIn) {
+    }
+
+    static Collations collations(Connection c, List<Table> tables) throws SQLException {
+        List<UserType> own = new ArrayList<>();
+        List<String> builtIn = new ArrayList<>();
+        Long[] oids = tables.stream().map(Table::oid).toArray(Long[]::new);
+        try (PreparedStatement ps = c.prepareStatement("WITH RECURSIVE " + USED_TYPES + ", colls(oid) AS ("
+                + " SELECT a.attcollation FROM pg_attribute a WHERE a.attrelid = ANY (?) AND a.attnum > 0 AND NOT a.attisdropped"
+                + " UNION SELECT t.typcollation FROM used u JOIN pg_type t ON t.oid = u.oid"
+                + " UNION SELECT a.attcollation FROM used u JOIN pg_type t ON t.oid = u.oid AND t.typtype = 'c'"
+                + " JOIN pg_attribute a ON a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped"
+                + " UNION SELECT r.rngcollation FROM used u JOIN pg_range r ON r.rngtypid = u.oid)"
+                + " SELECT co.oid, format('%I.%I', n.nspname, co.collname), n.nspname = 'pg_catalog' FROM colls"
+                + " JOIN pg_collation co ON co.oid = colls.oid JOIN pg_namespace n ON n.oid = co.collnamespace"
+                + " WHERE co.collprovider <> 'd'" // the database's default: the target's own
+                + " AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_collation'::regclass AND d.objid = co.oid"
+                + " AND d.deptype = 'e') ORDER BY 2")) {
+            ps.setArray(1, c.createArrayOf("oid", oids));
+            ps.setArray(2, c.createArrayOf("oid", oids));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    if (rs.getBoolean(3)) {
+                        builtIn.add(rs.getString(2));
+                    } else {
+                        own.add(collation(c, rs.getLong(1)));
+                    }
+                }
+            }
+        }
+        return new Collations(List.copyOf(own), List.copyOf(builtIn));
+    }
+
+    /**
+     * Collation {@code oid} of {@code c}'s catalog as the statement that creates it, the same code on both servers (so that
+     * one the target has can be compared with the source's): provider, locale (ICU's, PostgreSQL 17's builtin one, or libc's
+     * LC_COLLATE and LC_CTYPE), ICU rules (PostgreSQL 16+) and whether it is deterministic. Read through {@code to_jsonb},
+     * whose fields name what each version has (colliculocale in 15 and 16, colllocale from 17).
+     */
+    static UserType collation(Connection c, long oid) throws SQLException {
+        String create = Planner.one(c, "SELECT format('CREATE COLLATION %I.%I (', n.nspname, co.collname)"
+                + " || CASE co.collprovider WHEN 'i' THEN 'provider = icu, locale = '"
+                + " || quote_literal(coalesce(j ->> 'colllocale', j ->> 'colliculocale', co.collcollate))"
+                + " || coalesce(', rules = ' || quote_literal(nullif(j ->> 'collicurules', '')), '')"
+                + " WHEN 'b' THEN 'provider = builtin, locale = ' || quote_literal(j ->> 'colllocale')"
+                + " ELSE 'provider = libc, lc_collate = ' || quote_literal(co.collcollate) || ', lc_ctype = ' || quote_literal(co.collctype)"
+                + " END || CASE WHEN co.collisdeterministic THEN '' ELSE ', deterministic = false' END || ');'"
+                + " FROM pg_collation co JOIN pg_namespace n ON n.oid = co.collnamespace, to_jsonb(co) j WHERE co.oid = " + oid);
+        String name = create.substring("CREATE COLLATION ".length(), create.indexOf(" ("));
+        return new UserType(name, "a collation", create, List.of());
+    }
+
     /** The COLLATE clause for collation {@code collOid} where it is not the type's own default, else "". */
     private static final String COLLATE = "(SELECT ' COLLATE ' || format('%%I.%%I', cn.nspname, co.collname) FROM pg_collation co"
             + " JOIN pg_namespace cn ON cn.oid = co.collnamespace WHERE co.oid = %1$s AND %1$s <> 0"

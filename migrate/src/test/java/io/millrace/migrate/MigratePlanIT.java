@@ -338,6 +338,52 @@ class MigratePlanIT extends TwoServers {
     }
 
     /** A database name that does not exist on either server: exit 2 and the fix, as millrace run says it (found by a user: exit 3, no fix). */
+    /**
+     * A collation of the user's that a column and a domain use (case-insensitive ICU here) is created on the target before
+     * the tables, as on the source, and the rows compare there as on the source (found by trying it: the plan said ready,
+     * and the schema step stopped on 'collation "words.nocase" does not exist'). One the target has already that is not the
+     * source's is a problem naming it, and nothing is written.
+     */
+    @Test
+    void aCollationOfTheUsersIsCreatedOnTheTargetBeforeTheTables() throws Exception {
+        String db = fresh("CREATE SCHEMA words",
+                "CREATE COLLATION words.nocase (provider = icu, locale = 'und-u-ks-level2', deterministic = false)",
+                "CREATE DOMAIN tag AS text COLLATE words.nocase",
+                "CREATE TABLE t (id int PRIMARY KEY, name text COLLATE words.nocase, g tag, plain text)",
+                "INSERT INTO t VALUES (1, 'Alice', 'Red', 'x'), (2, 'bob', 'blue', 'y')");
+        Migration m = Migration.of(Servers.source(src, db), Servers.target(tgt, db));
+        Plan p = m.plan();
+        assertThat(p.ok()).as(p.render()).isTrue();
+        assertThat(p.notes()).contains("1 collation(s) created on the target before the tables, as on the source: words.nocase");
+        String rows = "SELECT string_agg(format('%s|%s|%s|%s', id, name, g, plain), ';' ORDER BY id) FROM t";
+        try (io.millrace.api.Millrace following = m.follow(Duration.ofSeconds(60))) {
+            assertThat(Servers.text(tgt, db, rows)).isEqualTo(Servers.text(src, db, rows)).isEqualTo("1|Alice|Red|x;2|bob|blue|y");
+            // compared as on the source: case-insensitively, the column and the domain
+            assertThat(Servers.text(tgt, db, "SELECT count(*) FROM t WHERE name = 'ALICE' AND g = 'RED'")).isEqualTo("1");
+            assertThat(Servers.text(tgt, db, "SELECT string_agg(format('%s %s %s', c.collname, c.collprovider, c.collisdeterministic),"
+                    + " ',' ORDER BY a.attname) FROM pg_attribute a JOIN pg_collation c ON c.oid = a.attcollation"
+                    + " WHERE a.attrelid = 't'::regclass AND a.attname IN ('name', 'plain')"))
+                    .isEqualTo("nocase i f,default d t");
+        } finally {
+            src.execute(db, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 'mig_" + db + "'");
+        }
+
+        String other = fresh("CREATE COLLATION nocase (provider = icu, locale = 'und-u-ks-level2', deterministic = false)",
+                "CREATE TABLE t (id int PRIMARY KEY, name text COLLATE nocase)");
+        tgt.execute(other, "CREATE COLLATION nocase (provider = icu, locale = 'und-u-ks-level2')");
+        Plan unlike = Migration.of(Servers.source(src, other), Servers.target(tgt, other)).plan();
+        assertThat(unlike.problems()).singleElement().satisfies(x -> {
+            assertThat(x.kind()).isEqualTo(Kind.TARGET_SETUP);
+            assertThat(x.message()).isEqualTo("collation public.nocase on the target is not the source's: the target has CREATE COLLATION"
+                    + " public.nocase (provider = icu, locale = 'und-u-ks-level2'); where the source has CREATE COLLATION public.nocase"
+                    + " (provider = icu, locale = 'und-u-ks-level2', deterministic = false);");
+            assertThat(x.fix()).startsWith("DROP COLLATION public.nocase on the target");
+        });
+        assertThatThrownBy(() -> Migration.of(Servers.source(src, other), Servers.target(tgt, other)).follow(Duration.ofSeconds(10)))
+                .satisfies(e -> assertThat(((MillraceException) e).kind()).isEqualTo(Kind.TARGET_SETUP));
+        nothingWritten(other);
+    }
+
     @Test
     void aDatabaseThatDoesNotExistIsAConfigurationErrorNamingTheFix() throws Exception {
         String db = fresh("CREATE TABLE t (id int PRIMARY KEY)");
