@@ -250,6 +250,7 @@ final class Planner {
                     types.stream().map(t -> t.sql() + " (" + t.kind() + ")").toList()));
         }
         types.addAll(0, collations(src, tgt, tables, starting, problems, notes)); // before the types: a domain may use one
+        defaultCollation(src, tgt, tables, notes);
 
         for (Table t : tables) {
             String count = null;
@@ -349,6 +350,59 @@ final class Planner {
                     + String.join(", ", create.stream().map(SourceCatalog.UserType::sql).toList()));
         }
         return create;
+    }
+
+    /**
+     * A note when the target database's default collation is not the source's and the tables have columns that take it
+     * (text without a collation of its own): a migration into another locale or provider (a target database created under
+     * ICU, or under the new server's default locale) sorts their values otherwise there, in ORDER BY and in their indexes,
+     * which an application may notice after the switch; verify compares such keys in byte order, so it is not misled
+     * (KeyOrder). A note, not a problem: moving to another collation may be the point.
+     */
+    private static void defaultCollation(Connection src, Connection tgt, List<Table> tables, List<String> notes) throws SQLException {
+        String sql = "SELECT CASE coalesce(j ->> 'datlocprovider', 'c') WHEN 'i' THEN 'icu ' || coalesce(j ->> 'datlocale',"
+                + " j ->> 'daticulocale') WHEN 'b' THEN 'builtin ' || (j ->> 'datlocale') ELSE 'libc' END || ', LC_COLLATE '"
+                + " || d.datcollate || ', LC_CTYPE ' || d.datctype FROM pg_database d, to_jsonb(d) j WHERE d.datname = current_database()";
+        String source = one(src, sql);
+        String target = one(tgt, sql);
+        Long[] oids = tables.stream().map(Table::oid).toArray(Long[]::new);
+        if (source.equals(target) || oids.length == 0) {
+            return;
+        }
+        boolean takesIt;
+        try (java.sql.PreparedStatement ps = src.prepareStatement("SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = ANY (?)"
+                + " AND attnum > 0 AND NOT attisdropped AND attcollation = 100)")) { // 100: the database's default collation
+            ps.setArray(1, src.createArrayOf("oid", oids));
+            try (java.sql.ResultSet rs = ps.executeQuery()) {
+                takesIt = rs.next() && rs.getBoolean(1);
+            }
+        }
+        if (takesIt) {
+            notes.add("the target database's default collation (" + target + ") is not the source's (" + source + "): text"
+                    + " columns without a collation of their own sort otherwise there, in ORDER BY and in their indexes (verify"
+                    + " compares text keys in byte order, so it is not misled); for the source's order, create the target"
+                    + " database as the source's: CREATE DATABASE ... TEMPLATE template0 " + createOptions(source,
+                    tgt.getMetaData().getDatabaseMajorVersion() >= 15));
+        }
+    }
+
+    /**
+     * The CREATE DATABASE options that give a database the default collation {@link #defaultCollation} describes as {@code d}
+     * ("provider, LC_COLLATE x, LC_CTYPE y"); {@code providers}: the server has LOCALE_PROVIDER (PostgreSQL 15+).
+     */
+    static String createOptions(String d, boolean providers) {
+        int a = d.indexOf(", LC_COLLATE ");
+        int b = d.lastIndexOf(", LC_CTYPE ");
+        String provider = d.substring(0, a);
+        String lc = "LC_COLLATE " + Ident.literal(d.substring(a + ", LC_COLLATE ".length(), b)) + " LC_CTYPE "
+                + Ident.literal(d.substring(b + ", LC_CTYPE ".length()));
+        if (provider.startsWith("icu ")) {
+            return "LOCALE_PROVIDER icu ICU_LOCALE " + Ident.literal(provider.substring(4)) + " " + lc;
+        }
+        if (provider.startsWith("builtin ")) {
+            return "LOCALE_PROVIDER builtin BUILTIN_LOCALE " + Ident.literal(provider.substring(8)) + " " + lc;
+        }
+        return (providers ? "LOCALE_PROVIDER libc " : "") + lc;
     }
 
     /** The oid of collation {@code name} (schema.name, quoted where needed) usable in {@code c}'s database, or null. */

@@ -140,6 +140,12 @@ class MigrateVerifyIT extends TwoServers {
         String rows = "SELECT count(*) || ':' || md5(string_agg(name || '/' || n, ',' ORDER BY name COLLATE \"C\")) FROM shop.tags";
         assertThat(Servers.text(tgt, db, "SELECT string_agg(x, ' ' ORDER BY x) FROM unnest(ARRAY['tag1', 'Tag2', 'tag3']) x"))
                 .as("the target orders the key otherwise").isEqualTo("tag1 Tag2 tag3");
+        // the plan says so, with the statement that would have kept the source's order
+        assertThat(m.plan().notes()).contains("the target database's default collation (icu en, LC_COLLATE C, LC_CTYPE C) is not"
+                + " the source's (libc, LC_COLLATE C, LC_CTYPE C): text columns without a collation of their own sort otherwise"
+                + " there, in ORDER BY and in their indexes (verify compares text keys in byte order, so it is not misled); for the"
+                + " source's order, create the target database as the source's: CREATE DATABASE ... TEMPLATE template0"
+                + " LOCALE_PROVIDER libc LC_COLLATE 'C' LC_CTYPE 'C'");
         try (Millrace following = m.follow(Duration.ofSeconds(30))) {
             long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
             while (!Servers.text(tgt, db, rows).equals(Servers.text(src, db, rows)) && System.nanoTime() < deadline) {
