@@ -312,13 +312,12 @@ final class SourceCatalog {
     static List<String> extensions(Connection c, List<Table> tables) throws SQLException {
         List<String> out = new ArrayList<>();
         Long[] oids = tables.stream().map(Table::oid).toArray(Long[]::new);
-        try (PreparedStatement ps = c.prepareStatement("SELECT DISTINCT e.extname FROM pg_attribute a"
-                + " JOIN pg_type t ON t.oid = CASE WHEN (SELECT typelem FROM pg_type WHERE oid = a.atttypid) <> 0"
-                + "   AND (SELECT typcategory FROM pg_type WHERE oid = a.atttypid) = 'A'"
-                + "   THEN (SELECT typelem FROM pg_type WHERE oid = a.atttypid) ELSE a.atttypid END"
-                + " JOIN pg_depend d ON d.classid = 'pg_type'::regclass AND d.objid = t.oid AND d.deptype = 'e'"
-                + " JOIN pg_extension e ON e.oid = d.refobjid"
-                + " WHERE a.attrelid = ANY (?) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY 1")) {
+        // Also through the user's types (USED_TYPES): a domain over citext, a composite type with an hstore attribute, a
+        // range over an extension's type — the plan said ready, and the schema step stopped on 'type "public.citext" does
+        // not exist (in: CREATE DOMAIN public.email AS public.citext ...)', found by trying it.
+        try (PreparedStatement ps = c.prepareStatement("WITH RECURSIVE " + USED_TYPES + " SELECT DISTINCT e.extname FROM used u"
+                + " JOIN pg_depend d ON d.classid = 'pg_type'::regclass AND d.objid = u.oid AND d.deptype = 'e'"
+                + " JOIN pg_extension e ON e.oid = d.refobjid ORDER BY 1")) {
             ps.setArray(1, c.createArrayOf("oid", oids));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
