@@ -338,8 +338,12 @@ final class SourceCatalog {
         }
     }
 
-    /** An array's element; a multirange's range (created with it). */
-    private static final String ELEMENT = "CASE WHEN x.typcategory = 'A' AND x.typelem <> 0 THEN x.typelem"
+    /**
+     * An array's element; a multirange's range (created with it), also for an array of multiranges (a column of only
+     * floatmultirange[] had its range left out: the plan said ready without it, and the target lacked it).
+     */
+    private static final String ELEMENT = "CASE WHEN x.typcategory = 'A' AND x.typelem <> 0"
+            + " THEN coalesce((SELECT rngtypid FROM pg_range WHERE rngmultitypid = x.typelem), x.typelem)"
             + " WHEN x.typtype = 'm' THEN (SELECT rngtypid FROM pg_range WHERE rngmultitypid = x.oid) ELSE x.oid END";
 
     /**
