@@ -103,11 +103,13 @@ public final class Migration {
                         LOG.info("migrate: starting over after an abort: the aborted attempt's verify passes are forgotten");
                     }
                 }
+                long collations = p.types().stream().filter(t -> t.kind().equals(SourceCatalog.COLLATION)).count();
+                String made = p.tables().size() + " table(s), " + p.sequences().size() + " sequence(s), "
+                        + (p.types().size() - collations) + " type(s)" + (collations == 0 ? "" : ", " + collations + " collation(s)");
                 SchemaWriter.apply(tgt, store, SchemaWriter.beforeCopy(p.tables(), p.sequences(), p.types()), MigrationState.SCHEMA_CREATED,
-                        p.tables().size() + " table(s), " + p.sequences().size() + " sequence(s), " + p.types().size() + " type(s)");
+                        made);
                 state = MigrationState.SCHEMA_CREATED;
-                LOG.info("migrate: schema created on the target: {} table(s), {} sequence(s), {} type(s)", p.tables().size(),
-                        p.sequences().size(), p.types().size());
+                LOG.info("migrate: schema created on the target: {}", made);
             } else if (state == MigrationState.CUT_OVER) {
                 throw new MillraceException(Kind.CONFIG, "migrate: this migration is cut over already; the target is the primary");
             } else {

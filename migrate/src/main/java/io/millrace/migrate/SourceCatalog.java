@@ -435,6 +435,8 @@ final class SourceCatalog {
      * whose fields name what each version has (colliculocale in 15 and 16, colllocale from 17).
      */
     static UserType collation(Connection c, long oid) throws SQLException {
+        String name = Planner.one(c, "SELECT format('%I.%I', n.nspname, co.collname) FROM pg_collation co"
+                + " JOIN pg_namespace n ON n.oid = co.collnamespace WHERE co.oid = " + oid); // a quoted name may hold " ("
         String create = Planner.one(c, "SELECT format('CREATE COLLATION %I.%I (', n.nspname, co.collname)"
                 + " || CASE co.collprovider WHEN 'i' THEN 'provider = icu, locale = '"
                 + " || quote_literal(coalesce(j ->> 'colllocale', j ->> 'colliculocale', co.collcollate))"
@@ -443,9 +445,11 @@ final class SourceCatalog {
                 + " ELSE 'provider = libc, lc_collate = ' || quote_literal(co.collcollate) || ', lc_ctype = ' || quote_literal(co.collctype)"
                 + " END || CASE WHEN co.collisdeterministic THEN '' ELSE ', deterministic = false' END || ');'"
                 + " FROM pg_collation co JOIN pg_namespace n ON n.oid = co.collnamespace, to_jsonb(co) j WHERE co.oid = " + oid);
-        String name = create.substring("CREATE COLLATION ".length(), create.indexOf(" ("));
-        return new UserType(name, "a collation", create, List.of());
+        return new UserType(name, COLLATION, create, List.of());
     }
+
+    /** The {@link UserType#kind} of a collation. */
+    static final String COLLATION = "a collation";
 
     /** The COLLATE clause for collation {@code collOid} where it is not the type's own default, else "". */
     private static final String COLLATE = "(SELECT ' COLLATE ' || format('%%I.%%I', cn.nspname, co.collname) FROM pg_collation co"

@@ -375,13 +375,15 @@ class MigratePlanIT extends TwoServers {
     void aCollationOfTheUsersIsCreatedOnTheTargetBeforeTheTables() throws Exception {
         String db = fresh("CREATE SCHEMA words",
                 "CREATE COLLATION words.nocase (provider = icu, locale = 'und-u-ks-level2', deterministic = false)",
+                "CREATE COLLATION \"de (phone book)\" (provider = icu, locale = 'de-u-co-phonebk')",
                 "CREATE DOMAIN tag AS text COLLATE words.nocase",
-                "CREATE TABLE t (id int PRIMARY KEY, name text COLLATE words.nocase, g tag, plain text)",
+                "CREATE TABLE t (id int PRIMARY KEY, name text COLLATE words.nocase, g tag, plain text, de text COLLATE \"de (phone book)\")",
                 "INSERT INTO t VALUES (1, 'Alice', 'Red', 'x'), (2, 'bob', 'blue', 'y')");
         Migration m = Migration.of(Servers.source(src, db), Servers.target(tgt, db));
         Plan p = m.plan();
         assertThat(p.ok()).as(p.render()).isTrue();
-        assertThat(p.notes()).contains("1 collation(s) created on the target before the tables, as on the source: words.nocase");
+        assertThat(p.notes()).contains("2 collation(s) created on the target before the tables, as on the source: public.\"de (phone"
+                + " book)\", words.nocase");
         String rows = "SELECT string_agg(format('%s|%s|%s|%s', id, name, g, plain), ';' ORDER BY id) FROM t";
         try (io.millrace.api.Millrace following = m.follow(Duration.ofSeconds(60))) {
             assertThat(Servers.text(tgt, db, rows)).isEqualTo(Servers.text(src, db, rows)).isEqualTo("1|Alice|Red|x;2|bob|blue|y");
