@@ -161,6 +161,21 @@ abstract class ConsumerSink implements Sink {
         }
 
         @Override
+        public boolean storesLater() {
+            return consumer.storesLater();
+        }
+
+        @Override
+        public io.millrace.core.Lsn storedFlushLsn() {
+            try {
+                Optional<Checkpoint> cp = consumer.stored();
+                return cp == null || cp.isEmpty() ? null : cp.get().flushLsn();
+            } catch (Exception e) {
+                throw failed("stored", e);
+            }
+        }
+
+        @Override
         public void close() {
             if (!lifecycle.close()) {
                 return;

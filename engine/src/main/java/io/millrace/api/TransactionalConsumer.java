@@ -36,6 +36,27 @@ public interface TransactionalConsumer {
      */
     void accept(List<Change> batch, Checkpoint checkpoint) throws Exception;
 
+    /**
+     * Whether {@link #accept} returns before its checkpoint is stored: once the batch is safe from loss, the checkpoint
+     * stored later by you, and {@link #stored()} telling which one. False by default (accept stores it with the batch).
+     * When true the engine goes on with the next batch at once and confirms the source only up to {@link #stored()}
+     * (INV: DURABLE); a restart resumes from {@link #open}'s checkpoint, so what was accepted after it comes again (at
+     * least once), unless everything accepted is stored by then. Kafka Connect's source task is such a consumer: a worker
+     * stores its offsets only at its next offset flush.
+     */
+    default boolean storesLater() {
+        return false;
+    }
+
+    /**
+     * Where {@link #storesLater()}: the checkpoint stored last (by this consumer or before it was opened), or empty while
+     * none was. Called on the engine thread after each {@code accept} and about every 100 ms between; keep it cheap when
+     * nothing was stored since the last call.
+     */
+    default Optional<Checkpoint> stored() throws Exception {
+        return Optional.empty();
+    }
+
     /** Releases what {@link #open} acquired; not called when {@code open} threw (clean up there). */
     default void close() throws Exception {
     }

@@ -381,14 +381,22 @@ public final class Pipeline implements AutoCloseable {
         return writer.checkpoint(i);
     }
 
+    /** How often the writer asks a destination that stores later ({@link Sink#storesLater}) how far it stored, while idle. */
+    static final long STORED_POLL_MS = 100;
+
     /** Starts the writer thread: the pipeline then accepts {@link #submit} (snapshot batches). */
     public void startWriter() {
+        // A destination that stores its checkpoint after the write (Sink#storesLater) is asked between batches too, so that
+        // the slot follows what it stored while no batch comes (INV: DURABLE: never further).
+        long wait = writer.anyStoresLater() ? STORED_POLL_MS : Long.MAX_VALUE / 2_000_000;
         start("millrace-writer", () -> {
             while (true) {
-                Staged s = batches.receive(Long.MAX_VALUE / 2_000_000);
+                Staged s = batches.receive(wait);
                 if (s != null) {
                     writer.write(s.await()); // INV: ORDER — the head of the channel, complete, before anything after it
                     applied.incrementAndGet();
+                } else {
+                    writer.storedMoved();
                 }
             }
         });

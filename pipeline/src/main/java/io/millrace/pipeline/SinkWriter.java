@@ -32,6 +32,13 @@ final class SinkWriter {
     private final ByteBudget held;
     private final Consumer<Lsn> onDurable;
     private final PipelineStats stats;
+    /**
+     * Per sink that {@link Sink#storesLater() stores later}: the flush LSN of the checkpoint it has stored, which the
+     * durable position takes instead of the one written last (null for a sink that stores with each write).
+     */
+    private final Lsn[] stored;
+    /** The durable position published last (null before the first). */
+    private Lsn published;
 
     SinkWriter(List<Sink> sinks, List<Checkpoint> checkpoints, ByteBudget held, Consumer<Lsn> onDurable, PipelineStats stats) {
         this.held = held;
@@ -39,6 +46,11 @@ final class SinkWriter {
         this.checkpoints = checkpoints.toArray(new Checkpoint[0]);
         this.onDurable = onDurable;
         this.stats = stats;
+        this.stored = new Lsn[this.sinks.size()];
+        for (int i = 0; i < stored.length; i++) {
+            // until it says more: what it held at the start (INV: DURABLE — the slot stays where the sink resumes from)
+            stored[i] = this.sinks.get(i).storesLater() ? this.checkpoints[i].flushLsn() : null;
+        }
         if (!checkpoints.isEmpty()) {
             // durable from the start: what the destinations hold (a stop before the first batch reported 0/0, found by a user)
             stats.resumedAt(checkpoints.stream().map(Checkpoint::flushLsn).reduce(Lsn::min).orElseThrow());
@@ -64,17 +76,61 @@ final class SinkWriter {
             stats.writing(null);
         }
         stats.written(batch.events());
-        held.release(batch.heldBytes()); // INV: BOUNDED — the rows are durable: their room goes back
-        Lsn durable = checkpoints[0].flushLsn();
-        for (Checkpoint cp : checkpoints) {
-            durable = Lsn.min(durable, cp.flushLsn());
-        }
+        held.release(batch.heldBytes()); // INV: BOUNDED — the rows are safe from loss (durable, or stored later): their room goes back
+        Lsn durable = durable();
         stats.durable(durable);
         Faults.hit(FaultPoint.PIPELINE_BEFORE_DURABLE); // every sink wrote its checkpoint; the slot may not move yet
-        onDurable.accept(durable);
+        publish(durable);
         if (LOG.isTraceEnabled()) {
-            LOG.trace("batch of {} events durable; durable position {}", batch.events().size(), durable);
+            LOG.trace("batch of {} events written; durable position {}", batch.events().size(), durable);
         }
+    }
+
+    /** Whether a sink {@link Sink#storesLater() stores later}: then the writer asks it between batches too ({@link #storedMoved}). */
+    boolean anyStoresLater() {
+        for (Lsn s : stored) {
+            if (s != null) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Between batches (writer thread): publishes the durable position again when a sink that stores later stored more. */
+    void storedMoved() {
+        if (!anyStoresLater()) {
+            return;
+        }
+        Lsn durable = durable();
+        if (published == null || durable.isAfter(published)) {
+            stats.durable(durable);
+            publish(durable);
+        }
+    }
+
+    /**
+     * The lowest flush LSN over all sinks of what each made durable (INV: DURABLE — the slot is never confirmed past it):
+     * the checkpoint written last, or for a sink that stores later the one it says it stored (never past the written one).
+     */
+    private Lsn durable() {
+        Lsn durable = null;
+        for (int i = 0; i < checkpoints.length; i++) {
+            Lsn at = checkpoints[i].flushLsn();
+            if (stored[i] != null) {
+                Lsn now = sinks.get(i).storedFlushLsn();
+                if (now != null && now.isAfter(stored[i])) {
+                    stored[i] = Lsn.min(now, at);
+                }
+                at = stored[i];
+            }
+            durable = durable == null ? at : Lsn.min(durable, at);
+        }
+        return durable;
+    }
+
+    private void publish(Lsn durable) {
+        published = durable;
+        onDurable.accept(durable);
     }
 
     private void writeToEach(Batch batch) {

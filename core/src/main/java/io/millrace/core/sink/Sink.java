@@ -68,6 +68,28 @@ public interface Sink extends AutoCloseable {
     void write(List<ChangeEvent> events, Checkpoint checkpoint);
 
     /**
+     * Whether {@link #write} may return before its checkpoint is stored: the events are safe from loss when it returns
+     * (their room in memory goes back, the next batch may come), the checkpoint is stored later, and
+     * {@link #storedFlushLsn()} tells how far. A restart resumes from what {@link #open()} returns, the checkpoint stored
+     * last, so what was written after it comes again: at least once. Kafka Connect without exactly-once support stores a
+     * source task's offsets only at the worker's next offset flush (every 60 s by default): waiting for it before the next
+     * batch delivered one batch a minute (found by a user). False by default: write stores the checkpoint itself.
+     */
+    default boolean storesLater() {
+        return false;
+    }
+
+    /**
+     * Where {@link #storesLater()}: the flush LSN of the checkpoint stored last, or null while none has been stored since
+     * {@link #open()}. The engine confirms the source only up to it (INV: DURABLE). Called on the writer thread after each
+     * write and about every 100 ms while no batch comes; it may read the destination's store, so keep it cheap when nothing
+     * was stored since it was last called.
+     */
+    default io.millrace.core.Lsn storedFlushLsn() {
+        return null;
+    }
+
+    /**
      * Whether this destination gives the rows it holds of a table the value of a column added to it with a constant default
      * itself, as PostgreSQL gives its rows without writing them: the event's {@code relation().ddl()} (when the DDL event
      * trigger is installed, {@code millrace setup}) tells such a column by {@code column(name).missing()} and its

@@ -77,6 +77,16 @@ class TransformingSink implements Sink {
 
     /** As the destination says, with no transform: one would have to apply to the value it fills too (a mask). */
     @Override
+    public boolean storesLater() {
+        return sink.storesLater();
+    }
+
+    @Override
+    public io.millrace.core.Lsn storedFlushLsn() {
+        return sink.storedFlushLsn();
+    }
+
+    @Override
     public boolean fillsAddedColumnDefaults() {
         return sink.fillsAddedColumnDefaults() && transforms.isEmpty() && (next.get() == null || next.get().isEmpty());
     }
