@@ -24,10 +24,11 @@ import java.util.Optional;
  * whose "transaction" is Connect's offset commit.
  *
  * <p>Flow: the engine thread turns each batch into records ({@link RecordMaker}) and hands them over
- * ({@link Handoff#deliver}, blocking); Connect's thread takes them in {@link #poll} (one batch per poll, and with
- * connector-defined boundaries one Kafka transaction per batch: {@link TransactionContext#commitTransaction()}), and
- * tells the hand-off what it committed ({@link #commitRecord}, {@link #commit}). The engine's {@code accept} returns only
- * then, so the slot is confirmed only up to offsets Connect committed (INV: DURABLE).
+ * ({@link Handoff#deliver}, blocking while the batch before is not yet in Kafka); Connect's thread takes them in
+ * {@link #poll} (one batch per poll, and with connector-defined boundaries one Kafka transaction per batch:
+ * {@link TransactionContext#commitTransaction()}), and tells the hand-off what it acknowledged and committed
+ * ({@link #commitRecord}, {@link #commit}). The consumer stores later: the engine confirms the slot only up to the
+ * offsets Connect stored ({@link Handoff#stored}, INV: DURABLE), not up to the batches it handed over.
  *
  * <p>Offsets: partition {@code {"server": <topic.prefix>}}, offset {@code {"checkpoint": <Millrace checkpoint JSON>}}
  * (position, snapshot progress and the pipeline's identity). The engine starts from the committed one (INV: RESUME) and
@@ -61,7 +62,7 @@ public final class MillraceSourceTask extends SourceTask {
                 settings.topicPrefix(), settings.database())), settings.tombstones(), settings.truncates(), settings.transactionTopic(),
                 settings.modes());
         transactions = context.transactionContext(); // null unless exactly once with transaction.boundary=connector
-        handoff = new Handoff(transactions != null, settings.commitTimeoutMs(), this::stored);
+        handoff = new Handoff(transactions != null, settings.commitTimeoutMs(), () -> context.offsetStorageReader().offset(maker.partition()));
         millrace = Millrace.builder().name(settings.topicPrefix()).source(settings.source()).snapshot(settings.snapshot())
                 .pipeline(settings.pipeline()).transactionalConsumer("connect", new Consumer()).build();
         LOG.info("Millrace task for {} starts (slot {}, {} transaction boundaries)", settings.topicPrefix(), settings.slot(),
@@ -103,16 +104,6 @@ public final class MillraceSourceTask extends SourceTask {
         } catch (RuntimeException e) {
             throw e instanceof ConnectException c ? c : new ConnectException("the Millrace pipeline failed: " + SourceValidation.connectorKeys(e.getMessage()),
                     SourceValidation.withConnectorKeys(e));
-        }
-    }
-
-    /** Whether Connect's offset store holds {@code offset} as this connector's committed offset now. */
-    private boolean stored(Map<String, ?> offset) {
-        try {
-            return offset.equals(context.offsetStorageReader().offset(maker.partition()));
-        } catch (RuntimeException e) {
-            LOG.debug("reading the committed offset failed; the batch waits for the next offset commit", e);
-            return false;
         }
     }
 
@@ -196,8 +187,20 @@ public final class MillraceSourceTask extends SourceTask {
             } else {
                 records.set(records.size() - 1, withOffset(records.get(records.size() - 1), offset));
             }
-            handoff.deliver(new Handoff.Batch(records)); // INV: DURABLE: returns once Connect committed the offset
+            handoff.deliver(new Handoff.Batch(records, checkpoint)); // returns once the batch before is in Kafka (INV: BOUNDED)
             lastOffset = offset;
+        }
+
+        /** The checkpoint goes with the offset, which Connect stores after the records (see {@link Handoff}). */
+        @Override
+        public boolean storesLater() {
+            return true;
+        }
+
+        /** What Connect has stored: the engine confirms the slot up to it only (INV: DURABLE). */
+        @Override
+        public Optional<Checkpoint> stored() {
+            return handoff.stored();
         }
     }
 

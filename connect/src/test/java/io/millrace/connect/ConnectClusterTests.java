@@ -116,6 +116,18 @@ abstract class ConnectClusterTests {
         }
     }
 
+    /** Stops the cluster and the server a test class of its own started on the helpers' statics, leaving them null. */
+    static void stopOwn() {
+        if (connect != null) {
+            connect.stop();
+            connect = null;
+        }
+        if (pg != null) {
+            pg.close();
+            pg = null;
+        }
+    }
+
     /** The connector's configuration as a Debezium user writes it, with only connector.class changed. */
     static Map<String, String> config() throws Exception {
         String json = """
@@ -517,14 +529,14 @@ abstract class ConnectClusterTests {
         }
     }
 
-    private static Lsn confirmedFlush() throws Exception {
+    static Lsn confirmedFlush() throws Exception {
         try (Connection c = pg.connect(DB); Statement s = c.createStatement();
              ResultSet rs = s.executeQuery("SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '" + DB + "_slot'")) {
             return rs.next() && rs.getString(1) != null ? Lsn.parse(rs.getString(1)) : null;
         }
     }
 
-    private static Lsn committedFlush() throws Exception {
+    static Lsn committedFlush() throws Exception {
         ConnectorOffsets offsets = connect.connectorOffsets(NAME);
         for (ConnectorOffset o : offsets.offsets()) {
             Object cp = o.offset().get(MillraceSourceTask.OFFSET_KEY);

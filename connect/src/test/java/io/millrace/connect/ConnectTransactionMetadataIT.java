@@ -75,14 +75,7 @@ class ConnectTransactionMetadataIT {
 
     @AfterAll
     void stop() {
-        if (connect != null) {
-            connect.stop();
-            connect = null;
-        }
-        if (pg != null) {
-            pg.close();
-            pg = null;
-        }
+        ConnectClusterTests.stopOwn();
         NAME = name;
         DB = db;
     }
