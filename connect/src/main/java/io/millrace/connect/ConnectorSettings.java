@@ -210,12 +210,12 @@ final class ConnectorSettings {
                     ConfigDef.Width.SHORT, "Memory budget")
             .define(M_BATCH_KB, Type.INT, 1024, ConfigDef.Range.between(1, 1 << 20), Importance.LOW,
                     "Size of a batch handed to Connect, in KiB: one Kafka transaction.", G_MILLRACE, 6, ConfigDef.Width.SHORT, "Batch size")
-            .define(M_LINGER, Type.INT, 50, ConfigDef.Range.between(0, 60_000), Importance.LOW,
+            .define(M_LINGER, Type.INT, 50, ConfigDef.Range.between(1, 60_000), Importance.LOW,
                     "How long a batch waits for more changes, in ms.", G_MILLRACE, 7, ConfigDef.Width.SHORT, "Linger")
             .define(M_HANDOFF_TIMEOUT, Type.LONG, 600_000L, ConfigDef.Range.between(1_000, Long.MAX_VALUE), Importance.LOW,
-                    "How long a batch may wait for Connect to commit its offset before the task fails, in ms. Without"
-                            + " exactly-once source support on the worker a batch waits for two offset flushes"
-                            + " (offset.flush.interval.ms): keep that short.", G_MILLRACE, 8, ConfigDef.Width.SHORT, "Commit timeout");
+                    "How long the engine may wait for Kafka to acknowledge a batch's records (on an exactly-once worker with"
+                            + " connector-defined boundaries: to commit its transaction) before the task fails, in ms.", G_MILLRACE, 8,
+                    ConfigDef.Width.SHORT, "Commit timeout");
 
     private final AbstractConfig config;
 

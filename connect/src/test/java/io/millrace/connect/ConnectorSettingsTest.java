@@ -156,6 +156,10 @@ class ConnectorSettingsTest {
             props.put(bad.getKey(), bad.getValue());
             assertThat(errors(props)).as(bad.toString()).containsOnlyKeys(bad.getKey());
         }
+        // The engine refuses a linger of 0 (1 to 60000 ms): the validate call did not, and the task failed at its start
+        Map<String, String> linger = debezium();
+        linger.put(ConnectorSettings.M_LINGER, "0");
+        assertThat(errors(linger)).containsOnlyKeys(ConnectorSettings.M_LINGER);
         Map<String, String> missing = debezium();
         missing.remove("database.hostname");
         assertThat(errors(missing)).containsOnlyKeys("database.hostname");
