@@ -17,14 +17,15 @@ import java.util.function.Supplier;
  * The hand-off between the engine thread, which delivers batches, and Connect's task thread, which polls them, and the
  * record of what Connect has stored.
  *
- * <p><b>INV: BOUNDED.</b> At most two batches are between the engine and Kafka: one waiting to be polled, and one polled
- * whose records Kafka has not all acknowledged ({@link org.apache.kafka.connect.source.SourceTask#commitRecord}).
- * {@link #deliver} blocks the engine thread until the batch before has been polled and acknowledged, so the engine builds
- * the next batch while Connect sends (and on an exactly-once worker commits) the one before, and never runs further ahead
- * (the engine bounds the batch itself, {@code millrace.pipeline.batch.kb}).
+ * <p><b>INV: BOUNDED.</b> At most one batch is between the engine and Kafka: {@link #deliver} blocks the engine thread
+ * until Kafka has acknowledged every record of the batch ({@link org.apache.kafka.connect.source.SourceTask#commitRecord};
+ * on an exactly-once worker with connector-defined boundaries, once its transaction committed), so the engine never runs
+ * further ahead (the engine bounds the batch itself, {@code millrace.pipeline.batch.kb}). Letting the engine build the
+ * next batch while Connect sent the one before gained nothing measured (docs/BENCHMARKS.md, "Kafka Connect"): the
+ * engine's batches came out smaller, one Kafka transaction each, and the JVM used more CPU for the same records.
  *
- * <p><b>INV: DURABLE.</b> {@link #deliver} returns before the batch's offset is stored; the engine confirms the slot only
- * up to {@link #stored()} (the task is a consumer that {@code storesLater}):
+ * <p><b>INV: DURABLE.</b> {@link #deliver} returns once the batch is in Kafka, before its offset is stored; the engine
+ * confirms the slot only up to {@link #stored()} (the task is a consumer that {@code storesLater}):
  * <ul>
  *   <li>with connector-defined transaction boundaries (exactly-once source support, {@code transaction.boundary=connector}):
  *       the checkpoint of the last batch whose every record Connect acknowledged; the exactly-once worker acknowledges
@@ -86,29 +87,29 @@ final class Handoff {
     }
 
     /**
-     * Hands {@code batch} to Connect once the batch before it is polled and acknowledged (engine thread); returns without
-     * waiting for this one.
+     * Hands {@code batch} to Connect and waits until Kafka acknowledged its every record (engine thread); does not wait
+     * for its offset to be stored.
      *
-     * @throws ConnectException when the task stops first, or Connect did not take the batch before within the commit timeout
+     * @throws ConnectException when the task stops first, or Kafka did not acknowledge the records within the commit timeout
      */
     synchronized void deliver(Batch batch) throws InterruptedException {
+        if (pending != null || (inFlight != null && !inFlight.allAcked)) {
+            throw new IllegalStateException("a batch is already between the engine and Kafka (one at a time: INV: BOUNDED)");
+        }
         long deadline = System.currentTimeMillis() + timeoutMs;
-        while (pending != null || (inFlight != null && !inFlight.allAcked)) { // INV: BOUNDED
+        pending = batch;
+        notifyAll();
+        while (!batch.allAcked) {
             if (closed) {
-                throw new ConnectException("the task is stopping: the batch was not handed to Connect (it is delivered again)");
+                throw new ConnectException("the task is stopping: the batch is not in Kafka yet (it is delivered again)");
             }
             long left = deadline - System.currentTimeMillis();
             if (left <= 0) {
-                throw new ConnectException("Kafka did not acknowledge the records of the batch before within " + timeoutMs + " ms ("
+                throw new ConnectException("Kafka did not acknowledge the batch's records within " + timeoutMs + " ms ("
                         + ConnectorSettings.M_HANDOFF_TIMEOUT + "): is the broker reachable?");
             }
             wait(left);
         }
-        if (closed) {
-            throw new ConnectException("the task is stopping: the batch was not handed to Connect (it is delivered again)");
-        }
-        pending = batch;
-        notifyAll();
     }
 
     /** The records of the batch waiting to be polled, or null after {@code maxWaitMs} without one (Connect's thread). */

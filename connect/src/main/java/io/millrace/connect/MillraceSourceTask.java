@@ -24,7 +24,7 @@ import java.util.Optional;
  * whose "transaction" is Connect's offset commit.
  *
  * <p>Flow: the engine thread turns each batch into records ({@link RecordMaker}) and hands them over
- * ({@link Handoff#deliver}, blocking while the batch before is not yet in Kafka); Connect's thread takes them in
+ * ({@link Handoff#deliver}, blocking until they are in Kafka); Connect's thread takes them in
  * {@link #poll} (one batch per poll, and with connector-defined boundaries one Kafka transaction per batch:
  * {@link TransactionContext#commitTransaction()}), and tells the hand-off what it acknowledged and committed
  * ({@link #commitRecord}, {@link #commit}). The consumer stores later: the engine confirms the slot only up to the
@@ -187,7 +187,7 @@ public final class MillraceSourceTask extends SourceTask {
             } else {
                 records.set(records.size() - 1, withOffset(records.get(records.size() - 1), offset));
             }
-            handoff.deliver(new Handoff.Batch(records, checkpoint)); // returns once the batch before is in Kafka (INV: BOUNDED)
+            handoff.deliver(new Handoff.Batch(records, checkpoint)); // returns once the batch is in Kafka (INV: BOUNDED)
             lastOffset = offset;
         }
 

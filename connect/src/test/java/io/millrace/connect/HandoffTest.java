@@ -55,9 +55,8 @@ class HandoffTest {
     }
 
     /**
-     * Connector-defined boundaries: a batch is stored once every record of it is acknowledged (the exactly-once worker
-     * acknowledges only after the transaction committed, equal records once); the next batch is handed over only then,
-     * and a third waits for the second (at most two batches between the engine and Kafka).
+     * Connector-defined boundaries: a batch is handed over and stored once every record of it is acknowledged (the
+     * exactly-once worker acknowledges only after the transaction committed, equal records once); one batch at a time.
      */
     @Test
     void connectorBoundariesStoreABatchOnceEveryRecordIsAcknowledged() throws Exception {
@@ -67,26 +66,15 @@ class HandoffTest {
         SourceRecord tombstone = record(null, 1);
         SourceRecord again = record(null, 1); // equal to the two before: the exactly-once worker commits it once
         SourceRecord last = record(one, 2);
-        h.deliver(new Handoff.Batch(List.of(a, tombstone, again, last), one)); // returns: nothing is between yet
+        CompletableFuture<Void> f = deliver(h, new Handoff.Batch(List.of(a, tombstone, again, last), one));
         assertThat(h.take(5_000)).containsExactly(a, tombstone, again, last);
-        assertThat(h.take(50)).as("one batch per poll").isNull();
-
-        Checkpoint two = checkpoint(0x200);
-        CompletableFuture<Void> second = deliver(h, new Handoff.Batch(List.of(record(two, 3)), two));
-        stillWaiting(second); // INV: BOUNDED: the batch before is not in Kafka yet
+        assertThat(h.take(50)).as("one batch at a time (INV: BOUNDED)").isNull();
         h.committed();
         h.acked(last);
-        stillWaiting(second); // the first record not yet: its transaction may not have committed
+        stillWaiting(f); // the first record not yet: its transaction may not have committed
         assertThat(h.stored()).as("nothing stored yet (INV: DURABLE)").isEmpty();
         h.acked(a);
-        second.get(5, TimeUnit.SECONDS);
-        assertThat(h.stored()).contains(one);
-
-        Checkpoint three = checkpoint(0x300);
-        CompletableFuture<Void> third = deliver(h, new Handoff.Batch(List.of(record(three, 4)), three));
-        stillWaiting(third); // the second is waiting to be polled
-        assertThat(h.take(5_000)).hasSize(1);
-        stillWaiting(third); // polled, not acknowledged
+        f.get(5, TimeUnit.SECONDS);
         assertThat(h.stored()).contains(one);
     }
 
@@ -108,12 +96,15 @@ class HandoffTest {
         Checkpoint two = checkpoint(0x200);
         SourceRecord r1 = record(one, 1);
         SourceRecord r2 = record(two, 2);
-        h.deliver(new Handoff.Batch(List.of(r1), one));
+        CompletableFuture<Void> f = deliver(h, new Handoff.Batch(List.of(r1), one));
         h.take(5_000);
+        stillWaiting(f); // not in Kafka yet
         h.acked(r1);
-        h.deliver(new Handoff.Batch(List.of(r2), two)); // no offset commit came: the engine goes on all the same
+        f.get(5, TimeUnit.SECONDS); // no offset commit came: the engine goes on all the same
+        f = deliver(h, new Handoff.Batch(List.of(r2), two));
         h.take(5_000);
         h.acked(r2);
+        f.get(5, TimeUnit.SECONDS);
         assertThat(h.stored()).isEmpty();
         assertThat(reads).as("no offset commit: the store is not read").hasValue(0);
 
@@ -146,17 +137,14 @@ class HandoffTest {
     @Test
     void aStoppingTaskFailsTheDeliveryAndATimeoutNamesTheSetting() throws Exception {
         Handoff h = new Handoff(true, 10_000);
-        h.deliver(new Handoff.Batch(List.of(record(checkpoint(1), 1)), checkpoint(1)));
-        CompletableFuture<Void> f = deliver(h, new Handoff.Batch(List.of(record(checkpoint(2), 2)), checkpoint(2)));
-        stillWaiting(f);
+        CompletableFuture<Void> f = deliver(h, new Handoff.Batch(List.of(record(checkpoint(1), 1)), checkpoint(1)));
+        h.take(5_000);
         h.close();
         assertThatThrownBy(() -> f.get(5, TimeUnit.SECONDS)).hasCauseInstanceOf(ConnectException.class)
                 .hasMessageContaining("stopping");
 
         Handoff slow = new Handoff(false, 200);
-        slow.deliver(new Handoff.Batch(List.of(record(checkpoint(1), 1)), checkpoint(1)));
-        slow.take(5_000);
-        assertThatThrownBy(() -> slow.deliver(new Handoff.Batch(List.of(record(checkpoint(2), 2)), checkpoint(2))))
+        assertThatThrownBy(() -> slow.deliver(new Handoff.Batch(List.of(record(checkpoint(1), 1)), checkpoint(1))))
                 .isInstanceOf(ConnectException.class).hasMessageContaining(ConnectorSettings.M_HANDOFF_TIMEOUT)
                 .hasMessageContaining("acknowledge");
     }
@@ -165,9 +153,8 @@ class HandoffTest {
     void quiesceDropsAnUnpolledBatchAndWaitsForAPolledOne() throws Exception {
         Handoff h = new Handoff(true, 10_000);
         SourceRecord r = record(checkpoint(1), 1);
-        h.deliver(new Handoff.Batch(List.of(r), checkpoint(1)));
+        CompletableFuture<Void> f = deliver(h, new Handoff.Batch(List.of(r), checkpoint(1)));
         h.take(5_000);
-        CompletableFuture<Void> next = deliver(h, new Handoff.Batch(List.of(record(checkpoint(2), 2)), checkpoint(2)));
         CompletableFuture<Void> q = CompletableFuture.runAsync(() -> {
             try {
                 h.quiesce();
@@ -177,8 +164,8 @@ class HandoffTest {
         });
         stillWaiting(q);
         h.acked(r);
+        f.get(5, TimeUnit.SECONDS);
         q.get(5, TimeUnit.SECONDS);
-        next.get(5, TimeUnit.SECONDS); // handed over after the acknowledgement, then dropped by quiesce or still pending
         assertThat(h.stored()).as("the engine reads the store itself after a quiesce").isEmpty();
     }
 }

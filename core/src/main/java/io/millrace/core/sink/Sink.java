@@ -14,7 +14,9 @@ import java.util.Optional;
  * gives), also when it starts again by itself after a transient failure; only a sink an application gives as one
  * instance is opened again after {@code close()}.
  * A sink never acknowledges before durable (INV: DURABLE): when {@code write} returns, the events
- * and the checkpoint are both durable; when it throws, the checkpoint has not advanced.
+ * and the checkpoint are both durable — or, for a sink that {@link #storesLater() stores later}, the events are safe
+ * and the engine takes as durable only what {@link #storedFlushLsn()} says; when it throws, the checkpoint has not
+ * advanced.
  */
 public interface Sink extends AutoCloseable {
 
