@@ -75,7 +75,7 @@ class TransformingSink implements Sink {
         return sink.transactional();
     }
 
-    /** As the destination says, with no transform: one would have to apply to the value it fills too (a mask). */
+    /** As the destination says: a transform changes the rows, not when the destination stores its checkpoint. */
     @Override
     public boolean storesLater() {
         return sink.storesLater();
@@ -86,6 +86,7 @@ class TransformingSink implements Sink {
         return sink.storedFlushLsn();
     }
 
+    /** As the destination says, with no transform: one would have to apply to the value it fills too (a mask). */
     @Override
     public boolean fillsAddedColumnDefaults() {
         return sink.fillsAddedColumnDefaults() && transforms.isEmpty() && (next.get() == null || next.get().isEmpty());
