@@ -42,6 +42,7 @@ import java.util.function.Supplier;
  * {@link #committed} on Connect's threads; {@link #close} on any. All state is guarded by {@code this}.
  */
 final class Handoff {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(Handoff.class);
     private final boolean connectorBoundaries;
     private final long timeoutMs;
     /** Connect's offset store's offset of this connector now (a read of the offsets topic), or null; may throw. */
@@ -167,7 +168,7 @@ final class Handoff {
         try {
             offset = store.get(); // outside the lock: a read of the offsets topic
         } catch (RuntimeException e) {
-            org.slf4j.LoggerFactory.getLogger(Handoff.class).debug("reading the stored offset failed; read again at the next call", e);
+            LOG.debug("reading the stored offset failed; read again at the next call", e);
             synchronized (this) {
                 commitSeen = true; // read again at the next call
                 return Optional.ofNullable(stored);
@@ -184,25 +185,64 @@ final class Handoff {
     }
 
     /**
-     * Before the engine reads the committed offset again (a restart inside the task): drops a batch not yet polled and
-     * waits until Kafka acknowledged the records of one polled (with connector-defined boundaries: its transaction
-     * committed), so that the offset read is as recent as it will get soon. Engine thread.
+     * Before the engine reads the stored offset again (a restart inside the task): drops a batch not yet polled, waits
+     * until Kafka acknowledged the records of one polled (with connector-defined boundaries: its transaction committed),
+     * and with worker-defined boundaries until Connect's offset store holds the offset of the last batch in Kafka. Engine
+     * thread.
+     *
+     * <p>Why the store: the engine resumes from what it reads there. An older offset (a worker flushing every 60 s) would
+     * have it deliver again what Kafka holds, and Connect, which stores the offset of the record acknowledged last, would
+     * then store the older positions after the newer ones: below what the slot was confirmed up to (INV: DURABLE), so that
+     * the next task's start would find the slot past its offset; before the first flush there is no offset at all, and
+     * the engine would take the slot for one it did not make.
      */
     void quiesce() throws InterruptedException {
         long deadline = System.currentTimeMillis() + timeoutMs;
+        Batch last;
         synchronized (this) {
             pending = null;
             while (inFlight != null && !inFlight.allAcked && !closed) {
-                long left = deadline - System.currentTimeMillis();
-                if (left <= 0) {
-                    throw new RetriableException("a batch handed to Connect before the engine restarted was not acknowledged within "
-                            + timeoutMs + " ms");
-                }
-                wait(left);
+                wait(left(deadline, "acknowledged"));
             }
+            last = inFlight;
+        }
+        if (!connectorBoundaries && last != null && last.allAcked) {
+            Map<String, ?> want = last.records.get(last.records.size() - 1).sourceOffset();
+            while (!want.equals(readStore())) {
+                synchronized (this) {
+                    while (!commitSeen && !closed) {
+                        wait(Math.min(100, left(deadline, "stored by Connect (offset.flush.interval.ms)")));
+                    }
+                    if (closed) {
+                        break;
+                    }
+                    commitSeen = false;
+                }
+            }
+        }
+        synchronized (this) {
             inFlight = null;
             stored = null; // the engine reads the offset store itself now
             commitSeen = false;
+        }
+    }
+
+    private long left(long deadline, String what) {
+        long left = deadline - System.currentTimeMillis();
+        if (left <= 0) {
+            throw new RetriableException("a batch handed to Connect before the engine restarted was not " + what + " within "
+                    + timeoutMs + " ms (" + ConnectorSettings.M_HANDOFF_TIMEOUT + ")");
+        }
+        return left;
+    }
+
+    /** Connect's offset store's offset of this connector now, or null when it cannot be read. */
+    private Map<String, ?> readStore() {
+        try {
+            return store.get(); // a read of the offsets topic: never under the lock
+        } catch (RuntimeException e) {
+            LOG.debug("reading the stored offset failed; read again after the next offset commit", e);
+            return null;
         }
     }
 

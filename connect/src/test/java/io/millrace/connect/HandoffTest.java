@@ -50,6 +50,16 @@ class HandoffTest {
         });
     }
 
+    private static CompletableFuture<Void> quiesce(Handoff h) {
+        return CompletableFuture.runAsync(() -> {
+            try {
+                h.quiesce();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+    }
+
     private static void stillWaiting(CompletableFuture<Void> f) {
         assertThatThrownBy(() -> f.get(150, TimeUnit.MILLISECONDS)).isInstanceOf(TimeoutException.class);
     }
@@ -155,17 +165,50 @@ class HandoffTest {
         SourceRecord r = record(checkpoint(1), 1);
         CompletableFuture<Void> f = deliver(h, new Handoff.Batch(List.of(r), checkpoint(1)));
         h.take(5_000);
-        CompletableFuture<Void> q = CompletableFuture.runAsync(() -> {
-            try {
-                h.quiesce();
-            } catch (InterruptedException e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        CompletableFuture<Void> q = quiesce(h);
         stillWaiting(q);
         h.acked(r);
         f.get(5, TimeUnit.SECONDS);
         q.get(5, TimeUnit.SECONDS);
         assertThat(h.stored()).as("the engine reads the store itself after a quiesce").isEmpty();
+    }
+
+    /**
+     * Worker-defined boundaries: a restart inside the task reads the stored offset only once Connect's store holds the
+     * offset of the last batch in Kafka. Before, it read whatever was stored (nothing before the worker's first flush):
+     * the engine delivered again what Kafka held, and Connect then stored older positions than the slot was confirmed up to.
+     */
+    @Test
+    void workerBoundariesQuiesceWaitsUntilTheStoreHoldsTheLastBatch() throws Exception {
+        AtomicReference<Map<String, ?>> store = new AtomicReference<>();
+        Handoff h = new Handoff(false, 10_000, store::get);
+        Checkpoint one = checkpoint(0x100);
+        Checkpoint two = checkpoint(0x200);
+        SourceRecord r1 = record(one, 1);
+        SourceRecord r2 = record(two, 2);
+        for (SourceRecord r : List.of(r1, r2)) {
+            CompletableFuture<Void> f = deliver(h, new Handoff.Batch(List.of(r), r == r1 ? one : two));
+            h.take(5_000);
+            h.acked(r);
+            f.get(5, TimeUnit.SECONDS);
+        }
+        CompletableFuture<Void> q = quiesce(h);
+        stillWaiting(q); // nothing stored yet
+        store.set(offset(one));
+        h.committed();
+        stillWaiting(q); // a flush that stored the first batch only
+        store.set(offset(two)); // read back through the JSON converter: equal, not the same map
+        h.committed();
+        q.get(5, TimeUnit.SECONDS);
+
+        Handoff stopping = new Handoff(false, 10_000, () -> null);
+        CompletableFuture<Void> f = deliver(stopping, new Handoff.Batch(List.of(r1), one));
+        stopping.take(5_000);
+        stopping.acked(r1);
+        f.get(5, TimeUnit.SECONDS);
+        CompletableFuture<Void> q2 = quiesce(stopping);
+        stillWaiting(q2);
+        stopping.close();
+        q2.get(5, TimeUnit.SECONDS); // the task stops: no more waiting
     }
 }
