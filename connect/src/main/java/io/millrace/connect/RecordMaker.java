@@ -1,7 +1,15 @@
 package io.millrace.connect;
 
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.BooleanNode;
+import com.fasterxml.jackson.databind.node.DoubleNode;
+import com.fasterxml.jackson.databind.node.FloatNode;
+import com.fasterxml.jackson.databind.node.IntNode;
+import com.fasterxml.jackson.databind.node.LongNode;
+import com.fasterxml.jackson.databind.node.TextNode;
 import com.fasterxml.jackson.databind.util.TokenBuffer;
 import io.millrace.core.change.ChangeEvent;
 import io.millrace.core.change.Op;
@@ -60,6 +68,8 @@ final class RecordMaker {
             .field("xmin", Schema.OPTIONAL_INT64_SCHEMA)
             .field("commit_lsn", Schema.OPTIONAL_INT64_SCHEMA).field("ordinal", Schema.OPTIONAL_INT64_SCHEMA)
             .field("table_oid", Schema.OPTIONAL_INT64_SCHEMA).build();
+    /** {@code source.<field>} of each source field, by index: names a field in an error without a string per value. */
+    private static final String[] SOURCE_LABELS = SOURCE.fields().stream().map(f -> "source." + f.name()).toArray(String[]::new);
     static final Schema HEARTBEAT_KEY = SchemaBuilder.struct().name("io.debezium.connector.common.ServerNameKey")
             .field("serverName", Schema.STRING_SCHEMA).build();
     static final Schema HEARTBEAT_VALUE = SchemaBuilder.struct().name("io.debezium.connector.common.Heartbeat")
@@ -172,54 +182,115 @@ final class RecordMaker {
         }
         TokenBuffer tb = new TokenBuffer(MAPPER, false);
         envelope.writeKey(tb, e);
-        return row(s.key, tree(tb), s.topic);
-    }
-
-    private Struct value(Shapes s, ChangeEvent e) {
-        TokenBuffer tb = new TokenBuffer(MAPPER, false);
-        envelope.writeValue(tb, e);
-        JsonNode json = tree(tb);
-        Struct v = new Struct(s.envelope);
-        v.put("before", row(s.row, json.get("before"), s.topic));
-        v.put("after", row(s.row, json.get("after"), s.topic));
-        Struct source = new Struct(SOURCE);
-        JsonNode src = json.get("source");
-        for (org.apache.kafka.connect.data.Field f : SOURCE.fields()) {
-            JsonNode sv = src.get(f.name());
-            if (f.name().equals("snapshot") && sv != null && "false".equals(sv.textValue())) {
-                // As Debezium's connector: a streamed change leaves source.snapshot unset and the schema's default
-                // ("false") stands. The JSON converter writes the default, so the JSON is the same; what reads the field
-                // without its default (ExtractNewRecordState's add.fields=snapshot, Struct.getWithoutDefault) gets null.
-                continue;
-            }
-            source.put(f, convert(f.schema(), sv, s.topic, "source." + f.name()));
-        }
-        v.put("source", source);
-        v.put("transaction", transactions == null ? null : transactions.block(e)); // one per change record, as Debezium counts
-        v.put("op", json.get("op").textValue());
-        v.put("ts_ms", json.get("ts_ms").longValue());
-        v.put("ts_us", json.get("ts_us").longValue());
-        v.put("ts_ns", json.get("ts_ns").longValue());
-        return v;
-    }
-
-    private static JsonNode tree(TokenBuffer tb) {
-        try (var parser = tb.asParser()) {
-            return MAPPER.readTree(parser);
+        try (JsonParser p = tb.asParser()) {
+            p.nextToken();
+            return row(s.key, p, s.topic);
         } catch (IOException ex) {
             throw new UncheckedIOException(ex);
         }
     }
 
-    private static Struct row(Schema schema, JsonNode json, String topic) {
-        if (json == null || json.isNull()) {
+    /**
+     * The envelope Struct, read from the envelope's JSON tokens as they come (no tree of the whole envelope: that tree,
+     * a map per row image, was most of the task thread's time per record).
+     */
+    private Struct value(Shapes s, ChangeEvent e) {
+        TokenBuffer tb = new TokenBuffer(MAPPER, false);
+        envelope.writeValue(tb, e);
+        Struct v = new Struct(s.envelope);
+        try (JsonParser p = tb.asParser()) {
+            p.nextToken(); // the envelope's START_OBJECT
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String name = p.currentName();
+                p.nextToken();
+                switch (name) {
+                    case "before", "after" -> v.put(name, row(s.row, p, s.topic));
+                    case "source" -> v.put("source", source(p, s.topic));
+                    case "op" -> v.put("op", p.getText());
+                    case "ts_ms", "ts_us", "ts_ns" -> v.put(name, p.getLongValue());
+                    default -> p.skipChildren(); // "transaction" is null in the envelope: the block is made below
+                }
+            }
+        } catch (IOException ex) {
+            throw new UncheckedIOException(ex);
+        }
+        v.put("transaction", transactions == null ? null : transactions.block(e)); // one per change record, as Debezium counts
+        return v;
+    }
+
+    private static Struct source(JsonParser p, String topic) throws IOException {
+        Struct source = new Struct(SOURCE);
+        while (p.nextToken() == JsonToken.FIELD_NAME) {
+            String name = p.currentName();
+            p.nextToken();
+            org.apache.kafka.connect.data.Field f = SOURCE.field(name);
+            if (f == null || (name.equals("snapshot") && "false".equals(p.getText()))) {
+                // As Debezium's connector: a streamed change leaves source.snapshot unset and the schema's default
+                // ("false") stands. The JSON converter writes the default, so the JSON is the same; what reads the field
+                // without its default (ExtractNewRecordState's add.fields=snapshot, Struct.getWithoutDefault) gets null.
+                p.skipChildren();
+                continue;
+            }
+            source.put(f, convert(f.schema(), node(p), topic, SOURCE_LABELS[f.index()]));
+        }
+        return source;
+    }
+
+    /** A row image (or key) from the parser at its START_OBJECT (or null); the parser is left at its END_OBJECT. */
+    private static Struct row(Schema schema, JsonParser p, String topic) throws IOException {
+        if (p.currentToken() != JsonToken.START_OBJECT) {
+            p.skipChildren();
             return null;
         }
         Struct row = new Struct(schema);
-        for (org.apache.kafka.connect.data.Field f : schema.fields()) {
-            row.put(f, convert(f.schema(), json.get(f.name()), topic, f.name()));
+        while (p.nextToken() == JsonToken.FIELD_NAME) {
+            String name = p.currentName();
+            p.nextToken();
+            org.apache.kafka.connect.data.Field f = schema.field(name);
+            if (f == null) {
+                p.skipChildren();
+                continue;
+            }
+            row.put(f, convert(f.schema(), node(p), topic, name));
         }
         return row;
+    }
+
+    /**
+     * The parser's current value as the node a tree of the JSON would hold (as Jackson's tree deserializer makes it): a
+     * scalar without a tree, an array or object (and a number outside int, long, float and double) read as a tree.
+     */
+    static JsonNode node(JsonParser p) throws IOException {
+        switch (p.currentToken()) {
+            case VALUE_NULL:
+                return null;
+            case VALUE_STRING:
+                return TextNode.valueOf(p.getText());
+            case VALUE_TRUE:
+                return BooleanNode.TRUE;
+            case VALUE_FALSE:
+                return BooleanNode.FALSE;
+            case VALUE_NUMBER_INT:
+                switch (p.getNumberType()) {
+                    case INT:
+                        return IntNode.valueOf(p.getIntValue());
+                    case LONG:
+                        return LongNode.valueOf(p.getLongValue());
+                    default:
+                        return MAPPER.readTree(p);
+                }
+            case VALUE_NUMBER_FLOAT:
+                switch (p.getNumberType()) {
+                    case FLOAT:
+                        return FloatNode.valueOf(p.getFloatValue());
+                    case DOUBLE:
+                        return DoubleNode.valueOf(p.getDoubleValue());
+                    default:
+                        return MAPPER.readTree(p);
+                }
+            default:
+                return MAPPER.readTree(p);
+        }
     }
 
     /** The Connect value of a column's JSON form (docs/TYPES.md) under its schema; a value the schema cannot hold fails. */
