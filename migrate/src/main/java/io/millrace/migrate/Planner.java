@@ -27,6 +27,27 @@ final class Planner {
     private Planner() {
     }
 
+    /**
+     * A migration past its cutover has nothing left to plan or run: the first problem of the plan, naming the step, with
+     * the command that goes on from it (found by a user: after a cutover and after a rollback the plan said "ready", and
+     * after a rollback 'migrate run' said it followed, then failed on the slot the rollback had dropped).
+     */
+    private static Problem ended(MigrationState state, Endpoints ends) {
+        String recorded = " (recorded on the target in " + Ident.qualified(ends.target.stateSchema(), "migration") + ")";
+        return switch (state) {
+            case CUT_OVER -> new Problem(Kind.CONFIG, "this migration is cut over already" + recorded + ": the target is the"
+                    + " primary, the source stays fenced", "nothing to run: 'millrace migrate status' shows it; after 'cutover"
+                    + " --reverse', 'millrace migrate reverse' streams the target's writes back and 'millrace migrate rollback'"
+                    + " makes the source the primary again");
+            case ROLLING_BACK -> new Problem(Kind.CONFIG, "a rollback of this migration is under way" + recorded + ": both"
+                    + " databases may be read-only", "'millrace migrate rollback' finishes it");
+            case ROLLED_BACK -> new Problem(Kind.CONFIG, "this migration was rolled back" + recorded + ": the source is the"
+                    + " primary again", "to migrate again, start from an empty target: drop the migrated tables, their sequences"
+                    + " and the schema " + Ident.quote(ends.target.stateSchema()) + " on the target (or use a new target database)");
+            default -> null;
+        };
+    }
+
     static Result run(Connection src, Connection tgt, Endpoints ends, MigrationState state) throws SQLException {
         List<Problem> problems = new ArrayList<>();
         List<String> copy = new ArrayList<>();
@@ -40,6 +61,10 @@ final class Planner {
             problems.add(new Problem(Kind.TARGET_SETUP, "the target runs PostgreSQL " + tgtMajor + ", older than the source's "
                     + srcMajor + " (a migration never goes to an older major version)",
                     "migrate to a target of PostgreSQL " + srcMajor + " or newer"));
+        }
+        Problem ended = ended(state, ends);
+        if (ended != null) {
+            problems.add(ended);
         }
         String walLevel = one(src, "SHOW wal_level");
         if (!walLevel.equals("logical")) {

@@ -98,6 +98,16 @@ class MigrateCommandIT extends TwoServers {
         Run abort = millrace("migrate", "abort", cfg.toString());
         assertThat(abort.exitCode()).isEqualTo(2);
         assertThat(abort.err()).contains("the migration is cut over");
+        // Found by a user: after the cutover the plan said "ready", and 'millrace reset --yes' with the migration's
+        // configuration began emptying the new primary's tables (the count below: nothing removed).
+        Run plan = millrace("migrate", "plan", cfg.toString());
+        assertThat(plan.exitCode()).as(plan.out() + plan.err()).isEqualTo(2);
+        assertThat(plan.out()).contains("this migration is cut over already (recorded on the target in \"millrace\".\"migration\")")
+                .doesNotContain("ready: run");
+        Run reset = millrace("reset", cfg.toString(), "--yes");
+        assertThat(reset.exitCode()).as(reset.out() + reset.err()).isEqualTo(2);
+        assertThat(reset.err()).contains("is the target of a 'millrace migrate' whose last recorded step is CUT_OVER")
+                .contains("it is the primary now").contains("nothing was removed");
         assertThat(tgt.connect("app").createStatement().executeQuery("SELECT count(*) FROM items")).satisfies(rs -> {
             rs.next();
             assertThat(rs.getLong(1)).isEqualTo(3001);
@@ -143,6 +153,15 @@ class MigrateCommandIT extends TwoServers {
         }
         Run after = millrace("migrate", "status", cfg.toString());
         assertThat(after.out()).contains("migration: ROLLED_BACK").contains("source not fenced");
+        // Found by a user: after the rollback, run said it followed, then failed on the slot the rollback had dropped,
+        // advising a reset; the plan said "ready".
+        Run rerun = millrace("migrate", "run", cfg.toString());
+        assertThat(rerun.exitCode()).as(rerun.out() + rerun.err()).isEqualTo(2);
+        assertThat(rerun.err()).contains("this migration was rolled back").contains("start from an empty target");
+        assertThat(rerun.out()).doesNotContain("following");
+        Run replan = millrace("migrate", "plan", cfg.toString());
+        assertThat(replan.exitCode()).isEqualTo(2);
+        assertThat(replan.out()).contains("this migration was rolled back").doesNotContain("ready: run");
     }
 
     /** On the source. */

@@ -182,9 +182,48 @@ public final class PostgresSink implements io.millrace.core.sink.KeyedSink {
     public io.millrace.core.sink.SinkReset reset(List<io.millrace.core.schema.TableRef> tables, io.millrace.core.sink.SinkReset.Data data) {
         state.reset();
         connect(); // the connection is the reset's now: it closes it
+        refuseDuringMigration();
         TargetTables targets = new TargetTables(conn, config.name(), config.targetSchema(), config.replicaRole());
         return io.millrace.core.sink.JdbcReset.plan(conn, config.name(), where, config.stateSchema(),
                 tables.stream().map(targets::targetOf).toList(), data, this::readCheckpoint);
+    }
+
+    /**
+     * {@code millrace migrate} records its steps in {@code <stateSchema>.migration} on its target, this destination. While
+     * a migration is under way (copying, following, fencing) or this database is the primary it made (cut over, rolling
+     * back), a reset would drop the migration's slot and empty the tables the applications may now write to: refused,
+     * naming the step (found by a user: after a cutover, {@code millrace reset --yes} with the migration's configuration
+     * began truncating the new primary; only a foreign key stopped it). An aborted or rolled-back migration's tables are
+     * nobody's primary: those may be reset.
+     */
+    private void refuseDuringMigration() {
+        String table = io.millrace.core.schema.Ident.qualified(config.stateSchema(), "migration");
+        String step;
+        try (java.sql.Statement st = conn.createStatement()) {
+            try (java.sql.ResultSet rs = st.executeQuery("SELECT to_regclass(" + io.millrace.core.schema.Ident.literal(table) + ") IS NOT NULL")) {
+                rs.next();
+                if (!rs.getBoolean(1)) {
+                    return;
+                }
+            }
+            try (java.sql.ResultSet rs = st.executeQuery("SELECT step FROM " + table + " ORDER BY id DESC LIMIT 1")) {
+                step = rs.next() ? rs.getString(1) : null;
+            }
+        } catch (SQLException e) {
+            disconnect();
+            throw new MillraceException(Kind.SINK, "destination '" + config.name() + "' (" + where + "): cannot read " + table
+                    + " to see whether a migration uses this database: " + e.getMessage(), e);
+        }
+        if (step == null || step.equals("ABORTED") || step.equals("ROLLED_BACK")) {
+            return;
+        }
+        disconnect();
+        boolean primary = step.equals("CUT_OVER") || step.equals("ROLLING_BACK");
+        throw new MillraceException(Kind.CONFIG, "destination '" + config.name() + "' (" + where + ") is the target of a 'millrace"
+                + " migrate' whose last recorded step is " + step + " (" + table + ")" + (primary ? ": it is the primary now, and"
+                + " a reset would empty the tables the applications write to" : ": a reset would drop the migration's slot and"
+                + " empty its copy") + "; nothing was removed. See 'millrace migrate status' with this configuration"
+                + (primary ? "" : "; to give the migration up, 'millrace migrate abort' first"));
     }
 
     /**
