@@ -85,13 +85,22 @@ final class Cutover {
         boolean locked = false; // refused before the lock: another cutover's fence is not this one's to explain
         try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
             StateStore.exclusive(tgt, ends.source.slot(), "migrate cutover");
-            locked = true;
             MigrationState state = store.current(tgt);
             if (state != MigrationState.FOLLOWING && state != MigrationState.FENCING && state != MigrationState.FENCED) {
+                // before 'locked': this cutover fenced nothing (a user saw a rolled-back migration's refusal told as a fenced
+                // source, with 'cutover again' and 'abort' to finish it: both refuse there)
                 throw new MillraceException(Kind.CONFIG, "migrate cutover: the migration is " + state + "; cutover needs it"
-                        + " FOLLOWING (copy done, target following: 'millrace migrate run')"
-                        + (state == MigrationState.CUT_OVER ? " — it is cut over already" : ""));
+                        + " FOLLOWING (copy done, target following" + switch (state) {
+                            case CUT_OVER -> ") — it is cut over already";
+                            case ROLLING_BACK -> ") — a rollback is under way: 'millrace migrate rollback' finishes it";
+                            case ROLLED_BACK -> ") — it was rolled back: to migrate again, 'millrace migrate plan' names what to"
+                                    + " drop on the target first";
+                            case ABORTED -> ") — it was aborted: to start again, 'millrace migrate plan' names what to drop on the"
+                                    + " target first, then 'millrace migrate run'";
+                            default -> ": 'millrace migrate run')";
+                        });
             }
+            locked = true;
             if (reverse) {
                 Reverse.check(tgt, src, tables);
                 Reverse.checkEarlierStream(src, ends.target.stateSchema(), Reverse.slot(ends.source.slot()));

@@ -207,11 +207,32 @@ public final class Migration {
             try (Connection src = ends.source(); Connection tgt = ends.target(false)) {
                 // a cutover stopped on a difference: nothing in flux — as recorded, and the source fenced now (not unfenced by
                 // hand since: a whole-table copy of a live source would duplicate the changes the follower applies after it)
-                fenced = store.current(tgt) == MigrationState.FENCED && Fence.fenced(src);
+                MigrationState state = store.current(tgt);
+                refuseVerify(state);
+                fenced = state == MigrationState.FENCED && Fence.fenced(src);
             }
             return new Verifier(ends, chunkRows, 5, Duration.ofSeconds(30)).run(p.tables(), repair, fenced);
         } catch (SQLException e) {
             throw Endpoints.failed("migrate verify", e);
+        }
+    }
+
+    /**
+     * Verify compares a target that follows the source (or one fenced at a cutover stopped on a difference): in a step
+     * where none does it is refused at once (found by a user: after a cutover and after a rollback it waited 35 s for a
+     * follower, then advised 'migrate run', which refuses there).
+     */
+    private static void refuseVerify(MigrationState state) {
+        String why = switch (state) {
+            case NONE -> "no migration is recorded on the target: 'millrace migrate run' starts one";
+            case ABORTED -> "the migration was aborted: nothing follows the source; 'millrace migrate plan' names what to drop on"
+                    + " the target to start again";
+            case CUT_OVER, ROLLING_BACK, ROLLED_BACK -> "the migration is " + state + ": the stream into the target ended at the"
+                    + " cutover, and the two databases take writes apart from then on";
+            default -> null;
+        };
+        if (why != null) {
+            throw new MillraceException(Kind.CONFIG, "migrate verify: " + why);
         }
     }
 

@@ -28,6 +28,51 @@ final class Planner {
     }
 
     /**
+     * The oid of relation {@code ref} in {@code c}'s database, or null: read from the catalog, so that a schema the role may
+     * not use does not fail the lookup as {@code to_regclass} does ("permission denied for schema").
+     */
+    static String relation(Connection c, TableRef ref) throws SQLException {
+        return oneOrNull(c, "SELECT c.oid::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = "
+                + Ident.literal(ref.schema()) + " AND c.relname = " + Ident.literal(ref.table()));
+    }
+
+    /**
+     * A schema of the tables that the source role may not use: the copy cannot name its tables, whatever their own grants
+     * (found by a user: the plan stopped on "permission denied for schema app", with no fix and no other problem).
+     */
+    private static void unusableSchemas(Connection src, String srcUser, List<Table> tables, List<Problem> problems) throws SQLException {
+        java.util.Set<String> schemas = new java.util.TreeSet<>();
+        tables.forEach(t -> schemas.add(t.ref().schema()));
+        for (String schema : schemas) {
+            if (!bool(src, "SELECT has_schema_privilege(oid, 'USAGE') FROM pg_namespace WHERE nspname = " + Ident.literal(schema))) {
+                problems.add(new Problem(Kind.PERMISSION, "source role " + srcUser + " may not use schema " + schema + ", so it cannot"
+                        + " read its tables", "GRANT USAGE ON SCHEMA " + Ident.quote(schema) + " TO " + Ident.quote(srcUser)));
+            }
+        }
+    }
+
+    /**
+     * A sequence the schema step creates that the target has already, where no table the plan refuses takes it along: one
+     * of no table's (a {@code DROP TABLE … CASCADE} leaves it), or one whose table the target lacks (found by a user: after
+     * an abort, the tables dropped as the plan said, the plan said ready and the schema step failed on {@code CREATE
+     * SEQUENCE}: relation already exists). An identity column's sequence is its table's.
+     */
+    private static void leftoverSequences(Connection tgt, List<SourceCatalog.Sequence> sequences, List<Problem> problems)
+            throws SQLException {
+        for (SourceCatalog.Sequence seq : sequences) {
+            if (seq.identity() || relation(tgt, seq.ref()) == null) {
+                continue;
+            }
+            if (seq.ownerTable() != null && relation(tgt, seq.ownerTable()) != null) {
+                continue; // the table's problem says DROP TABLE, which drops the sequence it owns there
+            }
+            problems.add(new Problem(Kind.TARGET_SETUP, "the target already has sequence " + seq.ref() + "; migrate creates each"
+                    + " sequence from the source's catalog", "DROP SEQUENCE " + seq.ref().sql() + " on the target (or migrate into"
+                    + " another database)"));
+        }
+    }
+
+    /**
      * A migration past its cutover has nothing left to plan or run: the first problem of the plan, naming the step, with
      * the command that goes on from it (found by a user: after a cutover and after a rollback the plan said "ready", and
      * after a rollback 'migrate run' said it followed, then failed on the slot the rollback had dropped).
@@ -148,8 +193,12 @@ final class Planner {
         // A schema the target has already (public) needs CREATE on it, which PostgreSQL 15 no longer gives every role: run
         // stopped on "permission denied for schema public" with a plan that had said ready (found by a migrate user).
         for (String schema : tables.stream().map(t -> t.ref().schema()).distinct().toList()) {
-            if (bool(tgt, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = " + Ident.literal(schema) + ")")
-                    && !bool(tgt, "SELECT has_schema_privilege(" + Ident.literal(schema) + ", 'CREATE')")) {
+            boolean there = bool(tgt, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = " + Ident.literal(schema) + ")");
+            if (there && !bool(tgt, "SELECT has_schema_privilege(" + Ident.literal(schema) + ", 'USAGE')")) {
+                problems.add(new Problem(Kind.PERMISSION, "target role " + tgtUser + " may not use schema " + schema + " of the target",
+                        "GRANT USAGE ON SCHEMA " + Ident.quote(schema) + " TO " + Ident.quote(tgtUser)));
+            }
+            if (there && !bool(tgt, "SELECT has_schema_privilege(" + Ident.literal(schema) + ", 'CREATE')")) {
                 problems.add(new Problem(Kind.PERMISSION, "target role " + tgtUser + " cannot create tables in schema " + schema
                         + " of the target", "GRANT CREATE ON SCHEMA " + Ident.quote(schema) + " TO " + Ident.quote(tgtUser)));
             }
@@ -186,6 +235,7 @@ final class Planner {
         if (state == MigrationState.NONE || state == MigrationState.ABORTED) {
             leftoverSlot(src, tgt, srcName, problems, ends);
         }
+        unusableSchemas(src, srcUser, tables, problems);
         for (Table t : tables) {
             if (!bool(src, "SELECT has_table_privilege(" + t.oid() + ", 'SELECT')")) {
                 problems.add(new Problem(Kind.PERMISSION, "source role " + srcUser + " cannot read " + t.ref(),
@@ -278,14 +328,13 @@ final class Planner {
         defaultCollation(src, tgt, tables, notes);
 
         for (Table t : tables) {
-            String count = null;
-            if (oneOrNull(tgt, "SELECT to_regclass(" + Ident.literal(t.ref().sql()) + ")") != null) {
-                count = one(tgt, "SELECT count(*) FROM " + t.ref().sql());
-            }
-            if (count != null && starting) {
-                long n = Long.parseLong(count);
+            String oid = starting ? relation(tgt, t.ref()) : null;
+            if (oid != null) {
+                // counted only where the target role may read it: a schema it may not use failed the plan (found by a user)
+                long n = bool(tgt, "SELECT has_schema_privilege(" + Ident.literal(t.ref().schema()) + ", 'USAGE') AND"
+                        + " has_table_privilege(" + oid + ", 'SELECT')") ? Long.parseLong(one(tgt, "SELECT count(*) FROM " + t.ref().sql())) : -1;
                 problems.add(new Problem(Kind.TARGET_SETUP, "the target already has table " + t.ref()
-                        + (n > 0 ? " and it is not empty (" + n + " rows)" : " (empty)")
+                        + (n > 0 ? " and it is not empty (" + n + " rows)" : n == 0 ? " (empty)" : "")
                         + "; migrate creates each table from the source's catalog",
                         "DROP TABLE " + t.ref().sql() + " on the target (or migrate into another database)"));
             }
@@ -295,6 +344,9 @@ final class Planner {
         if (!sequences.isEmpty()) {
             notes.add(sequences.size() + " sequence(s) created on the target and, at cutover, set past the source's value: "
                     + String.join(", ", sequences.stream().map(s -> s.ref().toString()).toList()));
+            if (starting) {
+                leftoverSequences(tgt, sequences, problems);
+            }
             List<String> grants = Sequences.unreadable(src, tgt, sequences);
             if (!grants.isEmpty()) {
                 problems.add(new Problem(Kind.PERMISSION, "the cutover could not read or set " + grants.size() + " sequence(s) it"

@@ -24,17 +24,39 @@ final class Sequences {
         List<String> out = new java.util.ArrayList<>();
         for (Sequence q : sequences) {
             String lit = Ident.literal(q.ref().sql());
+            // A sequence named in a schema the role may not use fails the name's lookup ("permission denied for schema"): the
+            // plan stopped on it with no fix (found by a user). Such a schema is named with its GRANT, once.
+            if (!usable(from, q.ref().schema(), "source", out)) {
+                continue;
+            }
             if (!Planner.bool(from, "SELECT has_sequence_privilege(" + lit + ", 'SELECT')")) {
                 out.add("GRANT SELECT ON SEQUENCE " + q.ref().sql() + " TO " + Ident.quote(Planner.one(from, "SELECT current_user"))
                         + " (on the source)");
             }
-            if (Planner.bool(to, "SELECT to_regclass(" + lit + ") IS NOT NULL")
+            if (usable(to, q.ref().schema(), "target", out) && Planner.bool(to, "SELECT to_regclass(" + lit + ") IS NOT NULL")
                     && !Planner.bool(to, "SELECT has_sequence_privilege(" + lit + ", 'UPDATE')")) {
                 out.add("GRANT UPDATE ON SEQUENCE " + q.ref().sql() + " TO " + Ident.quote(Planner.one(to, "SELECT current_user"))
                         + " (on the target)");
             }
         }
         return out;
+    }
+
+    /**
+     * Whether the role of {@code c} may use {@code schema} (or the database has no such schema yet); if not, its
+     * {@code GRANT USAGE} is added to {@code out} once.
+     */
+    private static boolean usable(Connection c, String schema, String which, List<String> out) throws SQLException {
+        if (Planner.bool(c, "SELECT coalesce(has_schema_privilege(n.oid, 'USAGE'), true) FROM (SELECT (SELECT oid FROM pg_namespace"
+                + " WHERE nspname = " + Ident.literal(schema) + ") AS oid) n")) {
+            return true;
+        }
+        String grant = "GRANT USAGE ON SCHEMA " + Ident.quote(schema) + " TO " + Ident.quote(Planner.one(c, "SELECT current_user"))
+                + " (on the " + which + ")";
+        if (!out.contains(grant)) {
+            out.add(grant);
+        }
+        return false;
     }
 
     /**

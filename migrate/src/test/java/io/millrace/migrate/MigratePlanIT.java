@@ -72,6 +72,74 @@ class MigratePlanIT extends TwoServers {
         nothingWritten(db);
     }
 
+    /**
+     * A sequence of no table's that the target has already (found by a user: after an abort, the tables dropped with
+     * CASCADE as the plan said left one; the plan said ready and the schema step failed on CREATE SEQUENCE, "relation
+     * already exists"): named with DROP SEQUENCE, nothing written; once dropped, the plan is ready.
+     */
+    @Test
+    void aSequenceTheTargetHasAlreadyIsRefusedWithTheFix() throws Exception {
+        String db = fresh("CREATE SEQUENCE ticket_seq", "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT nextval('ticket_seq'), v text)");
+        tgt.execute(db, "CREATE SEQUENCE ticket_seq");
+        Migration m = Migration.of(Servers.source(src, db), Servers.target(tgt, db));
+        Plan p = m.plan();
+        assertThat(p.problems()).as(p.render()).singleElement().satisfies(x -> {
+            assertThat(x.kind()).isEqualTo(Kind.TARGET_SETUP);
+            assertThat(x.message()).contains("the target already has sequence public.ticket_seq");
+            assertThat(x.fix()).contains("DROP SEQUENCE \"public\".\"ticket_seq\" on the target");
+        });
+        assertThatThrownBy(() -> m.follow(Duration.ofSeconds(10))).isInstanceOf(MillraceException.class)
+                .satisfies(e -> assertThat(((MillraceException) e).kind().exitCode()).isEqualTo(11))
+                .hasMessageContaining("nothing was written");
+        nothingWritten(db);
+        tgt.execute(db, "DROP SEQUENCE ticket_seq");
+        assertThat(m.plan().ok()).isTrue();
+    }
+
+    /**
+     * A source role without USAGE on the tables' schema (found by a user: the plan stopped on "permission denied for schema
+     * app", naming neither the server nor the fix, though the role had SELECT on the table): the plan lists the GRANT
+     * USAGE, for the copy and for the sequence the cutover reads.
+     */
+    @Test
+    void aSchemaTheSourceRoleMayNotUseIsNamedWithItsGrant() throws Exception {
+        String db = fresh("CREATE SCHEMA app", "CREATE SEQUENCE app.ticket_seq",
+                "CREATE TABLE app.t (id bigint PRIMARY KEY DEFAULT nextval('app.ticket_seq'))",
+                "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'replsel') THEN"
+                        + " CREATE ROLE replsel LOGIN REPLICATION PASSWORD 'replsel-pw'; END IF; END $$",
+                "GRANT SELECT ON app.t, app.ticket_seq TO replsel");
+        io.millrace.api.SourceSettings weak = io.millrace.api.SourceSettings.builder().host(src.host()).port(src.port()).database(db)
+                .user("replsel").password(io.millrace.core.Secret.of("replsel-pw")).slot("mig_" + db).publication("mig_" + db).build();
+        Plan p = Migration.of(weak, Servers.target(tgt, db)).plan();
+        assertThat(p.problems()).as(p.render()).anySatisfy(x -> {
+            assertThat(x.kind()).isEqualTo(Kind.PERMISSION);
+            assertThat(x.message()).contains("source role replsel may not use schema app");
+            assertThat(x.fix()).isEqualTo("GRANT USAGE ON SCHEMA \"app\" TO \"replsel\"");
+        });
+        assertThat(p.problems()).anySatisfy(x -> assertThat(x.fix()).contains("GRANT USAGE ON SCHEMA \"app\" TO \"replsel\" (on the source)"));
+        nothingWritten(db);
+    }
+
+    /**
+     * The same on the target: a schema there (a DBA's, or an earlier attempt's) that the target role may not use failed the
+     * plan on looking up the tables it holds; now the plan names the GRANT, and a table already there without its count.
+     */
+    @Test
+    void aTargetSchemaTheTargetRoleMayNotUseIsNamedWithItsGrant() throws Exception {
+        String db = fresh("CREATE SCHEMA app", "CREATE SEQUENCE app.ticket_seq",
+                "CREATE TABLE app.t (id bigint PRIMARY KEY DEFAULT nextval('app.ticket_seq'))");
+        tgt.execute(db, "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'weak') THEN"
+                + " CREATE ROLE weak LOGIN PASSWORD 'weak-pw'; END IF; END $$", "CREATE SCHEMA app", "CREATE TABLE app.t (id int)");
+        var target = new io.millrace.sink.postgres.PostgresSinkConfig("target", tgt.jdbcUrl(db), "weak",
+                io.millrace.core.Secret.of("weak-pw"), null, null);
+        Plan p = Migration.of(Servers.source(src, db), target).plan();
+        assertThat(p.problems()).as(p.render()).anySatisfy(x -> {
+            assertThat(x.message()).isEqualTo("target role weak may not use schema app of the target");
+            assertThat(x.fix()).isEqualTo("GRANT USAGE ON SCHEMA \"app\" TO \"weak\"");
+        }).anySatisfy(x -> assertThat(x.message()).startsWith("the target already has table app.t; migrate creates"));
+        nothingWritten(db);
+    }
+
     @Test
     void aMissingExtensionOnTheTargetIsRefusedWithTheFix() throws Exception {
         String db = fresh("CREATE EXTENSION citext", "CREATE TABLE t (id int PRIMARY KEY, email citext)");

@@ -104,6 +104,9 @@ class MigrateCommandIT extends TwoServers {
         assertThat(plan.exitCode()).as(plan.out() + plan.err()).isEqualTo(2);
         assertThat(plan.out()).contains("this migration is cut over already (recorded on the target in \"millrace\".\"migration\")")
                 .doesNotContain("ready: run");
+        Run lateVerify = millrace("migrate", "verify", cfg.toString()); // it waited 35 s for a follower, then advised 'run'
+        assertThat(lateVerify.exitCode()).as(lateVerify.out() + lateVerify.err()).isEqualTo(2);
+        assertThat(lateVerify.err()).contains("the migration is CUT_OVER: the stream into the target ended at the cutover");
         Run reset = millrace("reset", cfg.toString(), "--yes");
         assertThat(reset.exitCode()).as(reset.out() + reset.err()).isEqualTo(2);
         assertThat(reset.err()).contains("is the target of a 'millrace migrate' whose last recorded step is CUT_OVER")
@@ -159,6 +162,10 @@ class MigrateCommandIT extends TwoServers {
         assertThat(rerun.exitCode()).as(rerun.out() + rerun.err()).isEqualTo(2);
         assertThat(rerun.err()).contains("this migration was rolled back").contains("start from an empty target");
         assertThat(rerun.out()).doesNotContain("following");
+        Run recut = millrace("migrate", "cutover", cfg.toString()); // it said the source may be fenced: 'cutover again' or 'abort'
+        assertThat(recut.exitCode()).as(recut.out() + recut.err()).isEqualTo(2);
+        assertThat(recut.err()).contains("the migration is ROLLED_BACK").contains("it was rolled back")
+                .doesNotContain("may be fenced").doesNotContain("migrate cutover: migrate cutover");
         Run replan = millrace("migrate", "plan", cfg.toString());
         assertThat(replan.exitCode()).isEqualTo(2);
         assertThat(replan.out()).contains("this migration was rolled back").doesNotContain("ready: run");
