@@ -56,6 +56,22 @@ final class Cutover {
      *                (checked before anything is fenced); false: none
      */
     /**
+     * The tables no verify pass compared (a keyless one never is online): a cutover without {@code --verify} said nothing
+     * of them (found by a user's walk: a cutover with no pass at all went ahead without a word). After the window: the
+     * report names them.
+     */
+    private List<String> neverCompared(Connection tgt, List<Table> tables) throws SQLException {
+        PassStore passes = new PassStore(ends.target.stateSchema());
+        List<String> out = new java.util.ArrayList<>();
+        for (Table t : tables) {
+            if (passes.load(tgt, t.ref().toString()) == null) {
+                out.add(t.ref().toString());
+            }
+        }
+        return out;
+    }
+
+    /**
      * A cutover without {@code --verify} after a verify pass, or a cutover's own comparison, that found chunks divergent
      * and left them so: refused, before anything is fenced or, resumed, with the source still fenced (found by a user: a
      * plain cutover made the target the primary with 99 keys that verify had reported wrong, without a word).
@@ -210,7 +226,8 @@ final class Cutover {
             }
             store.record(tgt, MigrationState.CUT_OVER, "fence " + marker + ", write-unavailable " + window.toMillis() + " ms"
                     + (reverseSlot == null ? "" : ", reverse slot " + reverseSlot + " on the target"));
-            return new CutoverReport(window, marker.toString(), lag, ended, set, verified, reverseSlot);
+            return new CutoverReport(window, marker.toString(), lag, ended, set, verified, reverseSlot,
+                    verified == null ? neverCompared(tgt, tables) : List.of());
         } catch (SQLException e) {
             MillraceException fenced = locked ? fencedError(e) : null;
             if (fenced != null) {

@@ -14,9 +14,20 @@ import java.time.Duration;
  * @param verified         the comparison made with the source fenced (included in the window), or null when not asked
  * @param reverseSlot      with {@code --reverse}, the slot on the target that {@code migrate reverse} streams back from;
  *                         null without
+ * @param neverCompared    without {@code verified}: the tables no verify pass had compared before the cutover
  */
 public record CutoverReport(Duration writeUnavailable, String fenceLsn, long lagBytesAtFence, int sessionsEnded, int sequences,
-                            VerifyReport verified, String reverseSlot) {
+                            VerifyReport verified, String reverseSlot, java.util.List<String> neverCompared) {
+
+    public CutoverReport {
+        neverCompared = java.util.List.copyOf(neverCompared);
+    }
+
+    /** A report where every table was compared, or {@code verified} says which were not. */
+    public CutoverReport(Duration writeUnavailable, String fenceLsn, long lagBytesAtFence, int sessionsEnded, int sequences,
+                         VerifyReport verified, String reverseSlot) {
+        this(writeUnavailable, fenceLsn, lagBytesAtFence, sessionsEnded, sequences, verified, reverseSlot, java.util.List.of());
+    }
 
     /** For the terminal. */
     public String render() {
@@ -28,6 +39,8 @@ public record CutoverReport(Duration writeUnavailable, String fenceLsn, long lag
                 + (verified.skipped().isEmpty() ? "" : "; not compared: " + String.join(", ", verified.skipped())))
                 + ").\nThe source stays read-only (default_transaction_read_only = on)."
                 + " Switch the applications to the target now.\n"
+                + (neverCompared.isEmpty() ? "" : "No comparison was made of " + String.join(", ", neverCompared) + " before the"
+                + " cutover ('millrace migrate verify' while following, or 'cutover --verify' with the source fenced, compares them).\n")
                 + (reverseSlot == null ? "" : "The target keeps their writes for the way back in slot '" + reverseSlot
                 + "': run 'millrace migrate reverse CONFIG' to stream them into the source (it retains WAL on the target until read).\n");
     }

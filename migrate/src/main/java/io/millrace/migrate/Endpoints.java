@@ -85,9 +85,10 @@ final class Endpoints {
             Kind kind = state.equals("28P01") || state.equals("28000") || io.millrace.core.PgMessages.noPasswordGiven(e.getMessage())
                     ? Kind.AUTHENTICATION
                     : state.equals("42501") ? Kind.PERMISSION : Kind.CONNECTION;
-            String fix = kind == Kind.AUTHENTICATION ? " Check the destination's user and its password (password_env or password_file),"
+            String fix = kind == Kind.AUTHENTICATION ? ". Check the destination's user and its password (password_env or password_file),"
                     + " and that pg_hba.conf lets it in." : "";
-            throw new MillraceException(kind, "cannot connect to the " + what + ": " + e.getMessage() + fix, e);
+            // the server's message ends without a period ("password authentication failed for user ..."), or with one
+            throw new MillraceException(kind, "cannot connect to the " + what + ": " + String.valueOf(e.getMessage()).replaceAll("\\.$", "") + fix, e);
         }
     }
 

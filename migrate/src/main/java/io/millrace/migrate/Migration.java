@@ -455,7 +455,8 @@ public final class Migration {
                     : ", " + t.lagBytes() + " bytes behind, not following")
                     .append(t.verifiedAt() == null ? ", not verified yet" : ", last verify pass "
                     + t.verifiedAt() + ": " + t.verifiedChunks() + " chunk(s), " + (t.differedChunks() == 0 ? "all equal"
-                    : t.differedChunks() + " differing when read (re-checked: see that pass's report)")).append('\n'));
+                    : t.differedChunks() + " differing when read, " + (t.divergentChunks() == 0 ? "equal when re-checked or copied again"
+                    : t.divergentChunks() + " still divergent ('millrace migrate verify --repair' copies them again)"))).append('\n'));
             if (state == MigrationState.CUT_OVER || state == MigrationState.ROLLING_BACK) {
                 b.append(reverseLagBytes < 0 ? "no way back was prepared (the cutover ran without --reverse)\n"
                         : "the way back: the source is " + reverseLagBytes + " bytes behind the target" + (reverseRead
@@ -479,6 +480,10 @@ public final class Migration {
                 b.append("the source database is read-only (default_transaction_read_only), but this migration did not fence it (an"
                         + " earlier migration's cutover or a DBA did): it takes no writes, and 'millrace migrate abort' leaves it so;"
                         + " lift it (ALTER DATABASE ... RESET default_transaction_read_only) only if nothing else is the primary now\n");
+            } else if (state == MigrationState.FENCED && tables.stream().anyMatch(t -> t.divergentChunks() > 0)) {
+                // found by a user: a cutover --verify that stopped on a difference read as interrupted
+                b.append("a cutover stopped on chunks that differ (above): 'millrace migrate verify --repair' copies them again, then"
+                        + " 'millrace migrate cutover --verify' finishes it; 'millrace migrate abort' unfences the source\n");
             } else if (state == MigrationState.FENCING || state == MigrationState.FENCED) {
                 b.append("a cutover was interrupted: 'millrace migrate cutover' finishes it, 'millrace migrate abort' unfences the source\n");
             } else if (!read && (state == MigrationState.SCHEMA_CREATED || state == MigrationState.FOLLOWING)) {
@@ -507,9 +512,15 @@ public final class Migration {
      * @param verifiedAt   when the last full {@link #verify} pass compared it; null before one (or for a table without a key)
      * @param verifiedChunks chunks that pass compared
      * @param differedChunks chunks that differed when that pass first read them (each was then re-checked row by row)
+     * @param divergentChunks of those, the chunks still divergent at the end of the pass and not copied again since
      */
     public record TableStatus(String table, String phase, long rowsEstimate, long lagBytes, java.time.Instant verifiedAt,
-                              long verifiedChunks, long differedChunks) {
+                              long verifiedChunks, long differedChunks, long divergentChunks) {
+        /** A table none of whose chunks is known divergent. */
+        public TableStatus(String table, String phase, long rowsEstimate, long lagBytes, java.time.Instant verifiedAt,
+                           long verifiedChunks, long differedChunks) {
+            this(table, phase, rowsEstimate, lagBytes, verifiedAt, verifiedChunks, differedChunks, 0);
+        }
     }
 
     /**
@@ -608,7 +619,7 @@ public final class Migration {
             PassStore.Pass pass = passes.load(tgt, name);
             out.add(new TableStatus(name, phase, est == null ? 0 : Long.parseLong(est), phase.equals("copied") ? lag : -1,
                     pass == null ? null : pass.at(),
-                    pass == null ? 0 : pass.chunks().size(), pass == null ? 0 : pass.differed()));
+                    pass == null ? 0 : pass.chunks().size(), pass == null ? 0 : pass.differed(), pass == null ? 0 : pass.divergent()));
         }
         return out;
     }
@@ -649,9 +660,13 @@ public final class Migration {
                         + " finishes it"));
             }
             if (state == MigrationState.CUT_OVER) {
+                // found by a user: after 'cutover --reverse' it advised lifting the fence by hand, which would leave two
+                // writable databases and the writes made on the target since the cutover on the target only
                 throw new MillraceException(Kind.CONFIG, "migrate abort: the migration is cut over, the target is the primary;"
-                        + " the source stays fenced. To write to the source again, lift the fence yourself: ALTER DATABASE ..."
-                        + " RESET default_transaction_read_only");
+                        + " the source stays fenced. To make the source the primary again with the writes made on the target since"
+                        + " the cutover: 'millrace migrate reverse' (after 'cutover --reverse') and then 'millrace migrate rollback'."
+                        + " Lifting the fence by hand (ALTER DATABASE ... RESET default_transaction_read_only) makes both databases"
+                        + " writable and carries no write back: only once the applications write to one of them alone");
             }
             boolean fenced = Fence.fenced(src);
             String detail;

@@ -254,9 +254,11 @@ final class Planner {
                         + " once published, its UPDATEs and DELETEs would fail on the source", "ALTER TABLE " + t.ref().sql()
                         + " ADD PRIMARY KEY (...), or ALTER TABLE " + t.ref().sql() + " REPLICA IDENTITY FULL"));
             } else if (!t.hasKey()) {
-                notes.add(t.ref() + " has no primary key: followed by its replica identity; verify does not compare it (it has no key to"
-                        + " cut chunks by, and says 'not compared'): compare it yourself before the cutover, e.g. count(*) and"
-                        + " md5(string_agg(t::text, ',' ORDER BY t::text)) on both servers");
+                // (it told users to compare it themselves, while 'cutover --verify' does: found by a user's walk)
+                notes.add(t.ref() + " has no primary key: followed by its replica identity; 'migrate verify' does not compare it"
+                        + " online (no key to cut chunks by: it says 'not compared'), 'migrate cutover --verify' compares it whole"
+                        + " with the source fenced (its row count and the hash of its rows: a full read on both servers, inside the"
+                        + " write-unavailable window)");
             }
             copy.add(t.ref() + " (" + t.columns().size() + " columns, " + (t.partitionKey() == null ? ""
                     : "partitioned by " + t.partitionKey() + " into " + t.partitions().size() + " partitions, ") + mb(t.bytes()) + ")");

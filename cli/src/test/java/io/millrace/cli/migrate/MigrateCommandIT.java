@@ -97,7 +97,8 @@ class MigrateCommandIT extends TwoServers {
         assertThat(status.out()).startsWith("migration: CUT_OVER; source FENCED");
         Run abort = millrace("migrate", "abort", cfg.toString());
         assertThat(abort.exitCode()).isEqualTo(2);
-        assertThat(abort.err()).contains("the migration is cut over");
+        assertThat(abort.err()).contains("the migration is cut over") // it advised lifting the fence by hand (a user's walk)
+                .contains("'millrace migrate reverse' (after 'cutover --reverse') and then 'millrace migrate rollback'");
         // Found by a user: after the cutover the plan said "ready", and 'millrace reset --yes' with the migration's
         // configuration began emptying the new primary's tables (the count below: nothing removed).
         Run plan = millrace("migrate", "plan", cfg.toString());

@@ -164,7 +164,7 @@ public final class JdbcReset implements SinkReset {
                 // the error below says what failed; nothing was committed
             }
             throw new MillraceException(Kind.SINK, "destination '" + destination + "' (" + where + "): the reset failed and removed"
-                    + " nothing there: " + e.getMessage() + (data == Data.KEEP ? "" : ". If a view or foreign key of yours depends on a"
+                    + " nothing there: " + String.valueOf(e.getMessage()).replaceAll("\\.$", "") + (data == Data.KEEP ? "" : ". If a view or foreign key of yours depends on a"
                     + " copied table, drop it first, or keep the tables with --data keep"), e);
         }
     }
