@@ -52,8 +52,14 @@ class MigrateCommandIT extends TwoServers {
         assertThat(refusedRun.err()).startsWith("millrace: migrate: the plan has 1 problem(s), nothing was written");
 
         tgt.execute("app", "DROP TABLE items");
+        Path withPort = dir.resolve("with-port.yaml"); // a configuration made for 'millrace run': its status page is said not served
+        Files.writeString(withPort, Files.readString(cfg) + "operations:\n  http_port: 56999\n");
+        Run portPlan = millrace("migrate", "plan", withPort.toString());
+        assertThat(portPlan.exitCode()).as(portPlan.out() + portPlan.err()).isZero();
+        assertThat(portPlan.err()).contains("operations.http_port 56999 is not served by 'millrace migrate'");
         Run ready = millrace("migrate", "plan", cfg.toString());
         assertThat(ready.exitCode()).as(ready.out()).isZero();
+        assertThat(ready.err()).doesNotContain("http_port");
         assertThat(ready.out()).contains("will copy:\n  - public.items").contains("ready: run 'millrace migrate run");
 
         CompletableFuture<Run> run = CompletableFuture.supplyAsync(() -> millrace("migrate", "run", cfg.toString()));
